@@ -1,0 +1,330 @@
+#include "apps/output.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace ppb {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+const char* OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::Ok:
+      return "ok";
+    case Outcome::OutOfMemory:
+      return "out_of_memory";
+    case Outcome::Deadlock:
+      return "deadlock";
+  }
+  return "?";
+}
+
+const char* FlavorName(Flavor f) {
+  return f == Flavor::Megatron ? "megatron" : "pytorch";
+}
+
+// Microseconds for trace timestamps.
+double ToUs(Nanos t) { return static_cast<double>(t) / 1e3; }
+
+// Micro-batches per second of simulated time.
+double Throughput(const RunConfig& config, const SimResult& r) {
+  if (r.makespan <= 0) return 0.0;
+  return static_cast<double>(config.shape.m) * 1e9 /
+         static_cast<double>(r.makespan);
+}
+
+int EffectiveGroup(const RunConfig& config) {
+  return config.schedule_params.group > 0 ? config.schedule_params.group
+                                          : config.shape.p;
+}
+
+// Layer ranges per global stage: [first, last] or {-1,-1} when empty.
+std::vector<std::pair<int, int>> StageRanges(const RunConfig& config) {
+  std::vector<std::pair<int, int>> out;
+  int next = 0;
+  for (int count : config.strategy.layers_per_stage) {
+    out.emplace_back(count > 0 ? next : -1, count > 0 ? next + count - 1 : -1);
+    next += count;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatBytes(Bytes b) {
+  const double x = static_cast<double>(b);
+  if (b >= (Bytes{1} << 30)) return fmt::format("{:.2f} GiB", x / (1 << 30));
+  if (b >= (Bytes{1} << 20)) return fmt::format("{:.2f} MiB", x / (1 << 20));
+  if (b >= (Bytes{1} << 10)) return fmt::format("{:.2f} KiB", x / (1 << 10));
+  return fmt::format("{} B", b);
+}
+
+std::vector<std::string> LayersHeld(const RunConfig& config, int p, int v) {
+  const auto ranges = StageRanges(config);
+  std::vector<std::string> out(p);
+  for (int r = 0; r < p; ++r) {
+    std::string s;
+    for (int c = 0; c < v; ++c) {
+      const auto [first, last] = ranges[static_cast<size_t>(c) * p + r];
+      if (c > 0) s += ", ";
+      if (v > 1) s += fmt::format("c{} ", c);
+      s += first < 0 ? std::string("-")
+                     : (first == last ? fmt::format("{}", first)
+                                      : fmt::format("{}-{}", first, last));
+    }
+    out[r] = s;
+  }
+  return out;
+}
+
+std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
+                          const SimResult& r) {
+  const PipelineSpec& spec = run.spec;
+  std::string out;
+  std::string schedule = config.schedule;
+  if (config.schedule == "interleaved") {
+    schedule += fmt::format(" ({}, g={})", FlavorName(config.schedule_params.flavor),
+                            EffectiveGroup(config));
+  } else if (config.schedule != "custom") {
+    schedule += fmt::format(" ({})", FlavorName(config.schedule_params.flavor));
+  }
+  out += fmt::format("ppb-sim: {} | schedule {} | p={} v={} m={} | {} layers | "
+                     "communication {}\n",
+                     config.model_name.empty() ? config.path : config.model_name,
+                     schedule, spec.p, spec.v, spec.m, config.layers.size(),
+                     spec.comm == CommMode::Overlapped ? "overlapped" : "blocking");
+  if (r.outcome == Outcome::Deadlock) {
+    std::string stuck;
+    for (const Op& op : r.stuck) stuck += " " + ActionString(op);
+    out += fmt::format("outcome: DEADLOCK; stuck at{}\n", stuck);
+    return out;
+  }
+  int peak_rank = 0;
+  for (int d = 0; d < spec.p; ++d) {
+    if (r.devices[d].peak_memory > r.devices[peak_rank].peak_memory) peak_rank = d;
+  }
+  std::string oom_ranks;
+  for (int d = 0; d < spec.p; ++d) {
+    if (r.devices[d].oom) oom_ranks += fmt::format(" {}", d);
+  }
+  out += "\n";
+  out += fmt::format("  iteration time    {:.3f} ms\n", ToMs(r.makespan));
+  out += fmt::format("  throughput        {:.2f} micro-batches/s\n",
+                     Throughput(config, r));
+  out += fmt::format("  bubble fraction   {:.2f} %\n", 100.0 * r.bubble_fraction());
+  out += fmt::format("  max peak memory   {} on rank {} (capacity {})\n",
+                     FormatBytes(r.devices[peak_rank].peak_memory), peak_rank,
+                     FormatBytes(r.devices[peak_rank].capacity));
+  out += fmt::format("  outcome           {}\n",
+                     r.outcome == Outcome::Ok
+                         ? std::string("ok: every rank fits in memory")
+                         : "OUT OF MEMORY on rank" + oom_ranks);
+  const BubbleBreakdown& b = r.breakdown;
+  out += fmt::format(
+      "  where time goes   ideal {:.3f} + imbalance {:.3f} + recompute {:.3f} + "
+      "communication {:.3f} + warm-up/drain {:.3f} ms (busiest rank {})\n",
+      ToMs(b.ideal), ToMs(b.imbalance), ToMs(b.recompute),
+      ToMs(b.communication), ToMs(b.warmup_drain), b.bottleneck);
+  out += "\n";
+  const auto held = LayersHeld(config, spec.p, spec.v);
+  size_t held_width = 6;
+  for (const auto& h : held) held_width = std::max(held_width, h.size());
+  out += fmt::format("  {:>4}  {:<{}}  {:>11}  {:>11}  {:>8}  {:>11}  {:>23}  {}\n",
+                     "rank", "layers", held_width, "busy ms", "bubble ms",
+                     "bubble %", "recompute", "peak memory / capacity", "");
+  for (int d = 0; d < spec.p; ++d) {
+    const DeviceStats& ds = r.devices[d];
+    const double frac =
+        r.makespan > 0 ? 100.0 * static_cast<double>(ds.idle) /
+                             static_cast<double>(r.makespan)
+                       : 0.0;
+    out += fmt::format(
+        "  {:>4}  {:<{}}  {:>11.3f}  {:>11.3f}  {:>8.2f}  {:>8.3f} ms  {:>23}  {}\n",
+        d, held[d], held_width, ToMs(ds.busy), ToMs(ds.idle), frac,
+        ToMs(ds.recompute),
+        FormatBytes(ds.peak_memory) + " / " + FormatBytes(ds.capacity),
+        ds.oom ? "OOM" : "");
+  }
+  return out;
+}
+
+std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
+                          const SimResult& r,
+                          const std::vector<CriticalStep>* path) {
+  const PipelineSpec& spec = run.spec;
+  Json j;
+  j["schema"] = "ppb.sim/1";
+  j["config"] = config.path;
+  j["model"] = config.model_name;
+  j["schedule"] = config.schedule;
+  j["flavor"] = FlavorName(config.schedule_params.flavor);
+  j["stages"] = spec.p;
+  j["virtual_stages"] = spec.v;
+  j["microbatches"] = spec.m;
+  if (config.schedule == "interleaved") j["microbatch_group"] = EffectiveGroup(config);
+  j["communication"] = spec.comm == CommMode::Overlapped ? "overlapped" : "blocking";
+  j["outcome"] = OutcomeName(r.outcome);
+  j["iteration_time_ms"] = ToMs(r.makespan);
+  j["iteration_time_ns"] = r.makespan;
+  j["throughput_microbatches_per_s"] = Throughput(config, r);
+  j["bubble_fraction"] = r.bubble_fraction();
+  Bytes max_peak = 0;
+  for (const auto& d : r.devices) max_peak = std::max(max_peak, d.peak_memory);
+  j["max_peak_memory_bytes"] = max_peak;
+  j["breakdown_ms"] = {{"ideal", ToMs(r.breakdown.ideal)},
+                       {"imbalance", ToMs(r.breakdown.imbalance)},
+                       {"recompute", ToMs(r.breakdown.recompute)},
+                       {"communication", ToMs(r.breakdown.communication)},
+                       {"warmup_drain", ToMs(r.breakdown.warmup_drain)},
+                       {"bottleneck_rank", r.breakdown.bottleneck}};
+  // layers_per_chunk as [chunk][rank] counts, as Megatron/MindFormers think.
+  Json lpc = Json::array();
+  for (int c = 0; c < spec.v; ++c) {
+    Json row = Json::array();
+    for (int rank = 0; rank < spec.p; ++rank) {
+      row.push_back(config.strategy.layers_per_stage[static_cast<size_t>(c) * spec.p + rank]);
+    }
+    lpc.push_back(row);
+  }
+  j["layers_per_chunk"] = lpc;
+  const auto ranges = StageRanges(config);
+  Json devices = Json::array();
+  for (int d = 0; d < spec.p; ++d) {
+    const DeviceStats& ds = r.devices[d];
+    Json dj;
+    dj["rank"] = d;
+    Json layers = Json::array();
+    for (int c = 0; c < spec.v; ++c) {
+      const auto [first, last] = ranges[static_cast<size_t>(c) * spec.p + d];
+      layers.push_back(first < 0 ? Json::array() : Json::array({first, last}));
+    }
+    dj["layers"] = layers;
+    dj["busy_ms"] = ToMs(ds.busy);
+    dj["idle_ms"] = ToMs(ds.idle);
+    dj["bubble_fraction"] =
+        r.makespan > 0 ? static_cast<double>(ds.idle) / static_cast<double>(r.makespan)
+                       : 0.0;
+    dj["recompute_ms"] = ToMs(ds.recompute);
+    dj["comm_wait_ms"] = ToMs(ds.comm_wait);
+    dj["comm_blocked_ms"] = ToMs(ds.comm_blocked);
+    dj["static_memory_bytes"] = ds.static_memory;
+    dj["peak_memory_bytes"] = ds.peak_memory;
+    dj["peak_memory_time_ms"] = ToMs(ds.peak_time);
+    dj["memory_capacity_bytes"] = ds.capacity;
+    dj["peak_inflight_microbatches"] = ds.peak_inflight;
+    dj["oom"] = ds.oom;
+    dj["first_start_ms"] = ToMs(ds.first_start);
+    dj["last_end_ms"] = ToMs(ds.last_end);
+    devices.push_back(dj);
+  }
+  j["devices"] = devices;
+  if (!r.stuck.empty()) {
+    Json stuck = Json::array();
+    for (const Op& op : r.stuck) stuck.push_back(ActionString(op));
+    j["stuck"] = stuck;
+  }
+  if (path != nullptr) {
+    Json cp = Json::array();
+    for (const CriticalStep& s : *path) {
+      cp.push_back({{"rank", s.device},
+                    {"op", ActionString(s.op)},
+                    {"kind", s.is_transfer ? "transfer" : "compute"},
+                    {"start_ms", ToMs(s.start)},
+                    {"end_ms", ToMs(s.end)}});
+    }
+    j["critical_path"] = cp;
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
+                              const SimResult& r) {
+  const PipelineSpec& spec = run.spec;
+  const Program& prog = run.program;
+  Json events = Json::array();
+  for (int d = 0; d < spec.p; ++d) {
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", d},
+                      {"args", {{"name", fmt::format("rank {}", d)}}}});
+    events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", d},
+                      {"args", {{"sort_index", d}}}});
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", d}, {"tid", 0},
+                      {"args", {{"name", "compute"}}}});
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", d}, {"tid", 1},
+                      {"args", {{"name", "communication"}}}});
+  }
+  for (int d = 0; d < spec.p; ++d) {
+    for (size_t k = 0; k < prog.ops[d].size(); ++k) {
+      const Op& op = prog.ops[d][k];
+      const OpTiming& t = r.timings[d][k];
+      Json args = {{"stage", op.stage.value},
+                   {"microbatch", op.mb.value},
+                   {"chunk", op.stage.value / spec.p}};
+      if (t.recompute > 0) args["recompute_us"] = ToUs(t.recompute);
+      events.push_back({{"name", ActionString(op)},
+                        {"cat", std::string(1, OpKindLetter(op.kind))},
+                        {"ph", "X"},
+                        {"ts", ToUs(t.start)},
+                        {"dur", ToUs(t.end - t.start)},
+                        {"pid", d},
+                        {"tid", 0},
+                        {"args", args}});
+    }
+  }
+  int flow_id = 0;
+  for (const Transfer& t : r.transfers) {
+    const bool fwd = t.producer.kind == OpKind::F;
+    const std::string name =
+        fmt::format("{}{}{}", t.producer.stage.value, fwd ? "SEND_F" : "SEND_B",
+                    t.producer.mb.value);
+    events.push_back({{"name", name},
+                      {"cat", "comm"},
+                      {"ph", "X"},
+                      {"ts", ToUs(t.send)},
+                      {"dur", ToUs(t.arrive - t.send)},
+                      {"pid", t.from.value},
+                      {"tid", 1},
+                      {"args", {{"to_rank", t.to.value}, {"bytes", t.bytes}}}});
+    events.push_back({{"name", name}, {"cat", "comm"}, {"ph", "s"},
+                      {"id", flow_id}, {"ts", ToUs(t.send)},
+                      {"pid", t.from.value}, {"tid", 1}});
+    events.push_back({{"name", name}, {"cat", "comm"}, {"ph", "f"}, {"bp", "e"},
+                      {"id", flow_id}, {"ts", ToUs(t.arrive)},
+                      {"pid", t.to.value}, {"tid", 1}});
+    ++flow_id;
+  }
+  for (int d = 0; d < static_cast<int>(r.memory.size()); ++d) {
+    for (const MemorySample& s : r.memory[d]) {
+      events.push_back({{"name", "memory"},
+                        {"ph", "C"},
+                        {"ts", ToUs(s.time)},
+                        {"pid", d},
+                        {"args", {{"GiB", static_cast<double>(s.bytes) / (1 << 30)}}}});
+    }
+  }
+  Json j;
+  j["traceEvents"] = events;
+  j["displayTimeUnit"] = "ms";
+  j["otherData"] = {{"generator", "ppb-sim"}, {"config", config.path}};
+  return j.dump() + "\n";
+}
+
+std::string FormatCriticalPath(const std::vector<CriticalStep>& path) {
+  std::string out = "critical path (the chain of ops and waits that sets the "
+                    "iteration time):\n";
+  for (const CriticalStep& s : path) {
+    if (s.is_transfer) {
+      out += fmt::format("  {:>12.3f} - {:>12.3f} ms  transfer from rank {} "
+                         "({} output)\n",
+                         ToMs(s.start), ToMs(s.end), s.device, ActionString(s.op));
+    } else {
+      out += fmt::format("  {:>12.3f} - {:>12.3f} ms  rank {:<3} {}\n",
+                         ToMs(s.start), ToMs(s.end), s.device, ActionString(s.op));
+    }
+  }
+  return out;
+}
+
+}  // namespace ppb

@@ -1,0 +1,49 @@
+// Simulated compute ops per second of the engine (issue: >= 20M ops/s on one
+// core for p=64, m=256, v=4, i.e. 131,072 compute ops per run).
+#include <benchmark/benchmark.h>
+
+#include "core/engine.h"
+#include "core/spec.h"
+#include "schedules/schedule.h"
+
+namespace ppb {
+namespace {
+
+void BM_Simulate(benchmark::State& state) {
+  const int p = static_cast<int>(state.range(0));
+  const int m = static_cast<int>(state.range(1));
+  const int v = static_cast<int>(state.range(2));
+  PipelineSpec spec = PipelineSpec::Uniform(p, v, m, 1000, 2000);
+  for (auto& st : spec.stages) {
+    st.activation = 1 << 20;
+    st.output_bytes = 1 << 20;
+  }
+  spec.link_matrix =
+      RingLinkMatrix(p, std::vector<Link>(p, Link{5000, 100'000'000'000}));
+  auto program = v == 1 ? Generate1F1B(spec, {}) : GenerateInterleaved(spec, {});
+  if (!program.ok()) {
+    state.SkipWithError(program.error().message.c_str());
+    return;
+  }
+  Engine engine;
+  SimResult result;
+  SimOptions options;
+  options.record_ops = false;
+  for (auto _ : state) {
+    engine.RunInto(spec, *program, options, result);
+    benchmark::DoNotOptimize(result.makespan);
+  }
+  state.SetItemsProcessed(state.iterations() *
+                          static_cast<int64_t>(program->total_ops()));
+  state.counters["ops"] = static_cast<double>(program->total_ops());
+}
+
+BENCHMARK(BM_Simulate)
+    ->ArgNames({"p", "m", "v"})
+    ->ArgsProduct({{8, 64}, {64, 256}, {1, 4}})
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace ppb
+
+BENCHMARK_MAIN();

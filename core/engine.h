@@ -1,0 +1,157 @@
+// The simulation engine: executes a Program over a PipelineSpec and measures
+// iteration time, per-device busy/idle time and peak memory.
+//
+// Execution rules (the same as torch.distributed.pipelining and Megatron-LM):
+//   - a device runs its op list strictly in order; an op starts when the
+//     device is free and its inputs have arrived;
+//   - F(s,j) needs F(s-1,j); B/I(s,j) needs F(s,j) and the gradient from
+//     B/I(s+1,j) (the last stage needs only its own F); W(s,j) needs I(s,j);
+//   - a stage with recompute runs its extra forward right before B (or I);
+//   - a message between stages on different devices occupies the directed
+//     link for bytes/bandwidth (messages on one direction serialize in send
+//     order) and arrives latency after it leaves the link queue; with
+//     CommMode::Blocking the sender's compute stream waits until arrival.
+//   - memory of a device = static memory of its stages + activations stashed
+//     at the end of each F and released at the end of the matching B (or W)
+//     + the transient working set of the op running.
+//
+// Every message on a directed link (a -> b) is sent by device a, whose ops
+// finish in time order, so the engine can process events device by device in
+// dependency order and still reproduce a time-ordered discrete-event run
+// exactly: no resource is shared by two independent producers.
+//
+// The engine is reentrant: an Engine object holds only scratch buffers; use
+// one per thread and reuse it across runs to avoid allocation.
+#pragma once
+
+#include <vector>
+
+#include "core/program.h"
+#include "core/spec.h"
+#include "core/types.h"
+
+namespace ppb {
+
+enum class Outcome : std::uint8_t {
+  Ok,           // ran to completion, every device fits in memory
+  OutOfMemory,  // ran to completion, some device exceeded its capacity
+  Deadlock,     // some device could not proceed (timings are partial)
+};
+
+struct OpTiming {
+  Nanos start = 0;      // start of the op (including its recompute, if any)
+  Nanos end = 0;        // end of the op
+  Nanos recompute = 0;  // recompute part at the start of [start, end)
+};
+
+// A message between devices (recorded only with SimOptions::record_ops).
+struct Transfer {
+  DeviceId from, to;
+  Op producer;       // the F (activation) or B/I (gradient) that sent it
+  Nanos send = 0;    // when it entered the link (after queueing)
+  Nanos arrive = 0;  // when the receiver has it
+  Bytes bytes = 0;
+};
+
+struct MemorySample {
+  Nanos time = 0;
+  Bytes bytes = 0;
+};
+
+struct DeviceStats {
+  Nanos busy = 0;           // compute time, recompute included
+  Nanos recompute = 0;      // of which recompute
+  Nanos comm_blocked = 0;   // time the stream waited on blocking sends
+  Nanos comm_wait = 0;      // idle time spent waiting for messages in flight
+  Nanos idle = 0;           // makespan - busy
+  Nanos first_start = 0;    // start of the first op
+  Nanos last_end = 0;       // end of the last op
+  Bytes static_memory = 0;
+  Bytes peak_memory = 0;    // static + stashed + transient, maximum
+  Nanos peak_time = 0;      // when the peak first happened
+  Bytes capacity = 0;
+  int peak_inflight = 0;    // most stage-microbatches stashed at once
+  bool oom = false;
+};
+
+// Where the iteration time goes (see README "bubble breakdown"); the five
+// parts sum to the makespan. Measured on the busiest device d*.
+struct BubbleBreakdown {
+  Nanos ideal = 0;          // mean useful compute per device
+  Nanos imbalance = 0;      // useful compute of d* above the mean
+  Nanos recompute = 0;      // recompute on d*
+  Nanos communication = 0;  // transfer time on the critical path (<= idle of d*)
+  Nanos warmup_drain = 0;   // the rest: fill and drain of the schedule
+  int bottleneck = 0;       // d*
+};
+
+struct SimOptions {
+  bool record_ops = true;      // per-op timings and transfers
+  bool record_memory = false;  // memory samples per device
+};
+
+struct SimResult {
+  Outcome outcome = Outcome::Ok;
+  Nanos makespan = 0;
+  std::vector<DeviceStats> devices;
+  BubbleBreakdown breakdown;
+  // Filled with SimOptions::record_ops: timings[d][k] for program.ops[d][k].
+  std::vector<std::vector<OpTiming>> timings;
+  std::vector<Transfer> transfers;
+  // Filled with SimOptions::record_memory.
+  std::vector<std::vector<MemorySample>> memory;
+  // Deadlock: the ops each stuck device was waiting at (empty otherwise).
+  std::vector<Op> stuck;
+
+  // Sum of idle over devices / (p * makespan).
+  double bubble_fraction() const;
+};
+
+class Engine {
+ public:
+  // REQUIRES: ValidateSpec(spec).ok(); program has spec.p device lists and
+  // only ops of stages < spec.num_stages() and microbatches < spec.m. Programs
+  // that deadlock are reported as Outcome::Deadlock, not undefined behaviour.
+  SimResult Run(const PipelineSpec& spec, const Program& program,
+                const SimOptions& options = {});
+
+  // As Run, reusing `out`'s storage (no allocation once warm): the search's
+  // hot path. REQUIRES as Run.
+  void RunInto(const PipelineSpec& spec, const Program& program,
+               const SimOptions& options, SimResult& out);
+
+ private:
+  // Scratch, reused between runs.
+  std::vector<Nanos> fwd_ready_;   // [s*m+j] arrival of F input at stage s
+  std::vector<Nanos> bwd_ready_;   // [s*m+j] arrival of gradient at stage s
+  std::vector<Nanos> f_done_;      // [s*m+j] end of F(s,j)
+  std::vector<Nanos> i_done_;      // [s*m+j] end of I(s,j)
+  std::vector<Nanos> link_free_;   // [from*p+to]
+  std::vector<size_t> pc_;         // per device: next op index
+  std::vector<Nanos> dev_free_;
+  std::vector<Bytes> mem_now_;
+  std::vector<int> inflight_;
+  std::vector<int> worklist_;
+  std::vector<char> queued_;
+  std::vector<Nanos> fwd_sent_;    // [s*m+j] end of the F that sent the input
+  std::vector<Nanos> bwd_sent_;    // [s*m+j] end of the B/I that sent the grad
+};
+
+// One step of the critical path: an op, or a wait for a transfer.
+struct CriticalStep {
+  int device = 0;
+  Op op;
+  Nanos start = 0, end = 0;
+  bool is_transfer = false;  // a message from `op` on another device
+};
+
+// The chain of ops and waits that sets the iteration time, first to last.
+// Found as the longest path (Boost.Graph) through the ops' dependency graph
+// weighted by the simulated durations and message delays.
+// REQUIRES: result came from Run with record_ops on the same spec/program,
+// outcome != Deadlock.
+std::vector<CriticalStep> CriticalPath(const PipelineSpec& spec,
+                                       const Program& program,
+                                       const SimResult& result);
+
+}  // namespace ppb

@@ -1,0 +1,78 @@
+// The user's description of a training run, in core value types: the model's
+// ordered layers with their costs, the cluster, the pipeline shape and the
+// strategy (which layers each (rank, chunk) holds and which recompute).
+//
+// These are what the config loader produces and what the search varies. The
+// engine does not see them: Lower() (lower.h) turns them into a PipelineSpec.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+
+namespace ppb {
+
+enum class LayerKind : std::uint8_t { Embedding, Decoder, Moe, Head, Mtp, Other };
+
+// One recompute mode a layer offers (e.g. "full", "selective").
+struct RecomputeOption {
+  std::string name;
+  Bytes retained_activation = 0;  // bytes stashed per micro-batch instead of
+                                  // the layer's full activation
+  Nanos extra_time = 0;           // extra forward work run right before the
+                                  // layer's backward, on a speed-1.0 device
+};
+
+// One layer (one entry after `repeat` expansion). Times are for a speed-1.0
+// device and one micro-batch.
+struct Layer {
+  std::string name;
+  LayerKind kind = LayerKind::Decoder;
+  Nanos forward = 0;
+  Nanos backward_input = 0;   // input-gradient part (whole backward if unsplit)
+  Nanos backward_weight = 0;  // weight-gradient part (0 if unsplit)
+  bool split_backward = false;  // true when the config gave I and W separately
+  Bytes static_memory = 0;      // weights + gradients + optimizer state
+  Bytes activation = 0;         // stashed per micro-batch from F to B (or W)
+  Bytes workspace = 0;          // transient working set while its op runs
+  Bytes output_bytes = 0;       // activation sent to the next layer per mb
+  std::vector<RecomputeOption> recompute;  // modes offered besides "none"
+
+  Nanos backward() const { return backward_input + backward_weight; }
+};
+
+struct Device {
+  Bytes memory_capacity = 0;
+  double speed = 1.0;  // relative speed: a 2.0 device runs ops in half time
+};
+
+// A link between two devices: a message of n bytes occupies it for
+// n / bandwidth and arrives latency later.
+struct Link {
+  Nanos latency = 0;
+  BytesPerSec bandwidth = 0;  // 0 means infinite
+};
+
+enum class CommMode : std::uint8_t {
+  Overlapped,  // sends run on a separate stream; compute continues
+  Blocking,    // the sender's compute stream waits until the message arrives
+};
+
+struct Cluster {
+  std::vector<Device> devices;  // index = pipeline rank
+  // links[r] joins rank r and rank (r + 1) mod p (both directions, each
+  // direction serializes its own messages).
+  std::vector<Link> links;
+};
+
+// Which layers each (chunk, rank) holds and which recompute mode each layer
+// uses. Layers are assigned in order to global stages 0, 1, ..., p*v - 1
+// (stage s = chunk * p + rank).
+struct Strategy {
+  std::vector<int> layers_per_stage;   // size p*v, indexed by global stage
+  std::vector<std::uint8_t> recompute; // per layer: 0 = none, k = option k-1
+};
+
+}  // namespace ppb

@@ -1,0 +1,59 @@
+// Result<T>: either a value or an error message. Used at module edges instead
+// of exceptions (LevelDB's Status idea). "Did the call work" is the Result;
+// "what is the answer" is the value (which may itself describe an OOM or a
+// deadlock as an outcome).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace ppb {
+
+// An error with the config key it concerns (empty when none) and a message
+// that states what was expected and what was given.
+struct Error {
+  std::string key;      // e.g. "pipeline.microbatch_group"; may be empty
+  std::string message;  // e.g. "must be >= stages (4); got 2"
+};
+
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(Error e) : v_(std::move(e)) {}      // NOLINT(google-explicit-constructor)
+
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+
+  // REQUIRES: ok()
+  const T& value() const& { return std::get<0>(v_); }
+  T& value() & { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  const T& operator*() const& { return value(); }
+  T& operator*() & { return value(); }
+  const T* operator->() const { return &value(); }
+  T* operator->() { return &value(); }
+
+  // REQUIRES: !ok()
+  const Error& error() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+// Result without a value.
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(Error e) : ok_(false), e_(std::move(e)) {}  // NOLINT(google-explicit-constructor)
+  bool ok() const { return ok_; }
+  explicit operator bool() const { return ok_; }
+  const Error& error() const { return e_; }
+
+ private:
+  bool ok_ = true;
+  Error e_;
+};
+
+}  // namespace ppb

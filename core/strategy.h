@@ -1,0 +1,46 @@
+// Strategy notations users already know, turned into a core Strategy:
+// Megatron layout strings, per-(chunk, rank) counts, MindFormers offsets and
+// per-stage "first N layers recompute" lists.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model.h"
+#include "core/result.h"
+
+namespace ppb {
+
+// Megatron-LM --pipeline-model-parallel-layout: stages separated by '|',
+// 'E' embedding, 't' decoder layer (decoder or moe kind), 'm' MTP layer, 'L'
+// loss/head; "x*n" and "(...)*n" repeat; ',' and spaces are ignored; empty
+// stages allowed; virtual stage i = chunk * p + rank. Returns layers per
+// global stage (size p*v). Errors when the number of stages is not p*v or the
+// symbols do not match `layers` in order (e.g. a 't' where the model has its
+// head), naming the position in the string.
+Result<std::vector<int>> ParseMegatronLayout(std::string_view layout,
+                                             const std::vector<Layer>& layers,
+                                             int p, int v);
+
+// Writes layers per stage as a Megatron layout string with the symbols of
+// `layers` ("E" for embedding, "t" for decoder/moe/other, "m" MTP, "L" head),
+// compressing runs "t*n". REQUIRES: counts add up to layers.size().
+std::string FormatMegatronLayout(const std::vector<int>& layers_per_stage,
+                                 const std::vector<Layer>& layers);
+
+// Recompute of the first counts[s] layers of each global stage s with the
+// option named `option` (e.g. "full"), like Megatron's --recompute-method
+// block and MindFormers' recompute lists. Embedding and head layers that do
+// not offer the option are skipped without counting; any other layer that
+// lacks it is an error naming it; a count above the stage's layer count is an
+// error. Layers already set (non-zero) in `recompute` are left as they are.
+// REQUIRES: counts.size() == layers_per_stage.size(),
+//           recompute.size() == layers.size().
+Status ApplyFirstNRecompute(const std::vector<Layer>& layers,
+                            const std::vector<int>& layers_per_stage,
+                            const std::vector<int>& counts,
+                            std::string_view option,
+                            std::vector<std::uint8_t>& recompute);
+
+}  // namespace ppb

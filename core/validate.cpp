@@ -1,0 +1,189 @@
+#include "core/validate.h"
+
+#include <algorithm>
+#include <array>
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/depth_first_search.hpp>
+#include <string>
+#include <vector>
+
+#include "core/op_index.h"
+
+namespace ppb {
+namespace {
+
+std::string Str(long long x) { return std::to_string(x); }
+
+using Graph =
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+using Vertex = boost::graph_traits<Graph>::vertex_descriptor;
+
+// DFS visitor that records tree parents and the first back edge (a cycle).
+struct CycleFinder : boost::default_dfs_visitor {
+  std::vector<Vertex>* parent;
+  std::pair<Vertex, Vertex>* back;
+  bool* found;
+  void tree_edge(boost::graph_traits<Graph>::edge_descriptor e,
+                 const Graph& g) const {
+    (*parent)[boost::target(e, g)] = boost::source(e, g);
+  }
+  void back_edge(boost::graph_traits<Graph>::edge_descriptor e,
+                 const Graph& g) const {
+    if (!*found) {
+      *found = true;
+      *back = {boost::source(e, g), boost::target(e, g)};
+    }
+  }
+};
+
+}  // namespace
+
+Status ValidateSpec(const PipelineSpec& spec) {
+  if (spec.p < 1 || spec.v < 1 || spec.m < 1) {
+    return Error{"pipeline", "p, v and m must be >= 1; got p=" + Str(spec.p) +
+                                 ", v=" + Str(spec.v) + ", m=" + Str(spec.m)};
+  }
+  const size_t stages = static_cast<size_t>(spec.p) * spec.v;
+  if (spec.stages.size() != stages || spec.stage_device.size() != stages) {
+    return Error{"pipeline", "spec needs " + Str(static_cast<long long>(stages)) +
+                                 " stages; got " +
+                                 Str(static_cast<long long>(spec.stages.size()))};
+  }
+  if (spec.device_capacity.size() != static_cast<size_t>(spec.p) ||
+      spec.link_matrix.size() != static_cast<size_t>(spec.p) * spec.p) {
+    return Error{"cluster", "spec needs " + Str(spec.p) +
+                                " devices and a " + Str(spec.p) + "x" +
+                                Str(spec.p) + " link matrix"};
+  }
+  for (size_t s = 0; s < stages; ++s) {
+    const int d = spec.stage_device[s].value;
+    if (d < 0 || d >= spec.p) {
+      return Error{"placement", "stage " + Str(static_cast<long long>(s)) +
+                                    " is placed on device " + Str(d) +
+                                    "; expected a device in [0, " +
+                                    Str(spec.p - 1) + "]"};
+    }
+    const StageCost& c = spec.stages[s];
+    if (c.forward < 0 || c.backward_input < 0 || c.backward_weight < 0 ||
+        c.recompute < 0 || c.static_memory < 0 || c.activation < 0 ||
+        c.forward_transient < 0 || c.backward_transient < 0 ||
+        c.output_bytes < 0) {
+      return Error{"model", "stage " + Str(static_cast<long long>(s)) +
+                                " has a negative time or memory value"};
+    }
+  }
+  for (const Link& l : spec.link_matrix) {
+    if (l.latency < 0 || l.bandwidth < 0) {
+      return Error{"cluster.link", "latency and bandwidth must be >= 0"};
+    }
+  }
+  return {};
+}
+
+Status ValidateProgram(const PipelineSpec& spec, const Program& program) {
+  if (program.ops.size() != static_cast<size_t>(spec.p)) {
+    return Error{"schedule", "program has " +
+                                 Str(static_cast<long long>(program.ops.size())) +
+                                 " ranks; expected " + Str(spec.p)};
+  }
+  const int stages = spec.num_stages();
+  // Range and placement of every op.
+  for (int d = 0; d < spec.p; ++d) {
+    for (const Op& op : program.ops[d]) {
+      const int s = op.stage.value, j = op.mb.value;
+      if (s < 0 || s >= stages || j < 0 || j >= spec.m) {
+        return Error{"schedule",
+                     "rank " + Str(d) + " runs " + ActionString(op) +
+                         "; expected stages in [0, " + Str(stages - 1) +
+                         "] and microbatches in [0, " + Str(spec.m - 1) + "]"};
+      }
+      if (spec.stage_device[s].value != d) {
+        return Error{"schedule", "rank " + Str(d) + " runs " +
+                                     ActionString(op) + " but stage " + Str(s) +
+                                     " is placed on rank " +
+                                     Str(spec.stage_device[s].value)};
+      }
+    }
+  }
+  // Every op exactly once: F once, and B once xor (I once and W once).
+  const size_t keys = static_cast<size_t>(stages) * spec.m;
+  std::vector<std::array<int, 4>> count(keys, {0, 0, 0, 0});
+  for (int d = 0; d < spec.p; ++d) {
+    for (const Op& op : program.ops[d]) {
+      ++count[static_cast<size_t>(op.stage.value) * spec.m + op.mb.value]
+             [static_cast<int>(op.kind)];
+    }
+  }
+  for (int s = 0; s < stages; ++s) {
+    for (int j = 0; j < spec.m; ++j) {
+      const auto& c = count[static_cast<size_t>(s) * spec.m + j];
+      const std::string at =
+          " for stage " + Str(s) + ", microbatch " + Str(j);
+      const int f = c[0], b = c[1], i = c[2], w = c[3];
+      if (f != 1) {
+        return Error{"schedule", "expected exactly one F" + at + "; got " +
+                                     Str(f)};
+      }
+      const bool fused = b == 1 && i == 0 && w == 0;
+      const bool split = b == 0 && i == 1 && w == 1;
+      if (!fused && !split) {
+        return Error{"schedule", "expected exactly one B, or one I and one W" +
+                                     at + "; got " + Str(b) + " B, " + Str(i) +
+                                     " I, " + Str(w) + " W"};
+      }
+    }
+  }
+
+  // Deadlock: program order plus data dependencies must be acyclic.
+  const internal::OpIndex ix = internal::OpIndex::Build(spec, program);
+  Graph g(static_cast<size_t>(ix.offset.back()));
+  std::vector<Op> ops_by_vertex(ix.offset.back());
+  std::vector<int> device_of(ix.offset.back());
+  for (int d = 0; d < spec.p; ++d) {
+    for (size_t k = 0; k < program.ops[d].size(); ++k) {
+      const std::int32_t v = ix.offset[d] + static_cast<std::int32_t>(k);
+      ops_by_vertex[v] = program.ops[d][k];
+      device_of[v] = d;
+      if (k > 0) boost::add_edge(v - 1, v, g);
+      internal::ForEachDependency(spec, ix, program.ops[d][k], v,
+                                  [&](std::int32_t u, std::int32_t w) {
+                                    boost::add_edge(u, w, g);
+                                  });
+    }
+  }
+  std::vector<Vertex> parent(boost::num_vertices(g));
+  for (size_t i = 0; i < parent.size(); ++i) parent[i] = i;
+  std::pair<Vertex, Vertex> back{0, 0};
+  bool found = false;
+  CycleFinder vis;
+  vis.parent = &parent;
+  vis.back = &back;
+  vis.found = &found;
+  boost::depth_first_search(g, boost::visitor(vis));
+  if (found) {
+    // back = (u -> v) with v an ancestor of u: the cycle is v ... u -> v.
+    std::vector<Vertex> cycle;
+    for (Vertex x = back.first; x != back.second; x = parent[x]) {
+      cycle.push_back(x);
+    }
+    cycle.push_back(back.second);
+    std::string text;
+    const size_t shown = std::min<size_t>(cycle.size(), 12);
+    for (size_t i = 0; i < shown; ++i) {
+      const Vertex x = cycle[cycle.size() - 1 - i];
+      if (i) text += " -> ";
+      text += ActionString(ops_by_vertex[x]) + "@rank" + Str(device_of[x]);
+    }
+    if (shown < cycle.size()) {
+      text += " -> ... (" + Str(static_cast<long long>(cycle.size())) + " ops)";
+    }
+    text += " -> " + ActionString(ops_by_vertex[back.second]);
+    return Error{"schedule", "the program deadlocks: in this cycle each op "
+                             "must finish before the next can start (program "
+                             "order or data): " +
+                                 text};
+  }
+  return {};
+}
+
+}  // namespace ppb

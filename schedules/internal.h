@@ -1,0 +1,103 @@
+// Helpers shared by the schedule generators (not part of the public API).
+//
+// Every schedule here is a per-rank order of the same shape: a warm-up of
+// forwards, a steady state of (forward, backward) pairs, and a cool-down of
+// backwards (Narayanan et al., SC'21, §2.2: PipeDream-Flush / 1F1B). GPipe is
+// the case "warm-up = all forwards"; interleaved 1F1B walks a table of
+// (microbatch, chunk) instead of the microbatches of one stage.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/program.h"
+#include "core/result.h"
+#include "core/spec.h"
+#include "core/types.h"
+
+namespace ppb::schedule_internal {
+
+// Checks what every generator needs from the spec: p, v, m >= 1 and a
+// placement that is empty (= default, stage s on rank s mod p) or has p*v
+// entries in [0, p).
+inline Status CheckShape(const PipelineSpec& spec) {
+  if (spec.p < 1) {
+    return Error{"pipeline.stages",
+                 "must be >= 1; got " + std::to_string(spec.p)};
+  }
+  if (spec.v < 1) {
+    return Error{"pipeline.virtual_stages",
+                 "must be >= 1; got " + std::to_string(spec.v)};
+  }
+  if (spec.m < 1) {
+    return Error{"pipeline.microbatches",
+                 "must be >= 1; got " + std::to_string(spec.m)};
+  }
+  if (spec.stage_device.empty()) return {};
+  const size_t n = static_cast<size_t>(spec.num_stages());
+  if (spec.stage_device.size() != n) {
+    return Error{"", "stage placement must list stages * virtual_stages (" +
+                         std::to_string(n) + ") devices; got " +
+                         std::to_string(spec.stage_device.size())};
+  }
+  for (size_t s = 0; s < n; ++s) {
+    const int d = spec.stage_device[s].value;
+    if (d < 0 || d >= spec.p) {
+      return Error{"", "stage " + std::to_string(s) +
+                           " must be placed on a device in [0, " +
+                           std::to_string(spec.p) + "); got " +
+                           std::to_string(d)};
+    }
+  }
+  return {};
+}
+
+// The 1F1B shape: forwards[0..warmup), then for k = 0.. the pair
+// (forwards[warmup + k], backwards[k]) while forwards remain, then the
+// remaining backwards. REQUIRES: forwards.size() == backwards.size(),
+// 0 <= warmup <= forwards.size().
+inline std::vector<Op> WarmupSteadyCooldown(const std::vector<Op>& forwards,
+                                            const std::vector<Op>& backwards,
+                                            size_t warmup) {
+  const size_t n = forwards.size();
+  std::vector<Op> order;
+  order.reserve(2 * n);
+  for (size_t k = 0; k < warmup; ++k) order.push_back(forwards[k]);
+  for (size_t k = 0; k + warmup < n; ++k) {
+    order.push_back(forwards[warmup + k]);
+    order.push_back(backwards[k]);
+  }
+  for (size_t k = n - warmup; k < n; ++k) order.push_back(backwards[k]);
+  return order;
+}
+
+// Puts each logical rank's order on the devices: op (s, ...) goes to device
+// spec.stage_device[s] (rank s mod p when the placement is empty), keeping
+// the order within each rank; ranks are appended in rank order. With the
+// default placement (or any placement that keeps each rank's stages on one
+// device) device d's list is exactly rank d's order.
+// REQUIRES: CheckShape(spec).ok(); rank_orders.size() == p.
+inline Program PlaceOnDevices(const PipelineSpec& spec,
+                              const std::vector<std::vector<Op>>& rank_orders) {
+  Program program;
+  program.ops.resize(static_cast<size_t>(spec.p));
+  for (const auto& order : rank_orders) {
+    for (const Op& op : order) {
+      const int d =
+          spec.stage_device.empty()
+              ? op.stage.value % spec.p
+              : spec.stage_device[static_cast<size_t>(op.stage.value)].value;
+      program.ops[static_cast<size_t>(d)].push_back(op);
+    }
+  }
+  return program;
+}
+
+// "must be 1 for <schedule> (use interleaved for v > 1); got v".
+inline Error NeedsOneChunk(const char* schedule, int v) {
+  return Error{"pipeline.virtual_stages",
+               std::string("must be 1 for ") + schedule +
+                   " (use interleaved for v > 1); got " + std::to_string(v)};
+}
+
+}  // namespace ppb::schedule_internal

@@ -1,0 +1,51 @@
+// 1F1B, a.k.a. PipeDream-Flush (Narayanan et al., SC'21, §2.2.1).
+//
+// Rank r runs warm-up = min(p - r - 1, m) forwards, then (F, B) pairs while
+// forwards remain, then the remaining backwards (Megatron-LM schedules.py
+// forward_backward_pipelining_without_interleaving). torch's Schedule1F1B
+// runs min(m, p - r) forwards and then (B, F) pairs, which is the same order.
+// Peak in-flight on rank r = min(m, p - r) (formulas.md §2).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "schedules/internal.h"
+#include "schedules/schedule.h"
+
+namespace ppb {
+
+// Megatron accepts any m >= 1. PyTorch (torch 2.14's Schedule1F1B) refuses
+// m < p (key "pipeline.microbatches"); torch 2.6 did not check and ran this
+// same order. v must be 1 (key "pipeline.virtual_stages"). params.group is
+// not used.
+Result<Program> Generate1F1B(const PipelineSpec& spec,
+                             const ScheduleParams& params) {
+  if (Status s = schedule_internal::CheckShape(spec); !s.ok()) {
+    return s.error();
+  }
+  if (spec.v != 1) return schedule_internal::NeedsOneChunk("1f1b", spec.v);
+  if (params.flavor == Flavor::PyTorch && spec.m < spec.p) {
+    const std::string m = std::to_string(spec.m);
+    const std::string p = std::to_string(spec.p);
+    return Error{"pipeline.microbatches",
+                 "must be >= stages (" + p + ") for 1f1b (PyTorch: \"Number "
+                 "of microbatches (" + m + ") must be greater than or equal "
+                 "to the number of stages (" + p + ").\"; flavor megatron "
+                 "allows it); got " + m};
+  }
+  std::vector<std::vector<Op>> rank_orders;
+  for (int r = 0; r < spec.p; ++r) {
+    std::vector<Op> forwards;
+    std::vector<Op> backwards;
+    for (int j = 0; j < spec.m; ++j) {
+      forwards.push_back(Op{OpKind::F, StageId(r), MicrobatchId(j)});
+      backwards.push_back(Op{OpKind::B, StageId(r), MicrobatchId(j)});
+    }
+    const int warmup = std::min(spec.p - r - 1, spec.m);
+    rank_orders.push_back(schedule_internal::WarmupSteadyCooldown(
+        forwards, backwards, static_cast<size_t>(warmup)));
+  }
+  return schedule_internal::PlaceOnDevices(spec, rank_orders);
+}
+
+}  // namespace ppb

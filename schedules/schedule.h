@@ -1,0 +1,63 @@
+// Schedule generators: pure functions from a pipeline shape to a Program.
+// Adding a schedule is one file plus one line in the registry (registry.cpp).
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/program.h"
+#include "core/result.h"
+#include "core/spec.h"
+
+namespace ppb {
+
+// Whose rules a schedule follows where PyTorch and Megatron-LM differ.
+//   Megatron: 1F1B accepts m < p; interleaved needs v >= 2, p <= g <= m and
+//             m mod g == 0 or >= p, g defaults to p.
+//   PyTorch:  1F1B needs m >= p; interleaved uses g = m / max(1, m / p)
+//             ("microbatches per round") and needs m divisible by the number
+//             of rounds max(1, m / p); v = 1 is allowed.
+enum class Flavor : std::uint8_t { Megatron, PyTorch };
+
+struct ScheduleParams {
+  Flavor flavor = Flavor::Megatron;
+  int group = 0;  // Megatron microbatch_group_size_per_vp_stage; 0 = default
+};
+
+using GenerateFn = Result<Program> (*)(const PipelineSpec&,
+                                       const ScheduleParams&);
+
+struct ScheduleInfo {
+  std::string_view name;         // "gpipe", "1f1b", "interleaved"
+  std::string_view description;  // one line for --help and the README
+  GenerateFn generate;
+};
+
+// All registered schedules, in a fixed order.
+std::span<const ScheduleInfo> ScheduleRegistry();
+
+// nullptr when no schedule has that name.
+const ScheduleInfo* FindSchedule(std::string_view name);
+
+// Each generator: errors name the key they concern ("pipeline.microbatches",
+// "pipeline.microbatch_group", "pipeline.virtual_stages") and the constraint.
+Result<Program> GenerateGPipe(const PipelineSpec& spec,
+                              const ScheduleParams& params);
+Result<Program> Generate1F1B(const PipelineSpec& spec,
+                             const ScheduleParams& params);
+Result<Program> GenerateInterleaved(const PipelineSpec& spec,
+                                    const ScheduleParams& params);
+
+// torch schedule CSV: one row per rank, comma-separated actions ("0F0",
+// "2B1", "2I1", "2W1"); empty cells are idle steps and are skipped; the
+// communication actions SEND_F/RECV_F/SEND_B/RECV_B ("0SEND_F1" etc.) are
+// accepted and ignored (the engine derives messages from dependencies).
+// Errors name the row (1-based line) and column of the bad cell. The result is
+// not yet validated against a spec: run ValidateProgram.
+Result<Program> ParseScheduleCsv(std::string_view text);
+
+// The inverse of ParseScheduleCsv for compute ops; ends with a newline.
+std::string DumpScheduleCsv(const Program& program);
+
+}  // namespace ppb
