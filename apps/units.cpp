@@ -20,6 +20,7 @@ struct Unit {
 constexpr std::uint64_t kKi = 1024;
 constexpr std::uint64_t kK = 1000;
 
+// clang-format off
 constexpr Unit kTimeUnits[] = {
     {"ns", 1, 1},
     {"us", kK, 1},
@@ -56,6 +57,7 @@ constexpr Unit kBandwidthUnits[] = {
     {"Gbit/s", kK * kK * kK, 8},
     {"Tbit/s", kK * kK * kK * kK, 8},
 };
+// clang-format on
 
 struct Quantity {
   std::string_view noun;       // "duration"
@@ -67,11 +69,10 @@ struct Quantity {
 constexpr Quantity kDuration{"duration", "ns, us, ms, s", "ns", kTimeUnits};
 constexpr Quantity kMemory{"size", "B, KB, MB, GB, TB, KiB, MiB, GiB, TiB", "B",
                            kMemoryUnits};
-constexpr Quantity kBandwidth{
-    "bandwidth",
-    "B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, TiB/s, Kbit/s, Mbit/s, "
-    "Gbit/s, Tbit/s",
-    "B/s", kBandwidthUnits};
+constexpr Quantity kBandwidth{"bandwidth",
+                              "B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, "
+                              "GiB/s, TiB/s, Kbit/s, Mbit/s, Gbit/s, Tbit/s",
+                              "B/s", kBandwidthUnits};
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsSpace(char c) { return c == ' ' || c == '\t'; }
@@ -102,14 +103,14 @@ Error Expected(const Quantity& q, std::string_view given,
 // beyond the 19th significant one dropped).
 struct Decimal {
   std::uint64_t digits = 0;
-  long exp10 = 0;
+  std::int64_t exp10 = 0;
 };
 
 // Parses [0-9]*(.[0-9]*)?([eE][+-]?[0-9]+)? at the start of `s` (at least one
 // mantissa digit); advances `s` past it. False when there is no number.
 bool ParseDecimal(std::string_view& s, Decimal& out) {
   std::string mantissa;  // significant digits, leading zeros removed
-  long exp10 = 0;
+  std::int64_t exp10 = 0;
   size_t i = 0;
   bool any_digit = false;
   for (; i < s.size() && IsDigit(s[i]); ++i) {
@@ -135,7 +136,7 @@ bool ParseDecimal(std::string_view& s, Decimal& out) {
       ++j;
     }
     if (j < s.size() && IsDigit(s[j])) {
-      long e = 0;
+      std::int64_t e = 0;
       for (; j < s.size() && IsDigit(s[j]); ++j) {
         // Saturate: any exponent beyond 10^6 already over- or underflows.
         if (e < 1000000) e = e * 10 + (s[j] - '0');
@@ -146,7 +147,7 @@ bool ParseDecimal(std::string_view& s, Decimal& out) {
   }
   constexpr size_t kMaxDigits = 19;  // 10^19 - 1 fits in uint64
   if (mantissa.size() > kMaxDigits) {
-    exp10 += static_cast<long>(mantissa.size() - kMaxDigits);
+    exp10 += static_cast<std::int64_t>(mantissa.size() - kMaxDigits);
     mantissa.resize(kMaxDigits);
   }
   while (!mantissa.empty() && mantissa.back() == '0') {
@@ -191,7 +192,7 @@ Result<std::int64_t> ParseQuantity(std::string_view text, const Quantity& q) {
   if (n == 0) return std::int64_t{0};
   if (d.exp10 >= 0) {
     const U128 cap = static_cast<U128>(kMax) * den + den;
-    for (long k = 0; k < d.exp10; ++k) {
+    for (std::int64_t k = 0; k < d.exp10; ++k) {
       if (n > cap) return too_large;
       n *= 10;
     }
@@ -199,7 +200,7 @@ Result<std::int64_t> ParseQuantity(std::string_view text, const Quantity& q) {
     // n < 2^104 < 10^32, so a divisor of den * 10^37 or more rounds to 0;
     // den * 10^36 still fits in 128 bits.
     if (d.exp10 < -36) return std::int64_t{0};
-    for (long k = 0; k < -d.exp10; ++k) den *= 10;
+    for (std::int64_t k = 0; k < -d.exp10; ++k) den *= 10;
   }
   const U128 rounded = (n + den / 2) / den;
   if (rounded > static_cast<U128>(kMax)) return too_large;

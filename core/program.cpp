@@ -51,8 +51,10 @@ std::string ActionString(const Op& op) {
 }
 
 Result<Op> ParseAction(std::string_view text) {
-  Error bad{"", "expected an action like 0F1 (stage, F/B/I/W, microbatch); "
-                "got '" + std::string(text) + "'"};
+  Error bad{"",
+            "expected an action like 0F1 (stage, F/B/I/W, microbatch); "
+            "got '" +
+                std::string(text) + "'"};
   std::string_view rest = text;
   std::int32_t stage = 0;
   std::int32_t mb = 0;

@@ -71,10 +71,15 @@ class LayoutExpander {
     }
   }
 
+  std::string TooLong() const {
+    return "the layout must expand to at most " + std::to_string(limit_) +
+           " symbols (far more than the model has)";
+  }
+
   Error Fail(const std::string& what) const {
-    return Error{"strategy.layout",
-                 "position " + std::to_string(pos_ + 1) + ": " + what +
-                     "; got \"" + std::string(text_) + "\""};
+    return Error{"strategy.layout", "position " + std::to_string(pos_ + 1) +
+                                        ": " + what + "; got \"" +
+                                        std::string(text_) + "\""};
   }
 
   Status Sequence(std::vector<Token>& out) {
@@ -108,7 +113,8 @@ class LayoutExpander {
           return Fail("'*' must be followed by a repeat count");
         }
         size_t n = 0;
-        while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
+        while (pos_ < text_.size() && text_[pos_] >= '0' &&
+               text_[pos_] <= '9') {
           n = n * 10 + static_cast<size_t>(text_[pos_] - '0');
           if (n > limit_) n = limit_ + 1;  // saturate; fails below
           ++pos_;
@@ -117,8 +123,7 @@ class LayoutExpander {
         if (n == 0) {
           out.resize(start);
         } else if (start + len * n > limit_) {
-          return Fail("repeat makes the layout longer than the model (" +
-                      std::to_string(limit_) + " symbols and separators)");
+          return Fail(TooLong());
         } else {
           for (size_t k = 1; k < n; ++k) {
             for (size_t i = 0; i < len; ++i) out.push_back(out[start + i]);
@@ -126,8 +131,7 @@ class LayoutExpander {
         }
       }
       if (out.size() > limit_) {
-        return Fail("the layout is longer than the model (" +
-                    std::to_string(limit_) + " symbols and separators)");
+        return Fail(TooLong());
       }
     }
   }
@@ -145,7 +149,10 @@ Result<std::vector<int>> ParseMegatronLayout(std::string_view layout,
   const std::string quoted = "\"" + std::string(layout) + "\"";
   const int stages = p * v;
   std::vector<Token> tokens;
-  LayoutExpander expander(layout, layers.size() + static_cast<size_t>(stages));
+  // A layout that matches has layers + stages - 1 tokens; the slack lets the
+  // checks below name the first stage or layer too many.
+  LayoutExpander expander(
+      layout, 4 * (layers.size() + static_cast<size_t>(stages)) + 64);
   if (Status s = expander.Expand(tokens); !s.ok()) return s.error();
 
   std::vector<int> counts(static_cast<size_t>(stages), 0);
@@ -158,10 +165,9 @@ Result<std::vector<int>> ParseMegatronLayout(std::string_view layout,
       if (stage >= stages) {
         return Error{"strategy.layout",
                      at + "must have p*v = " + std::to_string(stages) +
-                         " stages (p=" + std::to_string(p) +
-                         ", v=" + std::to_string(v) + "), this '|' starts " +
-                         "stage " + std::to_string(stage + 1) + "; got " +
-                         quoted};
+                         " stages (p=" + std::to_string(p) + ", v=" +
+                         std::to_string(v) + "), this '|' starts stage " +
+                         std::to_string(stage + 1) + "; got " + quoted};
       }
       continue;
     }
@@ -191,10 +197,10 @@ Result<std::vector<int>> ParseMegatronLayout(std::string_view layout,
   }
   if (stage + 1 != stages) {
     return Error{"strategy.layout",
-                 "must have p*v = " + std::to_string(stages) + " stages (p=" +
-                     std::to_string(p) + ", v=" + std::to_string(v) +
-                     ") separated by '|'; got " + std::to_string(stage + 1) +
-                     " in " + quoted};
+                 "must have p*v = " + std::to_string(stages) +
+                     " stages (p=" + std::to_string(p) +
+                     ", v=" + std::to_string(v) + ") separated by '|'; got " +
+                     std::to_string(stage + 1) + " in " + quoted};
   }
   if (layer != layers.size()) {
     return Error{"strategy.layout",

@@ -41,8 +41,8 @@ bool IsDigits(std::string_view s) {
 // True for torch's non-compute actions: "<stage><NAME>[<microbatch>]".
 bool IsCommAction(std::string_view cell) {
   static constexpr std::array<std::string_view, 7> kNames = {
-      "SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD",
-      "REDUCE_GRAD"};
+      "SEND_F",  "RECV_F",  "SEND_B",     "RECV_B",
+      "UNSHARD", "RESHARD", "REDUCE_GRAD"};
   size_t n = 0;
   while (n < cell.size() && cell[n] >= '0' && cell[n] <= '9') ++n;
   if (n == 0) return false;
@@ -106,6 +106,9 @@ Result<Program> ParseScheduleCsv(std::string_view text) {
   return program;
 }
 
+// One line per device, compute ops only. ParseScheduleCsv reads it back to
+// the same program, except that empty devices at the end (blank last lines)
+// are dropped; a generated program has ops on every device.
 std::string DumpScheduleCsv(const Program& program) {
   std::string out;
   for (const std::vector<Op>& device_ops : program.ops) {

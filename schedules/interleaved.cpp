@@ -14,7 +14,7 @@
 // Peak in-flight on rank r = min(v*m, 2(p-1-r) + (v-1)*g + 1) (formulas.md §2).
 #include <algorithm>
 #include <string>
-#include <utility>
+#include <string_view>
 #include <vector>
 
 #include "schedules/internal.h"
@@ -22,6 +22,9 @@
 
 namespace ppb {
 namespace {
+
+using schedule_internal::Cat;
+using schedule_internal::Str;
 
 struct MicrobatchChunk {
   int mb;
@@ -44,40 +47,41 @@ std::vector<MicrobatchChunk> ScheduleTable(int m, int v, int g) {
 // The group size g under Megatron's rules (current main): v >= 2,
 // p <= g <= m, and m mod g == 0 or m mod g >= p; g defaults to p.
 Result<int> MegatronGroup(const PipelineSpec& spec, int group) {
-  const std::string p = std::to_string(spec.p);
-  const std::string m = std::to_string(spec.m);
   if (spec.v < 2) {
     return Error{"pipeline.virtual_stages",
-                 "must be >= 2 for interleaved (Megatron; use 1f1b for "
-                 "v = 1, or flavor pytorch); got " + std::to_string(spec.v)};
+                 Cat({"must be >= 2 for interleaved (Megatron; use 1f1b for "
+                      "v = 1, or flavor pytorch); got ",
+                      Str(spec.v)})};
   }
   if (group == 0) {
     // The default g = p: the range rule becomes m >= p and the remainder
     // rule (m mod p < p) becomes m mod p == 0. The user did not choose g, so
     // these errors are about the microbatches.
     if (spec.m < spec.p || spec.m % spec.p != 0) {
-      return Error{"pipeline.microbatches",
-                   "must be a multiple of stages (" + p + ") for interleaved "
-                   "(Megatron) with the default microbatch_group (= stages), "
-                   "or set microbatch_group to g in [stages, microbatches] "
-                   "with microbatches mod g == 0 or >= stages; got " + m};
+      return Error{
+          "pipeline.microbatches",
+          Cat({"must be a multiple of stages (", Str(spec.p),
+               ") for interleaved (Megatron) with the default "
+               "microbatch_group (= stages), or set microbatch_group to g in "
+               "[stages, microbatches] with microbatches mod g == 0 or >= "
+               "stages; got ",
+               Str(spec.m)})};
     }
     return spec.p;
   }
   if (group < spec.p || group > spec.m) {
-    return Error{"pipeline.microbatch_group",
-                 "must be in [stages (" + p + "), microbatches (" + m +
-                     ")] for interleaved (Megatron); got " +
-                     std::to_string(group)};
+    return Error{
+        "pipeline.microbatch_group",
+        Cat({"must be in [stages (", Str(spec.p), "), microbatches (",
+             Str(spec.m), ")] for interleaved (Megatron); got ", Str(group)})};
   }
   const int rem = spec.m % group;
   if (rem != 0 && rem < spec.p) {
     return Error{"pipeline.microbatch_group",
-                 "must leave a remainder of microbatches (" + m +
-                     ") that is 0 or >= stages (" + p +
-                     ") for interleaved (Megatron); got " +
-                     std::to_string(group) + " (remainder " +
-                     std::to_string(rem) + ")"};
+                 Cat({"must leave a remainder of microbatches (", Str(spec.m),
+                      ") that is 0 or >= stages (", Str(spec.p),
+                      ") for interleaved (Megatron); got ", Str(group),
+                      " (remainder ", Str(rem), ")"})};
   }
   return group;
 }
@@ -87,20 +91,21 @@ Result<int> MegatronGroup(const PipelineSpec& spec, int group) {
 Result<int> PyTorchGroup(const PipelineSpec& spec, int group) {
   if (group != 0) {
     return Error{"pipeline.microbatch_group",
-                 "must not be set for interleaved (PyTorch), which groups "
-                 "m / max(1, m / p) microbatches per round; got " +
-                     std::to_string(group) + " (use flavor megatron to set it)"};
+                 Cat({"must not be set for interleaved (PyTorch), which "
+                      "groups m / max(1, m / p) microbatches per round; got ",
+                      Str(group), " (use flavor megatron to set it)"})};
   }
   const int rounds = std::max(1, spec.m / spec.p);
   if (spec.m % rounds != 0) {
-    const std::string r = std::to_string(rounds);
-    const std::string m = std::to_string(spec.m);
+    constexpr std::string_view kTorch =
+        "Interleaved 1F1B requires the number of microbatches to be a "
+        "multiple of the number of rounds (";
+    const std::string torch_text =
+        Cat({kTorch, Str(rounds), "), but got ", Str(spec.m), "."});
     return Error{"pipeline.microbatches",
-                 "must be a multiple of the number of rounds max(1, "
-                 "microbatches / stages) for interleaved (PyTorch: "
-                 "\"Interleaved 1F1B requires the number of microbatches to "
-                 "be a multiple of the number of rounds (" + r + "), but got " +
-                     m + ".\"); got " + m};
+                 Cat({"must be a multiple of the number of rounds max(1, "
+                      "microbatches / stages) for interleaved (PyTorch: \"",
+                      torch_text, "\"); got ", Str(spec.m)})};
   }
   return spec.m / rounds;
 }
@@ -115,7 +120,7 @@ Result<Program> GenerateInterleaved(const PipelineSpec& spec,
   }
   if (params.group < 0) {
     return Error{"pipeline.microbatch_group",
-                 "must be >= 1 (or unset); got " + std::to_string(params.group)};
+                 Cat({"must be >= 1 (or unset); got ", Str(params.group)})};
   }
   Result<int> group = params.flavor == Flavor::Megatron
                           ? MegatronGroup(spec, params.group)

@@ -7,7 +7,9 @@
 // (microbatch, chunk) instead of the microbatches of one stage.
 #pragma once
 
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/program.h"
@@ -17,36 +19,43 @@
 
 namespace ppb::schedule_internal {
 
+// Concatenates message pieces: Cat({"must be >= ", Str(p), "; got ", ...}).
+inline std::string Cat(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  for (std::string_view part : parts) out += part;
+  return out;
+}
+
+inline std::string Str(int n) { return std::to_string(n); }
+
 // Checks what every generator needs from the spec: p, v, m >= 1 and a
 // placement that is empty (= default, stage s on rank s mod p) or has p*v
 // entries in [0, p).
 inline Status CheckShape(const PipelineSpec& spec) {
   if (spec.p < 1) {
-    return Error{"pipeline.stages",
-                 "must be >= 1; got " + std::to_string(spec.p)};
+    return Error{"pipeline.stages", Cat({"must be >= 1; got ", Str(spec.p)})};
   }
   if (spec.v < 1) {
     return Error{"pipeline.virtual_stages",
-                 "must be >= 1; got " + std::to_string(spec.v)};
+                 Cat({"must be >= 1; got ", Str(spec.v)})};
   }
   if (spec.m < 1) {
     return Error{"pipeline.microbatches",
-                 "must be >= 1; got " + std::to_string(spec.m)};
+                 Cat({"must be >= 1; got ", Str(spec.m)})};
   }
   if (spec.stage_device.empty()) return {};
-  const size_t n = static_cast<size_t>(spec.num_stages());
-  if (spec.stage_device.size() != n) {
-    return Error{"", "stage placement must list stages * virtual_stages (" +
-                         std::to_string(n) + ") devices; got " +
-                         std::to_string(spec.stage_device.size())};
+  const int n = spec.num_stages();
+  if (spec.stage_device.size() != static_cast<size_t>(n)) {
+    return Error{
+        "", Cat({"stage placement must list stages * virtual_stages (", Str(n),
+                 ") devices; got ", std::to_string(spec.stage_device.size())})};
   }
-  for (size_t s = 0; s < n; ++s) {
-    const int d = spec.stage_device[s].value;
+  for (int s = 0; s < n; ++s) {
+    const int d = spec.stage_device[static_cast<size_t>(s)].value;
     if (d < 0 || d >= spec.p) {
-      return Error{"", "stage " + std::to_string(s) +
-                           " must be placed on a device in [0, " +
-                           std::to_string(spec.p) + "); got " +
-                           std::to_string(d)};
+      return Error{"",
+                   Cat({"stage ", Str(s), " must be placed on a device in [0, ",
+                        Str(spec.p), "); got ", Str(d)})};
     }
   }
   return {};
@@ -94,10 +103,10 @@ inline Program PlaceOnDevices(const PipelineSpec& spec,
 }
 
 // "must be 1 for <schedule> (use interleaved for v > 1); got v".
-inline Error NeedsOneChunk(const char* schedule, int v) {
+inline Error NeedsOneChunk(std::string_view schedule, int v) {
   return Error{"pipeline.virtual_stages",
-               std::string("must be 1 for ") + schedule +
-                   " (use interleaved for v > 1); got " + std::to_string(v)};
+               Cat({"must be 1 for ", schedule,
+                    " (use interleaved for v > 1); got ", Str(v)})};
 }
 
 }  // namespace ppb::schedule_internal

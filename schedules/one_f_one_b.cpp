@@ -25,13 +25,16 @@ Result<Program> Generate1F1B(const PipelineSpec& spec,
   }
   if (spec.v != 1) return schedule_internal::NeedsOneChunk("1f1b", spec.v);
   if (params.flavor == Flavor::PyTorch && spec.m < spec.p) {
-    const std::string m = std::to_string(spec.m);
-    const std::string p = std::to_string(spec.p);
-    return Error{"pipeline.microbatches",
-                 "must be >= stages (" + p + ") for 1f1b (PyTorch: \"Number "
-                 "of microbatches (" + m + ") must be greater than or equal "
-                 "to the number of stages (" + p + ").\"; flavor megatron "
-                 "allows it); got " + m};
+    using schedule_internal::Cat;
+    using schedule_internal::Str;
+    const std::string torch_text =
+        Cat({"Number of microbatches (", Str(spec.m),
+             ") must be greater than or equal to the number of stages (",
+             Str(spec.p), ")."});
+    return Error{
+        "pipeline.microbatches",
+        Cat({"must be >= stages (", Str(spec.p), ") for 1f1b (PyTorch: \"",
+             torch_text, "\"; flavor megatron allows it); got ", Str(spec.m)})};
   }
   std::vector<std::vector<Op>> rank_orders;
   for (int r = 0; r < spec.p; ++r) {

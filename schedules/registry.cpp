@@ -10,11 +10,13 @@ namespace {
 constexpr std::array<ScheduleInfo, 3> kSchedules{{
     {"gpipe", "GPipe: all forwards, then all backwards (v = 1)",
      &GenerateGPipe},
-    {"1f1b", "1F1B / PipeDream-Flush: warm-up forwards, then one forward "
-             "and one backward in turn (v = 1)",
+    {"1f1b",
+     "1F1B / PipeDream-Flush: warm-up forwards, then one forward "
+     "and one backward in turn (v = 1)",
      &Generate1F1B},
-    {"interleaved", "interleaved 1F1B: v chunks per rank, microbatches in "
-                    "groups (Megatron-LM / PyTorch rules by flavor)",
+    {"interleaved",
+     "interleaved 1F1B: v chunks per rank, microbatches in "
+     "groups (Megatron-LM / PyTorch rules by flavor)",
      &GenerateInterleaved},
 }};
 

@@ -10,16 +10,15 @@
 //   3. by a unit-time run (F = 1, B = 2, no communication) that must finish
 //      (no deadlock) in the iteration time of formulas.md §1.4.
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 
 #include "core/program.h"
 #include "schedules/schedule.h"
@@ -119,7 +118,8 @@ std::optional<int> UnitTimeMakespan(const PipelineSpec& spec,
         const int s = op.stage.value;
         const int j = op.mb.value;
         std::vector<std::optional<int>> deps;
-        if (op.kind == OpKind::F && s > 0) deps.push_back(done(OpKind::F, s - 1, j));
+        if (op.kind == OpKind::F && s > 0)
+          deps.push_back(done(OpKind::F, s - 1, j));
         if (op.kind == OpKind::B) {
           deps.push_back(done(OpKind::F, s, j));
           if (s + 1 < stages) deps.push_back(done(OpKind::B, s + 1, j));
@@ -127,8 +127,10 @@ std::optional<int> UnitTimeMakespan(const PipelineSpec& spec,
         int start = free_at[d];
         bool ready = true;
         for (const auto& t : deps) {
-          if (!t) ready = false;
-          else start = std::max(start, *t);
+          if (!t)
+            ready = false;
+          else
+            start = std::max(start, *t);
         }
         if (!ready) break;
         const int end = start + (op.kind == OpKind::F ? 1 : 2);
@@ -160,9 +162,9 @@ void CheckEveryOpOnce(const PipelineSpec& spec, const Program& program) {
       REQUIRE(op.mb.value < spec.m);
       CHECK(spec.stage_device[static_cast<size_t>(op.stage.value)].value ==
             static_cast<int>(d));
-      CHECK(seen.insert({static_cast<int>(op.kind), op.stage.value,
-                         op.mb.value})
-                .second);
+      CHECK(
+          seen.insert({static_cast<int>(op.kind), op.stage.value, op.mb.value})
+              .second);
     }
   }
   CHECK(seen.size() == static_cast<size_t>(2 * spec.num_stages() * spec.m));
@@ -304,8 +306,9 @@ TEST_CASE("generators reproduce every reference record (p = 4)",
         CHECK_FALSE(program.error().key.empty());
         if (c.params.flavor == Flavor::PyTorch) {
           // Our message quotes torch's.
-          const bool quoted = program.error().message.find(UpstreamMessage(
-                                  upstream)) != std::string::npos;
+          const bool quoted =
+              program.error().message.find(UpstreamMessage(upstream)) !=
+              std::string::npos;
           CHECK(quoted);
           ok = ok && quoted;
         } else {
@@ -325,21 +328,22 @@ TEST_CASE("generators reproduce every reference record (p = 4)",
         CHECK(stage_to_rank[s].get<int>() == spec.stage_device[s].value);
       }
       REQUIRE(program->ops.size() == static_cast<size_t>(p));
-      for (int r = 0; r < p; ++r) {
+      for (size_t r = 0; r < program->ops.size(); ++r) {
         std::vector<Op> expected;
-        for (const auto& token : rec.at("ranks")[r]) {
+        for (const auto& token : rec.at("ranks").at(r)) {
           expected.push_back(OpFromToken(token.get<std::string>()));
         }
-        const std::vector<Op>& got = program->ops[static_cast<size_t>(r)];
+        const std::vector<Op>& got = program->ops[r];
+        const auto& per_rank = rec.at("per_rank").at(r);
+        const int warmup = per_rank.at("warmup_forwards").get<int>();
+        const int peak = per_rank.at("peak_inflight_fb").get<int>();
         INFO("rank " << r << "\n  expected " << OrderString(expected)
                      << "\n  got      " << OrderString(got));
         CHECK(got == expected);
-        const auto& per_rank = rec.at("per_rank")[r];
-        CHECK(WarmupForwards(got) == per_rank.at("warmup_forwards").get<int>());
-        CHECK(PeakInflight(got) == per_rank.at("peak_inflight_fb").get<int>());
-        ok = ok && got == expected &&
-             WarmupForwards(got) == per_rank.at("warmup_forwards").get<int>() &&
-             PeakInflight(got) == per_rank.at("peak_inflight_fb").get<int>();
+        CHECK(WarmupForwards(got) == warmup);
+        CHECK(PeakInflight(got) == peak);
+        ok = ok && got == expected && WarmupForwards(got) == warmup &&
+             PeakInflight(got) == peak;
       }
     }
     if (ok) ++passed;
@@ -358,8 +362,8 @@ struct Expectation {
   int group = 0;  // interleaved only
 };
 
-Expectation Expect(const std::string& name, Flavor flavor, int p, int v,
-                   int m, int group) {
+Expectation Expect(const std::string& name, Flavor flavor, int p, int v, int m,
+                   int group) {
   Expectation e;
   if (name == "gpipe") {
     e.ok = v == 1;
@@ -379,8 +383,7 @@ Expectation Expect(const std::string& name, Flavor flavor, int p, int v,
 
 // formulas.md §2: forwards before the first backward on rank r, which is also
 // the peak number of in-flight (stage, microbatch) activations.
-int ExpectedWarmup(const std::string& name, int p, int v, int m, int g,
-                   int r) {
+int ExpectedWarmup(const std::string& name, int p, int v, int m, int g, int r) {
   if (name == "gpipe") return m;
   if (name == "1f1b") return std::min(m, p - r);
   return std::min(v * m, 2 * (p - 1 - r) + (v - 1) * g + 1);
@@ -395,9 +398,8 @@ TEST_CASE("generators follow the rules and formulas for other shapes",
     for (Flavor flavor : {Flavor::Megatron, Flavor::PyTorch}) {
       for (int p : {1, 2, 3, 4, 5, 8}) {
         for (int v : {1, 2, 3}) {
-          const std::set<int> ms = {1,         2,         3,     p - 1,
-                                    p,         p + 1,     2 * p, 2 * p + 3,
-                                    3 * p + 2};
+          const std::set<int> ms = {1,     2,     3,         p - 1,    p,
+                                    p + 1, 2 * p, 2 * p + 3, 3 * p + 2};
           for (int m : ms) {
             if (m < 1) continue;
             std::vector<int> groups = {0};
@@ -459,10 +461,8 @@ TEST_CASE("interleaved with g = p and m a multiple of p is Narayanan's order",
   const Result<Program> program =
       GenerateInterleaved(Shape(2, 2, 2), ScheduleParams{});
   REQUIRE(program.ok());
-  CHECK(OrderString(program->ops[0]) ==
-        "0F0 0F1 2F0 2F1 2B0 2B1 0B0 0B1 ");
-  CHECK(OrderString(program->ops[1]) ==
-        "1F0 1F1 3F0 3B0 3F1 3B1 1B0 1B1 ");
+  CHECK(OrderString(program->ops[0]) == "0F0 0F1 2F0 2F1 2B0 2B1 0B0 0B1 ");
+  CHECK(OrderString(program->ops[1]) == "1F0 1F1 3F0 3B0 3F1 3B1 1B0 1B1 ");
 }
 
 TEST_CASE("the last interleaved group takes the leftover microbatches",
@@ -603,9 +603,10 @@ TEST_CASE("CSV round trip gives the same program", "[csv]") {
   CHECK(back->ops == split.ops);
 }
 
-TEST_CASE("CSV parsing skips idle cells, comm actions, CRs and trailing "
-          "commas",
-          "[csv]") {
+TEST_CASE(
+    "CSV parsing skips idle cells, comm actions, CRs and trailing "
+    "commas",
+    "[csv]") {
   const Result<Program> program = ParseScheduleCsv(
       "\xEF\xBB\xBF"
       "0F0,,0F1,0SEND_F0, 0B0 ,0RECV_B1,0B1,\r\n"

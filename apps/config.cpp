@@ -1,0 +1,1346 @@
+// The run config loader: YAML (configs/README-format.yaml) to RunConfig, with
+// every error placed at the file line of the key it concerns.
+//
+// Errors leave this file as Error{key, message} where message is already the
+// complete "file:line: key: expected; got given" text (FormatError).
+#include "apps/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "apps/units.h"
+#include "core/strategy.h"
+#include "core/validate.h"
+
+namespace ppb {
+namespace {
+
+// Returns the error of a failed Status or Result from the enclosing function.
+#define PPB_RETURN_IF_ERROR(expr)                       \
+  do {                                                  \
+    if (auto ppb_status_ = (expr); !ppb_status_.ok()) { \
+      return ppb_status_.error();                       \
+    }                                                   \
+  } while (0)
+
+// Most layers a model may have after `repeat` expansion (guards memory).
+constexpr int kMaxLayers = 100000;
+
+// One entry of a YAML map, in file order.
+struct Entry {
+  std::string key;
+  std::string path;  // full key, e.g. "model.layers[2].forward"
+  YAML::Node value;
+};
+using Entries = std::vector<Entry>;
+
+const Entry* Find(const Entries& entries, std::string_view key) {
+  for (const Entry& e : entries) {
+    if (e.key == key) return &e;
+  }
+  return nullptr;
+}
+
+// How a value appears in "; got ..." when it is not what was expected.
+std::string Given(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "nothing";
+  if (node.IsScalar()) {
+    return node.Scalar().empty() ? "an empty string" : node.Scalar();
+  }
+  if (node.IsSequence()) {
+    return "a list of " + std::to_string(node.size());
+  }
+  return "a map";
+}
+
+std::string Join(std::initializer_list<std::string_view> words) {
+  std::string out;
+  for (std::string_view w : words) {
+    if (!out.empty()) out += ", ";
+    out += w;
+  }
+  return out;
+}
+
+std::string Join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) {
+    if (!out.empty()) out += ", ";
+    out += w;
+  }
+  return out;
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return s;
+}
+
+// "chunk 1 of rank 2" for global stage s = chunk * p + rank.
+std::string StageName(int s, int p) {
+  return "chunk " + std::to_string(s / p) + " of rank " + std::to_string(s % p);
+}
+
+// The command-line flag that sets a config key, or empty.
+std::string_view FlagFor(std::string_view key) {
+  static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
+      {"pipeline.stages", "--stages"},
+      {"pipeline.microbatches", "--microbatches"},
+      {"pipeline.virtual_stages", "--virtual-stages"},
+      {"pipeline.microbatch_group", "--microbatch-group"},
+      {"pipeline.schedule", "--schedule"},
+      {"pipeline.schedule_csv", "--schedule-csv"},
+  };
+  for (const auto& [k, flag] : kFlags) {
+    if (k == key) return flag;
+  }
+  return {};
+}
+
+// The parent of a key path: "a.b[2]" -> "a.b", "a.b" -> "a", "a" -> "".
+std::string ParentKey(const std::string& key) {
+  if (!key.empty() && key.back() == ']') {
+    const size_t open = key.rfind('[');
+    if (open != std::string::npos) return key.substr(0, open);
+  }
+  const size_t dot = key.rfind('.');
+  return dot == std::string::npos ? std::string() : key.substr(0, dot);
+}
+
+// Layers pinned to the first stage (leading embedding layers) and to the last
+// stage (trailing head / MTP layers); the same rule as EvenStrategy.
+struct Pinned {
+  int lead = 0;
+  int tail = 0;
+};
+Pinned PinnedLayers(const std::vector<Layer>& layers) {
+  const int n = static_cast<int>(layers.size());
+  Pinned pin;
+  while (pin.lead < n && layers[pin.lead].kind == LayerKind::Embedding) {
+    ++pin.lead;
+  }
+  while (pin.tail < n - pin.lead &&
+         (layers[n - 1 - pin.tail].kind == LayerKind::Head ||
+          layers[n - 1 - pin.tail].kind == LayerKind::Mtp)) {
+    ++pin.tail;
+  }
+  return pin;
+}
+
+// Per-global-stage integers read from a [chunk][rank] list, a flat list by
+// global stage, or one scalar for every stage; with the key path of each.
+struct StageInts {
+  std::vector<int> values;
+  std::vector<std::string> paths;
+};
+
+// Parses one config. Holds the RunConfig under construction so that errors
+// can be placed with the key lines recorded so far.
+class Parser {
+ public:
+  Parser(std::string_view filename, const CliOverrides& cli) : cli_(cli) {
+    cfg_.path = std::string(filename);
+  }
+
+  Result<RunConfig> Parse(std::string_view text) {
+    // yaml-cpp reports errors by exception; they stop here.
+    YAML::Node root;
+    try {
+      root = YAML::Load(std::string(text));
+    } catch (const YAML::Exception& e) {
+      return Error{"", At(e.mark) +
+                           ": must be valid YAML; got a syntax error (" +
+                           e.msg + ")"};
+    }
+    try {
+      PPB_RETURN_IF_ERROR(ParseRoot(root));
+    } catch (const YAML::Exception& e) {
+      return Error{"", At(e.mark) + ": must be readable YAML; got an error (" +
+                           e.msg + ")"};
+    }
+    return std::move(cfg_);
+  }
+
+ private:
+  // ---- errors and key lines -------------------------------------------
+
+  Error Fail(const std::string& key, const std::string& message) const {
+    return Error{key, FormatError(cfg_, Error{key, message})};
+  }
+
+  // "file:line" of a mark ("file" when the mark has no line).
+  std::string At(const YAML::Mark& mark) const {
+    return mark.line < 0 ? cfg_.path
+                         : cfg_.path + ":" + std::to_string(mark.line + 1);
+  }
+
+  void Mark(const std::string& path, const YAML::Mark& mark) {
+    if (mark.line >= 0) cfg_.key_lines[path] = mark.line + 1;
+  }
+
+  // "pipeline.stages = 4" or "--stages 4", for messages about shapes.
+  std::string StagesNote() const {
+    const std::string p = std::to_string(cfg_.shape.p);
+    std::string note = cli_.stages ? "--stages " + p : "pipeline.stages = " + p;
+    if (cfg_.shape.v > 1) {
+      const std::string v = std::to_string(cfg_.shape.v);
+      note += cli_.virtual_stages ? ", --virtual-stages " + v
+                                  : ", pipeline.virtual_stages = " + v;
+    }
+    return note;
+  }
+
+  // ---- structure --------------------------------------------------------
+
+  // The entries of the map `node` at `path`, recording each key's line.
+  // Keys outside `allowed` (unless it is empty) and repeated keys are errors.
+  Result<Entries> Map(const YAML::Node& node, const std::string& path,
+                      std::initializer_list<std::string_view> allowed) {
+    if (!node.IsMap()) {
+      std::string expected = "must be a map";
+      if (allowed.size() > 0) expected += " with keys " + Join(allowed);
+      return Fail(path, expected + "; got " + Given(node));
+    }
+    Entries entries;
+    for (const auto& kv : node) {
+      const std::string prefix = path.empty() ? "" : path + ".";
+      if (!kv.first.IsScalar()) {
+        Mark(prefix + "?", kv.first.Mark());
+        return Fail(prefix + "?",
+                    "must be a plain key name; got " + Given(kv.first));
+      }
+      Entry e{kv.first.Scalar(), prefix + kv.first.Scalar(), kv.second};
+      if (Find(entries, e.key) != nullptr) {
+        const int first = cfg_.key_lines[e.path];
+        Mark(e.path, kv.first.Mark());
+        return Fail(e.path, "must be given once; got it again (first on line " +
+                                std::to_string(first) + ")");
+      }
+      Mark(e.path, kv.first.Mark());
+      if (allowed.size() > 0 &&
+          std::find(allowed.begin(), allowed.end(), e.key) == allowed.end()) {
+        return Fail(e.path, "unknown key; expected one of " + Join(allowed));
+      }
+      entries.push_back(std::move(e));
+    }
+    return entries;
+  }
+
+  // The items of the list `node` at `path` (item i at "path[i]"), recording
+  // each item's line.
+  Result<std::vector<Entry>> List(const YAML::Node& node,
+                                  const std::string& path,
+                                  std::string_view expected) {
+    if (!node.IsSequence()) {
+      return Fail(path,
+                  "must be " + std::string(expected) + "; got " + Given(node));
+    }
+    std::vector<Entry> items;
+    for (size_t i = 0; i < node.size(); ++i) {
+      Entry e{std::to_string(i), path + "[" + std::to_string(i) + "]", node[i]};
+      Mark(e.path, node[i].Mark());
+      items.push_back(std::move(e));
+    }
+    return items;
+  }
+
+  // ---- scalars ----------------------------------------------------------
+
+  // An integer in [min, max]; errors say "must be <expected>; got ...",
+  // where `expected` states the range ("a positive integer" for [1, INT_MAX]:
+  // a value above INT_MAX adds "(at most 2147483647)").
+  Result<std::int64_t> Integer(const YAML::Node& node, const std::string& path,
+                               std::int64_t min, std::int64_t max,
+                               std::string_view expected) {
+    const std::string want = "must be " + std::string(expected);
+    if (!node.IsScalar()) return Fail(path, want + "; got " + Given(node));
+    const std::string& s = node.Scalar();
+    std::int64_t x = 0;
+    const char* end = s.data() + s.size();
+    auto [ptr, ec] = std::from_chars(s.data(), end, x);
+    if (s.empty() || ec == std::errc::invalid_argument || ptr != end) {
+      return Fail(path, want + "; got " + Given(node));
+    }
+    if (ec == std::errc::result_out_of_range || x > max) {
+      const std::string note =
+          max == INT_MAX ? " (at most " + std::to_string(max) + ")" : "";
+      return Fail(path, want + note + "; got " + s);
+    }
+    if (x < min) return Fail(path, want + "; got " + s);
+    return x;
+  }
+
+  Result<int> PositiveInt(const YAML::Node& node, const std::string& path) {
+    Result<std::int64_t> r =
+        Integer(node, path, 1, INT_MAX, "a positive integer");
+    if (!r.ok()) return r.error();
+    return static_cast<int>(*r);
+  }
+
+  Result<std::string> String(const YAML::Node& node, const std::string& path,
+                             std::string_view expected) {
+    if (!node.IsScalar() || node.Scalar().empty()) {
+      return Fail(path,
+                  "must be " + std::string(expected) + "; got " + Given(node));
+    }
+    return node.Scalar();
+  }
+
+  // The index of the value in `choices` (the value lowercased).
+  Result<size_t> Choice(const YAML::Node& node, const std::string& path,
+                        std::initializer_list<std::string_view> choices) {
+    const std::string want = "must be one of " + Join(choices);
+    if (!node.IsScalar()) return Fail(path, want + "; got " + Given(node));
+    const std::string value = Lower(node.Scalar());
+    size_t i = 0;
+    for (std::string_view c : choices) {
+      if (c == value) return i;
+      ++i;
+    }
+    return Fail(path, want + "; got " + Given(node));
+  }
+
+  Result<bool> Bool(const YAML::Node& node, const std::string& path) {
+    if (node.IsScalar()) {
+      const std::string value = Lower(node.Scalar());
+      if (value == "true") return true;
+      if (value == "false") return false;
+    }
+    return Fail(path, "must be true or false; got " + Given(node));
+  }
+
+  Result<double> PositiveNumber(const YAML::Node& node,
+                                const std::string& path) {
+    const std::string want = "must be a positive number";
+    if (!node.IsScalar()) return Fail(path, want + "; got " + Given(node));
+    const std::string& s = node.Scalar();
+    double x = 0;
+    const char* end = s.data() + s.size();
+    auto [ptr, ec] = std::from_chars(s.data(), end, x);
+    if (s.empty() || ec != std::errc() || ptr != end || !std::isfinite(x) ||
+        !(x > 0)) {
+      return Fail(path, want + "; got " + Given(node));
+    }
+    return x;
+  }
+
+  // A unit value parsed by `parse`; positive or non-negative.
+  template <class Parse>
+  Result<std::int64_t> UnitValue(const YAML::Node& node,
+                                 const std::string& path, Parse parse,
+                                 std::string_view noun, bool positive) {
+    if (!node.IsScalar()) {
+      // Given() ("a map", "nothing") is never a number, so the parser's own
+      // "must be a <noun> with a unit (...); got <given>" message results.
+      return Fail(path, parse(Given(node)).error().message);
+    }
+    const std::string& text = node.Scalar();
+    const size_t first = text.find_first_not_of(" \t");
+    if (positive && first != std::string::npos && text[first] == '-') {
+      return Fail(path,
+                  "must be a positive " + std::string(noun) + "; got " + text);
+    }
+    Result<std::int64_t> r = parse(text);
+    if (!r.ok()) return Fail(path, r.error().message);
+    if (positive && *r == 0) {
+      return Fail(path, "must be a positive " + std::string(noun) + "; got " +
+                            node.Scalar());
+    }
+    return *r;
+  }
+  Result<Nanos> Duration(const YAML::Node& node, const std::string& path,
+                         bool positive) {
+    return UnitValue(node, path, ParseDuration, "duration", positive);
+  }
+  Result<Bytes> Size(const YAML::Node& node, const std::string& path,
+                     bool positive) {
+    return UnitValue(node, path, ParseBytes, "size", positive);
+  }
+  Result<BytesPerSec> Bandwidth(const YAML::Node& node,
+                                const std::string& path) {
+    return UnitValue(node, path, ParseBandwidth, "bandwidth", true);
+  }
+
+  // ---- sections ---------------------------------------------------------
+
+  Status ParseRoot(const YAML::Node& root) {
+    if (!root.IsDefined() || root.IsNull()) {
+      return Error{"", cfg_.path +
+                           ": must be a map with model, cluster, pipeline and "
+                           "optional strategy; got an empty file"};
+    }
+    Result<Entries> top =
+        Map(root, "", {"model", "cluster", "pipeline", "strategy"});
+    if (!top.ok()) return top.error();
+    // The pipeline first: the shapes of the other sections depend on p, v.
+    const Entry* pipeline = Find(*top, "pipeline");
+    PPB_RETURN_IF_ERROR(ParsePipeline(pipeline));
+    const Entry* model = Find(*top, "model");
+    if (model == nullptr) {
+      return Fail("model", "must be given (a map with layers); got nothing");
+    }
+    PPB_RETURN_IF_ERROR(ParseModel(model->value));
+    const Entry* cluster = Find(*top, "cluster");
+    if (cluster == nullptr) {
+      return Fail("cluster", "must be given (a map with devices); got nothing");
+    }
+    PPB_RETURN_IF_ERROR(ParseCluster(cluster->value));
+    return ParseStrategy(Find(*top, "strategy"));
+  }
+
+  // An integer of the pipeline section: from the command line, the file, or
+  // the default (nullopt: required).
+  Result<int> PipelineInt(const Entries& entries, std::string_view name,
+                          std::optional<int> from_cli,
+                          std::optional<int> default_value) {
+    const std::string path = "pipeline." + std::string(name);
+    if (from_cli) {
+      cfg_.key_lines[path] = 0;
+      if (*from_cli < 1) {
+        return Fail(path, "must be a positive integer; got " +
+                              std::to_string(*from_cli));
+      }
+      return *from_cli;
+    }
+    if (const Entry* e = Find(entries, name)) {
+      return PositiveInt(e->value, path);
+    }
+    if (default_value) return *default_value;
+    return Fail(path, "must be given (a positive integer); got nothing");
+  }
+
+  Status ParsePipeline(const Entry* section) {
+    Entries e;
+    if (section != nullptr) {
+      Result<Entries> r =
+          Map(section->value, "pipeline",
+              {"stages", "microbatches", "virtual_stages", "schedule", "flavor",
+               "microbatch_group", "communication", "schedule_csv"});
+      if (!r.ok()) return r.error();
+      e = std::move(*r);
+    }
+    Result<int> p = PipelineInt(e, "stages", cli_.stages, std::nullopt);
+    if (!p.ok()) return p.error();
+    Result<int> m =
+        PipelineInt(e, "microbatches", cli_.microbatches, std::nullopt);
+    if (!m.ok()) return m.error();
+    Result<int> v = PipelineInt(e, "virtual_stages", cli_.virtual_stages, 1);
+    if (!v.ok()) return v.error();
+    Result<int> g =
+        PipelineInt(e, "microbatch_group", cli_.microbatch_group, 0);
+    if (!g.ok()) return g.error();
+    if (static_cast<std::int64_t>(*p) * *v > kMaxLayers) {
+      return Fail("pipeline.virtual_stages",
+                  "must give at most " + std::to_string(kMaxLayers) +
+                      " stages x virtual_stages; got " + std::to_string(*p) +
+                      " x " + std::to_string(*v));
+    }
+    cfg_.shape.p = *p;
+    cfg_.shape.m = *m;
+    cfg_.shape.v = *v;
+    cfg_.schedule_params.group = *g;
+
+    if (const Entry* f = Find(e, "flavor")) {
+      Result<size_t> i = Choice(f->value, f->path, {"megatron", "pytorch"});
+      if (!i.ok()) return i.error();
+      cfg_.schedule_params.flavor =
+          *i == 0 ? Flavor::Megatron : Flavor::PyTorch;
+    }
+    if (const Entry* c = Find(e, "communication")) {
+      Result<size_t> i = Choice(c->value, c->path, {"overlapped", "blocking"});
+      if (!i.ok()) return i.error();
+      cfg_.shape.comm = *i == 0 ? CommMode::Overlapped : CommMode::Blocking;
+    }
+    return ParseScheduleChoice(e);
+  }
+
+  // pipeline.schedule and pipeline.schedule_csv, with --schedule and
+  // --schedule-csv (which implies schedule custom).
+  Status ParseScheduleChoice(const Entries& e) {
+    std::vector<std::string> names;
+    for (const ScheduleInfo& info : ScheduleRegistry()) {
+      names.emplace_back(info.name);
+    }
+    names.emplace_back("custom");
+    const std::string want = "must be one of " + Join(names);
+    auto normalize = [&](const std::string& given) -> std::string {
+      std::string name = Lower(given);
+      if (name == "interleaved1f1b") name = "interleaved";  // torch's name
+      return std::find(names.begin(), names.end(), name) == names.end()
+                 ? std::string()
+                 : name;
+    };
+
+    if (cli_.schedule) {
+      cfg_.key_lines["pipeline.schedule"] = 0;
+      cfg_.schedule = normalize(*cli_.schedule);
+      if (cfg_.schedule.empty()) {
+        return Fail("pipeline.schedule", want + "; got " + *cli_.schedule);
+      }
+    } else if (const Entry* s = Find(e, "schedule")) {
+      Result<std::string> name = String(s->value, s->path, "a schedule name");
+      if (!name.ok()) return Fail(s->path, want + "; got " + Given(s->value));
+      cfg_.schedule = normalize(*name);
+      if (cfg_.schedule.empty()) {
+        return Fail(s->path, want + "; got " + *name);
+      }
+    }
+
+    if (cli_.schedule_csv) {
+      cfg_.key_lines["pipeline.schedule_csv"] = 0;
+      if (cli_.schedule && cfg_.schedule != "custom") {
+        return Fail("pipeline.schedule",
+                    "must be custom when --schedule-csv is given; got " +
+                        *cli_.schedule);
+      }
+      if (cli_.schedule_csv->empty()) {
+        return Fail("pipeline.schedule_csv",
+                    "must be a CSV file path; got an empty string");
+      }
+      cfg_.schedule = "custom";
+      cfg_.schedule_csv = *cli_.schedule_csv;
+      return Status();
+    }
+    const Entry* csv = Find(e, "schedule_csv");
+    if (cfg_.schedule == "custom") {
+      if (csv == nullptr) {
+        return Fail("pipeline.schedule_csv",
+                    "must be given for schedule custom (a torch schedule CSV, "
+                    "relative to the config file); got nothing");
+      }
+      Result<std::string> path = String(csv->value, csv->path, "a file path");
+      if (!path.ok()) return path.error();
+      cfg_.schedule_csv = *path;
+    } else if (csv != nullptr && !cli_.schedule) {
+      return Fail(csv->path, "must only be given with schedule custom; got " +
+                                 Given(csv->value) + " with schedule " +
+                                 cfg_.schedule);
+    }
+    return Status();
+  }
+
+  Status ParseModel(const YAML::Node& node) {
+    Result<Entries> e = Map(node, "model", {"name", "layers"});
+    if (!e.ok()) return e.error();
+    if (const Entry* name = Find(*e, "name")) {
+      Result<std::string> s = String(name->value, name->path, "a string");
+      if (!s.ok()) return s.error();
+      cfg_.model_name = *s;
+    }
+    const Entry* layers = Find(*e, "layers");
+    if (layers == nullptr) {
+      return Fail("model.layers",
+                  "must be given (a list of layers); got nothing");
+    }
+    Result<std::vector<Entry>> items =
+        List(layers->value, layers->path, "a non-empty list of layers");
+    if (!items.ok()) return items.error();
+    if (items->empty()) {
+      return Fail(layers->path,
+                  "must be a non-empty list of layers; got an empty list");
+    }
+    std::map<std::string, std::string> defined_by;  // name -> layer path
+    for (const Entry& item : *items) {
+      PPB_RETURN_IF_ERROR(ParseLayer(item, defined_by));
+    }
+    return Status();
+  }
+
+  // One entry of model.layers, appended to cfg_.layers (repeat expanded).
+  Status ParseLayer(const Entry& item,
+                    std::map<std::string, std::string>& defined_by) {
+    const std::string& path = item.path;
+    Result<Entries> er =
+        Map(item.value, path,
+            {"name", "kind", "repeat", "forward", "backward", "backward_input",
+             "backward_weight", "static_memory", "activation", "workspace",
+             "output", "recompute"});
+    if (!er.ok()) return er.error();
+    const Entries& e = *er;
+    Layer layer;
+
+    const Entry* name = Find(e, "name");
+    if (name == nullptr) {
+      return Fail(path + ".name",
+                  "must be given (a unique layer name); got nothing");
+    }
+    Result<std::string> name_value = String(name->value, name->path, "a name");
+    if (!name_value.ok()) return name_value.error();
+    layer.name = *name_value;
+
+    if (const Entry* kind = Find(e, "kind")) {
+      Result<size_t> i =
+          Choice(kind->value, kind->path,
+                 {"embedding", "decoder", "moe", "head", "mtp", "other"});
+      if (!i.ok()) return i.error();
+      static constexpr LayerKind kKinds[] = {
+          LayerKind::Embedding, LayerKind::Decoder, LayerKind::Moe,
+          LayerKind::Head,      LayerKind::Mtp,     LayerKind::Other};
+      layer.kind = kKinds[*i];
+    }
+
+    int repeat = 1;
+    const Entry* repeat_entry = Find(e, "repeat");
+    if (repeat_entry != nullptr) {
+      Result<std::int64_t> r =
+          Integer(repeat_entry->value, repeat_entry->path, 1, kMaxLayers,
+                  "a positive integer up to " + std::to_string(kMaxLayers));
+      if (!r.ok()) return r.error();
+      repeat = static_cast<int>(*r);
+      if (cfg_.layers.size() + repeat > static_cast<size_t>(kMaxLayers)) {
+        return Fail(repeat_entry->path,
+                    "must keep the model at most " +
+                        std::to_string(kMaxLayers) + " layers; got " +
+                        std::to_string(repeat) + " more after " +
+                        std::to_string(cfg_.layers.size()));
+      }
+    }
+
+    const Entry* forward = Find(e, "forward");
+    if (forward == nullptr) {
+      return Fail(path + ".forward",
+                  "must be given (a positive duration); got nothing");
+    }
+    Result<Nanos> f = Duration(forward->value, forward->path, true);
+    if (!f.ok()) return f.error();
+    layer.forward = *f;
+    PPB_RETURN_IF_ERROR(ParseBackward(e, path, layer));
+
+    struct SizeField {
+      std::string_view key;
+      Bytes* out;
+    };
+    for (const SizeField& field :
+         {SizeField{"static_memory", &layer.static_memory},
+          SizeField{"activation", &layer.activation},
+          SizeField{"workspace", &layer.workspace},
+          SizeField{"output", &layer.output_bytes}}) {
+      if (const Entry* x = Find(e, field.key)) {
+        Result<Bytes> b = Size(x->value, x->path, false);
+        if (!b.ok()) return b.error();
+        *field.out = *b;
+      }
+    }
+    if (const Entry* rc = Find(e, "recompute")) {
+      PPB_RETURN_IF_ERROR(
+          ParseLayerRecompute(*rc, Find(e, "activation"), layer));
+    }
+
+    for (int k = 0; k < repeat; ++k) {
+      Layer copy = layer;
+      if (repeat_entry != nullptr) copy.name += "." + std::to_string(k);
+      auto [it, inserted] = defined_by.emplace(copy.name, path);
+      if (!inserted) {
+        return Fail(name->path,
+                    "must be unique after repeat expansion; got " + copy.name +
+                        ", also the name of a layer of " + it->second);
+      }
+      cfg_.layers.push_back(std::move(copy));
+    }
+    return Status();
+  }
+
+  // backward, or backward_input and backward_weight.
+  Status ParseBackward(const Entries& e, const std::string& path,
+                       Layer& layer) {
+    const Entry* b = Find(e, "backward");
+    const Entry* bi = Find(e, "backward_input");
+    const Entry* bw = Find(e, "backward_weight");
+    if (b != nullptr && (bi != nullptr || bw != nullptr)) {
+      const Entry* other = bi != nullptr ? bi : bw;
+      return Fail(other->path,
+                  "must not be given with backward (give backward, or "
+                  "backward_input and backward_weight); got both");
+    }
+    if (b != nullptr) {
+      Result<Nanos> t = Duration(b->value, b->path, true);
+      if (!t.ok()) return t.error();
+      layer.backward_input = *t;
+      return Status();
+    }
+    if (bi == nullptr && bw == nullptr) {
+      return Fail(path + ".backward",
+                  "must be given (a positive duration), or backward_input and "
+                  "backward_weight; got nothing");
+    }
+    if (bi == nullptr) {
+      return Fail(path + ".backward_input",
+                  "must be given with backward_weight; got nothing");
+    }
+    if (bw == nullptr) {
+      return Fail(path + ".backward_weight",
+                  "must be given with backward_input; got nothing");
+    }
+    Result<Nanos> ti = Duration(bi->value, bi->path, true);
+    if (!ti.ok()) return ti.error();
+    Result<Nanos> tw = Duration(bw->value, bw->path, false);
+    if (!tw.ok()) return tw.error();
+    layer.backward_input = *ti;
+    layer.backward_weight = *tw;
+    layer.split_backward = true;
+    return Status();
+  }
+
+  // A layer's `recompute: {mode: {activation, time}}`.
+  Status ParseLayerRecompute(const Entry& rc, const Entry* activation,
+                             Layer& layer) {
+    Result<Entries> modes = Map(rc.value, rc.path, {});
+    if (!modes.ok()) return modes.error();
+    for (const Entry& mode : *modes) {
+      if (Lower(mode.key) == "none") {
+        return Fail(mode.path,
+                    "must not be declared (\"none\" is always offered); got a "
+                    "mode named " +
+                        mode.key);
+      }
+      if (mode.key == "layers") {
+        return Fail(mode.path,
+                    "must not be named layers (strategy.recompute uses that "
+                    "key for per-layer choices); got a mode named layers");
+      }
+      if (layer.recompute.size() >= 255) {
+        return Fail(mode.path, "must be one of at most 255 modes; got more");
+      }
+      Result<Entries> fields =
+          Map(mode.value, mode.path, {"activation", "time"});
+      if (!fields.ok()) return fields.error();
+      const Entry* act = Find(*fields, "activation");
+      const Entry* time = Find(*fields, "time");
+      if (act == nullptr) {
+        return Fail(mode.path + ".activation",
+                    "must be given (bytes kept per micro-batch); got nothing");
+      }
+      if (time == nullptr) {
+        return Fail(
+            mode.path + ".time",
+            "must be given (extra time before the backward); got nothing");
+      }
+      RecomputeOption option;
+      option.name = mode.key;
+      Result<Bytes> a = Size(act->value, act->path, false);
+      if (!a.ok()) return a.error();
+      if (*a > layer.activation) {
+        return Fail(act->path,
+                    "must be at most the layer's activation (" +
+                        (activation != nullptr ? activation->value.Scalar()
+                                               : std::string("0B")) +
+                        "); got " + act->value.Scalar());
+      }
+      option.retained_activation = *a;
+      Result<Nanos> t = Duration(time->value, time->path, false);
+      if (!t.ok()) return t.error();
+      option.extra_time = *t;
+      layer.recompute.push_back(std::move(option));
+    }
+    return Status();
+  }
+
+  // The devices and links of the cluster (p of each).
+  Status ParseCluster(const YAML::Node& node) {
+    Result<Entries> er = Map(node, "cluster", {"devices", "link", "links"});
+    if (!er.ok()) return er.error();
+    const Entries& e = *er;
+    const int p = cfg_.shape.p;
+
+    const Entry* devices = Find(e, "devices");
+    if (devices == nullptr) {
+      return Fail("cluster.devices",
+                  "must be given (a map, or a list of one device per rank); "
+                  "got nothing");
+    }
+    if (devices->value.IsSequence()) {
+      Result<std::vector<Entry>> items =
+          List(devices->value, devices->path, "");
+      if (!items.ok()) return items.error();
+      if (static_cast<int>(items->size()) != p) {
+        return Fail(devices->path, "must list one device per rank (" +
+                                       StagesNote() + "); got " +
+                                       std::to_string(items->size()));
+      }
+      for (const Entry& item : *items) {
+        Device d;
+        PPB_RETURN_IF_ERROR(ParseDevice(item.value, item.path, d));
+        cfg_.cluster.devices.push_back(d);
+      }
+    } else if (devices->value.IsMap()) {
+      Result<Entries> fields =
+          Map(devices->value, devices->path, {"memory", "speed", "overrides"});
+      if (!fields.ok()) return fields.error();
+      Device d;
+      PPB_RETURN_IF_ERROR(ParseDeviceFields(*fields, devices->path, true, d));
+      cfg_.cluster.devices.assign(static_cast<size_t>(p), d);
+      if (const Entry* o = Find(*fields, "overrides")) {
+        PPB_RETURN_IF_ERROR(RankOverrides(
+            *o, {"rank", "memory", "speed"},
+            [&](const Entries& f, const std::string& path, int rank) {
+              return ParseDeviceFields(f, path, false,
+                                       cfg_.cluster.devices[rank]);
+            }));
+      }
+    } else {
+      return Fail(devices->path,
+                  "must be a map (every rank alike) or a list of one device "
+                  "per rank; got " +
+                      Given(devices->value));
+    }
+
+    Link link;  // default: free (no latency, infinite bandwidth)
+    if (const Entry* l = Find(e, "link")) {
+      Result<Entries> fields = Map(l->value, l->path, {"latency", "bandwidth"});
+      if (!fields.ok()) return fields.error();
+      if (Find(*fields, "bandwidth") == nullptr) {
+        return Fail(l->path + ".bandwidth",
+                    "must be given (a positive bandwidth); got nothing");
+      }
+      PPB_RETURN_IF_ERROR(ParseLinkFields(*fields, link));
+    }
+    cfg_.cluster.links.assign(static_cast<size_t>(p), link);
+    if (const Entry* ls = Find(e, "links")) {
+      return RankOverrides(
+          *ls, {"rank", "latency", "bandwidth"},
+          [&](const Entries& fields, const std::string&, int rank) {
+            return ParseLinkFields(fields, cfg_.cluster.links[rank]);
+          });
+    }
+    return Status();
+  }
+
+  // A list of per-rank changes, each a map with `rank` (in [0, p), each rank
+  // once) and other keys of `allowed`; calls apply(fields, path, rank).
+  template <class Apply>
+  Status RankOverrides(const Entry& list,
+                       std::initializer_list<std::string_view> allowed,
+                       Apply apply) {
+    Result<std::vector<Entry>> items =
+        List(list.value, list.path, "a list of {" + Join(allowed) + "}");
+    if (!items.ok()) return items.error();
+    std::map<int, std::string> seen;
+    for (const Entry& item : *items) {
+      Result<Entries> fields = Map(item.value, item.path, allowed);
+      if (!fields.ok()) return fields.error();
+      Result<int> rank = Rank(*fields, item.path, seen);
+      if (!rank.ok()) return rank.error();
+      PPB_RETURN_IF_ERROR(apply(*fields, item.path, *rank));
+    }
+    return Status();
+  }
+
+  // `rank` of an override entry: in [0, p) and not given before.
+  Result<int> Rank(const Entries& fields, const std::string& path,
+                   std::map<int, std::string>& seen) {
+    const Entry* r = Find(fields, "rank");
+    if (r == nullptr) {
+      return Fail(path + ".rank", "must be given (0 .. " +
+                                      std::to_string(cfg_.shape.p - 1) +
+                                      "); got nothing");
+    }
+    Result<std::int64_t> rank =
+        Integer(r->value, r->path, 0, cfg_.shape.p - 1,
+                "a rank in 0 .. " + std::to_string(cfg_.shape.p - 1) + " (" +
+                    StagesNote() + ")");
+    if (!rank.ok()) return rank.error();
+    const int k = static_cast<int>(*rank);
+    auto [it, inserted] = seen.emplace(k, r->path);
+    if (!inserted) {
+      return Fail(r->path, "must name each rank once; got rank " +
+                               std::to_string(k) + " again (also " +
+                               it->second + ")");
+    }
+    return k;
+  }
+
+  // One entry of a devices list: memory required.
+  Status ParseDevice(const YAML::Node& node, const std::string& path,
+                     Device& d) {
+    Result<Entries> fields = Map(node, path, {"memory", "speed"});
+    if (!fields.ok()) return fields.error();
+    return ParseDeviceFields(*fields, path, true, d);
+  }
+
+  Status ParseDeviceFields(const Entries& fields, const std::string& path,
+                           bool memory_required, Device& d) {
+    if (const Entry* m = Find(fields, "memory")) {
+      Result<Bytes> b = Size(m->value, m->path, true);
+      if (!b.ok()) return b.error();
+      d.memory_capacity = *b;
+    } else if (memory_required) {
+      return Fail(path + ".memory",
+                  "must be given (a positive size, e.g. 80GiB); got nothing");
+    }
+    if (const Entry* s = Find(fields, "speed")) {
+      Result<double> x = PositiveNumber(s->value, s->path);
+      if (!x.ok()) return x.error();
+      d.speed = *x;
+    }
+    return Status();
+  }
+
+  Status ParseLinkFields(const Entries& fields, Link& link) {
+    if (const Entry* l = Find(fields, "latency")) {
+      Result<Nanos> t = Duration(l->value, l->path, false);
+      if (!t.ok()) return t.error();
+      link.latency = *t;
+    }
+    if (const Entry* b = Find(fields, "bandwidth")) {
+      Result<BytesPerSec> bw = Bandwidth(b->value, b->path);
+      if (!bw.ok()) return bw.error();
+      link.bandwidth = *bw;
+    }
+    return Status();
+  }
+
+  // ---- strategy ---------------------------------------------------------
+
+  // Reads per-stage integers >= min: [v][p] lists, a flat list of p*v, or
+  // (allow_scalar) one integer for every stage.
+  Result<StageInts> ReadStageInts(const Entry& entry, std::int64_t min,
+                                  bool allow_scalar) {
+    const int p = cfg_.shape.p, v = cfg_.shape.v;
+    const std::string item_want =
+        min == 0 ? "a non-negative integer" : "an integer";
+    StageInts out;
+    const YAML::Node& node = entry.value;
+    if (allow_scalar && node.IsScalar()) {
+      Result<std::int64_t> x =
+          Integer(node, entry.path, min, INT_MAX, item_want);
+      if (!x.ok()) return x.error();
+      out.values.assign(static_cast<size_t>(p) * v, static_cast<int>(*x));
+      out.paths.assign(static_cast<size_t>(p) * v, entry.path);
+      return out;
+    }
+    const std::string want =
+        "must be a list of " + std::to_string(v) + " list" +
+        (v > 1 ? "s" : "") + " of " + std::to_string(p) +
+        " integers ([chunk][rank], " + StagesNote() + ") or a flat list of " +
+        std::to_string(p * v) + (allow_scalar ? ", or one integer" : "");
+    if (!node.IsSequence()) {
+      return Fail(entry.path, want + "; got " + Given(node));
+    }
+    Result<std::vector<Entry>> items = List(node, entry.path, "");
+    if (!items.ok()) return items.error();
+    const bool nested = !items->empty() && (*items)[0].value.IsSequence();
+    std::vector<Entry> scalars;
+    if (nested) {
+      if (static_cast<int>(items->size()) != v) {
+        return Fail(entry.path, want + "; got a list of " +
+                                    std::to_string(items->size()) + " lists");
+      }
+      for (const Entry& row : *items) {
+        Result<std::vector<Entry>> cells = List(row.value, row.path, "a list");
+        if (!cells.ok() || static_cast<int>(cells->size()) != p) {
+          return Fail(row.path, "must be a list of " + std::to_string(p) +
+                                    " integers, one per rank (" + StagesNote() +
+                                    "); got " + Given(row.value));
+        }
+        scalars.insert(scalars.end(), cells->begin(), cells->end());
+      }
+    } else {
+      if (static_cast<int>(items->size()) != p * v) {
+        return Fail(entry.path, want + "; got " + Given(node));
+      }
+      scalars = std::move(*items);
+    }
+    for (const Entry& cell : scalars) {
+      Result<std::int64_t> x =
+          Integer(cell.value, cell.path, min, INT_MAX, item_want);
+      if (!x.ok()) return x.error();
+      out.values.push_back(static_cast<int>(*x));
+      out.paths.push_back(cell.path);
+    }
+    return out;
+  }
+
+  // The optional strategy section (absent or empty: the even split).
+  Status ParseStrategy(const Entry* section) {
+    Entries e;
+    if (section != nullptr && !section->value.IsNull()) {
+      Result<Entries> r = Map(section->value, "strategy",
+                              {"layers_per_chunk", "layout", "offset",
+                               "allow_empty_chunks", "recompute"});
+      if (!r.ok()) return r.error();
+      e = std::move(*r);
+    }
+    if (const Entry* a = Find(e, "allow_empty_chunks")) {
+      Result<bool> b = Bool(a->value, a->path);
+      if (!b.ok()) return b.error();
+      cfg_.allow_empty_chunks = *b;
+    }
+    const Entry* given = nullptr;
+    for (const Entry& x : e) {
+      if (x.key != "layers_per_chunk" && x.key != "layout" &&
+          x.key != "offset") {
+        continue;
+      }
+      if (given != nullptr) {
+        return Fail(
+            x.path,
+            "must not be given with strategy." + given->key +
+                " (give one of layers_per_chunk, layout, offset); got both");
+      }
+      given = &x;
+    }
+    if (given == nullptr) {
+      PPB_RETURN_IF_ERROR(EvenSplit());
+    } else if (given->key == "layers_per_chunk") {
+      PPB_RETURN_IF_ERROR(LayersPerChunk(*given));
+    } else if (given->key == "layout") {
+      PPB_RETURN_IF_ERROR(Layout(*given));
+    } else {
+      PPB_RETURN_IF_ERROR(Offset(*given));
+    }
+    cfg_.strategy.recompute.assign(cfg_.layers.size(), 0);
+    if (const Entry* rc = Find(e, "recompute")) {
+      PPB_RETURN_IF_ERROR(ParseRecompute(*rc));
+    }
+    return Status();
+  }
+
+  Status EvenSplit() {
+    const int p = cfg_.shape.p, v = cfg_.shape.v;
+    cfg_.strategy = EvenStrategy(cfg_.layers, p, v);
+    if (cfg_.allow_empty_chunks) return Status();
+    for (int s = 0; s < p * v; ++s) {
+      if (cfg_.strategy.layers_per_stage[s] == 0) {
+        return Fail("model.layers",
+                    "must fill all " + std::to_string(p * v) + " stages (" +
+                        StagesNote() + ") for the default even split; got " +
+                        std::to_string(cfg_.layers.size()) +
+                        " layers, which leave " + StageName(s, p) +
+                        " empty (give strategy.layers_per_chunk or set "
+                        "strategy.allow_empty_chunks)");
+      }
+    }
+    return Status();
+  }
+
+  Status LayersPerChunk(const Entry& entry) {
+    const int p = cfg_.shape.p;
+    Result<StageInts> counts = ReadStageInts(entry, 0, false);
+    if (!counts.ok()) return counts.error();
+    std::int64_t total = 0;
+    for (size_t s = 0; s < counts->values.size(); ++s) {
+      const int c = counts->values[s];
+      if (c == 0 && !cfg_.allow_empty_chunks) {
+        return Fail(counts->paths[s],
+                    "must be positive (" + StageName(static_cast<int>(s), p) +
+                        " would be empty; set strategy.allow_empty_chunks to "
+                        "allow it); got 0");
+      }
+      total += c;
+    }
+    if (total != static_cast<std::int64_t>(cfg_.layers.size())) {
+      std::string sum;
+      for (int c : counts->values) {
+        sum += (sum.empty() ? "" : "+") + std::to_string(c);
+      }
+      return Fail(entry.path,
+                  "must add up to the model's " +
+                      std::to_string(cfg_.layers.size()) +
+                      " layers (after repeat); got " + std::to_string(total) +
+                      " (" + sum + ")" +
+                      (total < static_cast<std::int64_t>(cfg_.layers.size())
+                           ? ", which would drop layers"
+                           : ""));
+    }
+    cfg_.strategy.layers_per_stage = std::move(counts->values);
+    return Status();
+  }
+
+  Status Layout(const Entry& entry) {
+    const int p = cfg_.shape.p, v = cfg_.shape.v;
+    Result<std::string> text =
+        String(entry.value, entry.path, "a Megatron layout string");
+    if (!text.ok()) return text.error();
+    Result<std::vector<int>> counts =
+        ParseMegatronLayout(*text, cfg_.layers, p, v);
+    if (!counts.ok()) {
+      std::string message = counts.error().message;
+      if (cli_.stages || cli_.virtual_stages) {
+        message += " (" + StagesNote() + ")";
+      }
+      return Fail(entry.path, message);
+    }
+    if (!cfg_.allow_empty_chunks) {
+      for (int s = 0; s < p * v; ++s) {
+        if ((*counts)[s] == 0) {
+          return Fail(
+              entry.path,
+              "must give every stage a layer (set strategy.allow_empty_chunks "
+              "to allow empty ones); got stage " +
+                  std::to_string(s) + " (" + StageName(s, p) + ") empty in \"" +
+                  *text + "\"");
+        }
+      }
+    }
+    cfg_.strategy.layers_per_stage = std::move(*counts);
+    return Status();
+  }
+
+  // MindFormers offsets: stage s holds L / (p*v) + offset[s] of the L body
+  // layers (those between the leading embedding layers and the trailing
+  // head / MTP layers, which stay on the first and the last stage).
+  Status Offset(const Entry& entry) {
+    const int p = cfg_.shape.p, v = cfg_.shape.v, stages = p * v;
+    Result<StageInts> offset = ReadStageInts(entry, INT_MIN, true);
+    if (!offset.ok()) return offset.error();
+    const Pinned pin = PinnedLayers(cfg_.layers);
+    const std::int64_t body =
+        static_cast<std::int64_t>(cfg_.layers.size()) - pin.lead - pin.tail;
+    const std::int64_t base = body / stages, remainder = body % stages;
+    std::int64_t sum = 0;
+    for (int x : offset->values) sum += x;
+    if (sum != remainder) {
+      return Fail(entry.path,
+                  "must add up to " + std::to_string(remainder) + " (the " +
+                      std::to_string(body) +
+                      " decoder layers mod p*v = " + std::to_string(stages) +
+                      ", " + StagesNote() + "); got " + std::to_string(sum));
+    }
+    std::vector<int> counts(static_cast<size_t>(stages));
+    for (int s = 0; s < stages; ++s) {
+      const std::int64_t c = base + offset->values[s];
+      if (c < 0) {
+        return Fail(offset->paths[s],
+                    "must be at least -" + std::to_string(base) + " (" +
+                        StageName(s, p) + " gets " + std::to_string(base) +
+                        " + offset decoder layers); got " +
+                        std::to_string(offset->values[s]));
+      }
+      counts[s] = static_cast<int>(c);
+    }
+    counts.front() += pin.lead;
+    counts.back() += pin.tail;
+    if (!cfg_.allow_empty_chunks) {
+      for (int s = 0; s < stages; ++s) {
+        if (counts[s] == 0) {
+          return Fail(
+              offset->paths[s],
+              "must leave " + StageName(s, p) +
+                  " at least one layer (set strategy.allow_empty_chunks to "
+                  "allow empty chunks); got " +
+                  std::to_string(offset->values[s]) + " (" +
+                  std::to_string(base) + " + offset = 0)");
+        }
+      }
+    }
+    cfg_.strategy.layers_per_stage = std::move(counts);
+    return Status();
+  }
+
+  // strategy.recompute: per-mode "first N layers of each stage" lists in file
+  // order, then the per-layer choices of `layers`.
+  Status ParseRecompute(const Entry& rc) {
+    Result<Entries> modes = Map(rc.value, rc.path, {});
+    if (!modes.ok()) return modes.error();
+    std::vector<std::string> offered;
+    for (const Layer& l : cfg_.layers) {
+      for (const RecomputeOption& o : l.recompute) {
+        if (std::find(offered.begin(), offered.end(), o.name) ==
+            offered.end()) {
+          offered.push_back(o.name);
+        }
+      }
+    }
+    const std::string offered_list =
+        offered.empty() ? std::string("none") : Join(offered);
+    const std::vector<int>& per_stage = cfg_.strategy.layers_per_stage;
+    const int p = cfg_.shape.p;
+
+    for (const Entry& mode : *modes) {
+      if (mode.key == "layers") continue;
+      if (std::find(offered.begin(), offered.end(), mode.key) ==
+          offered.end()) {
+        return Fail(mode.path,
+                    "must name a recompute mode some layer offers (" +
+                        offered_list + ") or be layers; got " + mode.key);
+      }
+      std::vector<int> counts;
+      if (mode.value.IsScalar() && (Lower(mode.value.Scalar()) == "true" ||
+                                    Lower(mode.value.Scalar()) == "false")) {
+        // MindFormers' bool: every layer (true) or none.
+        counts = per_stage;
+        if (Lower(mode.value.Scalar()) == "false") {
+          counts.assign(per_stage.size(), 0);
+        }
+      } else {
+        Result<StageInts> n = ReadStageInts(mode, 0, true);
+        if (!n.ok()) return n.error();
+        for (size_t s = 0; s < per_stage.size(); ++s) {
+          if (n->values[s] > per_stage[s]) {
+            return Fail(n->paths[s],
+                        "must be at most the " + std::to_string(per_stage[s]) +
+                            " layers of stage " + std::to_string(s) + " (" +
+                            StageName(static_cast<int>(s), p) + "); got " +
+                            std::to_string(n->values[s]));
+          }
+        }
+        counts = std::move(n->values);
+      }
+      Status s = ApplyFirstNRecompute(cfg_.layers, per_stage, counts, mode.key,
+                                      cfg_.strategy.recompute);
+      if (!s.ok()) return Fail(mode.path, s.error().message);
+    }
+
+    const Entry* layers = Find(*modes, "layers");
+    if (layers == nullptr) return Status();
+    Result<Entries> choices = Map(layers->value, layers->path, {});
+    if (!choices.ok()) return choices.error();
+    for (const Entry& choice : *choices) {
+      size_t i = 0;
+      while (i < cfg_.layers.size() && cfg_.layers[i].name != choice.key) ++i;
+      if (i == cfg_.layers.size()) {
+        return Fail(choice.path,
+                    "must name a layer of the model (after repeat, e.g. " +
+                        cfg_.layers.back().name + "); got " + choice.key);
+      }
+      const Layer& l = cfg_.layers[i];
+      std::vector<std::string> modes_of_layer = {"none"};
+      for (const RecomputeOption& o : l.recompute) {
+        modes_of_layer.push_back(o.name);
+      }
+      const std::string want = "must be a recompute mode " + l.name +
+                               " offers (" + Join(modes_of_layer) + ")";
+      if (!choice.value.IsScalar()) {
+        return Fail(choice.path, want + "; got " + Given(choice.value));
+      }
+      const std::string& name = choice.value.Scalar();
+      auto it = std::find(modes_of_layer.begin(), modes_of_layer.end(), name);
+      if (it == modes_of_layer.end()) {
+        return Fail(choice.path, want + "; got " + Given(choice.value));
+      }
+      cfg_.strategy.recompute[i] =
+          static_cast<std::uint8_t>(it - modes_of_layer.begin());
+    }
+    return Status();
+  }
+
+  const CliOverrides& cli_;
+  RunConfig cfg_;
+};
+
+#undef PPB_RETURN_IF_ERROR
+
+// Reads a whole file; false (errno set) when it cannot be read.
+bool ReadFile(const std::string& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return false;
+  out = ss.str();
+  return true;
+}
+
+}  // namespace
+
+Result<RunConfig> LoadConfig(const std::string& path,
+                             const CliOverrides& overrides) {
+  std::string text;
+  errno = 0;
+  if (!ReadFile(path, text)) {
+    const std::string why = errno != 0 ? std::strerror(errno) : "read error";
+    return Error{"", path + ": must be a readable config file; got " + why};
+  }
+  return ParseConfig(text, path, overrides);
+}
+
+Result<RunConfig> ParseConfig(std::string_view text, std::string_view filename,
+                              const CliOverrides& overrides) {
+  Parser parser(filename, overrides);
+  return parser.Parse(text);
+}
+
+std::string FormatError(const RunConfig& config, const Error& error) {
+  if (error.key.empty()) return config.path + ": " + error.message;
+  for (std::string k = error.key; !k.empty(); k = ParentKey(k)) {
+    auto it = config.key_lines.find(k);
+    if (it == config.key_lines.end()) continue;
+    if (it->second > 0) {
+      return config.path + ":" + std::to_string(it->second) + ": " + error.key +
+             ": " + error.message;
+    }
+    const std::string_view flag = FlagFor(k);
+    if (!flag.empty()) {
+      return config.path + ": " + std::string(flag) + ": " + error.message;
+    }
+    break;
+  }
+  return config.path + ": " + error.key + ": " + error.message;
+}
+
+Result<PreparedRun> Prepare(const RunConfig& config) {
+  const bool custom = config.schedule == "custom";
+  const std::string schedule_key =
+      custom ? "pipeline.schedule_csv" : "pipeline.schedule";
+  // Core errors name config keys, or "schedule" / "" for the program.
+  auto fail = [&](Error e) {
+    if (e.key.empty() || e.key == "schedule") e.key = schedule_key;
+    e.message = FormatError(config, e);
+    return e;
+  };
+
+  Result<PipelineSpec> spec = Lower(config.layers, config.cluster, config.shape,
+                                    config.strategy, config.allow_empty_chunks);
+  if (!spec.ok()) return fail(spec.error());
+  if (Status s = ValidateSpec(*spec); !s.ok()) return fail(s.error());
+
+  Result<Program> program = Error{};
+  if (custom) {
+    // A path from the file is relative to the file; one from the command
+    // line is relative to the working directory.
+    std::filesystem::path csv = config.schedule_csv;
+    auto line = config.key_lines.find("pipeline.schedule_csv");
+    const bool from_cli = line != config.key_lines.end() && line->second == 0;
+    if (!from_cli && csv.is_relative()) {
+      csv = std::filesystem::path(config.path).parent_path() / csv;
+    }
+    std::string text;
+    errno = 0;
+    if (!ReadFile(csv.string(), text)) {
+      const std::string why = errno != 0 ? std::strerror(errno) : "read error";
+      return fail(Error{"pipeline.schedule_csv",
+                        "must name a readable schedule CSV; got " +
+                            config.schedule_csv + " (" + csv.string() + ": " +
+                            why + ")"});
+    }
+    program = ParseScheduleCsv(text);
+    if (!program.ok()) {
+      return fail(Error{"pipeline.schedule_csv",
+                        "must be a valid torch schedule CSV; got " +
+                            csv.string() + ", " + program.error().message});
+    }
+  } else {
+    const ScheduleInfo* info = FindSchedule(config.schedule);
+    if (info == nullptr) {
+      return fail(
+          Error{"pipeline.schedule",
+                "must name a registered schedule; got " + config.schedule});
+    }
+    program = info->generate(*spec, config.schedule_params);
+    if (!program.ok()) return fail(program.error());
+  }
+  if (Status s = ValidateProgram(*spec, *program); !s.ok()) {
+    return fail(s.error());
+  }
+  return PreparedRun{std::move(*spec), std::move(*program)};
+}
+
+}  // namespace ppb
