@@ -316,8 +316,8 @@ std::string FormatCriticalPath(const std::vector<CriticalStep>& path) {
                     "iteration time):\n";
   for (const CriticalStep& s : path) {
     if (s.is_transfer) {
-      out += fmt::format("  {:>12.3f} - {:>12.3f} ms  transfer from rank {} "
-                         "({} output)\n",
+      out += fmt::format("  {:>12.3f} - {:>12.3f} ms  message from rank {} "
+                         "({} output) in flight\n",
                          ToMs(s.start), ToMs(s.end), s.device, ActionString(s.op));
     } else {
       out += fmt::format("  {:>12.3f} - {:>12.3f} ms  rank {:<3} {}\n",

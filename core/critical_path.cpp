@@ -98,8 +98,10 @@ std::vector<CriticalStep> CriticalPath(const PipelineSpec& spec,
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     const int v = *it;
     if (!steps.empty()) {
+      // A wait between two chain ops is the previous op's message in flight:
+      // to another rank, or (same rank) a blocking send holding the stream.
       const int u = *(it - 1);
-      if (device_of[u] != device_of[v] && arrival[u] > timing[u].end) {
+      if (timing[v].start > timing[u].end && arrival[u] > timing[u].end) {
         steps.push_back(CriticalStep{device_of[u], op_of[u], timing[u].end,
                                      arrival[u], true});
       }
