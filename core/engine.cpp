@@ -95,9 +95,19 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
 
   const bool blocking = spec.comm == CommMode::Blocking;
 
+  // Link occupancy of the message from stage s to s+1 (activation) and back
+  // (gradient, same size): computed once per run, not per message.
+  occupancy_.resize(num_stages);
+  for (int s = 0; s + 1 < num_stages; ++s) {
+    const int a = spec.stage_device[s].value, b = spec.stage_device[s + 1].value;
+    const Bytes bytes = spec.stages[s].output_bytes;
+    occupancy_[s] = {Occupancy(bytes, spec.link_matrix[static_cast<size_t>(a) * p + b].bandwidth),
+                     Occupancy(bytes, spec.link_matrix[static_cast<size_t>(b) * p + a].bandwidth)};
+  }
+
   // Sends one message from `from` (ending at `end`) to the device of stage
   // `to_stage`; returns the arrival time and the sender's stream release.
-  auto send = [&](int from, int to_stage, Nanos end, Bytes bytes,
+  auto send = [&](int from, int to_stage, Nanos end, Bytes bytes, Nanos occupy,
                   const Op& producer, Nanos& arrive) {
     const int to = spec.stage_device[to_stage].value;
     if (to == from) {
@@ -107,7 +117,6 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
     const Link& link = spec.link_matrix[static_cast<size_t>(from) * p + to];
     Nanos& free_at = link_free_[static_cast<size_t>(from) * p + to];
     const Nanos leave = std::max(end, free_at);
-    const Nanos occupy = Occupancy(bytes, link.bandwidth);
     free_at = leave + occupy;
     arrive = leave + occupy + link.latency;
     if (options.record_ops) {
@@ -202,7 +211,7 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
           ds.peak_inflight = std::max(ds.peak_inflight, ++inflight_[d]);
           f_done_[key] = end;
           if (s + 1 < num_stages) {
-            send(d, s + 1, end, cost.output_bytes, op, arrive);
+            send(d, s + 1, end, cost.output_bytes, occupancy_[s].first, op, arrive);
             fwd_ready_[key + m] = arrive;
             fwd_sent_[key + m] = end;
             if (blocking) stream_free = std::max(stream_free, arrive);
@@ -219,7 +228,8 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
           }
           if (s > 0) {
             // The gradient w.r.t. stage s's input has stage s-1's output size.
-            send(d, s - 1, end, spec.stages[s - 1].output_bytes, op, arrive);
+            send(d, s - 1, end, spec.stages[s - 1].output_bytes,
+                 occupancy_[s - 1].second, op, arrive);
             bwd_ready_[key - m] = arrive;
             bwd_sent_[key - m] = end;
             if (blocking) stream_free = std::max(stream_free, arrive);

@@ -24,6 +24,7 @@
 // one per thread and reuse it across runs to avoid allocation.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "core/program.h"
@@ -133,6 +134,7 @@ class Engine {
   std::vector<int> inflight_;
   std::vector<int> worklist_;
   std::vector<char> queued_;
+  std::vector<std::pair<Nanos, Nanos>> occupancy_;  // [s]: s->s+1, s+1->s
   std::vector<Nanos> fwd_sent_;    // [s*m+j] end of the F that sent the input
   std::vector<Nanos> bwd_sent_;    // [s*m+j] end of the B/I that sent the grad
 };

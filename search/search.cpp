@@ -1,0 +1,1688 @@
+// The strategy search (see search.h for the contract).
+//
+// Shape of the search, per schedule choice (schedule, v, g):
+//   1. The program depends only on (p, v, m, g): generate it once, and derive
+//      each device's memory profile from it (MemoryProfile): memory changes
+//      only at the device's own op boundaries, in program order, so a
+//      device's simulated peak is max over its ops of a linear function of
+//      its stages' stash sizes plus a transient - no timing needed.
+//   2. For a stage holding layers [i, j), the recompute choices that can
+//      matter form a Pareto set ("menu") over (stash per micro-batch, largest
+//      re-materialized activation, recompute time, recomputed layers); layers
+//      with identical costs are grouped and only counts per mode enumerated.
+//   3. Depth-first branch-and-bound over the layer count of stages 0, 1, ...,
+//      S-1. Each child gets a valid lower bound on the simulated makespan
+//      (LowerBound below); children are explored best bound first; a child
+//      whose bound cannot beat the K-th best candidate is pruned. Leaves pick
+//      each device's recompute exactly (v = 1: the cheapest feasible menu
+//      point; v > 1: a small exact search for the least total recompute) and
+//      are simulated by the engine.
+//   4. Heuristic incumbents first (even split, work-balanced split) polished
+//      by local search (boundary moves, seeded random restarts).
+//
+// Lower bound (valid for any program in which a device runs its ops one at a
+// time and every op waits for its inputs): device d's first op is an F of its
+// lowest stage d, which needs the forward chain of stages 0..d-1 first
+// (head_d); its last op is a B of stage d, after which the backward chain of
+// stages d-1..0 still has to run (tail_d); in between it does all its own
+// work. So T >= head_d + work_d + tail_d for every d. Messages add at least
+// latency + bytes/bandwidth to every chain hop between devices. Layers not yet
+// assigned add their work to the devices that still have open stages
+// (water-filling relaxation). For uniform stages this bound equals the closed
+// forms of GPipe/1F1B and interleaved 1F1B (Narayanan et al., SC'21, 2.2),
+// which is why the search closes quickly on balanced instances.
+#include "search/search.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <thread>
+#include <unordered_map>
+
+#include "core/validate.h"
+
+namespace ppb {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr Nanos kInf = std::numeric_limits<Nanos>::max() / 4;
+
+Nanos Scale(Nanos t, double speed) {
+  if (speed == 1.0) return t;
+  return static_cast<Nanos>(std::llround(static_cast<double>(t) / speed));
+}
+
+__extension__ using Int128 = __int128;
+
+Nanos Occupancy(Bytes bytes, BytesPerSec bw) {
+  if (bw <= 0 || bytes <= 0) return 0;
+  const Int128 num = static_cast<Int128>(bytes) * 1'000'000'000;
+  return static_cast<Nanos>((num + bw - 1) / bw);
+}
+
+// ---------------------------------------------------------------------------
+// Memory profile: for each device, the distinct "moments" of its program.
+// A moment is (stash counts per chunk before the op, the op's chunk, whether
+// it is an F). Memory at that moment, as the engine computes it:
+//   static + sum_c n_c * stash_c + (F ? stash_op + fwd_transient_op
+//                                     : bwd_transient_op).
+struct Moment {
+  std::vector<int> counts;  // size v
+  int chunk = 0;
+  bool forward = false;
+  bool operator<(const Moment& o) const {
+    return std::tie(chunk, forward, counts) <
+           std::tie(o.chunk, o.forward, o.counts);
+  }
+};
+
+struct MemoryProfile {
+  int v = 1;
+  std::vector<std::vector<Moment>> moments;  // [device]
+};
+
+MemoryProfile BuildProfile(const PipelineSpec& spec, const Program& program) {
+  MemoryProfile prof;
+  prof.v = spec.v;
+  prof.moments.resize(spec.p);
+  for (int d = 0; d < spec.p; ++d) {
+    std::vector<int> counts(spec.v, 0);
+    std::vector<Moment> all;
+    for (const Op& op : program.ops[d]) {
+      const int c = op.stage.value / spec.p;
+      all.push_back(Moment{counts, c, op.kind == OpKind::F});
+      if (op.kind == OpKind::F) ++counts[c];
+      if (op.kind == OpKind::B || op.kind == OpKind::W) --counts[c];
+    }
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end(),
+                          [](const Moment& a, const Moment& b) {
+                            return !(a < b) && !(b < a);
+                          }),
+              all.end());
+    // Drop moments dominated by another of the same chunk and kind.
+    std::vector<Moment> keep;
+    for (size_t i = 0; i < all.size(); ++i) {
+      bool dominated = false;
+      for (size_t j = 0; j < all.size() && !dominated; ++j) {
+        if (i == j || all[j].chunk != all[i].chunk ||
+            all[j].forward != all[i].forward) {
+          continue;
+        }
+        bool ge = true, gt = false;
+        for (int c = 0; c < spec.v; ++c) {
+          if (all[j].counts[c] < all[i].counts[c]) ge = false;
+          if (all[j].counts[c] > all[i].counts[c]) gt = true;
+        }
+        dominated = ge && gt;
+      }
+      if (!dominated) keep.push_back(all[i]);
+    }
+    prof.moments[d] = std::move(keep);
+  }
+  return prof;
+}
+
+// ---------------------------------------------------------------------------
+// Menus: Pareto-optimal recompute choices of one layer range.
+struct MenuPoint {
+  Bytes stash = 0;       // per micro-batch
+  Bytes remat = 0;       // largest activation re-materialized by recompute
+  Nanos time = 0;        // recompute time on a speed-1.0 device
+  int recomputed = 0;    // layers recomputed
+  std::vector<std::uint8_t> counts;  // per (group, option) count, flattened
+};
+
+struct Group {
+  std::vector<int> layers;  // indexes, in order
+  Bytes activation = 0;
+  std::vector<RecomputeOption> options;
+};
+
+struct Menu {
+  std::vector<Group> groups;
+  std::vector<int> offsets;       // offset of group g's counts in counts
+  std::vector<MenuPoint> points;  // Pareto set, sorted by time then stash
+  Bytes min_stash = 0, min_remat = 0;
+};
+
+bool Dominates(const MenuPoint& a, const MenuPoint& b) {
+  return a.stash <= b.stash && a.remat <= b.remat && a.time <= b.time &&
+         a.recomputed <= b.recomputed;
+}
+
+void ParetoFilter(std::vector<MenuPoint>& pts) {
+  std::sort(pts.begin(), pts.end(), [](const MenuPoint& a, const MenuPoint& b) {
+    return std::tie(a.time, a.stash, a.remat, a.recomputed, a.counts) <
+           std::tie(b.time, b.stash, b.remat, b.recomputed, b.counts);
+  });
+  std::vector<MenuPoint> out;
+  for (auto& p : pts) {
+    bool dom = false;
+    for (const auto& q : out) {
+      if (Dominates(q, p)) {
+        dom = true;
+        break;
+      }
+    }
+    if (!dom) out.push_back(std::move(p));
+  }
+  pts = std::move(out);
+}
+
+bool SameCosts(const Layer& a, const Layer& b) {
+  if (a.activation != b.activation || a.recompute.size() != b.recompute.size()) {
+    return false;
+  }
+  for (size_t k = 0; k < a.recompute.size(); ++k) {
+    if (a.recompute[k].retained_activation != b.recompute[k].retained_activation ||
+        a.recompute[k].extra_time != b.recompute[k].extra_time) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Menu BuildMenu(const std::vector<Layer>& layers, int i, int j) {
+  Menu menu;
+  for (int l = i; l < j; ++l) {
+    if (layers[l].recompute.empty()) {
+      menu.min_stash += 0;  // accounted below with the fixed part
+    }
+    bool placed = false;
+    for (auto& g : menu.groups) {
+      if (SameCosts(layers[g.layers.front()], layers[l])) {
+        g.layers.push_back(l);
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) {
+      Group g;
+      g.layers = {l};
+      g.activation = layers[l].activation;
+      g.options = layers[l].recompute;
+      menu.groups.push_back(std::move(g));
+    }
+  }
+  int total_opts = 0;
+  for (const auto& g : menu.groups) {
+    menu.offsets.push_back(total_opts);
+    total_opts += static_cast<int>(g.options.size()) + 1;
+  }
+  MenuPoint base;
+  base.counts.assign(total_opts, 0);
+  std::vector<MenuPoint> acc{base};
+  for (size_t gi = 0; gi < menu.groups.size(); ++gi) {
+    const Group& g = menu.groups[gi];
+    const int k = static_cast<int>(g.layers.size());
+    const int o = static_cast<int>(g.options.size());
+    // All count vectors (n_0 .. n_o) with sum k for this group.
+    std::vector<MenuPoint> local;
+    std::vector<int> n(o + 1, 0);
+    auto emit = [&]() {
+      MenuPoint p;
+      p.counts.assign(total_opts, 0);
+      for (int x = 0; x <= o; ++x) {
+        p.counts[menu.offsets[gi] + x] = static_cast<std::uint8_t>(n[x]);
+      }
+      p.stash = static_cast<Bytes>(n[0]) * g.activation;
+      for (int x = 1; x <= o; ++x) {
+        const RecomputeOption& opt = g.options[x - 1];
+        p.stash += static_cast<Bytes>(n[x]) * opt.retained_activation;
+        p.time += static_cast<Nanos>(n[x]) * opt.extra_time;
+        p.recomputed += n[x];
+        if (n[x] > 0) p.remat = std::max(p.remat, g.activation - opt.retained_activation);
+      }
+      local.push_back(std::move(p));
+    };
+    // Enumerate compositions of k into o+1 parts.
+    std::function<void(int, int)> rec = [&](int x, int left) {
+      if (x == o) {
+        n[o] = left;
+        emit();
+        return;
+      }
+      for (int c = left; c >= 0; --c) {
+        n[x] = c;
+        rec(x + 1, left - c);
+      }
+    };
+    rec(0, k);
+    ParetoFilter(local);
+    std::vector<MenuPoint> next;
+    next.reserve(acc.size() * local.size());
+    for (const auto& a : acc) {
+      for (const auto& b : local) {
+        MenuPoint p = a;
+        p.stash += b.stash;
+        p.remat = std::max(p.remat, b.remat);
+        p.time += b.time;
+        p.recomputed += b.recomputed;
+        for (int x = 0; x <= o; ++x) {
+          p.counts[menu.offsets[gi] + x] = b.counts[menu.offsets[gi] + x];
+        }
+        next.push_back(std::move(p));
+      }
+    }
+    ParetoFilter(next);
+    acc = std::move(next);
+  }
+  menu.points = std::move(acc);
+  menu.min_stash = kInf;
+  menu.min_remat = kInf;
+  for (const auto& p : menu.points) {
+    menu.min_stash = std::min(menu.min_stash, p.stash);
+    menu.min_remat = std::min(menu.min_remat, p.remat);
+  }
+  return menu;
+}
+
+// ---------------------------------------------------------------------------
+// Per-choice search state.
+
+struct ChoiceContext {
+  int index = 0;
+  ScheduleChoice choice;
+  int p = 1, v = 1, m = 1, S = 1, L = 0;
+  Program program;
+  PipelineSpec spec;  // template: shape, placement, links, capacities
+  MemoryProfile profile;
+};
+
+// What a stage costs on its device with the cheapest-memory recompute, and
+// the fixed parts that do not depend on recompute.
+struct StageFixed {
+  Nanos f = 0, bi = 0, bw = 0;  // scaled to the device
+  Bytes static_mem = 0;
+  Bytes workspace = 0;
+  Bytes output = 0;
+};
+
+class Searcher {
+ public:
+  Searcher(const SearchProblem& problem, const SearchOptions& options,
+           ChoiceContext ctx)
+      : pb_(problem), opt_(options), c_(std::move(ctx)) {
+    const int L = c_.L;
+    pf_.assign(L + 1, 0);
+    pbi_.assign(L + 1, 0);
+    pbw_.assign(L + 1, 0);
+    pst_.assign(L + 1, 0);
+    for (int l = 0; l < L; ++l) {
+      pf_[l + 1] = pf_[l] + pb_.layers[l].forward;
+      pbi_[l + 1] = pbi_[l] + pb_.layers[l].backward_input;
+      pbw_[l + 1] = pbw_[l] + pb_.layers[l].backward_weight;
+      pst_[l + 1] = pst_[l] + pb_.layers[l].static_memory;
+    }
+    max_speed_ = 0;
+    for (const auto& d : pb_.cluster.devices) max_speed_ = std::max(max_speed_, d.speed);
+    start_ = Clock::now();
+  }
+
+  // Runs heuristics, local search and branch-and-bound.
+  void Run();
+
+  std::vector<Candidate> top;  // sorted by Better, distinct strategies
+  Nanos pending_bound = kInf;  // min bound of what was left unexplored
+  bool closed = false;
+  bool limit_hit = false;
+  std::string stop_reason;
+  std::int64_t nodes = 0, evaluations = 0;
+
+ private:
+  const Menu& GetMenu(int i, int j) {
+    const std::uint64_t key = static_cast<std::uint64_t>(i) * (c_.L + 1) + j;
+    auto it = menus_.find(key);
+    if (it != menus_.end()) return it->second;
+    return menus_.emplace(key, BuildMenu(pb_.layers, i, j)).first->second;
+  }
+
+  StageFixed Fixed(int s, int i, int j, Bytes prev_output) const {
+    const double speed = pb_.cluster.devices[s % c_.p].speed;
+    StageFixed x;
+    x.f = Scale(pf_[j] - pf_[i], speed);
+    x.bi = Scale(pbi_[j] - pbi_[i], speed);
+    x.bw = Scale(pbw_[j] - pbw_[i], speed);
+    x.static_mem = pst_[j] - pst_[i];
+    for (int l = i; l < j; ++l) x.workspace = std::max(x.workspace, pb_.layers[l].workspace);
+    x.output = j > i ? pb_.layers[j - 1].output_bytes : prev_output;
+    return x;
+  }
+
+  Nanos CommFwd(int s, Bytes bytes) const {
+    if (s + 1 >= c_.S) return 0;
+    const int a = s % c_.p, b = (s + 1) % c_.p;
+    if (a == b) return 0;
+    const Link& l = c_.spec.link(DeviceId(a), DeviceId(b));
+    return l.latency + Occupancy(bytes, l.bandwidth);
+  }
+  Nanos CommBwd(int s, Bytes bytes) const {  // gradient from s+1 to s
+    if (s + 1 >= c_.S) return 0;
+    const int a = (s + 1) % c_.p, b = s % c_.p;
+    if (a == b) return 0;
+    const Link& l = c_.spec.link(DeviceId(a), DeviceId(b));
+    return l.latency + Occupancy(bytes, l.bandwidth);
+  }
+
+  // Peak memory of device d for menu points pts[c] (one per chunk) of stages
+  // with the given fixed parts.
+  Bytes DevicePeak(int d, const std::vector<const StageFixed*>& fx,
+                   const std::vector<const MenuPoint*>& pts) const {
+    Bytes stat = 0;
+    for (int c = 0; c < c_.v; ++c) stat += fx[c]->static_mem;
+    Bytes best = stat;
+    for (const Moment& mo : c_.profile.moments[d]) {
+      Bytes x = stat;
+      for (int c = 0; c < c_.v; ++c) x += static_cast<Bytes>(mo.counts[c]) * pts[c]->stash;
+      const int c = mo.chunk;
+      x += mo.forward ? pts[c]->stash + fx[c]->workspace
+                      : fx[c]->workspace + pts[c]->remat;
+      best = std::max(best, x);
+    }
+    return best;
+  }
+
+  // Lower bound on device d's peak from the chunks assigned so far (others
+  // empty), using each chunk's least stash and re-materialization.
+  Bytes DevicePeakLowerBound(int d, int assigned_stages) const;
+
+  // Picks the recompute of every device for a full split. Returns false if
+  // some device cannot fit. Fills chosen_[s] and rtime_[s] (scaled).
+  bool ChooseRecompute(const std::vector<int>& split, bool& exact);
+  Nanos DeviceRecompute(int d, const std::vector<int>& first,
+                        const std::vector<int>& split,
+                        const std::vector<StageFixed>& fx,
+                        std::vector<const MenuPoint*>& pts, bool& exact);
+
+  // Full evaluation of a split: recompute choice + simulation. Returns
+  // false when infeasible in memory.
+  bool EvaluateSplit(const std::vector<int>& split, Candidate* out, bool& exact);
+
+  void Offer(Candidate c);
+  Nanos PruneThreshold() const;  // bound must be <= this to explore
+  bool ShouldPrune(Nanos bound) const;
+
+  void Dfs(int s, int pos);
+  bool CheckLimits();
+  void Report(bool force);
+
+  Nanos RootBound(std::vector<int>* decoders_per_device, int* decoder_rep) const;
+  std::vector<int> RelaxedSplit(const std::vector<int>& per_device, int rep) const;
+  std::vector<int> EvenSplit() const;
+  std::vector<int> BalancedSplit() const;
+  void LocalSearch(std::vector<int> split, std::mt19937_64& rng, int restarts);
+
+  const SearchProblem& pb_;
+  const SearchOptions& opt_;
+  ChoiceContext c_;
+  std::vector<Nanos> pf_, pbi_, pbw_;
+  std::vector<Bytes> pst_;
+  double max_speed_ = 1.0;
+  std::unordered_map<std::uint64_t, Menu> menus_;
+  Engine engine_;
+  SimResult sim_;
+  PipelineSpec work_spec_;
+  Clock::time_point start_;
+  Clock::time_point last_report_{};
+
+  // DFS state.
+  std::vector<int> split_;            // counts of stages assigned so far
+  std::vector<int> first_layer_;      // first layer of each stage
+  std::vector<StageFixed> fixed_;     // per assigned stage
+  std::vector<Nanos> head_, tail_;    // per device (partial sums)
+  std::vector<Nanos> work_;           // per device
+  Nanos chain_ = 0;                   // one micro-batch through assigned stages
+  std::vector<const MenuPoint*> chosen_;  // per stage after ChooseRecompute
+  std::vector<Nanos> rtime_;              // per stage, scaled recompute time
+  std::vector<Nanos> min_rtime_;          // v=1: least feasible recompute
+  std::vector<Nanos> suffix_work_;        // unscaled m-less work of layers >= l
+  std::vector<Nanos> level_bounds_;       // pending bound per DFS level
+  Nanos root_bound_ = 0;                  // valid for the whole tree
+  std::vector<int> relaxed_per_device_;   // the root relaxation's allocation
+  int relaxed_rep_ = 0;
+  struct RecomputeMemo {
+    Nanos time;
+    std::vector<const MenuPoint*> pts;  // point into menus_ (stable nodes)
+    bool exact;
+  };
+  struct KeyHash {
+    size_t operator()(const std::vector<std::int32_t>& k) const {
+      std::uint64_t h = 1469598103934665603ULL;
+      for (std::int32_t x : k) h = (h ^ static_cast<std::uint32_t>(x)) * 1099511628211ULL;
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<std::vector<std::int32_t>, RecomputeMemo, KeyHash> recompute_memo_;
+};
+
+Bytes Searcher::DevicePeakLowerBound(int d, int assigned) const {
+  std::vector<Bytes> stash(c_.v, 0), remat(c_.v, 0), ws(c_.v, 0);
+  Bytes stat = 0;
+  for (int c = 0; c < c_.v; ++c) {
+    const int s = c * c_.p + d;
+    if (s >= assigned) continue;
+    const int i = first_layer_[s], j = i + split_[s];
+    const Menu& menu = const_cast<Searcher*>(this)->GetMenu(i, j);
+    stash[c] = menu.min_stash;
+    remat[c] = menu.min_remat;
+    ws[c] = fixed_[s].workspace;
+    stat += fixed_[s].static_mem;
+  }
+  Bytes best = stat;
+  for (const Moment& mo : c_.profile.moments[d]) {
+    Bytes x = stat;
+    for (int c = 0; c < c_.v; ++c) x += static_cast<Bytes>(mo.counts[c]) * stash[c];
+    const int c = mo.chunk;
+    x += mo.forward ? stash[c] + ws[c] : ws[c] + remat[c];
+    best = std::max(best, x);
+  }
+  return best;
+}
+
+// Least total recompute time (scaled) of device d's chunks such that the
+// device fits in memory: an exact search over the chunks' menus (sorted by
+// time) with memory pruning from each chunk's least stash. Returns -1 when
+// nothing fits. `pts` gets the chosen point per chunk. `exact` is cleared
+// when that choice is not provably the best for the makespan: with several
+// chunks, the least total is not necessarily the best per-chunk vector (only
+// an all-zero choice dominates every other), or the search ran out of budget.
+Nanos Searcher::DeviceRecompute(int d, const std::vector<int>& first,
+                                const std::vector<int>& split,
+                                const std::vector<StageFixed>& fx,
+                                std::vector<const MenuPoint*>& pts,
+                                bool& exact) {
+  const double speed = pb_.cluster.devices[d].speed;
+  const Bytes cap = c_.spec.device_capacity[d];
+  // The answer depends only on the device and its chunks' layer ranges (the
+  // output size does not enter memory): memoize, the tree revisits them.
+  std::vector<std::int32_t> key;
+  key.reserve(2 * c_.v + 1);
+  key.push_back(d);
+  for (int c = 0; c < c_.v; ++c) {
+    const int s = c * c_.p + d;
+    key.push_back(first[s]);
+    key.push_back(split[s]);
+  }
+  if (auto it = recompute_memo_.find(key); it != recompute_memo_.end()) {
+    pts = it->second.pts;
+    exact = exact && it->second.exact;
+    return it->second.time;
+  }
+  std::vector<const Menu*> menus(c_.v);
+  std::vector<const StageFixed*> fxp(c_.v);
+  for (int c = 0; c < c_.v; ++c) {
+    const int s = c * c_.p + d;
+    menus[c] = &GetMenu(first[s], first[s] + split[s]);
+    fxp[c] = &fx[s];
+  }
+  std::vector<const MenuPoint*> cur(c_.v);
+  pts.clear();
+  Nanos best_time = kInf;
+  Bytes best_peak = 0;
+  int best_rc = 0;
+  std::int64_t budget = 200000;
+  std::vector<MenuPoint> floor_pts(c_.v);
+  for (int c = 0; c < c_.v; ++c) {
+    floor_pts[c].stash = menus[c]->min_stash;
+    floor_pts[c].remat = menus[c]->min_remat;
+  }
+  std::function<void(int, Nanos)> rec = [&](int c, Nanos t) {
+    if (--budget < 0) return;
+    if (c == c_.v) {
+      const Bytes peak = DevicePeak(d, fxp, cur);
+      if (peak > cap) return;
+      int rc = 0;
+      for (auto* q : cur) rc += q->recomputed;
+      if (t < best_time ||
+          (t == best_time && (peak < best_peak || (peak == best_peak && rc < best_rc)))) {
+        best_time = t;
+        best_peak = peak;
+        best_rc = rc;
+        pts = cur;
+      }
+      return;
+    }
+    for (const MenuPoint& q : menus[c]->points) {
+      const Nanos t2 = t + Scale(q.time, speed);
+      if (t2 > best_time) break;  // sorted by time
+      cur[c] = &q;
+      for (int r = c + 1; r < c_.v; ++r) cur[r] = &floor_pts[r];
+      if (DevicePeak(d, fxp, cur) > cap) continue;
+      rec(c + 1, t2);
+    }
+  };
+  rec(0, 0);
+  bool my_exact = budget >= 0;
+  if (c_.v > 1 && !pts.empty() && best_time > 0) my_exact = false;
+  const Nanos result = pts.empty() ? -1 : best_time;
+  recompute_memo_.emplace(std::move(key), RecomputeMemo{result, pts, my_exact});
+  exact = exact && my_exact;
+  return result;
+}
+
+bool Searcher::ChooseRecompute(const std::vector<int>& split, bool& exact) {
+  exact = true;
+  const int S = c_.S;
+  chosen_.assign(S, nullptr);
+  rtime_.assign(S, 0);
+  std::vector<int> first(S, 0);
+  for (int s = 1; s < S; ++s) first[s] = first[s - 1] + split[s - 1];
+  std::vector<StageFixed> fx(S);
+  Bytes prev = 0;
+  for (int s = 0; s < S; ++s) {
+    fx[s] = Fixed(s, first[s], first[s] + split[s], prev);
+    prev = fx[s].output;
+  }
+  for (int d = 0; d < c_.p; ++d) {
+    std::vector<const MenuPoint*> pts;
+    bool dev_exact = true;
+    const Nanos t = DeviceRecompute(d, first, split, fx, pts, dev_exact);
+    if (t < 0) return false;
+    exact &= dev_exact;
+    const double speed = pb_.cluster.devices[d].speed;
+    for (int c = 0; c < c_.v; ++c) {
+      const int s = c * c_.p + d;
+      chosen_[s] = pts[c];
+      rtime_[s] = Scale(pts[c]->time, speed);
+    }
+  }
+  return true;
+}
+
+bool Searcher::EvaluateSplit(const std::vector<int>& split, Candidate* out,
+                             bool& exact) {
+  if (!ChooseRecompute(split, exact)) return false;
+  const int S = c_.S;
+  PipelineSpec& spec = work_spec_;
+  spec = c_.spec;
+  int first = 0;
+  Bytes prev = 0;
+  Strategy st;
+  st.layers_per_stage = split;
+  st.recompute.assign(c_.L, 0);
+  for (int s = 0; s < S; ++s) {
+    const StageFixed fx = Fixed(s, first, first + split[s], prev);
+    prev = fx.output;
+    const MenuPoint& q = *chosen_[s];
+    StageCost& sc = spec.stages[s];
+    sc = StageCost{};
+    sc.forward = fx.f;
+    sc.backward_input = fx.bi;
+    sc.backward_weight = fx.bw;
+    sc.recompute = rtime_[s];
+    sc.static_memory = fx.static_mem;
+    sc.activation = q.stash;
+    sc.forward_transient = fx.workspace;
+    sc.backward_transient = fx.workspace + q.remat;
+    sc.output_bytes = fx.output;
+    sc.num_layers = split[s];
+    sc.num_recomputed = q.recomputed;
+    // Per-layer modes: within each group of identical layers, the first
+    // n_1 layers take option 1, the next n_2 option 2, and so on; the rest
+    // keep everything (like Megatron's "block" method: the first N layers).
+    const Menu& menu = GetMenu(first, first + split[s]);
+    for (size_t g = 0; g < menu.groups.size(); ++g) {
+      const Group& grp = menu.groups[g];
+      size_t li = 0;
+      for (size_t x = 1; x <= grp.options.size(); ++x) {
+        for (int n = 0; n < q.counts[menu.offsets[g] + x]; ++n, ++li) {
+          st.recompute[grp.layers[li]] = static_cast<std::uint8_t>(x);
+        }
+      }
+    }
+    first += split[s];
+  }
+  ++evaluations;
+  SimOptions so;
+  so.record_ops = false;
+  engine_.RunInto(spec, c_.program, so, sim_);
+  Candidate& cand = *out;
+  cand.choice = c_.index;
+  cand.strategy = std::move(st);
+  cand.makespan = sim_.makespan;
+  cand.bubble_fraction = sim_.bubble_fraction();
+  cand.max_peak = 0;
+  cand.recomputed_layers = 0;
+  for (int s = 0; s < S; ++s) cand.recomputed_layers += chosen_[s]->recomputed;
+  for (const auto& d : sim_.devices) cand.max_peak = std::max(cand.max_peak, d.peak_memory);
+  cand.feasible = sim_.outcome == Outcome::Ok;
+  cand.devices = sim_.devices;
+  return true;
+}
+
+void Searcher::Offer(Candidate c) {
+  if (!c.feasible) return;
+  for (const auto& t : top) {
+    if (t.choice == c.choice && t.strategy.layers_per_stage == c.strategy.layers_per_stage &&
+        t.strategy.recompute == c.strategy.recompute) {
+      return;
+    }
+  }
+  const int k = std::max(1, opt_.top_k);
+  auto it = std::lower_bound(top.begin(), top.end(), c, Better);
+  if (static_cast<int>(it - top.begin()) >= k) return;
+  top.insert(it, std::move(c));
+  if (static_cast<int>(top.size()) > k) top.pop_back();
+}
+
+Nanos Searcher::PruneThreshold() const {
+  const int k = std::max(1, opt_.top_k);
+  if (static_cast<int>(top.size()) < k) return kInf;
+  return top.back().makespan;
+}
+
+// A subtree whose makespan bound exceeds the K-th best cannot enter the top
+// K. A bound equal to it may still tie on makespan and win on memory, so it
+// is explored.
+bool Searcher::ShouldPrune(Nanos bound) const { return bound > PruneThreshold(); }
+
+bool Searcher::CheckLimits() {
+  if (limit_hit) return true;
+  if (opt_.node_limit > 0 && nodes >= opt_.node_limit) {
+    limit_hit = true;
+    stop_reason = "node limit";
+    return true;
+  }
+  if ((nodes & 255) == 0) {
+    const double el = std::chrono::duration<double>(Clock::now() - start_).count();
+    if (opt_.time_limit_s > 0 && el >= opt_.time_limit_s) {
+      limit_hit = true;
+      stop_reason = "time limit";
+      return true;
+    }
+    Report(false);
+  }
+  return false;
+}
+
+void Searcher::Report(bool force) {
+  if (!opt_.progress) return;
+  const auto now = Clock::now();
+  if (!force && std::chrono::duration<double>(now - last_report_).count() <
+                    opt_.progress_interval_s) {
+    return;
+  }
+  last_report_ = now;
+  SearchProgress pr;
+  pr.elapsed_s = std::chrono::duration<double>(now - start_).count();
+  pr.nodes = nodes;
+  pr.evaluations = evaluations;
+  pr.incumbent = top.empty() ? -1 : top.front().makespan;
+  Nanos lb = top.empty() ? kInf : top.front().makespan;
+  for (Nanos b : level_bounds_) lb = std::min(lb, b);
+  lb = std::min(lb, pending_bound);
+  pr.lower_bound = lb >= kInf ? 0 : lb;
+  pr.gap = pr.incumbent > 0 ? static_cast<double>(pr.incumbent - pr.lower_bound) /
+                                  static_cast<double>(pr.incumbent)
+                            : 1.0;
+  opt_.progress(pr);
+}
+
+void Searcher::Dfs(int s, int pos) {
+  const int S = c_.S, L = c_.L, p = c_.p, m = c_.m;
+  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
+  const int remaining_after = S - s - 1;
+  const int kmax_total = L - pos - remaining_after * kmin;
+  const int d = s % p;
+  int klo = kmin, khi = kmax_total;
+  if (s == S - 1) klo = khi = L - pos;
+  if (klo > khi) return;
+
+  struct Child {
+    int k;
+    Nanos bound;
+    Nanos rtime;   // v = 1: this stage's recompute
+    Nanos dev_rt;  // v > 1, last chunk: the device's least total recompute
+  };
+  std::vector<Child> children;
+  const Bytes prev_out = s > 0 ? fixed_[s - 1].output : 0;
+  const double speed = pb_.cluster.devices[d].speed;
+  const Nanos ideal_k = (L - pos) / std::max(1, S - s);
+
+  for (int k = klo; k <= khi; ++k) {
+    const StageFixed fx = Fixed(s, pos, pos + k, prev_out);
+    // Recompute for this stage: for v = 1 exact now (the device has only this
+    // stage); for v > 1 known when the device's last chunk is placed.
+    split_[s] = k;
+    first_layer_[s] = pos;
+    fixed_[s] = fx;
+    Nanos rt = 0;
+    // Memory feasibility (monotone in k: more layers never need less).
+    const Bytes floor_peak = DevicePeakLowerBound(d, s + 1);
+    if (floor_peak > c_.spec.device_capacity[d]) break;
+    if (c_.v == 1) {
+      const Menu& menu = GetMenu(pos, pos + k);
+      std::vector<const StageFixed*> fxp{&fixed_[s]};
+      rt = -1;
+      for (const MenuPoint& q : menu.points) {  // sorted by time
+        std::vector<const MenuPoint*> pts{&q};
+        if (DevicePeak(d, fxp, pts) <= c_.spec.device_capacity[d]) {
+          rt = Scale(q.time, speed);
+          break;
+        }
+      }
+      if (rt < 0) continue;  // cannot happen if floor fits, but be safe
+    }
+    // v > 1: once the device's last chunk is placed, its least total
+    // recompute is known; it adds to the device's work (not to the chains).
+    Nanos dev_rt = 0;
+    if (c_.v > 1 && s / p == c_.v - 1) {
+      std::vector<const MenuPoint*> pts;
+      bool ex = true;
+      dev_rt = DeviceRecompute(d, first_layer_, split_, fixed_, pts, ex);
+      if (dev_rt < 0) continue;  // does not fit with any recompute
+    }
+    // Bound: per-device head + work + tail, plus water-filling of the
+    // layers not yet placed over devices with open stages.
+    const Nanos w = fx.f + fx.bi + fx.bw + rt;
+    const Nanos cf = CommFwd(s, fx.output), cb = CommBwd(s, fx.output);
+    Nanos bound = 0;
+    // Device-level parts after adding this stage.
+    // head/tail increments apply to devices d' with d' > s (only for s < p).
+    Nanos max_fixed = 0;
+    std::vector<Nanos> base(p);
+    for (int dd = 0; dd < p; ++dd) {
+      Nanos h = head_[dd], t = tail_[dd], wk = work_[dd];
+      if (s < dd) {
+        h += fx.f + cf;
+        t += fx.bi + fx.bw + rt + cb;
+      }
+      if (dd == d) wk += static_cast<Nanos>(m) * (w + dev_rt);
+      base[dd] = h + wk + t;
+      max_fixed = std::max(max_fixed, base[dd]);
+    }
+    bound = max_fixed;
+    // Chain of one micro-batch: assigned stages plus the rest at best speed.
+    const int next = pos + k;
+    const Nanos rest_work = suffix_work_[next];
+    const Nanos chain = chain_ + w + cf + cb +
+                        static_cast<Nanos>(std::floor(static_cast<double>(rest_work) / max_speed_));
+    bound = std::max(bound, chain);
+    // Water-filling: devices with stages still open absorb the remaining
+    // work m * rest_work (speed-1 units) at their speeds.
+    if (rest_work > 0) {
+      std::vector<std::pair<Nanos, double>> open;  // (base, speed)
+      for (int dd = 0; dd < p; ++dd) {
+        const int last_stage = (c_.v - 1) * p + dd;
+        if (last_stage > s) open.emplace_back(base[dd], pb_.cluster.devices[dd].speed);
+      }
+      if (!open.empty()) {
+        std::sort(open.begin(), open.end());
+        const long double need = static_cast<long double>(m) * rest_work;
+        long double cap_rate = 0;  // sum of speeds of devices below level
+        long double filled = 0;
+        long double level = static_cast<long double>(open[0].first);
+        size_t idx = 0;
+        long double lam = level;
+        while (true) {
+          while (idx < open.size() && static_cast<long double>(open[idx].first) <= level) {
+            cap_rate += open[idx].second;
+            ++idx;
+          }
+          const long double next_level =
+              idx < open.size() ? static_cast<long double>(open[idx].first) : -1;
+          if (next_level < 0 || filled + cap_rate * (next_level - level) >= need) {
+            lam = level + (need - filled) / cap_rate;
+            break;
+          }
+          filled += cap_rate * (next_level - level);
+          level = next_level;
+        }
+        // Rounding of per-stage times to ns can shave at most a few ns per
+        // op; keep the bound safely below.
+        const Nanos slack = static_cast<Nanos>(m) * (S + 1) * 2;
+        bound = std::max(bound, static_cast<Nanos>(std::floor(lam)) - slack);
+      }
+    }
+    bound = std::max(bound, root_bound_);
+    children.push_back(Child{k, bound, rt, dev_rt});
+  }
+  std::stable_sort(children.begin(), children.end(), [&](const Child& a, const Child& b) {
+    if (a.bound != b.bound) return a.bound < b.bound;
+    return std::abs(a.k - ideal_k) < std::abs(b.k - ideal_k);
+  });
+
+  level_bounds_[s] = kInf;
+  for (size_t ci = 0; ci < children.size(); ++ci) {
+    const Child& ch = children[ci];
+    if (ShouldPrune(ch.bound)) {
+      // Sorted by bound: the rest are pruned too.
+      break;
+    }
+    // Everything from this child on is pending until explored.
+    level_bounds_[s] = ch.bound;
+    ++nodes;
+    if (CheckLimits()) {
+      pending_bound = std::min(pending_bound, ch.bound);
+      return;
+    }
+    const int k = ch.k;
+    split_[s] = k;
+    first_layer_[s] = pos;
+    fixed_[s] = Fixed(s, pos, pos + k, prev_out);
+    if (s == S - 1) {
+      std::vector<int> split(split_.begin(), split_.end());
+      Candidate cand;
+      bool exact = true;
+      if (EvaluateSplit(split, &cand, exact)) {
+        // A leaf whose recompute choice is not provably best stays open at
+        // its bound (HiGHS-style: the gap reports it).
+        if (!exact && cand.makespan > ch.bound) {
+          pending_bound = std::min(pending_bound, ch.bound);
+        }
+        Offer(std::move(cand));
+      }
+      continue;
+    }
+    // Push the stage into the partial sums.
+    const StageFixed& fx = fixed_[s];
+    const Nanos w = fx.f + fx.bi + fx.bw + ch.rtime;
+    const Nanos cf = CommFwd(s, fx.output), cb = CommBwd(s, fx.output);
+    std::vector<Nanos> saved_head = head_, saved_tail = tail_;
+    const Nanos saved_work = work_[d], saved_chain = chain_;
+    for (int dd = s + 1; dd < p; ++dd) {
+      head_[dd] += fx.f + cf;
+      tail_[dd] += fx.bi + fx.bw + ch.rtime + cb;
+    }
+    work_[d] += static_cast<Nanos>(m) * (w + ch.dev_rt);
+    chain_ += w + cf + cb;
+    Dfs(s + 1, pos + k);
+    head_ = std::move(saved_head);
+    tail_ = std::move(saved_tail);
+    work_[d] = saved_work;
+    chain_ = saved_chain;
+    if (limit_hit) {
+      // Unexplored siblings stay pending at their bounds (>= this one's).
+      if (ci + 1 < children.size()) {
+        pending_bound = std::min(pending_bound, children[ci + 1].bound);
+      }
+      return;
+    }
+  }
+  level_bounds_[s] = kInf;
+}
+
+// A bound for the whole tree that accounts for recompute forced by memory,
+// which the per-node bounds only see once a device's stages are placed.
+//
+// Relaxation: the largest group of identical layers ("decoders", D of them)
+// must be spread over the devices; other layers are free (they cost >= 0).
+// A device holding k decoders runs at least m * (k * w + R_d(k)), where
+// R_d(k) is the least recompute time with which k decoders fit its memory:
+// static k * st + N_d * stash <= capacity. N_d = the least possible weight
+// of the device's stash at its peak moment when the stash is split over its
+// chunks in the most favourable way: min over splits s (summing to 1) of
+// max over program moments of counts . s (exact for v <= 2; for v > 2 the
+// smaller max over moments of min_c counts_c). Its first op also waits for
+// the forward chain through the stages before it and its last op is followed
+// by the backward chain (each such stage holds at least one layer, at most
+// L - D of which are not decoders). T >= lambda where lambda is the least
+// level at which the devices can absorb all D decoders.
+Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) const {
+  const int L = c_.L, p = c_.p, m = c_.m;
+  if (L == 0) return 0;
+  // Largest group of identical layers.
+  auto same = [&](const Layer& a, const Layer& b) {
+    return a.forward == b.forward && a.backward_input == b.backward_input &&
+           a.backward_weight == b.backward_weight &&
+           a.static_memory == b.static_memory && SameCosts(a, b);
+  };
+  int best_rep = 0, best_count = 0;
+  for (int i = 0; i < L; ++i) {
+    int cnt = 0;
+    for (int j = 0; j < L; ++j) cnt += same(pb_.layers[i], pb_.layers[j]);
+    if (cnt > best_count) {
+      best_count = cnt;
+      best_rep = i;
+    }
+  }
+  const Layer& dec = pb_.layers[best_rep];
+  const int D = best_count, others = L - D;
+  const Nanos w1 = dec.forward + dec.backward_input + dec.backward_weight;
+  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
+  Nanos f_min = kInf, b_min = kInf;
+  for (const Layer& l : pb_.layers) {
+    f_min = std::min(f_min, l.forward);
+    b_min = std::min(b_min, l.backward_input + l.backward_weight);
+  }
+
+  // Pareto points (stash, time) of k identical decoders, for k = 0..D
+  // (at most two recompute modes enumerated; with more, recompute is taken
+  // as free, which keeps the bound valid).
+  const auto& opts = dec.recompute;
+  std::vector<std::vector<std::pair<Bytes, Nanos>>> pts(D + 1);
+  for (int k = 0; k <= D; ++k) {
+    std::vector<std::pair<Bytes, Nanos>> v;
+    if (opts.empty()) {
+      v.emplace_back(static_cast<Bytes>(k) * dec.activation, 0);
+    } else if (opts.size() > 2) {
+      Bytes least = dec.activation;
+      for (const auto& o : opts) least = std::min(least, o.retained_activation);
+      v.emplace_back(static_cast<Bytes>(k) * least, 0);
+    } else {
+      const int o2 = static_cast<int>(opts.size());
+      for (int a = 0; a <= k; ++a) {
+        for (int b = 0; b <= (o2 == 2 ? k - a : 0); ++b) {
+          const int none = k - a - b;
+          Bytes st = static_cast<Bytes>(none) * dec.activation +
+                     static_cast<Bytes>(a) * opts[0].retained_activation;
+          Nanos t = static_cast<Nanos>(a) * opts[0].extra_time;
+          if (o2 == 2) {
+            st += static_cast<Bytes>(b) * opts[1].retained_activation;
+            t += static_cast<Nanos>(b) * opts[1].extra_time;
+          }
+          v.emplace_back(st, t);
+        }
+      }
+    }
+    std::sort(v.begin(), v.end());
+    std::vector<std::pair<Bytes, Nanos>> front;  // stash up, time down
+    for (const auto& x : v) {
+      if (front.empty() || x.second < front.back().second) front.push_back(x);
+    }
+    pts[k] = std::move(front);
+  }
+
+  // N_d per device.
+  std::vector<double> weight(p, 0.0);
+  for (int d = 0; d < p; ++d) {
+    const auto& mos = c_.profile.moments[d];
+    double best = 0;
+    if (c_.v == 1) {
+      for (const auto& mo : mos) best = std::max(best, static_cast<double>(mo.counts[0]));
+    } else if (c_.v == 2) {
+      // min over t in [0,1] of max over moments of n0 t + n1 (1 - t): a
+      // convex piecewise-linear function; its minimum is at t = 0, t = 1
+      // or a crossing of two lines.
+      std::vector<double> ts{0.0, 1.0};
+      for (size_t i = 0; i < mos.size(); ++i) {
+        for (size_t j = i + 1; j < mos.size(); ++j) {
+          const double a1 = mos[i].counts[0] - mos[i].counts[1];
+          const double a2 = mos[j].counts[0] - mos[j].counts[1];
+          if (a1 != a2) {
+            const double t = (mos[j].counts[1] - mos[i].counts[1]) / (a1 - a2);
+            if (t > 0 && t < 1) ts.push_back(t);
+          }
+        }
+      }
+      best = std::numeric_limits<double>::infinity();
+      for (double t : ts) {
+        double mx = 0;
+        for (const auto& mo : mos) mx = std::max(mx, mo.counts[0] * t + mo.counts[1] * (1 - t));
+        best = std::min(best, mx);
+      }
+    } else {
+      for (const auto& mo : mos) {
+        int mn = std::numeric_limits<int>::max();
+        for (int c : mo.counts) mn = std::min(mn, c);
+        best = std::max(best, static_cast<double>(mn));
+      }
+    }
+    weight[d] = best;
+  }
+
+  // Load of device d holding k decoders (or kInf if it cannot fit them).
+  auto load = [&](int d, int k) -> Nanos {
+    const double speed = pb_.cluster.devices[d].speed;
+    const Bytes cap = c_.spec.device_capacity[d];
+    const Bytes stat = static_cast<Bytes>(k) * dec.static_memory;
+    Nanos rt = kInf;
+    for (const auto& [st, t] : pts[k]) {
+      const long double mem = static_cast<long double>(stat) +
+                              static_cast<long double>(weight[d]) * st;
+      if (mem <= static_cast<long double>(cap)) {
+        rt = std::min(rt, t);
+      }
+    }
+    if (rt >= kInf) return kInf;
+    // Chains before and after: stages 0 .. d-1 hold >= d*kmin layers, at
+    // most `others` of them not decoders.
+    const int chain_dec = std::max(0, d * kmin - others);
+    const Nanos head = static_cast<Nanos>(chain_dec) * Scale(dec.forward, max_speed_) +
+                       static_cast<Nanos>(std::max(0, d * kmin - chain_dec)) *
+                           Scale(f_min, max_speed_);
+    const Nanos tail = static_cast<Nanos>(chain_dec) *
+                           Scale(dec.backward_input + dec.backward_weight, max_speed_) +
+                       static_cast<Nanos>(std::max(0, d * kmin - chain_dec)) *
+                           Scale(b_min, max_speed_);
+    return head + tail + static_cast<Nanos>(m) * Scale(k * w1 + rt, speed);
+  };
+  // Least lambda such that sum_d max{k : load(d, k) <= lambda} >= D.
+  auto absorbs = [&](Nanos lambda) {
+    long long total = 0;
+    for (int d = 0; d < p && total < D; ++d) {
+      int k = 0;
+      while (k < D && load(d, k + 1) <= lambda) ++k;  // load is monotone in k
+      total += k;
+    }
+    return total >= D;
+  };
+  Nanos lo = 0, hi = 1;
+  while (!absorbs(hi)) {
+    if (hi > kInf / 4) return 0;  // decoders cannot fit at all: no bound
+    hi *= 2;
+  }
+  while (lo < hi) {
+    const Nanos mid = lo + (hi - lo) / 2;
+    if (absorbs(mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  if (per_device != nullptr) {
+    // The relaxation's allocation at lambda: as many decoders as each
+    // device absorbs, trimmed to D from the most loaded devices.
+    per_device->assign(p, 0);
+    int total = 0;
+    for (int d = 0; d < p; ++d) {
+      int k = 0;
+      while (k < D && load(d, k + 1) <= lo) ++k;
+      (*per_device)[d] = k;
+      total += k;
+    }
+    while (total > D) {
+      int worst = -1;
+      Nanos worst_load = -1;
+      for (int d = 0; d < p; ++d) {
+        if ((*per_device)[d] == 0) continue;
+        const Nanos l = load(d, (*per_device)[d]);
+        if (l > worst_load) {
+          worst_load = l;
+          worst = d;
+        }
+      }
+      --(*per_device)[worst];
+      --total;
+    }
+    *decoder_rep = best_rep;
+  }
+  // Per-op rounding to whole ns can shave a little; stay safely below.
+  const Nanos slack = static_cast<Nanos>(m) * (c_.S + 1) * 2;
+  return std::max<Nanos>(0, lo - slack);
+}
+
+// A split that realizes the root relaxation's per-device decoder counts:
+// each device's decoders spread evenly over its chunks, the other layers
+// kept with the stage that is open when the walk through the model meets
+// them (so a leading embedding lands on stage 0, a trailing head on the
+// last stage). Empty when it cannot give every chunk its minimum.
+std::vector<int> Searcher::RelaxedSplit(const std::vector<int>& per_device,
+                                        int rep) const {
+  const int S = c_.S, L = c_.L, p = c_.p, v = c_.v;
+  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
+  std::vector<int> quota(S, 0);
+  for (int d = 0; d < p; ++d) {
+    for (int c = 0; c < v; ++c) {
+      quota[c * p + d] = per_device[d] / v + (c < per_device[d] % v ? 1 : 0);
+    }
+  }
+  const Layer& dec = pb_.layers[rep];
+  auto is_dec = [&](int l) {
+    const Layer& x = pb_.layers[l];
+    return x.forward == dec.forward && x.backward_input == dec.backward_input &&
+           x.backward_weight == dec.backward_weight &&
+           x.static_memory == dec.static_memory && SameCosts(x, dec);
+  };
+  std::vector<int> split(S, 0);
+  int l = 0;
+  for (int s = 0; s < S; ++s) {
+    int got = 0;
+    while (l < L && (s == S - 1 || got < quota[s] || !is_dec(l))) {
+      if (is_dec(l)) {
+        if (got == quota[s] && s < S - 1) break;
+        ++got;
+      }
+      ++split[s];
+      ++l;
+      if (s < S - 1 && got == quota[s] && l < L && is_dec(l)) break;
+    }
+  }
+  for (int x : split) {
+    if (x < kmin) return {};
+  }
+  return l == L ? split : std::vector<int>{};
+}
+
+std::vector<int> Searcher::EvenSplit() const {
+  return EvenStrategy(pb_.layers, c_.p, c_.v).layers_per_stage;
+}
+
+// Contiguous split minimizing the largest per-device share of work (speed
+// aware) by bisection on the bottleneck; a good incumbent for the B&B.
+std::vector<int> Searcher::BalancedSplit() const {
+  const int S = c_.S, L = c_.L;
+  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
+  auto work = [&](int s, int i, int j) {
+    const double sp = pb_.cluster.devices[s % c_.p].speed;
+    return Scale(pf_[j] - pf_[i] + pbi_[j] - pbi_[i] + pbw_[j] - pbw_[i], sp);
+  };
+  auto try_cap = [&](Nanos cap, std::vector<int>& out) {
+    out.assign(S, 0);
+    int pos = 0;
+    for (int s = 0; s < S; ++s) {
+      const int rest = S - s - 1;
+      int k = kmin;
+      const int kmax = L - pos - rest * kmin;
+      if (s == S - 1) {
+        k = L - pos;
+        if (work(s, pos, pos + k) > cap) return false;
+      } else {
+        while (k + 1 <= kmax && work(s, pos, pos + k + 1) <= cap) ++k;
+        if (k > kmax) return false;
+      }
+      out[s] = k;
+      pos += k;
+    }
+    return pos == L;
+  };
+  Nanos lo = 0, hi = 0;
+  for (int s = 0; s < 1; ++s) hi = work(0, 0, L) * 2 + 1;
+  std::vector<int> best = EvenSplit(), tmp;
+  while (lo < hi) {
+    const Nanos mid = lo + (hi - lo) / 2;
+    if (try_cap(mid, tmp)) {
+      hi = mid;
+      best = tmp;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return best;
+}
+
+void Searcher::LocalSearch(std::vector<int> split, std::mt19937_64& rng,
+                           int restarts) {
+  const int S = c_.S;
+  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
+  auto eval = [&](const std::vector<int>& sp, Candidate& out) {
+    bool exact = true;
+    if (!EvaluateSplit(sp, &out, exact)) return false;
+    Offer(out);
+    return out.feasible;
+  };
+  // First-improvement descent. Neighbours: move one layer from a chunk of
+  // one of the two busiest devices to any other chunk (the layers between
+  // shift by one position), least busy devices first; then move one layer
+  // across a single boundary.
+  auto climb = [&](std::vector<int> cur) {
+    Candidate best;
+    if (!eval(cur, best)) best.feasible = false;
+    bool improved = true;
+    int rounds = 0;
+    while (improved && rounds++ < 400 && !limit_hit) {
+      improved = false;
+      std::vector<std::pair<int, int>> moves;  // (from stage, to stage)
+      if (best.feasible) {
+        std::vector<int> order(c_.p);
+        for (int d = 0; d < c_.p; ++d) order[d] = d;
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+          return best.devices[a].busy > best.devices[b].busy;
+        });
+        for (int di = 0; di < std::min(2, c_.p); ++di) {
+          for (int c = 0; c < c_.v; ++c) {
+            const int from = c * c_.p + order[di];
+            for (int ti = c_.p - 1; ti >= 0; --ti) {
+              for (int c2 = 0; c2 < c_.v; ++c2) {
+                const int to = c2 * c_.p + order[ti];
+                if (to != from) moves.emplace_back(from, to);
+              }
+            }
+          }
+        }
+      }
+      for (int s = 0; s + 1 < S; ++s) {
+        moves.emplace_back(s, s + 1);
+        moves.emplace_back(s + 1, s);
+      }
+      for (const auto& [from, to] : moves) {
+        std::vector<int> nb = cur;
+        nb[from] -= 1;
+        nb[to] += 1;
+        if (nb[from] < kmin) continue;
+        Candidate c;
+        ++nodes;
+        if (CheckLimits()) return;
+        if (!eval(nb, c)) continue;
+        if (!best.feasible || Better(c, best)) {
+          best = std::move(c);
+          cur = nb;
+          improved = true;
+          break;
+        }
+      }
+    }
+  };
+  climb(split);
+  for (int r = 0; r < restarts && !limit_hit; ++r) {
+    std::vector<int> cur = top.empty() ? split : top.front().strategy.layers_per_stage;
+    // Perturb: move a few random layers across random boundaries.
+    std::uniform_int_distribution<int> pick(0, std::max(0, S - 2));
+    for (int moves = 0; moves < 1 + r % 4 && S > 1; ++moves) {
+      const int s = pick(rng);
+      const int dir = (rng() & 1) ? 1 : -1;
+      if (cur[s] - dir >= kmin && cur[s + 1] + dir >= kmin) {
+        cur[s] -= dir;
+        cur[s + 1] += dir;
+      }
+    }
+    climb(cur);
+  }
+}
+
+void Searcher::Run() {
+  const int S = c_.S, L = c_.L, p = c_.p;
+  suffix_work_.assign(L + 1, 0);
+  for (int l = L - 1; l >= 0; --l) {
+    suffix_work_[l] = suffix_work_[l + 1] + pb_.layers[l].forward +
+                      pb_.layers[l].backward_input + pb_.layers[l].backward_weight;
+  }
+  split_.assign(S, 0);
+  first_layer_.assign(S, 0);
+  fixed_.assign(S, StageFixed{});
+  head_.assign(p, 0);
+  tail_.assign(p, 0);
+  work_.assign(p, 0);
+  level_bounds_.assign(S, kInf);
+  chain_ = 0;
+  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
+  if (L < S * kmin) {
+    closed = true;
+    stop_reason = "no split: fewer layers than chunks";
+    return;
+  }
+  // Until the tree search starts, all that is known is the root bound: the
+  // total work spread over every device at its speed, and the chain of one
+  // micro-batch through all layers at the best speed.
+  {
+    double speeds = 0;
+    for (const auto& dv : pb_.cluster.devices) speeds += dv.speed;
+    const long double total = static_cast<long double>(c_.m) * suffix_work_[0];
+    const Nanos slack = static_cast<Nanos>(c_.m) * (S + 1) * 2;
+    pending_bound = std::max<Nanos>(
+        0, std::max(static_cast<Nanos>(std::floor(total / speeds)) - slack,
+                    static_cast<Nanos>(std::floor(suffix_work_[0] / max_speed_)) - S));
+    root_bound_ = RootBound(&relaxed_per_device_, &relaxed_rep_);
+    pending_bound = std::max(pending_bound, root_bound_);
+  }
+  std::mt19937_64 rng(opt_.seed ^ (0x9E3779B97F4A7C15ULL * (c_.index + 1)));
+  std::vector<int> even = EvenSplit();
+  bool even_ok = true;
+  for (int x : even) even_ok &= x >= kmin;
+  if (even_ok) LocalSearch(even, rng, 0);
+  if (!relaxed_per_device_.empty()) {
+    const std::vector<int> relaxed = RelaxedSplit(relaxed_per_device_, relaxed_rep_);
+    if (!relaxed.empty()) LocalSearch(relaxed, rng, 0);
+  }
+  LocalSearch(BalancedSplit(), rng, opt_.local_search_restarts);
+  if (!limit_hit) {
+    pending_bound = kInf;  // from here the tree search tracks what is open
+    Dfs(0, 0);
+    if (!limit_hit) {
+      closed = pending_bound >= kInf;
+      stop_reason = closed ? "proved optimal" : "recompute choice not proved";
+    }
+  }
+  Report(true);
+}
+
+}  // namespace
+
+bool Better(const Candidate& a, const Candidate& b) {
+  if (a.feasible != b.feasible) return a.feasible;
+  if (a.makespan != b.makespan) return a.makespan < b.makespan;
+  if (a.max_peak != b.max_peak) return a.max_peak < b.max_peak;
+  if (a.recomputed_layers != b.recomputed_layers) {
+    return a.recomputed_layers < b.recomputed_layers;
+  }
+  if (a.choice != b.choice) return a.choice < b.choice;
+  if (a.strategy.layers_per_stage != b.strategy.layers_per_stage) {
+    return a.strategy.layers_per_stage < b.strategy.layers_per_stage;
+  }
+  return a.strategy.recompute < b.strategy.recompute;
+}
+
+namespace {
+
+Result<ChoiceContext> MakeContext(const SearchProblem& pb, int index) {
+  const ScheduleChoice& ch = pb.choices[index];
+  ChoiceContext c;
+  c.index = index;
+  c.choice = ch;
+  c.p = pb.p;
+  c.v = ch.v;
+  c.m = pb.m;
+  c.S = pb.p * ch.v;
+  c.L = static_cast<int>(pb.layers.size());
+  const ScheduleInfo* info = FindSchedule(ch.schedule);
+  if (info == nullptr) {
+    return Error{"search.schedules",
+                 "the search generates its programs: expected gpipe, 1f1b or "
+                 "interleaved; got '" + ch.schedule + "'"};
+  }
+  // Template spec: shape, placement, links, capacities; costs filled per
+  // evaluation.
+  Strategy dummy;
+  PipelineShape shape{pb.p, ch.v, pb.m, pb.comm};
+  c.spec = PipelineSpec::Uniform(pb.p, ch.v, pb.m, 1, 1);
+  c.spec.comm = pb.comm;
+  if (static_cast<int>(pb.cluster.devices.size()) != pb.p ||
+      static_cast<int>(pb.cluster.links.size()) != pb.p) {
+    return Error{"cluster", "needs one device and one link per stage (" +
+                                std::to_string(pb.p) + ")"};
+  }
+  for (int d = 0; d < pb.p; ++d) {
+    c.spec.device_capacity[d] = pb.cluster.devices[d].memory_capacity;
+  }
+  c.spec.link_matrix = RingLinkMatrix(pb.p, pb.cluster.links);
+  auto prog = info->generate(c.spec, ch.params);
+  if (!prog.ok()) return prog.error();
+  c.program = std::move(prog).value();
+  c.profile = BuildProfile(c.spec, c.program);
+  (void)shape;
+  (void)dummy;
+  return c;
+}
+
+// Smallest uniform capacity at which some split fits (every device at its
+// least-memory recompute), by bisection over a feasibility search.
+void MinCapacity(const SearchProblem& pb, const std::vector<ChoiceContext>& ctxs,
+                 SearchResult& res) {
+  Bytes best = kInf;
+  int binding = -1;
+  for (const ChoiceContext& c0 : ctxs) {
+    SearchOptions o;
+    o.top_k = 1;
+    // Feasibility for a capacity: a quick DFS with memory pruning only.
+    auto feasible = [&](Bytes cap, std::vector<Bytes>* peaks) {
+      SearchProblem q = pb;
+      for (auto& d : q.cluster.devices) d.memory_capacity = cap;
+      ChoiceContext c = c0;
+      for (auto& x : c.spec.device_capacity) x = cap;
+      const int S = c.S, L = c.L, P = c.p;
+      const int kmin = pb.allow_empty_chunks ? 0 : 1;
+      std::vector<int> split(S, 0);
+      std::unordered_map<std::uint64_t, Menu> menus;
+      auto menu = [&](int i, int j) -> const Menu& {
+        const std::uint64_t key = static_cast<std::uint64_t>(i) * (L + 1) + j;
+        auto it = menus.find(key);
+        if (it != menus.end()) return it->second;
+        return menus.emplace(key, BuildMenu(pb.layers, i, j)).first->second;
+      };
+      std::vector<int> first(S, 0);
+      std::int64_t budget = 200000;
+      auto peak_floor = [&](int d, int assigned) {
+        Bytes stat = 0;
+        std::vector<Bytes> st(c.v, 0), rm(c.v, 0), ws(c.v, 0);
+        for (int ch = 0; ch < c.v; ++ch) {
+          const int s = ch * P + d;
+          if (s >= assigned) continue;
+          const int i = first[s], j = i + split[s];
+          const Menu& mn = menu(i, j);
+          st[ch] = mn.min_stash;
+          rm[ch] = mn.min_remat;
+          for (int l = i; l < j; ++l) {
+            ws[ch] = std::max(ws[ch], pb.layers[l].workspace);
+            stat += pb.layers[l].static_memory;
+          }
+        }
+        Bytes b = stat;
+        for (const Moment& mo : c.profile.moments[d]) {
+          Bytes x = stat;
+          for (int ch = 0; ch < c.v; ++ch) x += mo.counts[ch] * st[ch];
+          x += mo.forward ? st[mo.chunk] + ws[mo.chunk] : ws[mo.chunk] + rm[mo.chunk];
+          b = std::max(b, x);
+        }
+        return b;
+      };
+      std::function<bool(int, int)> rec = [&](int s, int pos) {
+        if (--budget < 0) return false;
+        if (s == S) return pos == L;
+        const int rest = S - s - 1;
+        int khi = L - pos - rest * kmin;
+        int klo = s == S - 1 ? L - pos : kmin;
+        if (s == S - 1) khi = L - pos;
+        for (int k = khi; k >= klo; --k) {  // fill greedily
+          split[s] = k;
+          first[s] = pos;
+          if (peak_floor(s % P, s + 1) > cap) continue;
+          if (rec(s + 1, pos + k)) return true;
+        }
+        return false;
+      };
+      const bool ok = rec(0, 0);
+      if (ok && peaks) {
+        peaks->assign(P, 0);
+        for (int d = 0; d < P; ++d) (*peaks)[d] = peak_floor(d, S);
+      }
+      return ok;
+    };
+    Bytes lo = 0, hi = 1;
+    while (!feasible(hi, nullptr)) {
+      if (hi > (Bytes{1} << 60)) break;
+      hi *= 2;
+    }
+    if (hi > (Bytes{1} << 60)) continue;
+    while (lo < hi) {
+      const Bytes mid = lo + (hi - lo) / 2;
+      if (feasible(mid, nullptr)) hi = mid;
+      else lo = mid + 1;
+    }
+    if (hi < best) {
+      best = hi;
+      std::vector<Bytes> peaks;
+      feasible(hi, &peaks);
+      binding = static_cast<int>(std::max_element(peaks.begin(), peaks.end()) - peaks.begin());
+    }
+  }
+  if (best < kInf) {
+    res.min_capacity_needed = best;
+    res.binding_device = binding;
+  }
+}
+
+}  // namespace
+
+Result<SearchResult> Search(const SearchProblem& problem,
+                            const SearchOptions& options) {
+  const auto t0 = Clock::now();
+  if (problem.choices.empty()) {
+    return Error{"search", "needs at least one schedule choice"};
+  }
+  std::vector<ChoiceContext> ctxs;
+  std::vector<Error> refused;
+  for (int i = 0; i < static_cast<int>(problem.choices.size()); ++i) {
+    auto c = MakeContext(problem, i);
+    if (!c.ok()) {
+      refused.push_back(c.error());
+      continue;
+    }
+    ctxs.push_back(std::move(c).value());
+  }
+  if (ctxs.empty()) return refused.front();
+
+  // Each choice is searched independently (so results do not depend on
+  // thread timing); with several threads, choices run concurrently and
+  // their progress reports are serialized.
+  SearchOptions opts = options;
+  std::mutex progress_mu;
+  if (options.progress) {
+    opts.progress = [&](const SearchProgress& pr) {
+      std::lock_guard<std::mutex> lock(progress_mu);
+      options.progress(pr);
+    };
+  }
+  std::vector<std::unique_ptr<Searcher>> searchers;
+  for (auto& c : ctxs) searchers.push_back(std::make_unique<Searcher>(problem, opts, c));
+  const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(searchers.size())));
+  if (threads == 1) {
+    for (auto& s : searchers) s->Run();
+  } else {
+    std::vector<std::thread> pool;
+    std::atomic<size_t> next{0};
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&]() {
+        for (size_t i = next++; i < searchers.size(); i = next++) searchers[i]->Run();
+      });
+    }
+    for (auto& th : pool) th.join();
+  }
+
+  SearchResult res;
+  std::vector<Candidate> all;
+  bool all_closed = true;
+  Nanos lb = kInf;
+  for (auto& s : searchers) {
+    res.nodes += s->nodes;
+    res.evaluations += s->evaluations;
+    for (auto& c : s->top) all.push_back(c);
+    all_closed &= s->closed;
+    // This choice's bound on its own optimum.
+    Nanos own = s->top.empty() ? kInf : s->top.front().makespan;
+    own = std::min(own, s->pending_bound);
+    lb = std::min(lb, own);
+  }
+  std::sort(all.begin(), all.end(), Better);
+  const int k = std::max(1, options.top_k);
+  if (static_cast<int>(all.size()) > k) all.resize(k);
+  res.top = all;
+  res.found = !all.empty();
+  if (res.found) {
+    // Report the strategies as Lower() + Engine evaluate them.
+    for (auto& c : res.top) {
+      auto e = Evaluate(problem, c.choice, c.strategy);
+      if (e.ok()) c = std::move(e).value();
+    }
+    res.best = res.top.front();
+  }
+  res.proved_optimal = res.found && all_closed;
+  res.lower_bound = lb >= kInf ? 0 : std::min(lb, res.found ? res.best.makespan : lb);
+  if (res.found) {
+    res.gap = res.best.makespan > 0
+                  ? static_cast<double>(res.best.makespan - res.lower_bound) /
+                        static_cast<double>(res.best.makespan)
+                  : 0.0;
+  }
+  std::string reason;
+  for (auto& s : searchers) {
+    if (!s->closed && reason.empty()) reason = s->stop_reason;
+  }
+  res.stop_reason = all_closed ? (res.found ? "proved optimal" : "proved infeasible")
+                               : reason;
+  if (!res.found) {
+    MinCapacity(problem, ctxs, res);
+    res.lower_bound = 0;
+  }
+  res.solve_time_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return res;
+}
+
+Result<Candidate> Evaluate(const SearchProblem& problem, int choice,
+                           const Strategy& strategy) {
+  if (choice < 0 || choice >= static_cast<int>(problem.choices.size())) {
+    return Error{"search", "no schedule choice " + std::to_string(choice)};
+  }
+  const ScheduleChoice& ch = problem.choices[choice];
+  auto spec = Lower(problem.layers, problem.cluster,
+                    PipelineShape{problem.p, ch.v, problem.m, problem.comm}, strategy,
+                    problem.allow_empty_chunks);
+  if (!spec.ok()) return spec.error();
+  const ScheduleInfo* info = FindSchedule(ch.schedule);
+  if (info == nullptr) {
+    return Error{"search.schedules", "unknown schedule '" + ch.schedule + "'"};
+  }
+  auto prog = info->generate(*spec, ch.params);
+  if (!prog.ok()) return prog.error();
+  Engine engine;
+  SimOptions so;
+  so.record_ops = false;
+  const SimResult r = engine.Run(*spec, *prog, so);
+  Candidate c;
+  c.choice = choice;
+  c.strategy = strategy;
+  c.makespan = r.makespan;
+  c.bubble_fraction = r.bubble_fraction();
+  for (const auto& d : r.devices) c.max_peak = std::max(c.max_peak, d.peak_memory);
+  for (auto x : strategy.recompute) c.recomputed_layers += x != 0;
+  c.feasible = r.outcome == Outcome::Ok;
+  c.devices = r.devices;
+  return c;
+}
+
+std::vector<Baseline> Baselines(const SearchProblem& problem, int choice) {
+  std::vector<Baseline> out;
+  const ScheduleChoice& ch = problem.choices[choice];
+  const int p = problem.p, v = ch.v, S = p * v;
+  const int L = static_cast<int>(problem.layers.size());
+  auto add = [&](std::string name, Result<Strategy> st) {
+    Baseline b;
+    b.name = std::move(name);
+    if (!st.ok()) {
+      b.why_not = st.error().message;
+      out.push_back(std::move(b));
+      return;
+    }
+    auto c = Evaluate(problem, choice, *st);
+    if (!c.ok()) {
+      b.why_not = c.error().message;
+    } else {
+      b.applicable = true;
+      b.candidate = std::move(c).value();
+    }
+    out.push_back(std::move(b));
+  };
+  const Strategy even = EvenStrategy(problem.layers, p, v);
+  add("even split, no recompute", even);
+
+  Strategy full = even;
+  int with_full = 0;
+  for (int l = 0; l < L; ++l) {
+    const auto& opts = problem.layers[l].recompute;
+    for (size_t k = 0; k < opts.size(); ++k) {
+      if (opts[k].name == "full") {
+        full.recompute[l] = static_cast<std::uint8_t>(k + 1);
+        ++with_full;
+      }
+    }
+  }
+  if (with_full == 0) {
+    add("even split, full recompute",
+        Error{"", "no layer offers a recompute mode named \"full\""});
+  } else {
+    add("even split, full recompute", full);
+  }
+
+  // Megatron's hand-tuned split: one decoder layer fewer on the first and
+  // last stages (--decoder-first/last-pipeline-num-layers), the rest even.
+  Result<Strategy> meg = Error{"", "needs at least 3 stages"};
+  if (S >= 3) {
+    Strategy s = even;
+    const int per = s.layers_per_stage[1];
+    if (even.layers_per_stage.front() < 2 || even.layers_per_stage.back() < 2) {
+      meg = Error{"", "the first or last stage has too few layers"};
+    } else {
+      s.layers_per_stage.front() -= 1;
+      s.layers_per_stage.back() -= 1;
+      // Spread the two freed layers over the middle stages, fewest first.
+      for (int extra = 0; extra < 2; ++extra) {
+        int best = 1;
+        for (int x = 1; x + 1 < S; ++x) {
+          if (s.layers_per_stage[x] < s.layers_per_stage[best]) best = x;
+        }
+        s.layers_per_stage[best] += 1;
+      }
+      (void)per;
+      meg = s;
+    }
+  }
+  add("Megatron: one layer fewer on first and last stage", meg);
+  return out;
+}
+
+}  // namespace ppb

@@ -1,0 +1,115 @@
+// The strategy search: how many layers on each (rank, chunk), which layers
+// recompute, and (optionally) which schedule / v / micro-batch group, for the
+// minimum simulated iteration time with every device within its memory.
+//
+// Branch-and-bound over contiguous splits (stages assigned in order), with
+// valid lower bounds on the simulated makespan, memory pruning, an exact
+// per-device recompute choice (multiple-choice knapsack over groups of
+// identical layers, solved by enumeration of Pareto-optimal points), an
+// incumbent from heuristics polished by local search, and every reported
+// strategy evaluated by the engine. Deterministic for a given seed and node
+// limit (a time limit can stop at different points).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/engine.h"
+#include "core/lower.h"
+#include "core/model.h"
+#include "core/result.h"
+#include "schedules/schedule.h"
+
+namespace ppb {
+
+// One pipeline configuration the search may pick.
+struct ScheduleChoice {
+  std::string schedule = "1f1b";  // a registry name
+  int v = 1;
+  ScheduleParams params;
+};
+
+struct SearchProblem {
+  std::vector<Layer> layers;
+  Cluster cluster;      // p devices and p links
+  int p = 1;            // pipeline ranks
+  int m = 1;            // micro-batches
+  CommMode comm = CommMode::Overlapped;
+  std::vector<ScheduleChoice> choices;  // at least one
+  bool allow_empty_chunks = false;
+};
+
+// Progress report for long searches (called from the searching thread).
+struct SearchProgress {
+  double elapsed_s = 0;
+  std::int64_t nodes = 0;
+  std::int64_t evaluations = 0;
+  Nanos incumbent = -1;    // -1: none yet
+  Nanos lower_bound = 0;
+  double gap = 1.0;        // (incumbent - lower_bound) / incumbent
+};
+
+struct SearchOptions {
+  double time_limit_s = 0;        // <= 0: none
+  std::int64_t node_limit = 0;    // <= 0: none
+  int threads = 1;                // >= 1
+  std::uint64_t seed = 1;         // local-search restarts
+  int top_k = 5;                  // alternatives kept (>= 1)
+  int local_search_restarts = 8;
+  double progress_interval_s = 1.0;
+  std::function<void(const SearchProgress&)> progress;  // may be empty
+};
+
+// A fully evaluated strategy.
+struct Candidate {
+  int choice = 0;       // index into SearchProblem::choices
+  Strategy strategy;    // layers per global stage and per-layer recompute
+  Nanos makespan = 0;
+  double bubble_fraction = 0;
+  Bytes max_peak = 0;
+  int recomputed_layers = 0;
+  bool feasible = false;  // every device within capacity (and no deadlock)
+  std::vector<DeviceStats> devices;
+};
+
+// Orders candidates: feasible first, then shorter makespan, lower max peak,
+// fewer recomputed layers, then the strategy itself (determinism).
+bool Better(const Candidate& a, const Candidate& b);
+
+struct SearchResult {
+  bool found = false;             // a feasible strategy exists and was found
+  Candidate best;                 // valid when found
+  std::vector<Candidate> top;     // best first, up to top_k distinct
+  bool proved_optimal = false;    // the whole tree was closed
+  Nanos lower_bound = 0;          // valid bound on the optimum's makespan
+  double gap = 0;                 // (best - lower_bound) / best
+  std::string stop_reason;        // "proved optimal", "time limit", ...
+  std::int64_t nodes = 0;
+  std::int64_t evaluations = 0;   // engine runs
+  double solve_time_s = 0;
+  // When nothing fits: the smallest uniform per-device capacity at which
+  // some strategy fits, and the device that binds there (-1 if unknown).
+  Bytes min_capacity_needed = 0;
+  int binding_device = -1;
+};
+
+// REQUIRES: the problem's layers/cluster passed config validation.
+Result<SearchResult> Search(const SearchProblem& problem,
+                            const SearchOptions& options);
+
+// Simulates one strategy under choice `choice`.
+Result<Candidate> Evaluate(const SearchProblem& problem, int choice,
+                           const Strategy& strategy);
+
+// The baselines users would otherwise run, each simulated.
+struct Baseline {
+  std::string name;         // "even split, no recompute", ...
+  bool applicable = false;  // false: why_not says why
+  std::string why_not;
+  Candidate candidate;
+};
+std::vector<Baseline> Baselines(const SearchProblem& problem, int choice);
+
+}  // namespace ppb
