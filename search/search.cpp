@@ -331,6 +331,13 @@ class Searcher {
   // Runs heuristics, local search and branch-and-bound.
   void Run();
 
+  // Whether some split fits every device's memory (any recompute); the
+  // split found goes to *split. Depth-first with memory pruning only.
+  bool AnyFeasibleSplit(std::vector<int>* split);
+
+  bool ChooseRecompute(const std::vector<int>& split, bool& exact,
+                       int* failed_device = nullptr);
+
   std::vector<Candidate> top;  // sorted by Better, distinct strategies
   Nanos pending_bound = kInf;  // min bound of what was left unexplored
   bool closed = false;
@@ -397,15 +404,31 @@ class Searcher {
 
   // Picks the recompute of every device for a full split. Returns false if
   // some device cannot fit. Fills chosen_[s] and rtime_[s] (scaled).
-  bool ChooseRecompute(const std::vector<int>& split, bool& exact);
   Nanos DeviceRecompute(int d, const std::vector<int>& first,
                         const std::vector<int>& split,
                         const std::vector<StageFixed>& fx,
-                        std::vector<const MenuPoint*>& pts, bool& exact);
+                        std::vector<const MenuPoint*>& pts, bool& exact,
+                        Bytes cap_limit = -1, bool fewest_recomputed = false);
 
   // Full evaluation of a split: recompute choice + simulation. Returns
   // false when infeasible in memory.
   bool EvaluateSplit(const std::vector<int>& split, Candidate* out, bool& exact);
+  void SimulateChosen(const std::vector<int>& split, Candidate* out);
+  bool ExhaustLeaf(const std::vector<int>& split);
+  struct DeviceChoice {
+    std::vector<Nanos> times;  // per chunk, scaled
+    Nanos total = 0;
+    Bytes peak = 0;
+    int rc = 0;
+    std::vector<const MenuPoint*> pts;
+  };
+  void SplitLayout(const std::vector<int>& split, std::vector<int>& first,
+                   std::vector<StageFixed>& fx) const;
+  bool EnumerateDevice(int d, const std::vector<int>& first,
+                       const std::vector<int>& split,
+                       const std::vector<StageFixed>& fx,
+                       std::vector<DeviceChoice>& found);
+  void PolishTies(const std::vector<int>& split, Candidate& cand);
 
   void Offer(Candidate c);
   Nanos PruneThreshold() const;  // bound must be <= this to explore
@@ -499,14 +522,19 @@ Nanos Searcher::DeviceRecompute(int d, const std::vector<int>& first,
                                 const std::vector<int>& split,
                                 const std::vector<StageFixed>& fx,
                                 std::vector<const MenuPoint*>& pts,
-                                bool& exact) {
+                                bool& exact, Bytes cap_limit,
+                                bool fewest_recomputed) {
   const double speed = pb_.cluster.devices[d].speed;
-  const Bytes cap = c_.spec.device_capacity[d];
+  const Bytes cap = cap_limit >= 0 ? std::min(cap_limit, c_.spec.device_capacity[d])
+                                   : c_.spec.device_capacity[d];
   // The answer depends only on the device and its chunks' layer ranges (the
   // output size does not enter memory): memoize, the tree revisits them.
   std::vector<std::int32_t> key;
-  key.reserve(2 * c_.v + 1);
+  key.reserve(2 * c_.v + 4);
   key.push_back(d);
+  key.push_back(static_cast<std::int32_t>(cap >> 32));
+  key.push_back(static_cast<std::int32_t>(cap & 0xffffffff));
+  key.push_back(fewest_recomputed ? 1 : 0);
   for (int c = 0; c < c_.v; ++c) {
     const int s = c * c_.p + d;
     key.push_back(first[s]);
@@ -542,8 +570,11 @@ Nanos Searcher::DeviceRecompute(int d, const std::vector<int>& first,
       if (peak > cap) return;
       int rc = 0;
       for (auto* q : cur) rc += q->recomputed;
-      if (t < best_time ||
-          (t == best_time && (peak < best_peak || (peak == best_peak && rc < best_rc)))) {
+      const bool better =
+          fewest_recomputed
+              ? std::tie(t, rc, peak) < std::tie(best_time, best_rc, best_peak)
+              : std::tie(t, peak, rc) < std::tie(best_time, best_peak, best_rc);
+      if (pts.empty() || better) {
         best_time = t;
         best_peak = peak;
         best_rc = rc;
@@ -569,7 +600,8 @@ Nanos Searcher::DeviceRecompute(int d, const std::vector<int>& first,
   return result;
 }
 
-bool Searcher::ChooseRecompute(const std::vector<int>& split, bool& exact) {
+bool Searcher::ChooseRecompute(const std::vector<int>& split, bool& exact,
+                               int* failed_device) {
   exact = true;
   const int S = c_.S;
   chosen_.assign(S, nullptr);
@@ -582,12 +614,31 @@ bool Searcher::ChooseRecompute(const std::vector<int>& split, bool& exact) {
     fx[s] = Fixed(s, first[s], first[s] + split[s], prev);
     prev = fx[s].output;
   }
+  // Pass 1: each device's least recompute time, and its least peak at that
+  // time. Ties are broken over the whole pipeline: the max peak cannot go
+  // below the largest of those peaks (M), so pass 2 lets every device take
+  // the fewest recomputed layers at its least time within peak M.
+  Bytes max_peak = 0;
+  std::vector<Nanos> least(c_.p, 0);
   for (int d = 0; d < c_.p; ++d) {
     std::vector<const MenuPoint*> pts;
     bool dev_exact = true;
-    const Nanos t = DeviceRecompute(d, first, split, fx, pts, dev_exact);
-    if (t < 0) return false;
+    least[d] = DeviceRecompute(d, first, split, fx, pts, dev_exact);
+    if (least[d] < 0) {
+      if (failed_device != nullptr) *failed_device = d;
+      return false;
+    }
     exact &= dev_exact;
+    std::vector<const StageFixed*> fxp(c_.v);
+    for (int c = 0; c < c_.v; ++c) fxp[c] = &fx[c * c_.p + d];
+    max_peak = std::max(max_peak, DevicePeak(d, fxp, pts));
+  }
+  for (int d = 0; d < c_.p; ++d) {
+    std::vector<const MenuPoint*> pts;
+    bool dev_exact = true;
+    const Nanos t = DeviceRecompute(d, first, split, fx, pts, dev_exact, max_peak,
+                                    /*fewest_recomputed=*/true);
+    exact &= dev_exact && t == least[d];
     const double speed = pb_.cluster.devices[d].speed;
     for (int c = 0; c < c_.v; ++c) {
       const int s = c * c_.p + d;
@@ -601,6 +652,258 @@ bool Searcher::ChooseRecompute(const std::vector<int>& split, bool& exact) {
 bool Searcher::EvaluateSplit(const std::vector<int>& split, Candidate* out,
                              bool& exact) {
   if (!ChooseRecompute(split, exact)) return false;
+  SimulateChosen(split, out);
+  return true;
+}
+
+// Enumerates, for every device, the feasible recompute choices whose
+// per-chunk time vectors are Pareto-minimal (for equal vectors: the least
+// peak, then the fewest recomputed layers), and simulates every combination
+// across devices. Returns false (nothing offered) when that is too many.
+// Per-split data every recompute enumeration needs.
+void Searcher::SplitLayout(const std::vector<int>& split, std::vector<int>& first,
+                           std::vector<StageFixed>& fx) const {
+  const int S = c_.S;
+  first.assign(S, 0);
+  for (int s = 1; s < S; ++s) first[s] = first[s - 1] + split[s - 1];
+  fx.assign(S, StageFixed{});
+  Bytes prev = 0;
+  for (int s = 0; s < S; ++s) {
+    fx[s] = Fixed(s, first[s], first[s] + split[s], prev);
+    prev = fx[s].output;
+  }
+}
+
+// Every recompute choice of device d (one menu point per chunk) that fits
+// its memory, or false when there are more than `budget` to look at.
+bool Searcher::EnumerateDevice(int d, const std::vector<int>& first,
+                               const std::vector<int>& split,
+                               const std::vector<StageFixed>& fx,
+                               std::vector<DeviceChoice>& found) {
+  const int p = c_.p, v = c_.v;
+  const double speed = pb_.cluster.devices[d].speed;
+  const Bytes cap = c_.spec.device_capacity[d];
+  std::vector<const Menu*> menus(v);
+  std::vector<const StageFixed*> fxp(v);
+  std::vector<MenuPoint> floor_pts(v);
+  for (int c = 0; c < v; ++c) {
+    const int s = c * p + d;
+    menus[c] = &GetMenu(first[s], first[s] + split[s]);
+    fxp[c] = &fx[s];
+    floor_pts[c].stash = menus[c]->min_stash;
+    floor_pts[c].remat = menus[c]->min_remat;
+  }
+  found.clear();
+  std::vector<const MenuPoint*> cur(v);
+  std::int64_t budget = 20000;
+  std::function<void(int)> rec = [&](int c) {
+    if (--budget < 0) return;
+    if (c == v) {
+      const Bytes peak = DevicePeak(d, fxp, cur);
+      if (peak > cap) return;
+      DeviceChoice ch;
+      ch.peak = peak;
+      ch.rc = 0;
+      ch.total = 0;
+      for (int x = 0; x < v; ++x) {
+        ch.times.push_back(Scale(cur[x]->time, speed));
+        ch.total += ch.times.back();
+        ch.rc += cur[x]->recomputed;
+      }
+      ch.pts = cur;
+      found.push_back(std::move(ch));
+      return;
+    }
+    for (const MenuPoint& q : menus[c]->points) {
+      cur[c] = &q;
+      for (int r = c + 1; r < v; ++r) cur[r] = &floor_pts[r];
+      if (DevicePeak(d, fxp, cur) > cap) continue;
+      rec(c + 1);
+    }
+  };
+  rec(0);
+  return budget >= 0;
+}
+
+// Ties on the iteration time are broken by the max peak, then the number of
+// recomputed layers. Recomputing on a device off the critical path can
+// lower the peak for free, so for a candidate good enough for the top list:
+// find the least cap M on every device's peak at which the least-recompute
+// choices within M still give the same iteration time (bisection over the
+// peaks on offer; the time can only grow as M falls), then let each device
+// in turn take the fewest recomputed layers within M that keep the time.
+void Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
+  const int S = c_.S, p = c_.p, v = c_.v;
+  if (!cand.feasible) return;
+  std::vector<int> first;
+  std::vector<StageFixed> fx;
+  SplitLayout(split, first, fx);
+  std::vector<std::vector<DeviceChoice>> opts(p);
+  std::vector<Bytes> peaks;
+  for (int d = 0; d < p; ++d) {
+    if (!EnumerateDevice(d, first, split, fx, opts[d])) return;
+    for (const auto& ch : opts[d]) peaks.push_back(ch.peak);
+  }
+  std::sort(peaks.begin(), peaks.end());
+  peaks.erase(std::unique(peaks.begin(), peaks.end()), peaks.end());
+  const Nanos target = cand.makespan;
+  std::vector<const DeviceChoice*> pick(p);
+  auto apply = [&](Candidate& out) {
+    chosen_.assign(S, nullptr);
+    rtime_.assign(S, 0);
+    for (int d = 0; d < p; ++d) {
+      for (int c = 0; c < v; ++c) {
+        chosen_[c * p + d] = pick[d]->pts[c];
+        rtime_[c * p + d] = pick[d]->times[c];
+      }
+    }
+    SimulateChosen(split, &out);
+  };
+  // Least-recompute choice of every device within M; false if none fits.
+  auto choose_within = [&](Bytes M) {
+    for (int d = 0; d < p; ++d) {
+      pick[d] = nullptr;
+      for (const auto& ch : opts[d]) {
+        if (ch.peak > M) continue;
+        if (pick[d] == nullptr ||
+            std::tie(ch.total, ch.rc, ch.peak) <
+                std::tie(pick[d]->total, pick[d]->rc, pick[d]->peak)) {
+          pick[d] = &ch;
+        }
+      }
+      if (pick[d] == nullptr) return false;
+    }
+    return true;
+  };
+  auto ok = [&](size_t i) {
+    Candidate trial;
+    if (!choose_within(peaks[i])) return false;
+    apply(trial);
+    return trial.feasible && trial.makespan <= target;
+  };
+  size_t lo = 0, hi = peaks.size();  // the first ok index is in [lo, hi]
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (ok(mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  if (lo >= peaks.size()) return;
+  const Bytes M = peaks[lo];
+  if (!choose_within(M)) return;
+  Candidate best;
+  apply(best);
+  if (!best.feasible || best.makespan > target) return;
+  // Fewest recomputed layers, device by device, keeping the time.
+  for (int d = 0; d < p; ++d) {
+    std::vector<const DeviceChoice*> order;
+    for (const auto& ch : opts[d]) {
+      if (ch.peak <= M && ch.rc < pick[d]->rc) order.push_back(&ch);
+    }
+    std::sort(order.begin(), order.end(), [](const DeviceChoice* a, const DeviceChoice* b) {
+      return std::tie(a->rc, a->total, a->peak) < std::tie(b->rc, b->total, b->peak);
+    });
+    const DeviceChoice* keep = pick[d];
+    for (const DeviceChoice* ch : order) {
+      pick[d] = ch;
+      Candidate trial;
+      apply(trial);
+      if (trial.feasible && trial.makespan <= target && Better(trial, best)) {
+        best = std::move(trial);
+        keep = ch;
+        break;
+      }
+    }
+    pick[d] = keep;
+  }
+  if (Better(best, cand)) cand = std::move(best);
+}
+
+bool Searcher::ExhaustLeaf(const std::vector<int>& split) {
+  const int S = c_.S, p = c_.p, v = c_.v;
+  std::vector<int> first;
+  std::vector<StageFixed> fx;
+  SplitLayout(split, first, fx);
+  using Choice = DeviceChoice;
+  std::vector<std::vector<std::vector<Choice>>> per_device(p);
+  std::int64_t combos = 1;
+  for (int d = 0; d < p; ++d) {
+    std::vector<Choice> found;
+    if (!EnumerateDevice(d, first, split, fx, found) || found.empty()) return false;
+    // Keep Pareto-minimal time vectors (timing depends on nothing else);
+    // for each, all (peak, recomputed) options that are Pareto-minimal.
+    std::vector<Choice> keep;
+    for (size_t i = 0; i < found.size(); ++i) {
+      bool dominated = false;
+      for (size_t j = 0; j < found.size() && !dominated; ++j) {
+        if (i == j) continue;
+        bool le = true, lt = false;
+        for (int x = 0; x < v; ++x) {
+          if (found[j].times[x] > found[i].times[x]) le = false;
+          if (found[j].times[x] < found[i].times[x]) lt = true;
+        }
+        if (!le) continue;
+        if (lt) {
+          dominated = true;  // strictly faster somewhere, never slower
+        } else {
+          // Same time vector: dominated in (peak, rc), or a duplicate.
+          const auto a = std::tie(found[j].peak, found[j].rc);
+          const auto b = std::tie(found[i].peak, found[i].rc);
+          dominated = (found[j].peak <= found[i].peak && found[j].rc <= found[i].rc &&
+                       a != b) ||
+                      (a == b && j < i);
+        }
+      }
+      if (!dominated) keep.push_back(found[i]);
+    }
+    std::sort(keep.begin(), keep.end(), [](const Choice& a, const Choice& b) {
+      return std::tie(a.times, a.peak, a.rc) < std::tie(b.times, b.peak, b.rc);
+    });
+    // Distinct time vectors, each with its options.
+    std::vector<std::vector<Choice>> vectors;
+    for (auto& ch : keep) {
+      if (vectors.empty() || vectors.back().front().times != ch.times) vectors.emplace_back();
+      vectors.back().push_back(std::move(ch));
+    }
+    combos *= static_cast<std::int64_t>(vectors.size());
+    if (combos > 256) return false;
+    per_device[d] = std::move(vectors);
+  }
+  // Odometer over the devices' time vectors; for each combination, the
+  // least max peak M, then per device the fewest recomputed within M.
+  std::vector<size_t> idx(p, 0);
+  while (true) {
+    Bytes max_peak = 0;
+    for (int d = 0; d < p; ++d) {
+      Bytes least = kInf;
+      for (const Choice& ch : per_device[d][idx[d]]) least = std::min(least, ch.peak);
+      max_peak = std::max(max_peak, least);
+    }
+    chosen_.assign(S, nullptr);
+    rtime_.assign(S, 0);
+    for (int d = 0; d < p; ++d) {
+      const Choice* pick = nullptr;
+      for (const Choice& ch : per_device[d][idx[d]]) {
+        if (ch.peak > max_peak) continue;
+        if (pick == nullptr || std::tie(ch.rc, ch.peak) < std::tie(pick->rc, pick->peak)) {
+          pick = &ch;
+        }
+      }
+      for (int c = 0; c < v; ++c) {
+        chosen_[c * p + d] = pick->pts[c];
+        rtime_[c * p + d] = pick->times[c];
+      }
+    }
+    Candidate cand;
+    SimulateChosen(split, &cand);
+    Offer(std::move(cand));
+    int d = 0;
+    while (d < p && ++idx[d] == per_device[d].size()) idx[d++] = 0;
+    if (d == p) break;
+  }
+  return true;
+}
+
+void Searcher::SimulateChosen(const std::vector<int>& split, Candidate* out) {
   const int S = c_.S;
   PipelineSpec& spec = work_spec_;
   spec = c_.spec;
@@ -656,15 +959,17 @@ bool Searcher::EvaluateSplit(const std::vector<int>& split, Candidate* out,
   for (const auto& d : sim_.devices) cand.max_peak = std::max(cand.max_peak, d.peak_memory);
   cand.feasible = sim_.outcome == Outcome::Ok;
   cand.devices = sim_.devices;
-  return true;
 }
 
 void Searcher::Offer(Candidate c) {
   if (!c.feasible) return;
-  for (const auto& t : top) {
-    if (t.choice == c.choice && t.strategy.layers_per_stage == c.strategy.layers_per_stage &&
-        t.strategy.recompute == c.strategy.recompute) {
-      return;
+  // One entry per (choice, split): the alternatives are different splits.
+  for (auto it = top.begin(); it != top.end(); ++it) {
+    if (it->choice == c.choice &&
+        it->strategy.layers_per_stage == c.strategy.layers_per_stage) {
+      if (!Better(c, *it)) return;
+      top.erase(it);
+      break;
     }
   }
   const int k = std::max(1, opt_.top_k);
@@ -687,7 +992,7 @@ bool Searcher::ShouldPrune(Nanos bound) const { return bound > PruneThreshold();
 
 bool Searcher::CheckLimits() {
   if (limit_hit) return true;
-  if (opt_.node_limit > 0 && nodes >= opt_.node_limit) {
+  if (opt_.node_limit != 0 && nodes >= std::max<std::int64_t>(0, opt_.node_limit)) {
     limit_hit = true;
     stop_reason = "node limit";
     return true;
@@ -720,10 +1025,8 @@ void Searcher::Report(bool force) {
   Nanos lb = top.empty() ? kInf : top.front().makespan;
   for (Nanos b : level_bounds_) lb = std::min(lb, b);
   lb = std::min(lb, pending_bound);
-  pr.lower_bound = lb >= kInf ? 0 : lb;
-  pr.gap = pr.incumbent > 0 ? static_cast<double>(pr.incumbent - pr.lower_bound) /
-                                  static_cast<double>(pr.incumbent)
-                            : 1.0;
+  pr.lower_bound = lb;  // kInf: this choice holds no strategy at all
+  pr.choice = c_.index;
   opt_.progress(pr);
 }
 
@@ -860,11 +1163,11 @@ void Searcher::Dfs(int s, int pos) {
     }
     // Everything from this child on is pending until explored.
     level_bounds_[s] = ch.bound;
-    ++nodes;
     if (CheckLimits()) {
       pending_bound = std::min(pending_bound, ch.bound);
       return;
     }
+    ++nodes;
     const int k = ch.k;
     split_[s] = k;
     first_layer_[s] = pos;
@@ -874,12 +1177,17 @@ void Searcher::Dfs(int s, int pos) {
       Candidate cand;
       bool exact = true;
       if (EvaluateSplit(split, &cand, exact)) {
-        // A leaf whose recompute choice is not provably best stays open at
-        // its bound (HiGHS-style: the gap reports it).
-        if (!exact && cand.makespan > ch.bound) {
-          pending_bound = std::min(pending_bound, ch.bound);
+        const Nanos got = cand.makespan;
+        if (cand.feasible && (top.empty() || got <= top.front().makespan)) {
+          PolishTies(split, cand);
         }
         Offer(std::move(cand));
+        // The least-total recompute is not provably best with several chunks:
+        // simulate every Pareto-minimal choice, or leave the leaf open at its
+        // bound (HiGHS-style: the gap reports it).
+        if (!exact && got > ch.bound && !ExhaustLeaf(split)) {
+          pending_bound = std::min(pending_bound, ch.bound);
+        }
       }
       continue;
     }
@@ -1247,8 +1555,8 @@ void Searcher::LocalSearch(std::vector<int> split, std::mt19937_64& rng,
         nb[to] += 1;
         if (nb[from] < kmin) continue;
         Candidate c;
-        ++nodes;
         if (CheckLimits()) return;
+        ++nodes;
         if (!eval(nb, c)) continue;
         if (!best.feasible || Better(c, best)) {
           best = std::move(c);
@@ -1274,6 +1582,42 @@ void Searcher::LocalSearch(std::vector<int> split, std::mt19937_64& rng,
     }
     climb(cur);
   }
+}
+
+bool Searcher::AnyFeasibleSplit(std::vector<int>* out) {
+  const int S = c_.S, L = c_.L, p = c_.p;
+  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
+  split_.assign(S, 0);
+  first_layer_.assign(S, 0);
+  fixed_.assign(S, StageFixed{});
+  if (L < S * kmin) return false;
+  // A budget keeps a hopeless instance from running forever; running out
+  // counts as "does not fit", so a reported minimum capacity errs high.
+  std::int64_t budget = 2'000'000;
+  std::function<bool(int, int)> rec = [&](int s, int pos) {
+    if (--budget < 0) return false;
+    if (s == S) return pos == L;
+    const int d = s % p;
+    const int khi = s == S - 1 ? L - pos : L - pos - (S - s - 1) * kmin;
+    const int klo = s == S - 1 ? L - pos : kmin;
+    const Bytes prev = s > 0 ? fixed_[s - 1].output : 0;
+    for (int k = klo; k <= khi; ++k) {
+      split_[s] = k;
+      first_layer_[s] = pos;
+      fixed_[s] = Fixed(s, pos, pos + k, prev);
+      if (DevicePeakLowerBound(d, s + 1) > c_.spec.device_capacity[d]) break;
+      if (s / p == c_.v - 1) {
+        std::vector<const MenuPoint*> pts;
+        bool ex = true;
+        if (DeviceRecompute(d, first_layer_, split_, fixed_, pts, ex) < 0) continue;
+      }
+      if (rec(s + 1, pos + k)) return true;
+    }
+    return false;
+  };
+  if (!rec(0, 0)) return false;
+  *out = split_;
+  return true;
 }
 
 void Searcher::Run() {
@@ -1329,6 +1673,14 @@ void Searcher::Run() {
       stop_reason = closed ? "proved optimal" : "recompute choice not proved";
     }
   }
+  // The top list's ties on time are settled by memory, then recompute.
+  std::vector<Candidate> polished;
+  for (Candidate c : top) {
+    PolishTies(c.strategy.layers_per_stage, c);
+    polished.push_back(std::move(c));
+  }
+  top.clear();
+  for (auto& c : polished) Offer(std::move(c));
   Report(true);
 }
 
@@ -1390,95 +1742,38 @@ Result<ChoiceContext> MakeContext(const SearchProblem& pb, int index) {
   return c;
 }
 
-// Smallest uniform capacity at which some split fits (every device at its
-// least-memory recompute), by bisection over a feasibility search.
-void MinCapacity(const SearchProblem& pb, const std::vector<ChoiceContext>& ctxs,
-                 SearchResult& res) {
+// Smallest uniform capacity at which some split fits, by bisection over an
+// exact feasibility search; the binding device is one that cannot fit that
+// split with a byte less.
+void MinCapacity(const SearchProblem& pb, const SearchOptions& options,
+                 const std::vector<ChoiceContext>& ctxs, SearchResult& res) {
   Bytes best = kInf;
   int binding = -1;
+  auto at = [&](const ChoiceContext& c0, Bytes cap) {
+    ChoiceContext c = c0;
+    for (auto& x : c.spec.device_capacity) x = cap;
+    return std::make_unique<Searcher>(pb, options, std::move(c));
+  };
   for (const ChoiceContext& c0 : ctxs) {
-    SearchOptions o;
-    o.top_k = 1;
-    // Feasibility for a capacity: a quick DFS with memory pruning only.
-    auto feasible = [&](Bytes cap, std::vector<Bytes>* peaks) {
-      SearchProblem q = pb;
-      for (auto& d : q.cluster.devices) d.memory_capacity = cap;
-      ChoiceContext c = c0;
-      for (auto& x : c.spec.device_capacity) x = cap;
-      const int S = c.S, L = c.L, P = c.p;
-      const int kmin = pb.allow_empty_chunks ? 0 : 1;
-      std::vector<int> split(S, 0);
-      std::unordered_map<std::uint64_t, Menu> menus;
-      auto menu = [&](int i, int j) -> const Menu& {
-        const std::uint64_t key = static_cast<std::uint64_t>(i) * (L + 1) + j;
-        auto it = menus.find(key);
-        if (it != menus.end()) return it->second;
-        return menus.emplace(key, BuildMenu(pb.layers, i, j)).first->second;
-      };
-      std::vector<int> first(S, 0);
-      std::int64_t budget = 200000;
-      auto peak_floor = [&](int d, int assigned) {
-        Bytes stat = 0;
-        std::vector<Bytes> st(c.v, 0), rm(c.v, 0), ws(c.v, 0);
-        for (int ch = 0; ch < c.v; ++ch) {
-          const int s = ch * P + d;
-          if (s >= assigned) continue;
-          const int i = first[s], j = i + split[s];
-          const Menu& mn = menu(i, j);
-          st[ch] = mn.min_stash;
-          rm[ch] = mn.min_remat;
-          for (int l = i; l < j; ++l) {
-            ws[ch] = std::max(ws[ch], pb.layers[l].workspace);
-            stat += pb.layers[l].static_memory;
-          }
-        }
-        Bytes b = stat;
-        for (const Moment& mo : c.profile.moments[d]) {
-          Bytes x = stat;
-          for (int ch = 0; ch < c.v; ++ch) x += mo.counts[ch] * st[ch];
-          x += mo.forward ? st[mo.chunk] + ws[mo.chunk] : ws[mo.chunk] + rm[mo.chunk];
-          b = std::max(b, x);
-        }
-        return b;
-      };
-      std::function<bool(int, int)> rec = [&](int s, int pos) {
-        if (--budget < 0) return false;
-        if (s == S) return pos == L;
-        const int rest = S - s - 1;
-        int khi = L - pos - rest * kmin;
-        int klo = s == S - 1 ? L - pos : kmin;
-        if (s == S - 1) khi = L - pos;
-        for (int k = khi; k >= klo; --k) {  // fill greedily
-          split[s] = k;
-          first[s] = pos;
-          if (peak_floor(s % P, s + 1) > cap) continue;
-          if (rec(s + 1, pos + k)) return true;
-        }
-        return false;
-      };
-      const bool ok = rec(0, 0);
-      if (ok && peaks) {
-        peaks->assign(P, 0);
-        for (int d = 0; d < P; ++d) (*peaks)[d] = peak_floor(d, S);
-      }
-      return ok;
-    };
-    Bytes lo = 0, hi = 1;
-    while (!feasible(hi, nullptr)) {
-      if (hi > (Bytes{1} << 60)) break;
+    std::vector<int> split;
+    Bytes hi = 1;
+    while (!at(c0, hi)->AnyFeasibleSplit(&split)) {
+      if (hi > (Bytes{1} << 61)) break;
       hi *= 2;
     }
-    if (hi > (Bytes{1} << 60)) continue;
+    if (hi > (Bytes{1} << 61)) continue;
+    Bytes lo = 0;
     while (lo < hi) {
       const Bytes mid = lo + (hi - lo) / 2;
-      if (feasible(mid, nullptr)) hi = mid;
+      if (at(c0, mid)->AnyFeasibleSplit(&split)) hi = mid;
       else lo = mid + 1;
     }
     if (hi < best) {
       best = hi;
-      std::vector<Bytes> peaks;
-      feasible(hi, &peaks);
-      binding = static_cast<int>(std::max_element(peaks.begin(), peaks.end()) - peaks.begin());
+      at(c0, hi)->AnyFeasibleSplit(&split);
+      bool exact = true;
+      int failed = -1;
+      if (!at(c0, hi - 1)->ChooseRecompute(split, exact, &failed)) binding = failed;
     }
   }
   if (best < kInf) {
@@ -1510,16 +1805,48 @@ Result<SearchResult> Search(const SearchProblem& problem,
   // Each choice is searched independently (so results do not depend on
   // thread timing); with several threads, choices run concurrently and
   // their progress reports are serialized.
-  SearchOptions opts = options;
+  // A node limit is shared out over the choices (deterministically); each
+  // choice reports its own progress and the caller sees the sum of nodes and
+  // evaluations, the best incumbent and the least bound over all choices (a
+  // choice not yet started bounds nothing: 0).
+  const int n = static_cast<int>(ctxs.size());
+  std::vector<SearchOptions> opts(n, options);
   std::mutex progress_mu;
-  if (options.progress) {
-    opts.progress = [&](const SearchProgress& pr) {
-      std::lock_guard<std::mutex> lock(progress_mu);
-      options.progress(pr);
-    };
+  std::vector<SearchProgress> latest(n);
+  for (auto& pr : latest) pr.lower_bound = 0;
+  const auto start = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    if (options.node_limit > 0) {
+      opts[i].node_limit = options.node_limit / n + (i < options.node_limit % n ? 1 : 0);
+      if (opts[i].node_limit == 0) opts[i].node_limit = -1;  // no nodes at all
+    }
+    if (options.progress) {
+      opts[i].progress = [&, i](const SearchProgress& pr) {
+        std::lock_guard<std::mutex> lock(progress_mu);
+        latest[i] = pr;
+        SearchProgress all;
+        all.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+        Nanos inc = kInf, lb = kInf;
+        for (const auto& x : latest) {
+          all.nodes += x.nodes;
+          all.evaluations += x.evaluations;
+          if (x.incumbent >= 0) inc = std::min(inc, x.incumbent);
+          lb = std::min(lb, x.lower_bound);
+        }
+        all.incumbent = inc >= kInf ? -1 : inc;
+        all.lower_bound = lb >= kInf ? 0 : std::min(lb, inc);
+        all.gap = all.incumbent > 0 ? static_cast<double>(all.incumbent - all.lower_bound) /
+                                          static_cast<double>(all.incumbent)
+                                    : 1.0;
+        all.choice = -1;
+        options.progress(all);
+      };
+    }
   }
   std::vector<std::unique_ptr<Searcher>> searchers;
-  for (auto& c : ctxs) searchers.push_back(std::make_unique<Searcher>(problem, opts, c));
+  for (int i = 0; i < n; ++i) {
+    searchers.push_back(std::make_unique<Searcher>(problem, opts[i], ctxs[i]));
+  }
   const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(searchers.size())));
   if (threads == 1) {
     for (auto& s : searchers) s->Run();
@@ -1562,6 +1889,7 @@ Result<SearchResult> Search(const SearchProblem& problem,
     res.best = res.top.front();
   }
   res.proved_optimal = res.found && all_closed;
+  res.proved_infeasible = !res.found && all_closed;
   res.lower_bound = lb >= kInf ? 0 : std::min(lb, res.found ? res.best.makespan : lb);
   if (res.found) {
     res.gap = res.best.makespan > 0
@@ -1576,7 +1904,7 @@ Result<SearchResult> Search(const SearchProblem& problem,
   res.stop_reason = all_closed ? (res.found ? "proved optimal" : "proved infeasible")
                                : reason;
   if (!res.found) {
-    MinCapacity(problem, ctxs, res);
+    MinCapacity(problem, options, ctxs, res);
     res.lower_bound = 0;
   }
   res.solve_time_s = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -49,11 +49,12 @@ struct SearchProgress {
   Nanos incumbent = -1;    // -1: none yet
   Nanos lower_bound = 0;
   double gap = 1.0;        // (incumbent - lower_bound) / incumbent
+  int choice = -1;         // internal: the choice reporting (-1: all)
 };
 
 struct SearchOptions {
   double time_limit_s = 0;        // <= 0: none
-  std::int64_t node_limit = 0;    // <= 0: none
+  std::int64_t node_limit = 0;    // 0: none; shared out over the choices
   int threads = 1;                // >= 1
   std::uint64_t seed = 1;         // local-search restarts
   int top_k = 5;                  // alternatives kept (>= 1)
@@ -82,7 +83,8 @@ struct SearchResult {
   bool found = false;             // a feasible strategy exists and was found
   Candidate best;                 // valid when found
   std::vector<Candidate> top;     // best first, up to top_k distinct
-  bool proved_optimal = false;    // the whole tree was closed
+  bool proved_optimal = false;    // found, and the whole tree was closed
+  bool proved_infeasible = false; // !found, and the whole tree was closed
   Nanos lower_bound = 0;          // valid bound on the optimum's makespan
   double gap = 0;                 // (best - lower_bound) / best
   std::string stop_reason;        // "proved optimal", "time limit", ...
