@@ -1,17 +1,28 @@
 #include "apps/cli.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <fstream>
+#include <iostream>
+#include <limits>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "apps/config.h"
 #include "apps/output.h"
+#include "apps/search_cli.h"
+#include "apps/search_output.h"
+#include "apps/units.h"
 #include "core/engine.h"
+#include "search/search.h"
 
 namespace ppb {
 namespace {
@@ -24,19 +35,88 @@ constexpr int kExitBadInput = 2;
 
 constexpr const char* kUsage =
     "usage: ppb-sim [simulate] --config FILE [options]\n"
+    "       ppb-sim search --config FILE [options]\n"
+    "       ppb-sim rank --config FILE --candidates FILE [options]\n"
     "\n"
-    "Simulates one training iteration of a pipeline-parallel schedule and\n"
-    "reports iteration time, bubble and peak memory per device.\n";
+    "simulate: simulates one training iteration of a pipeline-parallel\n"
+    "  schedule and reports iteration time, bubble and peak memory per "
+    "device.\n"
+    "search: finds the layers per (chunk, rank) and the recompute per layer\n"
+    "  with the shortest simulated iteration that fits in memory.\n"
+    "rank: simulates the strategies of a candidates file and ranks them.\n"
+    "'ppb-sim COMMAND --help' lists a command's options.\n";
 
-// Parses a positive integer option value, or returns an error message.
-Result<int> PositiveInt(const std::string& flag, const std::string& text) {
-  int value = 0;
+// An integer option value in [min, max], or an error naming the flag.
+template <class T>
+Result<T> IntFlag(const std::string& flag, const std::string& text, T min,
+                  std::string_view expected) {
+  T value = 0;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end || value < 1) {
-    return Error{flag, "expected a positive integer; got '" + text + "'"};
+  if (text.empty() || ec != std::errc() || ptr != end || value < min) {
+    return Error{flag,
+                 "expected " + std::string(expected) + "; got '" + text + "'"};
   }
   return value;
+}
+
+Result<int> PositiveInt(const std::string& flag, const std::string& text) {
+  return IntFlag<int>(flag, text, 1, "a positive integer");
+}
+
+// A comma-separated list of positive integers ("1,2,4").
+Result<std::vector<int>> PositiveIntList(const std::string& flag,
+                                         const std::string& text) {
+  std::vector<int> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma - start);
+    auto x = IntFlag<int>(flag, item, 1, "a positive integer");
+    if (!x.ok()) {
+      return Error{flag,
+                   "expected a comma-separated list of positive "
+                   "integers; got '" +
+                       text + "'"};
+    }
+    out.push_back(*x);
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+// A comma-separated list of names ("1f1b,interleaved"); names are checked
+// by the config loader.
+Result<std::vector<std::string>> NameList(const std::string& flag,
+                                          const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma - start);
+    if (item.empty()) {
+      return Error{
+          flag, "expected a comma-separated list of names; got '" + text + "'"};
+    }
+    out.push_back(std::move(item));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+// "30s", "500ms" or plain seconds ("30", "1.5"); 0 means no limit.
+Result<Nanos> TimeLimitFlag(const std::string& flag, const std::string& text) {
+  if (Result<Nanos> d = ParseDuration(text); d.ok()) return *d;
+  double seconds = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, seconds);
+  if (text.empty() || ec != std::errc() || ptr != end ||
+      !std::isfinite(seconds) || seconds < 0 || seconds > 1e9) {
+    return Error{
+        flag,
+        "expected a duration (30s, 500ms) or seconds (30); got '" + text + "'"};
+  }
+  return static_cast<Nanos>(std::llround(seconds * 1e9));
 }
 
 bool WriteFile(const std::string& path, const std::string& text,
@@ -50,44 +130,29 @@ bool WriteFile(const std::string& path, const std::string& text,
   return true;
 }
 
-}  // namespace
-
-int RunCli(int argc, const char* const* argv, std::ostream& out,
-           std::ostream& err) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  std::string command = "simulate";
-  if (!args.empty() && !args[0].empty() && args[0][0] != '-') {
-    command = args[0];
-    args.erase(args.begin());
-  }
-  if (command != "simulate") {
-    err << "ppb-sim: unknown command '" << command
-        << "'; expected 'simulate' (the default)\n"
-        << kUsage;
-    return kExitBadInput;
-  }
-
-  po::options_description opts("options");
+// Options every command takes: the config and the pipeline overrides.
+void AddRunOptions(po::options_description& opts) {
   // clang-format off
   opts.add_options()
       ("help,h", "show this help")
       ("config,c", po::value<std::string>(), "run config (YAML); required")
       ("schedule", po::value<std::string>(),
        "schedule: gpipe | 1f1b | interleaved | custom (overrides pipeline.schedule)")
-      ("schedule-csv", po::value<std::string>(),
-       "torch schedule CSV to run (implies --schedule custom)")
       ("stages", po::value<std::string>(), "pipeline stages p (overrides pipeline.stages)")
       ("microbatches", po::value<std::string>(), "micro-batches m (overrides pipeline.microbatches)")
       ("virtual-stages", po::value<std::string>(), "chunks per rank v (overrides pipeline.virtual_stages)")
       ("microbatch-group", po::value<std::string>(),
        "Megatron micro-batch group size g for interleaved (overrides pipeline.microbatch_group)")
-      ("format", po::value<std::string>()->default_value("text"), "output: text | json")
-      ("dump-schedule", po::value<std::string>(), "write the per-rank op order as torch schedule CSV")
-      ("trace", po::value<std::string>(), "write a Chrome/Perfetto trace (JSON)")
-      ("critical-path", "print the chain of ops and waits that sets the iteration time");
+      ("format", po::value<std::string>()->default_value("text"), "output: text | json");
   // clang-format on
+}
 
-  po::variables_map vm;
+// Parses `args` into `vm`. Returns an exit status when the command is done
+// (help printed, or bad input reported), nullopt to go on.
+std::optional<int> ParseArgs(const std::vector<std::string>& args,
+                             const po::options_description& opts,
+                             po::variables_map& vm, std::ostream& out,
+                             std::ostream& err) {
   try {
     po::store(po::command_line_parser(args).options(opts).run(), vm);
     po::notify(vm);
@@ -100,7 +165,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
     return kExitOk;
   }
   if (!vm.count("config")) {
-    err << "ppb-sim: --config: required; give the run config (YAML)\n" << kUsage;
+    err << "ppb-sim: --config: required; give the run config (YAML)\n"
+        << kUsage;
     return kExitBadInput;
   }
   const std::string format = vm["format"].as<std::string>();
@@ -108,7 +174,20 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
     err << "ppb-sim: --format: expected text or json; got '" << format << "'\n";
     return kExitBadInput;
   }
+  return std::nullopt;
+}
 
+// Reports a bad flag value; returns false when `r` is an error.
+template <class T>
+bool Check(const Result<T>& r, std::ostream& err) {
+  if (r.ok()) return true;
+  err << "ppb-sim: " << r.error().key << ": " << r.error().message << "\n";
+  return false;
+}
+
+// The pipeline overrides of AddRunOptions (and --schedule-csv when given).
+std::optional<CliOverrides> RunOverrides(const po::variables_map& vm,
+                                         std::ostream& err) {
   CliOverrides ov;
   const std::pair<const char*, std::optional<int>*> ints[] = {
       {"stages", &ov.stages},
@@ -118,20 +197,45 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
   for (const auto& [name, slot] : ints) {
     if (!vm.count(name)) continue;
     auto v = PositiveInt(std::string("--") + name, vm[name].as<std::string>());
-    if (!v.ok()) {
-      err << "ppb-sim: " << v.error().key << ": " << v.error().message << "\n";
-      return kExitBadInput;
-    }
+    if (!Check(v, err)) return std::nullopt;
     *slot = *v;
   }
   if (vm.count("schedule")) ov.schedule = vm["schedule"].as<std::string>();
-  if (vm.count("schedule-csv")) ov.schedule_csv = vm["schedule-csv"].as<std::string>();
+  if (vm.count("schedule-csv"))
+    ov.schedule_csv = vm["schedule-csv"].as<std::string>();
+  return ov;
+}
 
+// The config with `ov` applied; prints the error and returns nullopt when it
+// does not load.
+std::optional<RunConfig> Load(const po::variables_map& vm,
+                              const CliOverrides& ov, std::ostream& err) {
   auto config = LoadConfig(vm["config"].as<std::string>(), ov);
   if (!config.ok()) {
     err << config.error().message << "\n";
-    return kExitBadInput;
+    return std::nullopt;
   }
+  return std::move(*config);
+}
+
+int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
+                std::ostream& err) {
+  po::options_description opts("simulate options");
+  AddRunOptions(opts);
+  // clang-format off
+  opts.add_options()
+      ("schedule-csv", po::value<std::string>(),
+       "torch schedule CSV to run (implies --schedule custom)")
+      ("dump-schedule", po::value<std::string>(), "write the per-rank op order as torch schedule CSV")
+      ("trace", po::value<std::string>(), "write a Chrome/Perfetto trace (JSON)")
+      ("critical-path", "print the chain of ops and waits that sets the iteration time");
+  // clang-format on
+  po::variables_map vm;
+  if (auto done = ParseArgs(args, opts, vm, out, err)) return *done;
+  const std::optional<CliOverrides> ov = RunOverrides(vm, err);
+  if (!ov) return kExitBadInput;
+  const std::optional<RunConfig> config = Load(vm, *ov, err);
+  if (!config) return kExitBadInput;
   auto run = Prepare(*config);
   if (!run.ok()) {
     err << run.error().message << "\n";
@@ -150,7 +254,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
   if (want_path && result.outcome != Outcome::Deadlock) {
     path = CriticalPath(run->spec, run->program, result);
   }
-  if (format == "json") {
+  if (vm["format"].as<std::string>() == "json") {
     out << FormatSimJson(*config, *run, result, want_path ? &path : nullptr);
   } else {
     out << FormatSimText(*config, *run, result);
@@ -166,6 +270,186 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
     return kExitIo;
   }
   return kExitOk;
+}
+
+// The search flags into `ov`; false (reported) on a bad value.
+bool SearchOverrides(const po::variables_map& vm, CliOverrides& ov,
+                     std::ostream& err) {
+  auto str = [&](const char* name) { return vm[name].as<std::string>(); };
+  if (vm.count("time-limit")) {
+    auto t = TimeLimitFlag("--time-limit", str("time-limit"));
+    if (!Check(t, err)) return false;
+    ov.time_limit = *t;
+  }
+  if (vm.count("node-limit")) {
+    auto n = IntFlag<std::int64_t>("--node-limit", str("node-limit"), 1,
+                                   "a positive integer");
+    if (!Check(n, err)) return false;
+    ov.node_limit = *n;
+  }
+  if (vm.count("seed")) {
+    auto s = IntFlag<std::uint64_t>("--seed", str("seed"), 0,
+                                    "a non-negative integer");
+    if (!Check(s, err)) return false;
+    ov.seed = *s;
+  }
+  for (const auto& [name, slot] :
+       {std::pair{"threads", &ov.threads}, std::pair{"top", &ov.top}}) {
+    if (!vm.count(name)) continue;
+    auto x = PositiveInt(std::string("--") + name, str(name));
+    if (!Check(x, err)) return false;
+    *slot = *x;
+  }
+  if (vm.count("schedules")) {
+    auto names = NameList("--schedules", str("schedules"));
+    if (!Check(names, err)) return false;
+    ov.schedules = *names;
+  }
+  for (const auto& [name, slot] :
+       {std::pair{"virtual-stages-list", &ov.virtual_stages_list},
+        std::pair{"microbatch-groups", &ov.microbatch_groups}}) {
+    if (!vm.count(name)) continue;
+    auto xs = PositiveIntList(std::string("--") + name, str(name));
+    if (!Check(xs, err)) return false;
+    *slot = *xs;
+  }
+  return true;
+}
+
+int RunSearch(const std::vector<std::string>& args, std::ostream& out,
+              std::ostream& err) {
+  po::options_description opts("search options");
+  AddRunOptions(opts);
+  // clang-format off
+  opts.add_options()
+      ("time-limit", po::value<std::string>(),
+       "stop after this long: 30s, 500ms or seconds (default search.time_limit, 60s; 0: none)")
+      ("node-limit", po::value<std::string>(), "stop after N branch-and-bound nodes (default none)")
+      ("threads", po::value<std::string>(), "search threads (default: every hardware thread)")
+      ("seed", po::value<std::string>(), "seed of the local-search restarts (default 1)")
+      ("top", po::value<std::string>(), "alternatives to report (default 5)")
+      ("schedules", po::value<std::string>(),
+       "schedules to search, comma-separated: gpipe, 1f1b, interleaved (overrides search.schedules)")
+      ("virtual-stages-list", po::value<std::string>(),
+       "v values to search for interleaved, comma-separated (overrides search.virtual_stages)")
+      ("microbatch-groups", po::value<std::string>(),
+       "g values to search for interleaved, comma-separated (overrides search.microbatch_groups)")
+      ("progress", "report progress on stderr even when it is not a terminal");
+  // clang-format on
+  po::variables_map vm;
+  if (auto done = ParseArgs(args, opts, vm, out, err)) return *done;
+  std::optional<CliOverrides> ov = RunOverrides(vm, err);
+  if (!ov || !SearchOverrides(vm, *ov, err)) return kExitBadInput;
+  const std::optional<RunConfig> config = Load(vm, *ov, err);
+  if (!config) return kExitBadInput;
+  const Result<SearchProblem> problem = BuildSearchProblem(*config);
+  if (!problem.ok()) {
+    err << problem.error().message << "\n";
+    return kExitBadInput;
+  }
+
+  SearchOptions options = MakeSearchOptions(config->search);
+  // On a terminal the report rewrites one line; elsewhere (--progress) it
+  // appends lines. Test output stays clean: string streams are no terminal.
+  const bool tty = err.rdbuf() == std::cerr.rdbuf() && isatty(STDERR_FILENO);
+  bool reported = false;
+  if (tty || vm.count("progress")) {
+    options.progress = [&err, &reported, tty](const SearchProgress& p) {
+      reported = true;
+      if (tty) {
+        err << "\r" << FormatProgress(p) << "\x1b[K" << std::flush;
+      } else {
+        err << FormatProgress(p) << "\n";
+      }
+    };
+  }
+  const Result<SearchResult> result = Search(*problem, options);
+  if (tty && reported) err << "\r\x1b[K" << std::flush;
+  if (!result.ok()) {
+    err << "ppb-sim: search: " << result.error().message << "\n";
+    return kExitBadInput;
+  }
+
+  SearchReport report;
+  report.problem = &*problem;
+  report.options = &options;
+  report.result = &*result;
+  report.baselines =
+      Baselines(*problem, result->found ? result->best.choice : 0);
+  if (vm["format"].as<std::string>() == "json") {
+    out << FormatSearchJson(*config, report);
+  } else {
+    out << FormatSearchText(*config, report);
+  }
+  return kExitOk;
+}
+
+int RunRank(const std::vector<std::string>& args, std::ostream& out,
+            std::ostream& err) {
+  po::options_description opts("rank options");
+  AddRunOptions(opts);
+  opts.add_options()("candidates", po::value<std::string>(),
+                     "candidates file (YAML, `candidates:` list); required");
+  po::variables_map vm;
+  if (auto done = ParseArgs(args, opts, vm, out, err)) return *done;
+  if (!vm.count("candidates")) {
+    err << "ppb-sim: --candidates: required; give the candidates file (YAML)\n";
+    return kExitBadInput;
+  }
+  const std::optional<CliOverrides> ov = RunOverrides(vm, err);
+  if (!ov) return kExitBadInput;
+  const std::optional<RunConfig> config = Load(vm, *ov, err);
+  if (!config) return kExitBadInput;
+  const std::string path = vm["candidates"].as<std::string>();
+  const auto candidates = LoadCandidates(path, *config);
+  if (!candidates.ok()) {
+    err << candidates.error().message << "\n";
+    return kExitBadInput;
+  }
+
+  const RankProblem rank = BuildRankProblem(*config, *candidates);
+  std::vector<RankedCandidate> ranked;
+  for (size_t i = 0; i < candidates->size(); ++i) {
+    const RankCandidate& c = (*candidates)[i];
+    Result<Candidate> eval =
+        Evaluate(rank.problem, rank.choice_of[i], c.strategy);
+    if (!eval.ok()) {
+      err << fmt::format("{}:{}: candidates[{}]: {}\n", path, c.line, i,
+                         eval.error().message);
+      return kExitBadInput;
+    }
+    ranked.push_back({c.name, std::move(*eval)});
+  }
+  // Equal candidates keep the file's order.
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const RankedCandidate& a, const RankedCandidate& b) {
+                     return Better(a.candidate, b.candidate);
+                   });
+  if (vm["format"].as<std::string>() == "json") {
+    out << FormatRankJson(*config, rank.problem, ranked);
+  } else {
+    out << FormatRankText(*config, rank.problem, ranked);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunCli(int argc, const char* const* argv, std::ostream& out,
+           std::ostream& err) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string command = "simulate";
+  if (!args.empty() && !args[0].empty() && args[0][0] != '-') {
+    command = args[0];
+    args.erase(args.begin());
+  }
+  if (command == "simulate") return RunSimulate(args, out, err);
+  if (command == "search") return RunSearch(args, out, err);
+  if (command == "rank") return RunRank(args, out, err);
+  err << "ppb-sim: unknown command '" << command
+      << "'; expected simulate (the default), search or rank\n"
+      << kUsage;
+  return kExitBadInput;
 }
 
 }  // namespace ppb

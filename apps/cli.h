@@ -6,8 +6,10 @@
 
 namespace ppb {
 
-// Exit status: 0 success, 2 bad input (config, CLI, schedule CSV), 1 an
-// output file could not be written.
+// Commands: simulate (the default), search, rank. Exit status: 0 success
+// (an out-of-memory simulation, or a search or ranking where nothing fits,
+// is an answer), 2 bad input (config, CLI, schedule CSV, candidates file),
+// 1 an output file could not be written.
 int RunCli(int argc, const char* const* argv, std::ostream& out,
            std::ostream& err);
 

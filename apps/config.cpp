@@ -108,6 +108,14 @@ std::string_view FlagFor(std::string_view key) {
       {"pipeline.microbatch_group", "--microbatch-group"},
       {"pipeline.schedule", "--schedule"},
       {"pipeline.schedule_csv", "--schedule-csv"},
+      {"search.schedules", "--schedules"},
+      {"search.virtual_stages", "--virtual-stages-list"},
+      {"search.microbatch_groups", "--microbatch-groups"},
+      {"search.time_limit", "--time-limit"},
+      {"search.node_limit", "--node-limit"},
+      {"search.seed", "--seed"},
+      {"search.threads", "--threads"},
+      {"search.top", "--top"},
   };
   for (const auto& [k, flag] : kFlags) {
     if (k == key) return flag;
@@ -159,9 +167,33 @@ class Parser {
   Parser(std::string_view filename, const CliOverrides& cli) : cli_(cli) {
     cfg_.path = std::string(filename);
   }
+  // Candidates mode: the model, cluster and pipeline of `base`; errors are
+  // placed in `filename`.
+  Parser(std::string_view filename, const CliOverrides& cli,
+         const RunConfig& base)
+      : cli_(cli), cfg_(base) {
+    cfg_.path = std::string(filename);
+    cfg_.key_lines.clear();
+  }
 
   Result<RunConfig> Parse(std::string_view text) {
-    // yaml-cpp reports errors by exception; they stop here.
+    return WithYaml<RunConfig>(
+        text, [&](const YAML::Node& root) -> Result<RunConfig> {
+          PPB_RETURN_IF_ERROR(ParseRoot(root));
+          return std::move(cfg_);
+        });
+  }
+
+  Result<std::vector<RankCandidate>> Candidates(std::string_view text) {
+    return WithYaml<std::vector<RankCandidate>>(
+        text, [&](const YAML::Node& root) { return ParseCandidates(root); });
+  }
+
+ private:
+  // Loads `text` as YAML and runs parse(root). yaml-cpp reports errors by
+  // exception; they stop here, placed at their line.
+  template <class T, class ParseFn>
+  Result<T> WithYaml(std::string_view text, ParseFn parse) {
     YAML::Node root;
     try {
       root = YAML::Load(std::string(text));
@@ -171,15 +203,13 @@ class Parser {
                            e.msg + ")"};
     }
     try {
-      PPB_RETURN_IF_ERROR(ParseRoot(root));
+      return parse(root);
     } catch (const YAML::Exception& e) {
       return Error{"", At(e.mark) + ": must be readable YAML; got an error (" +
                            e.msg + ")"};
     }
-    return std::move(cfg_);
   }
 
- private:
   // ---- errors and key lines -------------------------------------------
 
   Error Fail(const std::string& key, const std::string& message) const {
@@ -202,8 +232,12 @@ class Parser {
     std::string note = cli_.stages ? "--stages " + p : "pipeline.stages = " + p;
     if (cfg_.shape.v > 1) {
       const std::string v = std::to_string(cfg_.shape.v);
-      note += cli_.virtual_stages ? ", --virtual-stages " + v
-                                  : ", pipeline.virtual_stages = " + v;
+      if (!v_key_.empty()) {
+        note += ", " + v_key_ + " = " + v;
+      } else {
+        note += cli_.virtual_stages ? ", --virtual-stages " + v
+                                    : ", pipeline.virtual_stages = " + v;
+      }
     }
     return note;
   }
@@ -258,6 +292,26 @@ class Parser {
       Entry e{std::to_string(i), path + "[" + std::to_string(i) + "]", node[i]};
       Mark(e.path, node[i].Mark());
       items.push_back(std::move(e));
+    }
+    return items;
+  }
+
+  // The items of the list `key` among `entries` (at `path`), which must be
+  // given and non-empty; `noun` names its items ("layers").
+  Result<std::vector<Entry>> RequiredList(const Entries& entries,
+                                          std::string_view key,
+                                          const std::string& path,
+                                          const std::string& noun) {
+    const Entry* list = Find(entries, key);
+    if (list == nullptr) {
+      return Fail(path, "must be given (a list of " + noun + "); got nothing");
+    }
+    Result<std::vector<Entry>> items =
+        List(list->value, list->path, "a non-empty list of " + noun);
+    if (!items.ok()) return items.error();
+    if (items->empty()) {
+      return Fail(list->path, "must be a non-empty list of " + noun +
+                                  "; got an empty list");
     }
     return items;
   }
@@ -385,10 +439,10 @@ class Parser {
     if (!root.IsDefined() || root.IsNull()) {
       return Error{"", cfg_.path +
                            ": must be a map with model, cluster, pipeline and "
-                           "optional strategy; got an empty file"};
+                           "optional strategy and search; got an empty file"};
     }
     Result<Entries> top =
-        Map(root, "", {"model", "cluster", "pipeline", "strategy"});
+        Map(root, "", {"model", "cluster", "pipeline", "strategy", "search"});
     if (!top.ok()) return top.error();
     // The pipeline first: the shapes of the other sections depend on p, v.
     const Entry* pipeline = Find(*top, "pipeline");
@@ -403,7 +457,8 @@ class Parser {
       return Fail("cluster", "must be given (a map with devices); got nothing");
     }
     PPB_RETURN_IF_ERROR(ParseCluster(cluster->value));
-    return ParseStrategy(Find(*top, "strategy"));
+    PPB_RETURN_IF_ERROR(ParseStrategy(Find(*top, "strategy")));
+    return ParseSearch(Find(*top, "search"));
   }
 
   // An integer of the pipeline section: from the command line, the file, or
@@ -475,30 +530,19 @@ class Parser {
   // pipeline.schedule and pipeline.schedule_csv, with --schedule and
   // --schedule-csv (which implies schedule custom).
   Status ParseScheduleChoice(const Entries& e) {
-    std::vector<std::string> names;
-    for (const ScheduleInfo& info : ScheduleRegistry()) {
-      names.emplace_back(info.name);
-    }
-    names.emplace_back("custom");
+    const std::vector<std::string> names = ScheduleNames(true);
     const std::string want = "must be one of " + Join(names);
-    auto normalize = [&](const std::string& given) -> std::string {
-      std::string name = Lower(given);
-      if (name == "interleaved1f1b") name = "interleaved";  // torch's name
-      return std::find(names.begin(), names.end(), name) == names.end()
-                 ? std::string()
-                 : name;
-    };
 
     if (cli_.schedule) {
       cfg_.key_lines["pipeline.schedule"] = 0;
-      cfg_.schedule = normalize(*cli_.schedule);
+      cfg_.schedule = NormalizeSchedule(*cli_.schedule, true);
       if (cfg_.schedule.empty()) {
         return Fail("pipeline.schedule", want + "; got " + *cli_.schedule);
       }
     } else if (const Entry* s = Find(e, "schedule")) {
       Result<std::string> name = String(s->value, s->path, "a schedule name");
       if (!name.ok()) return Fail(s->path, want + "; got " + Given(s->value));
-      cfg_.schedule = normalize(*name);
+      cfg_.schedule = NormalizeSchedule(*name, true);
       if (cfg_.schedule.empty()) {
         return Fail(s->path, want + "; got " + *name);
       }
@@ -537,6 +581,28 @@ class Parser {
     return Status();
   }
 
+  // The registered schedule names, then "custom" if `with_custom`.
+  static std::vector<std::string> ScheduleNames(bool with_custom) {
+    std::vector<std::string> names;
+    for (const ScheduleInfo& info : ScheduleRegistry()) {
+      names.emplace_back(info.name);
+    }
+    if (with_custom) names.emplace_back("custom");
+    return names;
+  }
+
+  // A schedule name as given (any case; torch's Interleaved1F1B is
+  // interleaved) to its registry name, or "" when there is none.
+  static std::string NormalizeSchedule(const std::string& given,
+                                       bool with_custom) {
+    std::string name = Lower(given);
+    if (name == "interleaved1f1b") name = "interleaved";  // torch's name
+    const std::vector<std::string> names = ScheduleNames(with_custom);
+    return std::find(names.begin(), names.end(), name) == names.end()
+               ? std::string()
+               : name;
+  }
+
   Status ParseModel(const YAML::Node& node) {
     Result<Entries> e = Map(node, "model", {"name", "layers"});
     if (!e.ok()) return e.error();
@@ -545,18 +611,9 @@ class Parser {
       if (!s.ok()) return s.error();
       cfg_.model_name = *s;
     }
-    const Entry* layers = Find(*e, "layers");
-    if (layers == nullptr) {
-      return Fail("model.layers",
-                  "must be given (a list of layers); got nothing");
-    }
     Result<std::vector<Entry>> items =
-        List(layers->value, layers->path, "a non-empty list of layers");
+        RequiredList(*e, "layers", "model.layers", "layers");
     if (!items.ok()) return items.error();
-    if (items->empty()) {
-      return Fail(layers->path,
-                  "must be a non-empty list of layers; got an empty list");
-    }
     std::map<std::string, std::string> defined_by;  // name -> layer path
     for (const Entry& item : *items) {
       PPB_RETURN_IF_ERROR(ParseLayer(item, defined_by));
@@ -978,6 +1035,13 @@ class Parser {
       if (!r.ok()) return r.error();
       e = std::move(*r);
     }
+    return ParseStrategyEntries(e, "model.layers");
+  }
+
+  // The strategy keys among `e` (the entries of the map at strategy_path_)
+  // into cfg_.strategy and cfg_.allow_empty_chunks, for cfg_.shape. Errors
+  // about a default even split that leaves a chunk empty name `even_key`.
+  Status ParseStrategyEntries(const Entries& e, const std::string& even_key) {
     if (const Entry* a = Find(e, "allow_empty_chunks")) {
       Result<bool> b = Bool(a->value, a->path);
       if (!b.ok()) return b.error();
@@ -992,13 +1056,13 @@ class Parser {
       if (given != nullptr) {
         return Fail(
             x.path,
-            "must not be given with strategy." + given->key +
+            "must not be given with " + strategy_path_ + "." + given->key +
                 " (give one of layers_per_chunk, layout, offset); got both");
       }
       given = &x;
     }
     if (given == nullptr) {
-      PPB_RETURN_IF_ERROR(EvenSplit());
+      PPB_RETURN_IF_ERROR(EvenSplit(even_key));
     } else if (given->key == "layers_per_chunk") {
       PPB_RETURN_IF_ERROR(LayersPerChunk(*given));
     } else if (given->key == "layout") {
@@ -1013,19 +1077,20 @@ class Parser {
     return Status();
   }
 
-  Status EvenSplit() {
+  Status EvenSplit(const std::string& key) {
     const int p = cfg_.shape.p, v = cfg_.shape.v;
     cfg_.strategy = EvenStrategy(cfg_.layers, p, v);
     if (cfg_.allow_empty_chunks) return Status();
     for (int s = 0; s < p * v; ++s) {
       if (cfg_.strategy.layers_per_stage[s] == 0) {
-        return Fail("model.layers",
-                    "must fill all " + std::to_string(p * v) + " stages (" +
-                        StagesNote() + ") for the default even split; got " +
-                        std::to_string(cfg_.layers.size()) +
-                        " layers, which leave " + StageName(s, p) +
-                        " empty (give strategy.layers_per_chunk or set "
-                        "strategy.allow_empty_chunks)");
+        return Fail(key, "must fill all " + std::to_string(p * v) +
+                             " stages (" + StagesNote() +
+                             ") for the default even split; got " +
+                             std::to_string(cfg_.layers.size()) +
+                             " layers, which leave " + StageName(s, p) +
+                             " empty (give " + strategy_path_ +
+                             ".layers_per_chunk or set " + strategy_path_ +
+                             ".allow_empty_chunks)");
       }
     }
     return Status();
@@ -1041,8 +1106,8 @@ class Parser {
       if (c == 0 && !cfg_.allow_empty_chunks) {
         return Fail(counts->paths[s],
                     "must be positive (" + StageName(static_cast<int>(s), p) +
-                        " would be empty; set strategy.allow_empty_chunks to "
-                        "allow it); got 0");
+                        " would be empty; set " + strategy_path_ +
+                        ".allow_empty_chunks to allow it); got 0");
       }
       total += c;
     }
@@ -1083,8 +1148,8 @@ class Parser {
         if ((*counts)[s] == 0) {
           return Fail(
               entry.path,
-              "must give every stage a layer (set strategy.allow_empty_chunks "
-              "to allow empty ones); got stage " +
+              "must give every stage a layer (set " + strategy_path_ +
+                  ".allow_empty_chunks to allow empty ones); got stage " +
                   std::to_string(s) + " (" + StageName(s, p) + ") empty in \"" +
                   *text + "\"");
         }
@@ -1131,13 +1196,12 @@ class Parser {
     if (!cfg_.allow_empty_chunks) {
       for (int s = 0; s < stages; ++s) {
         if (counts[s] == 0) {
-          return Fail(
-              offset->paths[s],
-              "must leave " + StageName(s, p) +
-                  " at least one layer (set strategy.allow_empty_chunks to "
-                  "allow empty chunks); got " +
-                  std::to_string(offset->values[s]) + " (" +
-                  std::to_string(base) + " + offset = 0)");
+          return Fail(offset->paths[s],
+                      "must leave " + StageName(s, p) +
+                          " at least one layer (set " + strategy_path_ +
+                          ".allow_empty_chunks to allow empty chunks); got " +
+                          std::to_string(offset->values[s]) + " (" +
+                          std::to_string(base) + " + offset = 0)");
         }
       }
     }
@@ -1232,8 +1296,272 @@ class Parser {
     return Status();
   }
 
+  // ---- search -------------------------------------------------------------
+
+  // The optional search section; the CLI's search values replace the file's.
+  Status ParseSearch(const Entry* section) {
+    Entries e;
+    if (section != nullptr && !section->value.IsNull()) {
+      Result<Entries> r =
+          Map(section->value, "search",
+              {"schedules", "virtual_stages", "microbatch_groups", "time_limit",
+               "node_limit", "seed", "threads", "top"});
+      if (!r.ok()) return r.error();
+      e = std::move(*r);
+    }
+    SearchSettings& out = cfg_.search;
+    PPB_RETURN_IF_ERROR(SearchSchedules(e));
+    const std::int64_t max_v = kMaxLayers / cfg_.shape.p;
+    PPB_RETURN_IF_ERROR(SearchIntList(
+        e, "virtual_stages", cli_.virtual_stages_list, max_v,
+        "a positive integer up to " + std::to_string(max_v) + " (" +
+            std::to_string(kMaxLayers) + " stages / " + StagesNote() + ")",
+        out.virtual_stages));
+    PPB_RETURN_IF_ERROR(
+        SearchIntList(e, "microbatch_groups", cli_.microbatch_groups, INT_MAX,
+                      "a positive integer", out.microbatch_groups));
+
+    auto positive = [&](const Entry& x) {
+      return PositiveInt(x.value, x.path);
+    };
+    PPB_RETURN_IF_ERROR(SearchValue(
+        e, "time_limit", cli_.time_limit, out.time_limit,
+        [&](const Entry& x) { return Duration(x.value, x.path, false); }));
+    PPB_RETURN_IF_ERROR(SearchValue(
+        e, "node_limit", cli_.node_limit, out.node_limit, [&](const Entry& x) {
+          return Integer(x.value, x.path, 1, INT64_MAX, "a positive integer");
+        }));
+    PPB_RETURN_IF_ERROR(
+        SearchValue(e, "seed", cli_.seed, out.seed, [&](const Entry& x) {
+          return Integer(x.value, x.path, 0, INT64_MAX,
+                         "a non-negative integer");
+        }));
+    PPB_RETURN_IF_ERROR(
+        SearchValue(e, "threads", cli_.threads, out.threads, positive));
+    PPB_RETURN_IF_ERROR(SearchValue(e, "top", cli_.top, out.top, positive));
+    return Status();
+  }
+
+  // search.<name> into `out`: the command line's value (its key recorded at
+  // line 0) or the file's, read by read(entry) -> Result; `out` keeps its
+  // default when neither is given.
+  template <class T, class Read>
+  Status SearchValue(const Entries& e, std::string_view name,
+                     const std::optional<T>& cli, T& out, Read read) {
+    if (cli) {
+      cfg_.key_lines["search." + std::string(name)] = 0;
+      out = *cli;
+      return Status();
+    }
+    const Entry* x = Find(e, name);
+    if (x == nullptr) return Status();
+    auto value = read(*x);
+    if (!value.ok()) return value.error();
+    out = static_cast<T>(*value);
+    return Status();
+  }
+
+  // search.schedules (or --schedules): registered names, no repeats.
+  Status SearchSchedules(const Entries& e) {
+    const std::string want =
+        "must be one of " + Join(ScheduleNames(false)) +
+        " (a custom schedule fixes the op order of one split)";
+    std::vector<std::string>& out = cfg_.search.schedules;
+    std::vector<std::pair<std::string, std::string>> given;  // (name, path)
+    if (cli_.schedules) {
+      cfg_.key_lines["search.schedules"] = 0;
+      for (const std::string& name : *cli_.schedules) {
+        given.emplace_back(name, "search.schedules");
+      }
+    } else if (const Entry* list = Find(e, "schedules")) {
+      Result<std::vector<Entry>> items =
+          List(list->value, list->path, "a list of schedule names");
+      if (!items.ok()) return items.error();
+      for (const Entry& item : *items) {
+        Result<std::string> name = String(item.value, item.path, "a name");
+        if (!name.ok())
+          return Fail(item.path, want + "; got " + Given(item.value));
+        given.emplace_back(*name, item.path);
+      }
+    } else {
+      return Status();
+    }
+    if (given.empty()) {
+      return Fail("search.schedules",
+                  "must list at least one schedule; got an empty list");
+    }
+    for (const auto& [name, path] : given) {
+      const std::string normal = NormalizeSchedule(name, false);
+      if (normal.empty()) return Fail(path, want + "; got " + name);
+      if (std::find(out.begin(), out.end(), normal) != out.end()) {
+        return Fail(path,
+                    "must name each schedule once; got " + normal + " again");
+      }
+      out.push_back(normal);
+    }
+    return Status();
+  }
+
+  // A list of distinct integers in [1, max] at search.<name>, from the
+  // command line (`cli`) or the file.
+  Status SearchIntList(const Entries& e, std::string_view name,
+                       const std::optional<std::vector<int>>& cli,
+                       std::int64_t max, const std::string& item_want,
+                       std::vector<int>& out) {
+    const std::string key = "search." + std::string(name);
+    std::vector<std::pair<std::int64_t, std::string>> given;  // (value, path)
+    if (cli) {
+      cfg_.key_lines[key] = 0;
+      for (int x : *cli) given.emplace_back(x, key);
+    } else if (const Entry* list = Find(e, name)) {
+      Result<std::vector<Entry>> items =
+          List(list->value, list->path, "a list of positive integers");
+      if (!items.ok()) return items.error();
+      for (const Entry& item : *items) {
+        Result<std::int64_t> x =
+            Integer(item.value, item.path, 1, max, item_want);
+        if (!x.ok()) return x.error();
+        given.emplace_back(*x, item.path);
+      }
+    } else {
+      return Status();
+    }
+    if (given.empty()) {
+      return Fail(key, "must list at least one value; got an empty list");
+    }
+    for (const auto& [x, path] : given) {
+      if (x < 1 || x > max) {
+        return Fail(path,
+                    "must be " + item_want + "; got " + std::to_string(x));
+      }
+      if (std::find(out.begin(), out.end(), x) != out.end()) {
+        return Fail(path, "must list each value once; got " +
+                              std::to_string(x) + " again");
+      }
+      out.push_back(static_cast<int>(x));
+    }
+    return Status();
+  }
+
+  // ---- candidates (ppb-sim rank) -----------------------------------------
+
+  Result<std::vector<RankCandidate>> ParseCandidates(const YAML::Node& root) {
+    if (!root.IsDefined() || root.IsNull()) {
+      return Error{"", cfg_.path +
+                           ": must be a map with candidates (a list of "
+                           "strategies); got an empty file"};
+    }
+    Result<Entries> top = Map(root, "", {"candidates"});
+    if (!top.ok()) return top.error();
+    Result<std::vector<Entry>> items =
+        RequiredList(*top, "candidates", "candidates", "strategies");
+    if (!items.ok()) return items.error();
+    const RunConfig base = cfg_;
+    std::vector<RankCandidate> out;
+    std::map<std::string, std::string> named;  // name -> candidate path
+    for (size_t i = 0; i < items->size(); ++i) {
+      const Entry& item = (*items)[i];
+      cfg_.shape = base.shape;
+      cfg_.allow_empty_chunks = base.allow_empty_chunks;
+      cfg_.strategy = Strategy();
+      v_key_.clear();
+      strategy_path_ = item.path;
+      Result<RankCandidate> c = ParseCandidate(item, base, i);
+      if (!c.ok()) return c.error();
+      auto [it, inserted] = named.emplace(c->name, item.path);
+      if (!inserted) {
+        return Fail(item.path + ".name", "must be unique; got " + c->name +
+                                             ", also the name of " +
+                                             it->second);
+      }
+      out.push_back(std::move(*c));
+    }
+    return out;
+  }
+
+  // One candidate: its pipeline choice, then its strategy for that v.
+  Result<RankCandidate> ParseCandidate(const Entry& item, const RunConfig& base,
+                                       size_t index) {
+    Result<Entries> er = Map(item.value, item.path,
+                             {"name", "schedule", "virtual_stages",
+                              "microbatch_group", "layers_per_chunk", "layout",
+                              "offset", "allow_empty_chunks", "recompute"});
+    if (!er.ok()) return er.error();
+    const Entries& e = *er;
+    RankCandidate c;
+    c.line = cfg_.key_lines[item.path];
+    c.name = "candidate " + std::to_string(index + 1);
+    if (const Entry* name = Find(e, "name")) {
+      Result<std::string> s = String(name->value, name->path, "a name");
+      if (!s.ok()) return s.error();
+      c.name = *s;
+    }
+    c.schedule = base.schedule;
+    const Entry* schedule = Find(e, "schedule");
+    if (schedule != nullptr) {
+      const std::string want = "must be one of " + Join(ScheduleNames(false));
+      Result<std::string> s =
+          String(schedule->value, schedule->path, "a schedule name");
+      if (!s.ok())
+        return Fail(schedule->path, want + "; got " + Given(schedule->value));
+      c.schedule = NormalizeSchedule(*s, false);
+      if (c.schedule.empty()) return Fail(schedule->path, want + "; got " + *s);
+    } else if (c.schedule == "custom") {
+      return Fail(item.path + ".schedule",
+                  "must be given when the config's schedule is custom (one "
+                  "of " +
+                      Join(ScheduleNames(false)) + "); got nothing");
+    }
+    c.v = base.shape.v;
+    if (const Entry* v = Find(e, "virtual_stages")) {
+      const std::int64_t max_v = kMaxLayers / cfg_.shape.p;
+      Result<std::int64_t> x =
+          Integer(v->value, v->path, 1, max_v,
+                  "a positive integer up to " + std::to_string(max_v));
+      if (!x.ok()) return x.error();
+      c.v = static_cast<int>(*x);
+      v_key_ = v->path;
+    } else if (schedule != nullptr && c.schedule != "interleaved") {
+      c.v = 1;
+    }
+    c.params = base.schedule_params;
+    if (const Entry* g = Find(e, "microbatch_group")) {
+      Result<int> x = PositiveInt(g->value, g->path);
+      if (!x.ok()) return x.error();
+      c.params.group = *x;
+    }
+    cfg_.shape.v = c.v;
+    Status ok =
+        CheckSchedule(c.schedule, cfg_.shape.p, c.v, cfg_.shape.m, c.params);
+    if (!ok.ok()) {
+      // The generator names pipeline keys; the candidate sets them.
+      std::string key = item.path;
+      const std::string& gen_key = ok.error().key;
+      if (gen_key == "pipeline.virtual_stages") {
+        key = Find(e, "virtual_stages") ? item.path + ".virtual_stages"
+              : Find(e, "schedule")     ? item.path + ".schedule"
+                                        : item.path;
+      } else if (gen_key == "pipeline.microbatch_group" &&
+                 Find(e, "microbatch_group") != nullptr) {
+        key = item.path + ".microbatch_group";
+      }
+      return Fail(key, "schedule " + c.schedule + " with v = " +
+                           std::to_string(c.v) + ": " + ok.error().message);
+    }
+    PPB_RETURN_IF_ERROR(ParseStrategyEntries(e, item.path));
+    c.strategy = cfg_.strategy;
+    c.allow_empty_chunks = cfg_.allow_empty_chunks;
+    return c;
+  }
+
   const CliOverrides& cli_;
   RunConfig cfg_;
+  // Where strategy keys live, for messages: "strategy", or
+  // "candidates[i]" when parsing a candidates file.
+  std::string strategy_path_ = "strategy";
+  // The key that set the v in use when it is not pipeline.virtual_stages
+  // (a candidate's virtual_stages); empty otherwise.
+  std::string v_key_;
 };
 
 #undef PPB_RETURN_IF_ERROR
@@ -1266,6 +1594,45 @@ Result<RunConfig> ParseConfig(std::string_view text, std::string_view filename,
                               const CliOverrides& overrides) {
   Parser parser(filename, overrides);
   return parser.Parse(text);
+}
+
+Result<std::vector<RankCandidate>> LoadCandidates(const std::string& path,
+                                                  const RunConfig& config) {
+  std::string text;
+  errno = 0;
+  if (!ReadFile(path, text)) {
+    const std::string why = errno != 0 ? std::strerror(errno) : "read error";
+    return Error{"", path + ": must be a readable candidates file; got " + why};
+  }
+  return ParseCandidates(text, path, config);
+}
+
+Result<std::vector<RankCandidate>> ParseCandidates(std::string_view text,
+                                                   std::string_view filename,
+                                                   const RunConfig& config) {
+  // Messages about p and v name the flags that set them, as for the config.
+  CliOverrides cli;
+  auto from_cli = [&](const char* key) {
+    auto it = config.key_lines.find(key);
+    return it != config.key_lines.end() && it->second == 0;
+  };
+  if (from_cli("pipeline.stages")) cli.stages = config.shape.p;
+  if (from_cli("pipeline.virtual_stages")) cli.virtual_stages = config.shape.v;
+  Parser parser(filename, cli, config);
+  return parser.Candidates(text);
+}
+
+Status CheckSchedule(const std::string& schedule, int p, int v, int m,
+                     const ScheduleParams& params) {
+  const ScheduleInfo* info = FindSchedule(schedule);
+  if (info == nullptr) {
+    return Error{"pipeline.schedule",
+                 "must name a registered schedule; got " + schedule};
+  }
+  const PipelineSpec spec = PipelineSpec::Uniform(p, v, m, 1, 1);
+  Result<Program> program = info->generate(spec, params);
+  if (!program.ok()) return program.error();
+  return Status();
 }
 
 std::string FormatError(const RunConfig& config, const Error& error) {

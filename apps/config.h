@@ -7,6 +7,7 @@
 // with status 2 on any of them.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -31,6 +32,33 @@ struct CliOverrides {
   std::optional<int> microbatch_group;
   std::optional<std::string> schedule;
   std::optional<std::string> schedule_csv;  // path; implies schedule custom
+  // The search block (ppb-sim search), each replacing the file's search.*
+  // key of the same name.
+  std::optional<std::vector<std::string>> schedules;    // --schedules
+  std::optional<std::vector<int>> virtual_stages_list;  // --virtual-stages-list
+  std::optional<std::vector<int>> microbatch_groups;    // --microbatch-groups
+  std::optional<Nanos> time_limit;                      // --time-limit; 0: none
+  std::optional<std::int64_t> node_limit;               // --node-limit
+  std::optional<std::uint64_t> seed;                    // --seed
+  std::optional<int> threads;                           // --threads
+  std::optional<int> top;                               // --top
+};
+
+// The optional `search:` block of the config (with CLI overrides applied):
+// what `ppb-sim search` may choose besides the split and the recompute, and
+// its limits. Lists are validated names / positive values without repeats;
+// which combinations make sense is decided by BuildSearchProblem
+// (apps/search_cli.h).
+struct SearchSettings {
+  std::vector<std::string> schedules;  // registry names (no "custom");
+                                       // empty: pipeline.schedule
+  std::vector<int> virtual_stages;     // empty: pipeline.virtual_stages
+  std::vector<int> microbatch_groups;  // empty: pipeline.microbatch_group
+  Nanos time_limit = 60'000'000'000;   // 0: no limit
+  std::int64_t node_limit = 0;         // 0: no limit
+  std::uint64_t seed = 1;              // local-search restarts
+  int threads = 0;                     // 0: every hardware thread
+  int top = 5;                         // alternatives reported
 };
 
 struct RunConfig {
@@ -45,6 +73,7 @@ struct RunConfig {
   Strategy strategy;         // complete: counts for p*v stages, per-layer
                              // recompute of layers.size()
   bool allow_empty_chunks = false;
+  SearchSettings search;
   // Line (1-based) of each key seen in the file, e.g. "pipeline.stages";
   // used to place errors found after loading. Keys set on the command line
   // map to 0.
@@ -58,6 +87,33 @@ Result<RunConfig> LoadConfig(const std::string& path,
 Result<RunConfig> ParseConfig(std::string_view text, std::string_view filename,
                               const CliOverrides& overrides);
 
+// One strategy of a candidates file (ppb-sim rank): a name, the pipeline
+// configuration it runs under and its complete strategy.
+struct RankCandidate {
+  std::string name;
+  std::string schedule;   // registry name (default: the config's)
+  int v = 1;              // chunks per rank (default: the config's; 1 when
+                          // the candidate names gpipe or 1f1b)
+  ScheduleParams params;  // the config's flavor; group from the candidate
+  Strategy strategy;      // complete, for v
+  bool allow_empty_chunks = false;
+  int line = 0;  // 1-based line of the candidate in its file
+};
+
+// Reads a candidates file for `config`:
+//   candidates:
+//     - {name: even, layers_per_chunk: [[5, 5]], recompute: {full: [1, 0]}}
+// Each candidate takes the keys of the config's `strategy` section (one of
+// layers_per_chunk, layout, offset or none for the even split; recompute;
+// allow_empty_chunks) plus name, schedule, virtual_stages and
+// microbatch_group. Errors read "cands.yaml:3: candidates[0].layout: ...".
+// `text` overload: parse YAML given as a string against `filename`.
+Result<std::vector<RankCandidate>> LoadCandidates(const std::string& path,
+                                                  const RunConfig& config);
+Result<std::vector<RankCandidate>> ParseCandidates(std::string_view text,
+                                                   std::string_view filename,
+                                                   const RunConfig& config);
+
 // A config made ready to run: lowered spec and the schedule's program, both
 // validated (ValidateSpec, ValidateProgram). Errors from lowering, from the
 // schedule's constraints or from a custom CSV are formatted like load errors,
@@ -67,6 +123,13 @@ struct PreparedRun {
   Program program;
 };
 Result<PreparedRun> Prepare(const RunConfig& config);
+
+// Whether schedule `schedule` (a registry name) accepts p ranks, v chunks per
+// rank, m micro-batches and `params` (its constraints depend on nothing
+// else). Errors are the generator's: keys "pipeline.virtual_stages",
+// "pipeline.microbatches", "pipeline.microbatch_group".
+Status CheckSchedule(const std::string& schedule, int p, int v, int m,
+                     const ScheduleParams& params);
 
 // Formats "file:line: key: message" for an error about `config`.
 std::string FormatError(const RunConfig& config, const Error& error);

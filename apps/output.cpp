@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <nlohmann/json.hpp>
 
 namespace ppb {
@@ -42,10 +43,11 @@ int EffectiveGroup(const RunConfig& config) {
 }
 
 // Layer ranges per global stage: [first, last] or {-1,-1} when empty.
-std::vector<std::pair<int, int>> StageRanges(const RunConfig& config) {
+std::vector<std::pair<int, int>> StageRanges(
+    const std::vector<int>& layers_per_stage) {
   std::vector<std::pair<int, int>> out;
   int next = 0;
-  for (int count : config.strategy.layers_per_stage) {
+  for (int count : layers_per_stage) {
     out.emplace_back(count > 0 ? next : -1, count > 0 ? next + count - 1 : -1);
     next += count;
   }
@@ -62,8 +64,23 @@ std::string FormatBytes(Bytes b) {
   return fmt::format("{} B", b);
 }
 
+std::vector<std::vector<int>> ByChunkAndRank(const std::vector<int>& per_stage,
+                                             int p, int v) {
+  std::vector<std::vector<int>> out(static_cast<size_t>(v));
+  for (int c = 0; c < v; ++c) {
+    out[c].assign(per_stage.begin() + static_cast<std::ptrdiff_t>(c) * p,
+                  per_stage.begin() + static_cast<std::ptrdiff_t>(c + 1) * p);
+  }
+  return out;
+}
+
 std::vector<std::string> LayersHeld(const RunConfig& config, int p, int v) {
-  const auto ranges = StageRanges(config);
+  return LayersHeld(config.strategy.layers_per_stage, p, v);
+}
+
+std::vector<std::string> LayersHeld(const std::vector<int>& layers_per_stage,
+                                    int p, int v) {
+  const auto ranges = StageRanges(layers_per_stage);
   std::vector<std::string> out(p);
   for (int r = 0; r < p; ++r) {
     std::string s;
@@ -98,7 +115,11 @@ std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
                      spec.comm == CommMode::Overlapped ? "overlapped" : "blocking");
   if (r.outcome == Outcome::Deadlock) {
     std::string stuck;
-    for (const Op& op : r.stuck) stuck += " " + ActionString(op);
+    for (const Op& op : r.stuck) {
+      // Two appends, not " " + string: GCC 12 -O3 warns (-Wrestrict) on that.
+      stuck += ' ';
+      stuck += ActionString(op);
+    }
     out += fmt::format("outcome: DEADLOCK; stuck at{}\n", stuck);
     return out;
   }
@@ -181,16 +202,9 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
                        {"warmup_drain", ToMs(r.breakdown.warmup_drain)},
                        {"bottleneck_rank", r.breakdown.bottleneck}};
   // layers_per_chunk as [chunk][rank] counts, as Megatron/MindFormers think.
-  Json lpc = Json::array();
-  for (int c = 0; c < spec.v; ++c) {
-    Json row = Json::array();
-    for (int rank = 0; rank < spec.p; ++rank) {
-      row.push_back(config.strategy.layers_per_stage[static_cast<size_t>(c) * spec.p + rank]);
-    }
-    lpc.push_back(row);
-  }
-  j["layers_per_chunk"] = lpc;
-  const auto ranges = StageRanges(config);
+  j["layers_per_chunk"] =
+      ByChunkAndRank(config.strategy.layers_per_stage, spec.p, spec.v);
+  const auto ranges = StageRanges(config.strategy.layers_per_stage);
   Json devices = Json::array();
   for (int d = 0; d < spec.p; ++d) {
     const DeviceStats& ds = r.devices[d];

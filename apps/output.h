@@ -33,6 +33,14 @@ std::string FormatCriticalPath(const std::vector<CriticalStep>& path);
 // Layers held by each (chunk, rank), e.g. "0-8" or "c0 0-4, c1 20-24";
 // indexes into config.layers. One string per rank.
 std::vector<std::string> LayersHeld(const RunConfig& config, int p, int v);
+// The same for any layers per global stage (size p*v).
+std::vector<std::string> LayersHeld(const std::vector<int>& layers_per_stage,
+                                    int p, int v);
+
+// Per-global-stage values (size p*v, stage s = chunk * p + rank) as
+// [chunk][rank] rows.
+std::vector<std::vector<int>> ByChunkAndRank(const std::vector<int>& per_stage,
+                                             int p, int v);
 
 // "12.50 GiB"-style memory for people.
 std::string FormatBytes(Bytes b);

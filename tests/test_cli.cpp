@@ -9,27 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "apps/cli.h"
+#include "tests/app_helpers.h"
 
 namespace ppb {
 namespace {
 
-struct CliRun {
-  int status = 0;
-  std::string out, err;
-};
-
-CliRun Cli(std::vector<std::string> args) {
-  args.insert(args.begin(), "ppb-sim");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  CliRun r;
-  r.status = RunCli(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
+using test::Cli;
+using test::CliRun;
 
 std::string Config(const char* name) {
   return std::string(PPB_CONFIGS_DIR) + "/" + name;

@@ -13,6 +13,7 @@
 #include "apps/config.h"
 #include "apps/units.h"
 #include "core/strategy.h"
+#include "tests/app_helpers.h"
 
 namespace ppb {
 namespace {
@@ -100,16 +101,8 @@ std::string WithoutStrategy() {
   return text.substr(0, text.find("strategy:"));
 }
 
-Result<RunConfig> Parse(const std::string& text, const CliOverrides& cli = {}) {
-  return ParseConfig(text, "run.yaml", cli);
-}
-
-// The error message of parsing `text`; fails the test if it parses.
-std::string ParseError(const std::string& text, const CliOverrides& cli = {}) {
-  Result<RunConfig> r = Parse(text, cli);
-  if (r.ok()) FAIL("expected an error, but the config parsed:\n" << text);
-  return r.error().message;
-}
+using test::Parse;
+using test::ParseError;
 
 // The error message of preparing `text` (which must parse).
 std::string PrepareError(const std::string& text,
@@ -565,13 +558,13 @@ TEST_CASE("config errors: YAML and structure", "[config]") {
                    0) == 0);
   CHECK(ParseError("") ==
         "run.yaml: must be a map with model, cluster, pipeline and optional "
-        "strategy; got an empty file");
+        "strategy and search; got an empty file");
   CHECK(ParseError("- a\n- b\n") ==
         "run.yaml: must be a map with keys model, cluster, pipeline, "
-        "strategy; got a list of 2");
+        "strategy, search; got a list of 2");
   CHECK(ParseError(std::string(kBase) + "extra: 1\n") ==
         "run.yaml:55: extra: unknown key; expected one of model, cluster, "
-        "pipeline, strategy");
+        "pipeline, strategy, search");
   CHECK(ParseError(
             WithoutStrategy().substr(WithoutStrategy().find("cluster:"))) ==
         "run.yaml: model: must be given (a map with layers); got nothing");

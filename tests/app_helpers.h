@@ -1,0 +1,48 @@
+// Helpers shared by the tests of apps/: parse a config given as text, and
+// run ppb-sim in process. Included only by test_*.cpp (it uses Catch2).
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "apps/cli.h"
+#include "apps/config.h"
+
+namespace ppb::test {
+
+// Parses `text` as the config "run.yaml".
+inline Result<RunConfig> Parse(const std::string& text,
+                               const CliOverrides& cli = {}) {
+  return ParseConfig(text, "run.yaml", cli);
+}
+
+// The error message of parsing `text`; fails the test if it parses.
+inline std::string ParseError(const std::string& text,
+                              const CliOverrides& cli = {}) {
+  Result<RunConfig> r = Parse(text, cli);
+  if (r.ok()) FAIL("expected an error, but the config parsed:\n" << text);
+  return r.error().message;
+}
+
+// The exit status and the two streams of one ppb-sim run.
+struct CliRun {
+  int status = 0;
+  std::string out, err;
+};
+
+// Runs `ppb-sim args...` in process (RunCli with string streams).
+inline CliRun Cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "ppb-sim");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  CliRun r;
+  r.status = RunCli(static_cast<int>(argv.size()), argv.data(), out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+}  // namespace ppb::test
