@@ -147,7 +147,16 @@ struct Group {
   std::vector<RecomputeOption> options;
 };
 
+// Most points a menu keeps; past it the cheapest-time points and the
+// least-stash point are kept and the menu is marked truncated (the search
+// then no longer claims a proof).
+constexpr size_t kMaxMenuPoints = 1024;
+
 struct Menu {
+  bool truncated = false;
+  // Every recompute choice of time <= exact_up_to is in `points` (dropped
+  // points are slower): a choice at or below it is provably the fastest.
+  Nanos exact_up_to = std::numeric_limits<Nanos>::max();
   std::vector<Group> groups;
   std::vector<int> offsets;       // offset of group g's counts in counts
   std::vector<MenuPoint> points;  // Pareto set, sorted by time then stash
@@ -274,6 +283,21 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j) {
       }
     }
     ParetoFilter(next);
+    if (next.size() > kMaxMenuPoints) {
+      // Sorted by time: keep the fastest, and the least stash (which makes
+      // memory feasibility checks exact) at the end.
+      auto least = std::min_element(next.begin(), next.end(),
+                                    [](const MenuPoint& a, const MenuPoint& b) {
+                                      return std::tie(a.stash, a.remat, a.time) <
+                                             std::tie(b.stash, b.remat, b.time);
+                                    });
+      MenuPoint keep = *least;
+      menu.exact_up_to = std::min(menu.exact_up_to, next[kMaxMenuPoints - 2].time);
+      next.resize(kMaxMenuPoints - 1);
+      next.push_back(std::move(keep));
+      ParetoFilter(next);
+      menu.truncated = true;
+    }
     acc = std::move(next);
   }
   menu.points = std::move(acc);
@@ -350,7 +374,9 @@ class Searcher {
     const std::uint64_t key = static_cast<std::uint64_t>(i) * (c_.L + 1) + j;
     auto it = menus_.find(key);
     if (it != menus_.end()) return it->second;
-    return menus_.emplace(key, BuildMenu(pb_.layers, i, j)).first->second;
+    const Menu& menu = menus_.emplace(key, BuildMenu(pb_.layers, i, j)).first->second;
+    if (menu.truncated) menus_truncated_ = true;
+    return menu;
   }
 
   StageFixed Fixed(int s, int i, int j, Bytes prev_output) const {
@@ -451,6 +477,7 @@ class Searcher {
   std::vector<Bytes> pst_;
   double max_speed_ = 1.0;
   std::unordered_map<std::uint64_t, Menu> menus_;
+  bool menus_truncated_ = false;
   Engine engine_;
   SimResult sim_;
   PipelineSpec work_spec_;
@@ -594,6 +621,11 @@ Nanos Searcher::DeviceRecompute(int d, const std::vector<int>& first,
   rec(0, 0);
   bool my_exact = budget >= 0;
   if (c_.v > 1 && !pts.empty() && best_time > 0) my_exact = false;
+  for (int c = 0; c < c_.v && !pts.empty(); ++c) {
+    if (menus[c]->truncated && (c_.v > 1 || pts[c]->time > menus[c]->exact_up_to)) {
+      my_exact = false;
+    }
+  }
   const Nanos result = pts.empty() ? -1 : best_time;
   recompute_memo_.emplace(std::move(key), RecomputeMemo{result, pts, my_exact});
   exact = exact && my_exact;
@@ -692,6 +724,7 @@ bool Searcher::EnumerateDevice(int d, const std::vector<int>& first,
     fxp[c] = &fx[s];
     floor_pts[c].stash = menus[c]->min_stash;
     floor_pts[c].remat = menus[c]->min_remat;
+    if (menus[c]->truncated) return false;
   }
   found.clear();
   std::vector<const MenuPoint*> cur(v);
@@ -1069,11 +1102,13 @@ void Searcher::Dfs(int s, int pos) {
       for (const MenuPoint& q : menu.points) {  // sorted by time
         std::vector<const MenuPoint*> pts{&q};
         if (DevicePeak(d, fxp, pts) <= c_.spec.device_capacity[d]) {
-          rt = Scale(q.time, speed);
+          // Beyond a truncated menu's exact range only that range's end
+          // is a valid lower bound.
+          rt = Scale(std::min(q.time, menu.exact_up_to), speed);
           break;
         }
       }
-      if (rt < 0) continue;  // cannot happen if floor fits, but be safe
+      if (rt < 0) continue;  // only a truncated menu can get here
     }
     // v > 1: once the device's last chunk is placed, its least total
     // recompute is known; it adds to the device's work (not to the chains).
@@ -1082,7 +1117,16 @@ void Searcher::Dfs(int s, int pos) {
       std::vector<const MenuPoint*> pts;
       bool ex = true;
       dev_rt = DeviceRecompute(d, first_layer_, split_, fixed_, pts, ex);
-      if (dev_rt < 0) continue;  // does not fit with any recompute
+      bool truncated = false;
+      for (int c = 0; c < c_.v; ++c) {
+        const int sc = c * p + d;
+        truncated |= GetMenu(first_layer_[sc], first_layer_[sc] + split_[sc]).truncated;
+      }
+      if (truncated) {
+        dev_rt = 0;  // its least total over kept points is no valid bound
+      } else if (dev_rt < 0) {
+        continue;  // does not fit with any recompute
+      }
     }
     // Bound: per-device head + work + tail, plus water-filling of the
     // layers not yet placed over devices with open stages.
@@ -1670,7 +1714,10 @@ void Searcher::Run() {
     Dfs(0, 0);
     if (!limit_hit) {
       closed = pending_bound >= kInf;
-      stop_reason = closed ? "proved optimal" : "recompute choice not proved";
+      stop_reason = closed ? "proved optimal"
+                    : menus_truncated_
+                        ? "recompute choice not proved (too many distinct layers in a stage)"
+                        : "recompute choice not proved";
     }
   }
   // The top list's ties on time are settled by memory, then recompute.
