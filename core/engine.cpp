@@ -2,19 +2,13 @@
 
 #include <algorithm>
 
+#include "core/cost.h"
+
 namespace ppb {
 namespace {
 
 constexpr Nanos kUnset = -1;
 
-__extension__ using Int128 = __int128;  // GCC/Clang builtin, exact products
-
-// Time a message of `bytes` occupies a link of `bw` bytes/s, rounded up.
-Nanos Occupancy(Bytes bytes, BytesPerSec bw) {
-  if (bw <= 0 || bytes <= 0) return 0;
-  const Int128 num = static_cast<Int128>(bytes) * 1'000'000'000;
-  return static_cast<Nanos>((num + bw - 1) / bw);
-}
 
 template <class T>
 void Fill(std::vector<T>& v, size_t n, T value) {
@@ -101,8 +95,8 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
   for (int s = 0; s + 1 < num_stages; ++s) {
     const int a = spec.stage_device[s].value, b = spec.stage_device[s + 1].value;
     const Bytes bytes = spec.stages[s].output_bytes;
-    occupancy_[s] = {Occupancy(bytes, spec.link_matrix[static_cast<size_t>(a) * p + b].bandwidth),
-                     Occupancy(bytes, spec.link_matrix[static_cast<size_t>(b) * p + a].bandwidth)};
+    occupancy_[s] = {LinkOccupancy(bytes, spec.link_matrix[static_cast<size_t>(a) * p + b].bandwidth),
+                     LinkOccupancy(bytes, spec.link_matrix[static_cast<size_t>(b) * p + a].bandwidth)};
   }
 
   // Sends one message from `from` (ending at `end`) to the device of stage

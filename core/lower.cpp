@@ -1,5 +1,7 @@
 #include "core/lower.h"
 
+#include "core/cost.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -12,11 +14,6 @@ bool IsLastStageKind(LayerKind k) {
   return k == LayerKind::Head || k == LayerKind::Mtp;
 }
 
-// t / speed rounded to the nearest nanosecond (speed > 0 checked by caller).
-Nanos Scale(Nanos t, double speed) {
-  if (speed == 1.0) return t;
-  return static_cast<Nanos>(std::llround(static_cast<double>(t) / speed));
-}
 
 }  // namespace
 
@@ -164,10 +161,10 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
     }
     if (st.num_layers == 0) st.output_bytes = last_output;
     last_output = st.output_bytes;
-    st.forward = Scale(f, speed);
-    st.backward_input = Scale(bi, speed);
-    st.backward_weight = Scale(bw, speed);
-    st.recompute = Scale(rc, speed);
+    st.forward = ScaleTime(f, speed);
+    st.backward_input = ScaleTime(bi, speed);
+    st.backward_weight = ScaleTime(bw, speed);
+    st.recompute = ScaleTime(rc, speed);
     st.forward_transient = max_workspace;
     st.backward_transient = max_workspace + std::max<Bytes>(0, max_rematerialized);
   }

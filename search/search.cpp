@@ -47,6 +47,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/cost.h"
 #include "core/validate.h"
 
 namespace ppb {
@@ -55,18 +56,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr Nanos kInf = std::numeric_limits<Nanos>::max() / 4;
 
-Nanos Scale(Nanos t, double speed) {
-  if (speed == 1.0) return t;
-  return static_cast<Nanos>(std::llround(static_cast<double>(t) / speed));
-}
 
-__extension__ using Int128 = __int128;
-
-Nanos Occupancy(Bytes bytes, BytesPerSec bw) {
-  if (bw <= 0 || bytes <= 0) return 0;
-  const Int128 num = static_cast<Int128>(bytes) * 1'000'000'000;
-  return static_cast<Nanos>((num + bw - 1) / bw);
-}
 
 // ---------------------------------------------------------------------------
 // Memory profile: for each device, the distinct "moments" of its program.
@@ -382,9 +372,9 @@ class Searcher {
   StageFixed Fixed(int s, int i, int j, Bytes prev_output) const {
     const double speed = pb_.cluster.devices[s % c_.p].speed;
     StageFixed x;
-    x.f = Scale(pf_[j] - pf_[i], speed);
-    x.bi = Scale(pbi_[j] - pbi_[i], speed);
-    x.bw = Scale(pbw_[j] - pbw_[i], speed);
+    x.f = ScaleTime(pf_[j] - pf_[i], speed);
+    x.bi = ScaleTime(pbi_[j] - pbi_[i], speed);
+    x.bw = ScaleTime(pbw_[j] - pbw_[i], speed);
     x.static_mem = pst_[j] - pst_[i];
     for (int l = i; l < j; ++l) x.workspace = std::max(x.workspace, pb_.layers[l].workspace);
     x.output = j > i ? pb_.layers[j - 1].output_bytes : prev_output;
@@ -396,14 +386,14 @@ class Searcher {
     const int a = s % c_.p, b = (s + 1) % c_.p;
     if (a == b) return 0;
     const Link& l = c_.spec.link(DeviceId(a), DeviceId(b));
-    return l.latency + Occupancy(bytes, l.bandwidth);
+    return l.latency + LinkOccupancy(bytes, l.bandwidth);
   }
   Nanos CommBwd(int s, Bytes bytes) const {  // gradient from s+1 to s
     if (s + 1 >= c_.S) return 0;
     const int a = (s + 1) % c_.p, b = s % c_.p;
     if (a == b) return 0;
     const Link& l = c_.spec.link(DeviceId(a), DeviceId(b));
-    return l.latency + Occupancy(bytes, l.bandwidth);
+    return l.latency + LinkOccupancy(bytes, l.bandwidth);
   }
 
   // Peak memory of device d for menu points pts[c] (one per chunk) of stages
@@ -610,7 +600,7 @@ Nanos Searcher::DeviceRecompute(int d, const std::vector<int>& first,
       return;
     }
     for (const MenuPoint& q : menus[c]->points) {
-      const Nanos t2 = t + Scale(q.time, speed);
+      const Nanos t2 = t + ScaleTime(q.time, speed);
       if (t2 > best_time) break;  // sorted by time
       cur[c] = &q;
       for (int r = c + 1; r < c_.v; ++r) cur[r] = &floor_pts[r];
@@ -675,7 +665,7 @@ bool Searcher::ChooseRecompute(const std::vector<int>& split, bool& exact,
     for (int c = 0; c < c_.v; ++c) {
       const int s = c * c_.p + d;
       chosen_[s] = pts[c];
-      rtime_[s] = Scale(pts[c]->time, speed);
+      rtime_[s] = ScaleTime(pts[c]->time, speed);
     }
   }
   return true;
@@ -739,7 +729,7 @@ bool Searcher::EnumerateDevice(int d, const std::vector<int>& first,
       ch.rc = 0;
       ch.total = 0;
       for (int x = 0; x < v; ++x) {
-        ch.times.push_back(Scale(cur[x]->time, speed));
+        ch.times.push_back(ScaleTime(cur[x]->time, speed));
         ch.total += ch.times.back();
         ch.rc += cur[x]->recomputed;
       }
@@ -1104,7 +1094,7 @@ void Searcher::Dfs(int s, int pos) {
         if (DevicePeak(d, fxp, pts) <= c_.spec.device_capacity[d]) {
           // Beyond a truncated menu's exact range only that range's end
           // is a valid lower bound.
-          rt = Scale(std::min(q.time, menu.exact_up_to), speed);
+          rt = ScaleTime(std::min(q.time, menu.exact_up_to), speed);
           break;
         }
       }
@@ -1399,14 +1389,14 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) const 
     // Chains before and after: stages 0 .. d-1 hold >= d*kmin layers, at
     // most `others` of them not decoders.
     const int chain_dec = std::max(0, d * kmin - others);
-    const Nanos head = static_cast<Nanos>(chain_dec) * Scale(dec.forward, max_speed_) +
+    const Nanos head = static_cast<Nanos>(chain_dec) * ScaleTime(dec.forward, max_speed_) +
                        static_cast<Nanos>(std::max(0, d * kmin - chain_dec)) *
-                           Scale(f_min, max_speed_);
+                           ScaleTime(f_min, max_speed_);
     const Nanos tail = static_cast<Nanos>(chain_dec) *
-                           Scale(dec.backward_input + dec.backward_weight, max_speed_) +
+                           ScaleTime(dec.backward_input + dec.backward_weight, max_speed_) +
                        static_cast<Nanos>(std::max(0, d * kmin - chain_dec)) *
-                           Scale(b_min, max_speed_);
-    return head + tail + static_cast<Nanos>(m) * Scale(k * w1 + rt, speed);
+                           ScaleTime(b_min, max_speed_);
+    return head + tail + static_cast<Nanos>(m) * ScaleTime(k * w1 + rt, speed);
   };
   // Least lambda such that sum_d max{k : load(d, k) <= lambda} >= D.
   auto absorbs = [&](Nanos lambda) {
@@ -1513,7 +1503,7 @@ std::vector<int> Searcher::BalancedSplit() const {
   const int kmin = pb_.allow_empty_chunks ? 0 : 1;
   auto work = [&](int s, int i, int j) {
     const double sp = pb_.cluster.devices[s % c_.p].speed;
-    return Scale(pf_[j] - pf_[i] + pbi_[j] - pbi_[i] + pbw_[j] - pbw_[i], sp);
+    return ScaleTime(pf_[j] - pf_[i] + pbi_[j] - pbi_[i] + pbw_[j] - pbw_[i], sp);
   };
   auto try_cap = [&](Nanos cap, std::vector<int>& out) {
     out.assign(S, 0);
