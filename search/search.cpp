@@ -454,7 +454,8 @@ class Searcher {
   bool CheckLimits();
   void Report(bool force);
 
-  Nanos RootBound(std::vector<int>* decoders_per_device, int* decoder_rep) const;
+  Nanos RootBound(std::vector<int>* decoders_per_device, int* decoder_rep);
+  Nanos PathWeights();
   std::vector<int> RelaxedSplit(const std::vector<int>& per_device, int rep) const;
   std::vector<int> EvenSplit() const;
   std::vector<int> BalancedSplit() const;
@@ -487,6 +488,13 @@ class Searcher {
   std::vector<Nanos> suffix_work_;        // unscaled m-less work of layers >= l
   std::vector<Nanos> level_bounds_;       // pending bound per DFS level
   Nanos root_bound_ = 0;                  // valid for the whole tree
+  // Path bound (PathWeights): T >= sum_s (pa_[s] f_s + pb_[s] b_s) + pconst_
+  // for any allocation; pa_min_[s] / pb_min_[s] = least coefficient per unit
+  // of unscaled work over stages >= s (for layers not yet placed).
+  std::vector<double> pa_, pbw_coef_, pa_min_, pb_min_;
+  double pconst_ = 0, path_acc_ = 0;
+  Nanos forced_recompute_ = 0;  // RootBound: least total recompute per mb
+  std::vector<Nanos> suffix_f_, suffix_b_;
   std::vector<int> relaxed_per_device_;   // the root relaxation's allocation
   int relaxed_rep_ = 0;
   struct RecomputeMemo {
@@ -1181,6 +1189,17 @@ void Searcher::Dfs(int s, int pos) {
       }
     }
     bound = std::max(bound, root_bound_);
+    if (!pa_.empty()) {
+      // Path bound: placed stages at their times, the rest at the least
+      // coefficient of the stages still open.
+      const double placed = path_acc_ + pa_[s] * static_cast<double>(fx.f) +
+                            pbw_coef_[s] * static_cast<double>(fx.bi + fx.bw + rt);
+      const double rest = s + 1 < S ? pa_min_[s + 1] * static_cast<double>(suffix_f_[next]) +
+                                          pb_min_[s + 1] * static_cast<double>(suffix_b_[next])
+                                    : 0.0;
+      const double slack = static_cast<double>(m) * (S + 1) * 4;
+      bound = std::max(bound, static_cast<Nanos>(std::floor(placed + rest + pconst_ - slack)));
+    }
     children.push_back(Child{k, bound, rt, dev_rt});
   }
   std::stable_sort(children.begin(), children.end(), [&](const Child& a, const Child& b) {
@@ -1237,11 +1256,17 @@ void Searcher::Dfs(int s, int pos) {
     }
     work_[d] += static_cast<Nanos>(m) * (w + ch.dev_rt);
     chain_ += w + cf + cb;
+    const double saved_acc = path_acc_;
+    if (!pa_.empty()) {
+      path_acc_ += pa_[s] * static_cast<double>(fx.f) +
+                   pbw_coef_[s] * static_cast<double>(fx.bi + fx.bw + ch.rtime);
+    }
     Dfs(s + 1, pos + k);
     head_ = std::move(saved_head);
     tail_ = std::move(saved_tail);
     work_[d] = saved_work;
     chain_ = saved_chain;
+    path_acc_ = saved_acc;
     if (limit_hit) {
       // Unexplored siblings stay pending at their bounds (>= this one's).
       if (ci + 1 < children.size()) {
@@ -1251,6 +1276,180 @@ void Searcher::Dfs(int s, int pos) {
     }
   }
   level_bounds_[s] = kInf;
+}
+
+// A bound from paths through the program's dependency graph. Whatever the
+// allocation, the iteration time is at least the length of any path, and so
+// of any convex combination of paths; a path's length is linear in the
+// stages' forward and backward times. Paths used, per rank d and chunk c
+// (stage sigma = c*p + d): (1) the forward chain of one micro-batch up to
+// rank d's first F of sigma, then every op rank d runs from there on, then
+// the backward chain below its last op; (2) the forward chain to rank d's
+// first op, its ops up to its last B of sigma, then the backward chain below
+// sigma; and the chain of one micro-batch through every stage. Link latency
+// counts on every hop between ranks. Weights are tuned by multiplicative
+// updates so that the least per-stage coefficient (per unit of work at the
+// stage's speed) is large: then the bound holds for any allocation of the
+// layers (their total work is fixed) and tightens as stages are placed. For
+// uniform stages it reaches the closed forms' fill-and-drain terms that the
+// per-rank bound misses for interleaved schedules.
+Nanos Searcher::PathWeights() {
+  const int S = c_.S, p = c_.p, L = c_.L;
+  struct Path {
+    std::vector<double> a, b;
+    double c = 0;
+  };
+  auto hop = [&](int s, int t) -> double {  // latency of stage s -> t
+    const int a = c_.spec.stage_device[s].value, b = c_.spec.stage_device[t].value;
+    return a == b ? 0.0 : static_cast<double>(c_.spec.link(DeviceId(a), DeviceId(b)).latency);
+  };
+  auto fwd_chain = [&](Path& P, int upto) {  // F of stages < upto
+    for (int s = 0; s < upto; ++s) {
+      P.a[s] += 1;
+      P.c += hop(s, s + 1);
+    }
+  };
+  auto bwd_chain = [&](Path& P, int below) {  // B of stages < below
+    for (int s = 0; s < below; ++s) {
+      P.b[s] += 1;
+      if (s + 1 < S) P.c += hop(s + 1, s);
+    }
+  };
+  auto add_op = [&](Path& P, const Op& op) {
+    if (op.kind == OpKind::F) P.a[op.stage.value] += 1;
+    if (op.kind == OpKind::B) P.b[op.stage.value] += 1;  // I, W: 0 (valid)
+  };
+  std::vector<Path> paths;
+  {
+    Path P{std::vector<double>(S, 0.0), std::vector<double>(S, 0.0), 0};
+    fwd_chain(P, S - 1);
+    P.a[S - 1] += 1;
+    bwd_chain(P, S);
+    paths.push_back(std::move(P));
+  }
+  for (int d = 0; d < p; ++d) {
+    const std::vector<Op>& ops = c_.program.ops[d];
+    if (ops.empty()) continue;
+    for (int c = 0; c < c_.v; ++c) {
+      const int sigma = c * p + d;
+      int first_f = -1, last_b = -1;
+      for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+        if (ops[i].stage.value != sigma) continue;
+        if (ops[i].kind == OpKind::F && first_f < 0) first_f = i;
+        if (ops[i].kind == OpKind::B) last_b = i;
+      }
+      if (first_f >= 0) {
+        Path P{std::vector<double>(S, 0.0), std::vector<double>(S, 0.0), 0};
+        fwd_chain(P, sigma);
+        for (size_t i = first_f; i < ops.size(); ++i) add_op(P, ops[i]);
+        if (ops.back().kind == OpKind::B) bwd_chain(P, ops.back().stage.value);
+        paths.push_back(std::move(P));
+      }
+      if (last_b >= 0 && ops.front().kind == OpKind::F) {
+        Path P{std::vector<double>(S, 0.0), std::vector<double>(S, 0.0), 0};
+        fwd_chain(P, ops.front().stage.value);
+        for (int i = 0; i <= last_b; ++i) add_op(P, ops[i]);
+        bwd_chain(P, sigma);
+        paths.push_back(std::move(P));
+      }
+    }
+  }
+  double F = 0, B = 0;
+  for (int l = 0; l < L; ++l) {
+    F += static_cast<double>(pb_.layers[l].forward);
+    B += static_cast<double>(pb_.layers[l].backward_input + pb_.layers[l].backward_weight);
+  }
+  std::vector<double> speed(S);
+  for (int s = 0; s < S; ++s) speed[s] = pb_.cluster.devices[c_.spec.stage_device[s].value].speed;
+  // The weights solve max over path mixtures of min over stages: a zero-sum
+  // game, approached by multiplicative weights on the stages (the side that
+  // puts the work where the mixture is weakest) against best-response
+  // paths; the mixture is the average of the best responses. Any mixture
+  // gives a valid bound; this one is close to the best.
+  const size_t n = paths.size();
+  std::vector<double> wa(S, 1.0), wb(S, 1.0);
+  std::vector<double> count(n, 0.0);
+  double scale = 1;
+  for (const Path& P : paths) {
+    for (int s = 0; s < S; ++s) {
+      scale = std::max(scale, std::max(P.a[s], P.b[s]) / speed[s]);
+    }
+  }
+  const int rounds = 2000;
+  const double eta = std::sqrt(std::log(static_cast<double>(2 * S)) / rounds);
+  for (int it = 0; it < rounds; ++it) {
+    double za = 0, zb = 0;
+    for (int s = 0; s < S; ++s) {
+      za += wa[s];
+      zb += wb[s];
+    }
+    size_t best_k = 0;
+    double best_pay = -1;
+    for (size_t k = 0; k < n; ++k) {
+      double pay = paths[k].c;
+      for (int s = 0; s < S; ++s) {
+        pay += F * wa[s] / za * paths[k].a[s] / speed[s] + B * wb[s] / zb * paths[k].b[s] / speed[s];
+      }
+      if (pay > best_pay) {
+        best_pay = pay;
+        best_k = k;
+      }
+    }
+    count[best_k] += 1;
+    for (int s = 0; s < S; ++s) {
+      wa[s] *= std::exp(-eta * paths[best_k].a[s] / speed[s] / scale);
+      wb[s] *= std::exp(-eta * paths[best_k].b[s] / speed[s] / scale);
+    }
+    // Keep the weights in range.
+    double mx = 0;
+    for (int s = 0; s < S; ++s) mx = std::max(mx, std::max(wa[s], wb[s]));
+    for (int s = 0; s < S; ++s) {
+      wa[s] /= mx;
+      wb[s] /= mx;
+    }
+  }
+  std::vector<double> best_lam(n);
+  for (size_t k = 0; k < n; ++k) best_lam[k] = count[k] / rounds;
+  double best = 0;
+  {
+    std::vector<double> A(S, 0.0), Bc(S, 0.0);
+    double cst = 0;
+    for (size_t k = 0; k < n; ++k) {
+      for (int s = 0; s < S; ++s) {
+        A[s] += best_lam[k] * paths[k].a[s];
+        Bc[s] += best_lam[k] * paths[k].b[s];
+      }
+      cst += best_lam[k] * paths[k].c;
+    }
+    double amin = std::numeric_limits<double>::infinity(), bmin = amin;
+    for (int s = 0; s < S; ++s) {
+      amin = std::min(amin, A[s] / speed[s]);
+      bmin = std::min(bmin, Bc[s] / speed[s]);
+    }
+    best = amin * F + bmin * B + cst;
+  }
+  pa_.assign(S, 0.0);
+  pbw_coef_.assign(S, 0.0);
+  pconst_ = 0;
+  for (size_t k = 0; k < n; ++k) {
+    for (int s = 0; s < S; ++s) {
+      pa_[s] += best_lam[k] * paths[k].a[s];
+      pbw_coef_[s] += best_lam[k] * paths[k].b[s];
+    }
+    pconst_ += best_lam[k] * paths[k].c;
+  }
+  pa_min_.assign(S + 1, std::numeric_limits<double>::infinity());
+  pb_min_.assign(S + 1, std::numeric_limits<double>::infinity());
+  for (int s = S - 1; s >= 0; --s) {
+    pa_min_[s] = std::min(pa_min_[s + 1], pa_[s] / speed[s]);
+    pb_min_[s] = std::min(pb_min_[s + 1], pbw_coef_[s] / speed[s]);
+  }
+  // Recompute runs inside backward ops: memory forces at least
+  // forced_recompute_ per micro-batch, wherever it lands.
+  best += pb_min_[0] * static_cast<double>(forced_recompute_);
+  // Time scaling rounds each stage's time to the ns: allow for it.
+  const double slack = static_cast<double>(c_.m) * (S + 1) * 4;
+  return std::max<Nanos>(0, static_cast<Nanos>(std::floor(best - slack)));
 }
 
 // A bound for the whole tree that accounts for recompute forced by memory,
@@ -1269,7 +1468,7 @@ void Searcher::Dfs(int s, int pos) {
 // by the backward chain (each such stage holds at least one layer, at most
 // L - D of which are not decoders). T >= lambda where lambda is the least
 // level at which the devices can absorb all D decoders.
-Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) const {
+Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
   const int L = c_.L, p = c_.p, m = c_.m;
   if (L == 0) return 0;
   // Largest group of identical layers.
@@ -1398,6 +1597,32 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) const 
                            ScaleTime(b_min, max_speed_);
     return head + tail + static_cast<Nanos>(m) * ScaleTime(k * w1 + rt, speed);
   };
+  // Least total recompute (per micro-batch, speed 1.0) that memory forces
+  // on any allocation of the decoders: a knapsack over the devices.
+  {
+    std::vector<Nanos> best(D + 1, kInf), next(D + 1);
+    best[0] = 0;
+    for (int d = 0; d < p; ++d) {
+      const Bytes cap = c_.spec.device_capacity[d];
+      std::vector<Nanos> rt(D + 1, kInf);
+      for (int k = 0; k <= D; ++k) {
+        for (const auto& [st, t] : pts[k]) {
+          const long double mem = static_cast<long double>(k) * dec.static_memory +
+                                  static_cast<long double>(weight[d]) * st;
+          if (mem <= static_cast<long double>(cap)) rt[k] = std::min(rt[k], t);
+        }
+      }
+      std::fill(next.begin(), next.end(), kInf);
+      for (int j = 0; j <= D; ++j) {
+        if (best[j] >= kInf) continue;
+        for (int k = 0; j + k <= D; ++k) {
+          if (rt[k] < kInf) next[j + k] = std::min(next[j + k], best[j] + rt[k]);
+        }
+      }
+      best.swap(next);
+    }
+    forced_recompute_ = best[D] < kInf ? best[D] : 0;
+  }
   // Least lambda such that sum_d max{k : load(d, k) <= lambda} >= D.
   auto absorbs = [&](Nanos lambda) {
     long long total = 0;
@@ -1661,6 +1886,13 @@ void Searcher::Run() {
     suffix_work_[l] = suffix_work_[l + 1] + pb_.layers[l].forward +
                       pb_.layers[l].backward_input + pb_.layers[l].backward_weight;
   }
+  suffix_f_.assign(L + 1, 0);
+  suffix_b_.assign(L + 1, 0);
+  for (int l = L - 1; l >= 0; --l) {
+    suffix_f_[l] = suffix_f_[l + 1] + pb_.layers[l].forward;
+    suffix_b_[l] = suffix_b_[l + 1] + pb_.layers[l].backward_input + pb_.layers[l].backward_weight;
+  }
+  path_acc_ = 0;
   split_.assign(S, 0);
   first_layer_.assign(S, 0);
   fixed_.assign(S, StageFixed{});
@@ -1687,6 +1919,7 @@ void Searcher::Run() {
         0, std::max(static_cast<Nanos>(std::floor(total / speeds)) - slack,
                     static_cast<Nanos>(std::floor(suffix_work_[0] / max_speed_)) - S));
     root_bound_ = RootBound(&relaxed_per_device_, &relaxed_rep_);
+    root_bound_ = std::max(root_bound_, PathWeights());
     pending_bound = std::max(pending_bound, root_bound_);
   }
   std::mt19937_64 rng(opt_.seed ^ (0x9E3779B97F4A7C15ULL * (c_.index + 1)));
