@@ -369,10 +369,12 @@ std::string FormatSearchText(const RunConfig& config,
     }
   } else {
     out += fmt::format(
-        "no strategy fits in memory ({}).\n"
+        "{}\n"
         "  smallest per-device memory at which one fits: {}{}\n",
-        result.proved_optimal ? "proved: the whole tree was searched"
-                              : "stopped at " + result.stop_reason,
+        result.proved_infeasible
+            ? std::string("no strategy fits in memory (proved: the whole tree was searched).")
+            : "no strategy found that fits in memory (stopped at " + result.stop_reason +
+                  "; one may still exist).",
         FormatBytes(result.min_capacity_needed),
         result.binding_device >= 0
             ? fmt::format(" (rank {} binds)", result.binding_device)
@@ -414,6 +416,7 @@ std::string FormatSearchJson(const RunConfig& config,
     top.push_back(CandidateJson(problem, c));
   j["top"] = top;
   j["proved_optimal"] = result.proved_optimal;
+  j["proved_infeasible"] = result.proved_infeasible;
   j["lower_bound_ms"] = ToMs(result.lower_bound);
   j["gap"] = result.gap;
   j["stop_reason"] = result.stop_reason;
