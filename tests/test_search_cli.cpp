@@ -15,6 +15,7 @@
 // So a ranking is [2,2], [1,3], [2,2] full, and [3,1] last (it does not fit),
 // and no strategy beats 30 ms.
 #include <catch2/catch.hpp>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -87,8 +88,10 @@ void CheckPrefix(const std::string& message, std::string_view prefix) {
 // Writes `text` to a file of this test's temporary directory; returns its
 // path.
 std::string WriteTemp(const std::string& name, std::string_view text) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / "ppb_test_search_cli";
+  // One directory per process: ctest runs test cases in parallel processes
+  // that write files of the same names.
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("ppb_test_search_cli_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto path = dir / name;
   std::ofstream(path, std::ios::binary) << text;
