@@ -1345,6 +1345,39 @@ Nanos Searcher::PathWeights() {
         if (ops.back().kind == OpKind::B) bwd_chain(P, ops.back().stage.value);
         paths.push_back(std::move(P));
       }
+      // (3) Through the round trip of sigma's last forward: rank d's ops up
+      // to its last F of sigma, the chains up to the last stage and back,
+      // then rank d's ops from that micro-batch's B of sigma on.
+      int last_f = -1;
+      for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+        if (ops[i].stage.value == sigma && ops[i].kind == OpKind::F) last_f = i;
+      }
+      if (last_f >= 0 && ops.front().kind == OpKind::F) {
+        const int j = ops[last_f].mb.value;
+        int back = -1;
+        for (int i = last_f + 1; i < static_cast<int>(ops.size()); ++i) {
+          if (ops[i].stage.value == sigma && ops[i].mb.value == j && ops[i].kind == OpKind::B) {
+            back = i;
+            break;
+          }
+        }
+        if (back >= 0) {
+          Path P{std::vector<double>(S, 0.0), std::vector<double>(S, 0.0), 0};
+          fwd_chain(P, ops.front().stage.value);
+          for (int i = 0; i <= last_f; ++i) add_op(P, ops[i]);
+          for (int t = sigma + 1; t < S; ++t) {
+            P.a[t] += 1;
+            P.c += hop(t - 1, t);
+          }
+          for (int t = S - 1; t > sigma; --t) {
+            P.b[t] += 1;
+            P.c += hop(t, t - 1);
+          }
+          for (size_t i = back; i < ops.size(); ++i) add_op(P, ops[i]);
+          if (ops.back().kind == OpKind::B) bwd_chain(P, ops.back().stage.value);
+          paths.push_back(std::move(P));
+        }
+      }
       if (last_b >= 0 && ops.front().kind == OpKind::F) {
         Path P{std::vector<double>(S, 0.0), std::vector<double>(S, 0.0), 0};
         fwd_chain(P, ops.front().stage.value);
@@ -1375,7 +1408,7 @@ Nanos Searcher::PathWeights() {
       scale = std::max(scale, std::max(P.a[s], P.b[s]) / speed[s]);
     }
   }
-  const int rounds = 2000;
+  const int rounds = 4000;
   const double eta = std::sqrt(std::log(static_cast<double>(2 * S)) / rounds);
   for (int it = 0; it < rounds; ++it) {
     double za = 0, zb = 0;
