@@ -154,3 +154,14 @@ TEST_CASE("bad command lines exit with status 2 and say why", "[cli][errors]") {
 }
 
 }  // namespace ppb
+
+namespace ppb {
+
+TEST_CASE("the README shows the config format file verbatim", "[cli][docs]") {
+  const std::string format = Slurp(std::string(PPB_CONFIGS_DIR) + "/README-format.yaml");
+  const std::string readme = Slurp(std::string(PPB_CONFIGS_DIR) + "/../README.md");
+  REQUIRE_FALSE(format.empty());
+  CHECK(readme.find("```yaml\n" + format) != std::string::npos);
+}
+
+}  // namespace ppb
