@@ -1782,8 +1782,9 @@ std::vector<int> Searcher::BalancedSplit() const {
     }
     return pos == L;
   };
-  Nanos lo = 0, hi = 0;
-  for (int s = 0; s < 1; ++s) hi = work(0, 0, L) * 2 + 1;
+  // Every layer on the slowest device is a cap every split meets.
+  Nanos lo = 0, hi = 1;
+  for (int s = 0; s < S; ++s) hi = std::max(hi, work(s, 0, L) + 1);
   std::vector<int> best = EvenSplit(), tmp;
   while (lo < hi) {
     const Nanos mid = lo + (hi - lo) / 2;
@@ -2023,8 +2024,6 @@ Result<ChoiceContext> MakeContext(const SearchProblem& pb, int index) {
   }
   // Template spec: shape, placement, links, capacities; costs filled per
   // evaluation.
-  Strategy dummy;
-  PipelineShape shape{pb.p, ch.v, pb.m, pb.comm};
   c.spec = PipelineSpec::Uniform(pb.p, ch.v, pb.m, 1, 1);
   c.spec.comm = pb.comm;
   if (static_cast<int>(pb.cluster.devices.size()) != pb.p ||
@@ -2040,8 +2039,6 @@ Result<ChoiceContext> MakeContext(const SearchProblem& pb, int index) {
   if (!prog.ok()) return prog.error();
   c.program = std::move(prog).value();
   c.profile = BuildProfile(c.spec, c.program);
-  (void)shape;
-  (void)dummy;
   return c;
 }
 
@@ -2294,7 +2291,6 @@ std::vector<Baseline> Baselines(const SearchProblem& problem, int choice) {
   Result<Strategy> meg = Error{"", "needs at least 3 stages"};
   if (S >= 3) {
     Strategy s = even;
-    const int per = s.layers_per_stage[1];
     if (even.layers_per_stage.front() < 2 || even.layers_per_stage.back() < 2) {
       meg = Error{"", "the first or last stage has too few layers"};
     } else {
@@ -2308,7 +2304,6 @@ std::vector<Baseline> Baselines(const SearchProblem& problem, int choice) {
         }
         s.layers_per_stage[best] += 1;
       }
-      (void)per;
       meg = s;
     }
   }
