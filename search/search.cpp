@@ -1521,6 +1521,22 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
   }
   const Layer& dec = pb_.layers[best_rep];
   const int D = best_count, others = L - D;
+  // The first layer always sits on stage 0 (rank 0) and the last on stage
+  // S-1 (rank p-1): when they are not decoders, their work and memory are
+  // pinned to those ranks (an embedding, a head with its loss).
+  std::vector<Nanos> pinned_work(p, 0);
+  std::vector<Bytes> pinned_static(p, 0), pinned_stash(p, 0);
+  auto pin = [&](int l, int d) {
+    const Layer& x = pb_.layers[l];
+    if (same(x, dec)) return;
+    pinned_work[d] += x.forward + x.backward_input + x.backward_weight;
+    pinned_static[d] += x.static_memory;
+    Bytes least = x.activation;  // the least it can stash
+    for (const auto& o : x.recompute) least = std::min(least, o.retained_activation);
+    pinned_stash[d] += least;
+  };
+  pin(0, 0);
+  if (L > 1) pin(L - 1, p - 1);
   const Nanos w1 = dec.forward + dec.backward_input + dec.backward_weight;
   const int kmin = pb_.allow_empty_chunks ? 0 : 1;
   Nanos f_min = kInf, b_min = kInf;
@@ -1608,11 +1624,11 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
   auto load = [&](int d, int k) -> Nanos {
     const double speed = pb_.cluster.devices[d].speed;
     const Bytes cap = c_.spec.device_capacity[d];
-    const Bytes stat = static_cast<Bytes>(k) * dec.static_memory;
+    const Bytes stat = static_cast<Bytes>(k) * dec.static_memory + pinned_static[d];
     Nanos rt = kInf;
     for (const auto& [st, t] : pts[k]) {
       const long double mem = static_cast<long double>(stat) +
-                              static_cast<long double>(weight[d]) * st;
+                              static_cast<long double>(weight[d]) * (st + pinned_stash[d]);
       if (mem <= static_cast<long double>(cap)) {
         rt = std::min(rt, t);
       }
@@ -1628,7 +1644,7 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
                            ScaleTime(dec.backward_input + dec.backward_weight, max_speed_) +
                        static_cast<Nanos>(std::max(0, d * kmin - chain_dec)) *
                            ScaleTime(b_min, max_speed_);
-    return head + tail + static_cast<Nanos>(m) * ScaleTime(k * w1 + rt, speed);
+    return head + tail + static_cast<Nanos>(m) * ScaleTime(k * w1 + rt + pinned_work[d], speed);
   };
   // Least total recompute (per micro-batch, speed 1.0) that memory forces
   // on any allocation of the decoders: a knapsack over the devices.
@@ -1641,7 +1657,8 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
       for (int k = 0; k <= D; ++k) {
         for (const auto& [st, t] : pts[k]) {
           const long double mem = static_cast<long double>(k) * dec.static_memory +
-                                  static_cast<long double>(weight[d]) * st;
+                                  pinned_static[d] +
+                                  static_cast<long double>(weight[d]) * (st + pinned_stash[d]);
           if (mem <= static_cast<long double>(cap)) rt[k] = std::min(rt[k], t);
         }
       }
@@ -1659,6 +1676,9 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
   // Least lambda such that sum_d max{k : load(d, k) <= lambda} >= D.
   auto absorbs = [&](Nanos lambda) {
     long long total = 0;
+    for (int d = 0; d < p; ++d) {
+      if (load(d, 0) > lambda) return false;  // its pinned layers alone
+    }
     for (int d = 0; d < p && total < D; ++d) {
       int k = 0;
       while (k < D && load(d, k + 1) <= lambda) ++k;  // load is monotone in k
