@@ -1611,28 +1611,135 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
         best = std::min(best, mx);
       }
     } else {
+      // For any distribution q over the moments, min over splits s of
+      // max over moments of counts . s >= min over chunks c of the
+      // q-average of counts[c] (minimax). Each q gives a valid weight;
+      // multiplicative weights look for a good one (the split side answers
+      // with its best chunk).
       for (const auto& mo : mos) {
         int mn = std::numeric_limits<int>::max();
         for (int c : mo.counts) mn = std::min(mn, c);
         best = std::max(best, static_cast<double>(mn));
       }
+      const size_t nm = mos.size();
+      if (nm > 0) {
+        double most = 1;
+        for (const auto& mo : mos) {
+          for (int c : mo.counts) most = std::max(most, static_cast<double>(c));
+        }
+        std::vector<double> q(nm, 1.0);
+        const int rounds = 500;
+        const double eta = std::sqrt(std::log(static_cast<double>(nm) + 1) / rounds);
+        std::vector<double> avg_sum(c_.v, 0.0);
+        for (int it = 0; it < rounds; ++it) {
+          double z = 0;
+          for (double x : q) z += x;
+          std::vector<double> avg(c_.v, 0.0);
+          for (size_t i = 0; i < nm; ++i) {
+            for (int c = 0; c < c_.v; ++c) avg[c] += q[i] / z * mos[i].counts[c];
+          }
+          best = std::max(best, *std::min_element(avg.begin(), avg.end()));
+          const int cstar = static_cast<int>(std::min_element(avg.begin(), avg.end()) - avg.begin());
+          double mx = 0;
+          for (size_t i = 0; i < nm; ++i) {
+            q[i] *= std::exp(eta * mos[i].counts[cstar] / most);
+            mx = std::max(mx, q[i]);
+          }
+          for (double& x : q) x /= mx;
+        }
+      }
     }
     weight[d] = best;
   }
 
+  // A sharper floor on a rank's peak with k decoders of total stash st:
+  // every chunk holds at least one layer, so all but the chunks that may
+  // hold only non-decoder layers carry at least one decoder's least stash
+  // (st1); the rest of the stash may sit in the chunk with the fewest
+  // micro-batches in flight. Per program moment that is a valid floor, and
+  // the peak is at least the largest of them. A pinned first (last) layer
+  // sits in chunk 0 of rank 0 (chunk v-1 of rank p-1).
+  Bytes st1 = dec.activation;
+  for (const auto& o : dec.recompute) st1 = std::min(st1, o.retained_activation);
+  // Chunks that may hold no decoder: the chunk of a pinned first (last)
+  // layer on rank 0 (p-1), and, anywhere, as many chunks as there are other
+  // non-decoder layers (the adversary's choice: those with most in flight).
+  std::vector<std::vector<int>> pinned_chunks(p);
+  int pinned_total = 0;
+  const bool first_pinned = !same(pb_.layers[0], dec);
+  const bool last_pinned = L > 1 && !same(pb_.layers[L - 1], dec);
+  if (first_pinned) {
+    ++pinned_total;
+    pinned_chunks[0].push_back(0);
+  }
+  if (last_pinned) {
+    ++pinned_total;
+    pinned_chunks[p - 1].push_back(c_.v - 1);
+  }
+  const int free_others = std::max(0, others - pinned_total);
+  auto peak_floor = [&](int d, int k, Bytes st) -> long double {
+    const int v = c_.v;
+    const long double stat = static_cast<long double>(k) * dec.static_memory + pinned_static[d];
+    const auto& mos = c_.profile.moments[d];
+    long double worst = 0;
+    for (const auto& mo : mos) {
+      const std::vector<int>& cnt = mo.counts;
+      long double x = 0;
+      if (d == 0 && first_pinned) {
+        const Layer& x1 = pb_.layers[0];
+        Bytes least = x1.activation;
+        for (const auto& o : x1.recompute) least = std::min(least, o.retained_activation);
+        x += static_cast<long double>(cnt[0]) * least;
+      }
+      if (d == p - 1 && last_pinned) {
+        // The last layer's own stash, when rank p-1 is not rank 0's twin.
+        const Bytes last_least = [&] {
+          const Layer& x2 = pb_.layers[L - 1];
+          Bytes least = x2.activation;
+          for (const auto& o : x2.recompute) least = std::min(least, o.retained_activation);
+          return least;
+        }();
+        x += static_cast<long double>(cnt[v - 1]) * last_least;
+      }
+      // Chunks that must carry a decoder: all but the pinned chunk and the
+      // free_others chunks with the largest counts.
+      std::vector<int> must;
+      for (int c = 0; c < v; ++c) {
+        const auto& pc = pinned_chunks[d];
+        if (std::find(pc.begin(), pc.end(), c) == pc.end()) must.push_back(cnt[c]);
+      }
+      std::sort(must.begin(), must.end());
+      const int drop = std::min<int>(free_others, static_cast<int>(must.size()));
+      must.resize(must.size() - drop);
+      const int nfloor = kmin > 0 ? static_cast<int>(must.size()) : 0;
+      if (k < nfloor) return std::numeric_limits<long double>::infinity();
+      long double fl = 0;
+      for (int c = 0; c < nfloor; ++c) fl += must[c];
+      const int mn = *std::min_element(cnt.begin(), cnt.end());
+      x += fl * st1 + static_cast<long double>(mn) * (st - static_cast<long double>(nfloor) * st1);
+      worst = std::max(worst, x);
+    }
+    // The plain weight floor (stash anywhere) is valid too.
+    worst = std::max(worst, static_cast<long double>(weight[d]) * (st + pinned_stash[d]));
+    return stat + worst;
+  };
+  // Least recompute time of device d holding k decoders, or kInf.
+  auto least_rt = [&](int d, int k) -> Nanos {
+    const Bytes cap = c_.spec.device_capacity[d];
+    Nanos rt = kInf;
+    for (const auto& [st, t] : pts[k]) {
+      if (peak_floor(d, k, st) <= static_cast<long double>(cap)) rt = std::min(rt, t);
+    }
+    return rt;
+  };
+  std::vector<std::vector<Nanos>> rt_table(p, std::vector<Nanos>(D + 1, kInf));
+  for (int d = 0; d < p; ++d) {
+    for (int k = 0; k <= D; ++k) rt_table[d][k] = least_rt(d, k);
+  }
   // Load of device d holding k decoders (or kInf if it cannot fit them).
   auto load = [&](int d, int k) -> Nanos {
     const double speed = pb_.cluster.devices[d].speed;
-    const Bytes cap = c_.spec.device_capacity[d];
-    const Bytes stat = static_cast<Bytes>(k) * dec.static_memory + pinned_static[d];
-    Nanos rt = kInf;
-    for (const auto& [st, t] : pts[k]) {
-      const long double mem = static_cast<long double>(stat) +
-                              static_cast<long double>(weight[d]) * (st + pinned_stash[d]);
-      if (mem <= static_cast<long double>(cap)) {
-        rt = std::min(rt, t);
-      }
-    }
+    const Nanos rt = rt_table[d][k];
     if (rt >= kInf) return kInf;
     // Chains before and after: stages 0 .. d-1 hold >= d*kmin layers, at
     // most `others` of them not decoders.
@@ -1652,16 +1759,7 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
     std::vector<Nanos> best(D + 1, kInf), next(D + 1);
     best[0] = 0;
     for (int d = 0; d < p; ++d) {
-      const Bytes cap = c_.spec.device_capacity[d];
-      std::vector<Nanos> rt(D + 1, kInf);
-      for (int k = 0; k <= D; ++k) {
-        for (const auto& [st, t] : pts[k]) {
-          const long double mem = static_cast<long double>(k) * dec.static_memory +
-                                  pinned_static[d] +
-                                  static_cast<long double>(weight[d]) * (st + pinned_stash[d]);
-          if (mem <= static_cast<long double>(cap)) rt[k] = std::min(rt[k], t);
-        }
-      }
+      const std::vector<Nanos>& rt = rt_table[d];
       std::fill(next.begin(), next.end(), kInf);
       for (int j = 0; j <= D; ++j) {
         if (best[j] >= kInf) continue;
@@ -1673,18 +1771,29 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
     }
     forced_recompute_ = best[D] < kInf ? best[D] : 0;
   }
-  // Least lambda such that sum_d max{k : load(d, k) <= lambda} >= D.
+  // Least lambda at which every device can take a feasible number of
+  // decoders within lambda and together they can take all D: each device d
+  // has a least feasible count kmin_d (chunks need layers, memory) and a
+  // largest count within lambda; lambda works iff sum kmin <= D <= sum kmax.
+  std::vector<int> kmin_dev(p, -1);
+  for (int d = 0; d < p; ++d) {
+    for (int k = 0; k <= D; ++k) {
+      if (load(d, k) < kInf) {
+        kmin_dev[d] = k;
+        break;
+      }
+    }
+  }
   auto absorbs = [&](Nanos lambda) {
-    long long total = 0;
+    long long lo_sum = 0, hi_sum = 0;
     for (int d = 0; d < p; ++d) {
-      if (load(d, 0) > lambda) return false;  // its pinned layers alone
-    }
-    for (int d = 0; d < p && total < D; ++d) {
-      int k = 0;
+      if (kmin_dev[d] < 0 || load(d, kmin_dev[d]) > lambda) return false;
+      int k = kmin_dev[d];
       while (k < D && load(d, k + 1) <= lambda) ++k;  // load is monotone in k
-      total += k;
+      lo_sum += kmin_dev[d];
+      hi_sum += k;
     }
-    return total >= D;
+    return lo_sum <= D && D <= hi_sum;
   };
   Nanos lo = 0, hi = 1;
   while (!absorbs(hi)) {
@@ -1702,7 +1811,7 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
     per_device->assign(p, 0);
     int total = 0;
     for (int d = 0; d < p; ++d) {
-      int k = 0;
+      int k = std::max(0, kmin_dev[d]);
       while (k < D && load(d, k + 1) <= lo) ++k;
       (*per_device)[d] = k;
       total += k;
@@ -1711,13 +1820,14 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
       int worst = -1;
       Nanos worst_load = -1;
       for (int d = 0; d < p; ++d) {
-        if ((*per_device)[d] == 0) continue;
+        if ((*per_device)[d] <= std::max(0, kmin_dev[d])) continue;
         const Nanos l = load(d, (*per_device)[d]);
         if (l > worst_load) {
           worst_load = l;
           worst = d;
         }
       }
+      if (worst < 0) break;  // every device at its least: nothing to trim
       --(*per_device)[worst];
       --total;
     }
