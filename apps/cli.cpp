@@ -16,8 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "apps/calibrate.h"
 #include "apps/config.h"
 #include "apps/output.h"
+#include "apps/model_output.h"
 #include "apps/search_cli.h"
 #include "apps/search_output.h"
 #include "apps/units.h"
@@ -37,6 +39,8 @@ constexpr const char* kUsage =
     "usage: ppb-sim [simulate] --config FILE [options]\n"
     "       ppb-sim search --config FILE [options]\n"
     "       ppb-sim rank --config FILE --candidates FILE [options]\n"
+    "       ppb-sim model --config FILE [--format text|json]\n"
+    "       ppb-sim calibrate --measurements FILE [options]\n"
     "\n"
     "simulate: simulates one training iteration of a pipeline-parallel\n"
     "  schedule and reports iteration time, bubble and peak memory per "
@@ -44,6 +48,8 @@ constexpr const char* kUsage =
     "search: finds the layers per (chunk, rank) and the recompute per layer\n"
     "  with the shortest simulated iteration that fits in memory.\n"
     "rank: simulates the strategies of a candidates file and ranks them.\n"
+    "model: the per-layer costs derived from model.hf_config, with sources.\n"
+    "calibrate: fits per-layer costs to measured per-stage memory/time.\n"
     "'ppb-sim COMMAND --help' lists a command's options.\n";
 
 // An integer option value in [min, max], or an error naming the flag.
@@ -433,6 +439,27 @@ int RunRank(const std::vector<std::string>& args, std::ostream& out,
   return kExitOk;
 }
 
+int RunModel(const std::vector<std::string>& args, std::ostream& out,
+             std::ostream& err) {
+  po::options_description opts("model options");
+  AddRunOptions(opts);
+  po::variables_map vm;
+  if (auto done = ParseArgs(args, opts, vm, out, err)) return *done;
+  const std::optional<CliOverrides> ov = RunOverrides(vm, err);
+  if (!ov) return kExitBadInput;
+  const std::optional<RunConfig> config = Load(vm, *ov, err);
+  if (!config) return kExitBadInput;
+  if (config->derived.empty()) {
+    err << config->path
+        << ": model.hf_config: must be given for ppb-sim model (the layers "
+           "are derived from it); got model.layers\n";
+    return kExitBadInput;
+  }
+  out << (vm["format"].as<std::string>() == "json" ? FormatModelJson(*config)
+                                                   : FormatModelText(*config));
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunCli(int argc, const char* const* argv, std::ostream& out,
@@ -446,8 +473,11 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
   if (command == "simulate") return RunSimulate(args, out, err);
   if (command == "search") return RunSearch(args, out, err);
   if (command == "rank") return RunRank(args, out, err);
+  if (command == "model") return RunModel(args, out, err);
+  if (command == "calibrate") return RunCalibrate(args, out, err);
   err << "ppb-sim: unknown command '" << command
-      << "'; expected simulate (the default), search or rank\n"
+      << "'; expected simulate (the default), search, rank, model or "
+         "calibrate\n"
       << kUsage;
   return kExitBadInput;
 }

@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "apps/hf_config.h"
+#include "apps/sapp.h"
 #include "apps/units.h"
 #include "core/strategy.h"
 #include "core/validate.h"
@@ -442,7 +444,8 @@ class Parser {
                            "optional strategy and search; got an empty file"};
     }
     Result<Entries> top =
-        Map(root, "", {"model", "cluster", "pipeline", "strategy", "search"});
+        Map(root, "", {"model", "cluster", "pipeline", "strategy", "search",
+                       "training", "hardware"});
     if (!top.ok()) return top.error();
     // The pipeline first: the shapes of the other sections depend on p, v.
     const Entry* pipeline = Find(*top, "pipeline");
@@ -451,7 +454,8 @@ class Parser {
     if (model == nullptr) {
       return Fail("model", "must be given (a map with layers); got nothing");
     }
-    PPB_RETURN_IF_ERROR(ParseModel(model->value));
+    PPB_RETURN_IF_ERROR(ParseModel(model->value, Find(*top, "training"),
+                                   Find(*top, "hardware")));
     const Entry* cluster = Find(*top, "cluster");
     if (cluster == nullptr) {
       return Fail("cluster", "must be given (a map with devices); got nothing");
@@ -603,13 +607,32 @@ class Parser {
                : name;
   }
 
-  Status ParseModel(const YAML::Node& node) {
-    Result<Entries> e = Map(node, "model", {"name", "layers"});
+  Status ParseModel(const YAML::Node& node, const Entry* training,
+                    const Entry* hardware) {
+    Result<Entries> e = Map(node, "model", {"name", "layers", "hf_config",
+                                            "sapp_layers", "sapp_units"});
     if (!e.ok()) return e.error();
     if (const Entry* name = Find(*e, "name")) {
       Result<std::string> s = String(name->value, name->path, "a string");
       if (!s.ok()) return s.error();
       cfg_.model_name = *s;
+    }
+    if (const Entry* hf = Find(*e, "hf_config")) {
+      if (const Entry* layers = Find(*e, "layers")) {
+        return Fail(layers->path,
+                    "must not be given with model.hf_config (the layers are "
+                    "derived from it); got both");
+      }
+      return ParseHfModel(*hf, training, hardware);
+    }
+    if (Find(*e, "sapp_layers") || Find(*e, "sapp_units")) {
+      return ParseSappModel(*e);
+    }
+    for (const Entry* x : {training, hardware}) {
+      if (x != nullptr) {
+        return Fail(x->path, "must only be given with model.hf_config; got " +
+                                 Given(x->value) + " with model.layers");
+      }
     }
     Result<std::vector<Entry>> items =
         RequiredList(*e, "layers", "model.layers", "layers");
@@ -618,6 +641,191 @@ class Parser {
     for (const Entry& item : *items) {
       PPB_RETURN_IF_ERROR(ParseLayer(item, defined_by));
     }
+    return Status();
+  }
+
+  // model.hf_config with the training and hardware sections: the layers
+  // derived by the cost model (core/cost_model.h).
+  Status ParseHfModel(const Entry& hf, const Entry* training,
+                      const Entry* hardware) {
+    Result<std::string> file = String(hf.value, hf.path, "a config.json path");
+    if (!file.ok()) return file.error();
+    std::filesystem::path json(*file);
+    if (json.is_relative()) {
+      json = std::filesystem::path(cfg_.path).parent_path() / json;
+    }
+    cfg_.hf_config = json.string();
+    Result<Architecture> arch = LoadHfConfig(cfg_.hf_config);
+    if (!arch.ok()) {
+      return Fail(hf.path, "must be a readable HuggingFace config.json; " +
+                               FormatHfError(cfg_.hf_config, arch.error()));
+    }
+    if (training == nullptr) {
+      return Fail("training",
+                  "must be given with model.hf_config (a map with "
+                  "seq_length, micro_batch_size, ...); got nothing");
+    }
+    if (hardware == nullptr) {
+      return Fail("hardware",
+                  "must be given with model.hf_config (a map with "
+                  "peak_tflops, ...); got nothing");
+    }
+    Result<Training> t = ParseTraining(*training);
+    if (!t.ok()) return t.error();
+    Result<Hardware> h = ParseHardware(*hardware);
+    if (!h.ok()) return h.error();
+    if (Status s = ValidateCostInputs(*arch, *t, *h); !s.ok()) {
+      // Keys of the YAML sections (training.tp, hardware.peak_tflops) map to
+      // their lines; architecture.* keys come from the JSON file.
+      static const std::map<std::string, std::string> kYamlKeys = {
+          {"training.seq", "training.seq_length"},
+          {"training.micro_batch", "training.micro_batch_size"},
+          {"training.tp", "training.tensor_parallel"},
+          {"training.cp", "training.context_parallel"},
+          {"training.ep", "training.expert_parallel"},
+          {"training.dp", "training.data_parallel"},
+          {"training.activation_bytes", "training.dtype"},
+          {"hardware.peak_tflops", "hardware.peak_tflops"},
+          {"hardware.achievable_fraction", "hardware.achievable_fraction"}};
+      auto it = kYamlKeys.find(s.error().key);
+      if (it != kYamlKeys.end()) return Fail(it->second, s.error().message);
+      return Fail(hf.path, cfg_.hf_config + ": " + s.error().key + ": " +
+                               s.error().message);
+    }
+    cfg_.derived = DeriveLayers(*arch, *t, *h);
+    for (const DerivedLayer& d : cfg_.derived) cfg_.layers.push_back(d.layer);
+    return Status();
+  }
+
+  // training: the parallel setup of one pipeline rank.
+  Result<Training> ParseTraining(const Entry& section) {
+    Result<Entries> r =
+        Map(section.value, "training",
+            {"seq_length", "micro_batch_size", "dtype", "tensor_parallel",
+             "sequence_parallel", "context_parallel", "expert_parallel",
+             "data_parallel", "distributed_optimizer", "optimizer"});
+    if (!r.ok()) return r.error();
+    const Entries& e = *r;
+    Training t;
+    struct IntField {
+      std::string_view key;
+      bool required;
+      std::int64_t* out64;
+      int* out;
+    };
+    for (const IntField& f :
+         {IntField{"seq_length", true, &t.seq, nullptr},
+          IntField{"micro_batch_size", false, &t.micro_batch, nullptr},
+          IntField{"tensor_parallel", false, nullptr, &t.tp},
+          IntField{"context_parallel", false, nullptr, &t.cp},
+          IntField{"expert_parallel", false, nullptr, &t.ep},
+          IntField{"data_parallel", false, nullptr, &t.dp}}) {
+      const Entry* x = Find(e, f.key);
+      if (x == nullptr) {
+        if (!f.required) continue;
+        return Fail("training." + std::string(f.key),
+                    "must be given (a positive integer); got nothing");
+      }
+      Result<int> v = PositiveInt(x->value, x->path);
+      if (!v.ok()) return v.error();
+      if (f.out64 != nullptr) *f.out64 = *v;
+      if (f.out != nullptr) *f.out = *v;
+    }
+    if (const Entry* x = Find(e, "dtype")) {
+      Result<size_t> i = Choice(x->value, x->path, {"bf16", "fp16", "fp32"});
+      if (!i.ok()) return i.error();
+      t.activation_bytes = *i == 2 ? 4 : 2;
+    }
+    if (const Entry* x = Find(e, "sequence_parallel")) {
+      Result<bool> b = Bool(x->value, x->path);
+      if (!b.ok()) return b.error();
+      t.sp = *b;
+    }
+    if (const Entry* x = Find(e, "distributed_optimizer")) {
+      Result<bool> b = Bool(x->value, x->path);
+      if (!b.ok()) return b.error();
+      t.distributed_optimizer = *b;
+    }
+    if (const Entry* x = Find(e, "optimizer")) {
+      Result<size_t> i = Choice(x->value, x->path, {"adam"});
+      if (!i.ok()) return i.error();
+    }
+    return t;
+  }
+
+  // hardware: the compute rate of one device (its memory is
+  // cluster.devices.memory).
+  Result<Hardware> ParseHardware(const Entry& section) {
+    Result<Entries> r = Map(section.value, "hardware",
+                            {"peak_tflops", "achievable_fraction"});
+    if (!r.ok()) return r.error();
+    Hardware h;
+    const Entry* peak = Find(*r, "peak_tflops");
+    if (peak == nullptr) {
+      return Fail("hardware.peak_tflops",
+                  "must be given (a positive number, TFLOP/s); got nothing");
+    }
+    Result<double> p = PositiveNumber(peak->value, peak->path);
+    if (!p.ok()) return p.error();
+    h.peak_tflops = *p;
+    if (const Entry* f = Find(*r, "achievable_fraction")) {
+      Result<double> x = PositiveNumber(f->value, f->path);
+      if (!x.ok()) return x.error();
+      if (*x > 1) {
+        return Fail(f->path, "must be a number in (0, 1]; got " +
+                                 f->value.Scalar());
+      }
+      h.achievable_fraction = *x;
+    }
+    return h;
+  }
+
+  // model: {sapp_layers: FILE.json, sapp_units: {time: 1ms, memory: 1MiB}}
+  // (apps/sapp.h); FILE is relative to the config's directory.
+  Status ParseSappModel(const Entries& e) {
+    if (const Entry* layers = Find(e, "layers")) {
+      return Fail(layers->path, "must not be given with model.sapp_layers");
+    }
+    const Entry* file = Find(e, "sapp_layers");
+    if (file == nullptr) {
+      return Fail("model.sapp_layers",
+                  "must be given with model.sapp_units (a SAPP layer JSON); "
+                  "got nothing");
+    }
+    Result<std::string> name = String(file->value, file->path, "a file name");
+    if (!name.ok()) return name.error();
+    const Entry* units = Find(e, "sapp_units");
+    if (units == nullptr) {
+      return Fail("model.sapp_units",
+                  "must be given (SAPP numbers carry no unit), e.g. "
+                  "{time: 1ms, memory: 1MiB}; got nothing");
+    }
+    Result<Entries> u = Map(units->value, units->path, {"time", "memory"});
+    if (!u.ok()) return u.error();
+    const Entry* t = Find(*u, "time");
+    const Entry* m = Find(*u, "memory");
+    if (t == nullptr || m == nullptr) {
+      return Fail(units->path + (t == nullptr ? ".time" : ".memory"),
+                  "must be given (what one SAPP unit is, e.g. 1ms / 1MiB); "
+                  "got nothing");
+    }
+    Result<std::int64_t> tv =
+        UnitValue(t->value, t->path, ParseDuration, "duration", true);
+    if (!tv.ok()) return tv.error();
+    Result<std::int64_t> mv =
+        UnitValue(m->value, m->path, ParseBytes, "size", true);
+    if (!mv.ok()) return mv.error();
+    std::filesystem::path fp(*name);
+    if (fp.is_relative()) {
+      fp = std::filesystem::path(cfg_.path).parent_path() / fp;
+    }
+    Result<std::vector<Layer>> layers =
+        LoadSappLayers(fp.string(), SappUnits{*tv, *mv});
+    if (!layers.ok()) {
+      return Fail(file->path, "cannot be used: " + layers.error().message);
+    }
+    cfg_.layers = std::move(*layers);
+    if (cfg_.model_name.empty()) cfg_.model_name = fp.stem().string();
     return Status();
   }
 

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cost_model.h"
 #include "core/engine.h"
 #include "core/lower.h"
 #include "core/model.h"
@@ -65,6 +66,11 @@ struct RunConfig {
   std::string path;  // the config file as given
   std::string model_name;
   std::vector<Layer> layers;  // after `repeat` expansion, in model order
+  // With `model: {hf_config: ...}`: the file (relative to the config
+  // resolved), and the derived layers with their sources (the same layers
+  // as `layers`, plus params, FLOPs and provenance). Empty otherwise.
+  std::string hf_config;
+  std::vector<DerivedLayer> derived;
   Cluster cluster;            // p devices and p links
   PipelineShape shape;
   std::string schedule = "1f1b";  // a registry name or "custom"

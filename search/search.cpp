@@ -190,6 +190,13 @@ bool SameCosts(const Layer& a, const Layer& b) {
   return true;
 }
 
+// Identical in every cost the search uses: such layers are interchangeable.
+bool SameLayer(const Layer& a, const Layer& b) {
+  return a.forward == b.forward && a.backward_input == b.backward_input &&
+         a.backward_weight == b.backward_weight && a.static_memory == b.static_memory &&
+         SameCosts(a, b);
+}
+
 Menu BuildMenu(const std::vector<Layer>& layers, int i, int j) {
   Menu menu;
   for (int l = i; l < j; ++l) {
@@ -457,6 +464,8 @@ class Searcher {
   Nanos RootBound(std::vector<int>* decoders_per_device, int* decoder_rep);
   Nanos PathWeights();
   std::vector<int> RelaxedSplit(const std::vector<int>& per_device, int rep) const;
+  std::vector<int> SplitFromQuota(const std::vector<int>& quota, int rep) const;
+  std::vector<int> ChunkAwareSplit(const std::vector<int>& per_device, int rep);
   std::vector<int> EvenSplit() const;
   std::vector<int> BalancedSplit() const;
   void LocalSearch(std::vector<int> split, std::mt19937_64& rng, int restarts);
@@ -1505,11 +1514,7 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
   const int L = c_.L, p = c_.p, m = c_.m;
   if (L == 0) return 0;
   // Largest group of identical layers.
-  auto same = [&](const Layer& a, const Layer& b) {
-    return a.forward == b.forward && a.backward_input == b.backward_input &&
-           a.backward_weight == b.backward_weight &&
-           a.static_memory == b.static_memory && SameCosts(a, b);
-  };
+  auto same = [](const Layer& a, const Layer& b) { return SameLayer(a, b); };
   int best_rep = 0, best_count = 0;
   for (int i = 0; i < L; ++i) {
     int cnt = 0;
@@ -1845,21 +1850,24 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
 // last stage). Empty when it cannot give every chunk its minimum.
 std::vector<int> Searcher::RelaxedSplit(const std::vector<int>& per_device,
                                         int rep) const {
-  const int S = c_.S, L = c_.L, p = c_.p, v = c_.v;
-  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
+  const int S = c_.S, p = c_.p, v = c_.v;
   std::vector<int> quota(S, 0);
   for (int d = 0; d < p; ++d) {
     for (int c = 0; c < v; ++c) {
       quota[c * p + d] = per_device[d] / v + (c < per_device[d] % v ? 1 : 0);
     }
   }
+  return SplitFromQuota(quota, rep);
+}
+
+// The split whose stage s holds quota[s] decoders (layers like `rep`), the
+// other layers staying with the stage that is open when the walk through
+// the model meets them. Empty when a stage would get too few layers.
+std::vector<int> Searcher::SplitFromQuota(const std::vector<int>& quota, int rep) const {
+  const int S = c_.S, L = c_.L;
+  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
   const Layer& dec = pb_.layers[rep];
-  auto is_dec = [&](int l) {
-    const Layer& x = pb_.layers[l];
-    return x.forward == dec.forward && x.backward_input == dec.backward_input &&
-           x.backward_weight == dec.backward_weight &&
-           x.static_memory == dec.static_memory && SameCosts(x, dec);
-  };
+  auto is_dec = [&](int l) { return SameLayer(pb_.layers[l], dec); };
   std::vector<int> split(S, 0);
   int l = 0;
   for (int s = 0; s < S; ++s) {
@@ -1878,6 +1886,107 @@ std::vector<int> Searcher::RelaxedSplit(const std::vector<int>& per_device,
     if (x < kmin) return {};
   }
   return l == L ? split : std::vector<int>{};
+}
+
+// Like RelaxedSplit, but each rank's decoders are spread over its chunks to
+// need the least recompute: chunks differ in how many micro-batches they
+// hold in flight (the last stage holds one), so a rank can keep more layers
+// un-recomputed in its lightly loaded chunks. Every composition of the
+// rank's count over its chunks is tried on the rank's exact memory model.
+std::vector<int> Searcher::ChunkAwareSplit(const std::vector<int>& per_device, int rep) {
+  const int S = c_.S, L = c_.L, p = c_.p, v = c_.v;
+  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
+  const Layer& dec = pb_.layers[rep];
+  const bool first_pinned = !SameLayer(pb_.layers[0], dec);
+  const bool last_pinned = L > 1 && !SameLayer(pb_.layers[L - 1], dec);
+  // Synthetic layer lists: x decoders, with the pinned layer where it sits.
+  std::map<std::pair<int, int>, std::pair<std::vector<Layer>, Menu>> cache;
+  auto chunk = [&](int x, int pin) -> const std::pair<std::vector<Layer>, Menu>& {
+    auto key = std::make_pair(x, pin);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+    std::vector<Layer> ls;
+    if (pin == 1) ls.push_back(pb_.layers[0]);
+    for (int i = 0; i < x; ++i) ls.push_back(dec);
+    if (pin == 2) ls.push_back(pb_.layers[L - 1]);
+    Menu menu = BuildMenu(ls, 0, static_cast<int>(ls.size()));
+    return cache.emplace(key, std::make_pair(std::move(ls), std::move(menu))).first->second;
+  };
+  std::vector<int> quota(S, 0);
+  for (int d = 0; d < p; ++d) {
+    const int k = per_device[d];
+    std::vector<int> pin(v, 0);
+    if (d == 0 && first_pinned) pin[0] = 1;
+    if (d == p - 1 && last_pinned) pin[v - 1] = 2;
+    const double speed = pb_.cluster.devices[d].speed;
+    const Bytes cap = c_.spec.device_capacity[d];
+    std::vector<int> x(v, 0), best_x;
+    Nanos best_t = kInf;
+    Bytes best_peak = 0;
+    std::int64_t budget = 20000;
+    std::function<void(int, int)> compose = [&](int c, int left) {
+      if (--budget < 0) return;
+      if (c == v - 1) {
+        x[c] = left;
+        if (pin[c] == 0 && left < kmin) return;
+        std::vector<StageFixed> fx(v);
+        std::vector<const Menu*> menus(v);
+        std::vector<const StageFixed*> fxp(v);
+        for (int cc = 0; cc < v; ++cc) {
+          const auto& [ls, menu] = chunk(x[cc], pin[cc]);
+          menus[cc] = &menu;
+          for (const Layer& l : ls) {
+            fx[cc].static_mem += l.static_memory;
+            fx[cc].workspace = std::max(fx[cc].workspace, l.workspace);
+          }
+          fxp[cc] = &fx[cc];
+        }
+        // Least total recompute that fits (menus are sorted by time).
+        std::vector<const MenuPoint*> cur(v);
+        std::vector<MenuPoint> floor_pts(v);
+        for (int cc = 0; cc < v; ++cc) {
+          floor_pts[cc].stash = menus[cc]->min_stash;
+          floor_pts[cc].remat = menus[cc]->min_remat;
+        }
+        Nanos t_best = kInf;
+        Bytes peak_best = 0;
+        std::function<void(int, Nanos)> rec = [&](int cc, Nanos t) {
+          if (--budget < 0) return;
+          if (cc == v) {
+            const Bytes peak = DevicePeak(d, fxp, cur);
+            if (peak <= cap && (t < t_best || (t == t_best && peak < peak_best))) {
+              t_best = t;
+              peak_best = peak;
+            }
+            return;
+          }
+          for (const MenuPoint& q : menus[cc]->points) {
+            const Nanos t2 = t + ScaleTime(q.time, speed);
+            if (t2 > t_best) break;
+            cur[cc] = &q;
+            for (int r = cc + 1; r < v; ++r) cur[r] = &floor_pts[r];
+            if (DevicePeak(d, fxp, cur) > cap) continue;
+            rec(cc + 1, t2);
+          }
+        };
+        rec(0, 0);
+        if (t_best < best_t || (t_best == best_t && t_best < kInf && peak_best < best_peak)) {
+          best_t = t_best;
+          best_peak = peak_best;
+          best_x = x;
+        }
+        return;
+      }
+      for (int n = (pin[c] ? 0 : kmin); n <= left; ++n) {
+        x[c] = n;
+        compose(c + 1, left - n);
+      }
+    };
+    compose(0, k);
+    if (best_x.empty()) return {};
+    for (int c = 0; c < v; ++c) quota[c * p + d] = best_x[c];
+  }
+  return SplitFromQuota(quota, rep);
 }
 
 std::vector<int> Searcher::EvenSplit() const {
@@ -2094,6 +2203,10 @@ void Searcher::Run() {
   if (!relaxed_per_device_.empty()) {
     const std::vector<int> relaxed = RelaxedSplit(relaxed_per_device_, relaxed_rep_);
     if (!relaxed.empty()) LocalSearch(relaxed, rng, 0);
+    if (c_.v > 1) {
+      const std::vector<int> aware = ChunkAwareSplit(relaxed_per_device_, relaxed_rep_);
+      if (!aware.empty() && aware != relaxed) LocalSearch(aware, rng, 0);
+    }
   }
   LocalSearch(BalancedSplit(), rng, opt_.local_search_restarts);
   if (!limit_hit) {

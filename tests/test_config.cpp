@@ -561,10 +561,10 @@ TEST_CASE("config errors: YAML and structure", "[config]") {
         "strategy and search; got an empty file");
   CHECK(ParseError("- a\n- b\n") ==
         "run.yaml: must be a map with keys model, cluster, pipeline, "
-        "strategy, search; got a list of 2");
+        "strategy, search, training, hardware; got a list of 2");
   CHECK(ParseError(std::string(kBase) + "extra: 1\n") ==
         "run.yaml:55: extra: unknown key; expected one of model, cluster, "
-        "pipeline, strategy, search");
+        "pipeline, strategy, search, training, hardware");
   CHECK(ParseError(
             WithoutStrategy().substr(WithoutStrategy().find("cluster:"))) ==
         "run.yaml: model: must be given (a map with layers); got nothing");

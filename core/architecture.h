@@ -1,0 +1,86 @@
+// A transformer's architecture, its training setup and its device, as plain
+// values: what the symbolic cost model (core/cost_model.h) turns into the
+// per-layer costs of core/model.h. Filled by apps/hf_config.h from a
+// HuggingFace config.json or by hand (tests).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace ppb {
+
+// Which decoder layers have a mixture-of-experts MLP. The HuggingFace
+// families spell it differently (conventions.md "HuggingFace config.json"):
+//   DeepSeek: layer i is MoE iff i >= first_k_dense && i % moe_layer_freq == 0
+//   Qwen-MoE: layer i is MoE iff i not in mlp_only_layers &&
+//             (i + 1) % decoder_sparse_step == 0
+// Both rules are applied (their neutral values leave the other's alone).
+struct MoeLayout {
+  int first_k_dense = 0;             // first_k_dense_replace
+  int moe_layer_freq = 1;            // DeepSeek moe_layer_freq (>= 1)
+  int decoder_sparse_step = 1;       // Qwen decoder_sparse_step (>= 1)
+  std::vector<int> mlp_only_layers;  // Qwen mlp_only_layers (0-based)
+};
+
+// The model. Sizes are element counts, not bytes.
+struct Architecture {
+  std::int64_t hidden = 0;    // h
+  int layers = 0;             // decoder layers L (MTP layers not included)
+  int heads = 0;              // a, attention (query) heads
+  int kv_heads = 0;           // key/value heads (GQA); = heads for MHA
+  std::int64_t head_dim = 0;  // per head; usually h / a
+  std::int64_t ffn = 0;       // dense MLP width
+  std::int64_t vocab = 0;     // V
+  bool tied_embeddings = false;  // LM head shares the embedding matrix
+  bool gated_mlp = true;         // SwiGLU (gate, up, down) vs two matrices
+  bool qkv_bias = false;         // biases on Q, K, V (Qwen2)
+  bool qk_norm = false;          // RMSNorm on each head's Q and K (Qwen3)
+  // GPT-2/3 style: LayerNorm with weight and bias, biases on every linear
+  // (QKV, attention output, both MLP matrices). Otherwise RMSNorm (weight
+  // only) and no linear biases besides qkv_bias.
+  bool layernorm_with_bias = false;
+  std::int64_t learned_positions = 0;  // learned positional embedding rows
+
+  // Mixture of experts (experts == 0: every layer dense).
+  int experts = 0;                 // routed experts
+  int top_k = 0;                   // experts per token
+  std::int64_t expert_ffn = 0;     // width of one routed expert
+  std::int64_t shared_ffn = 0;     // total width of the shared expert(s)
+  bool shared_expert_gate = false;  // Qwen-MoE: a sigmoid gate (h x 1)
+  bool router_bias = false;         // DeepSeek-V3 e_score_correction_bias
+  MoeLayout moe_layout;
+
+  // Multi-head latent attention (DeepSeek-V2/V3); used when kv_lora_rank > 0.
+  std::int64_t q_lora_rank = 0;  // 0: a plain q_proj
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+
+  int mtp_layers = 0;  // multi-token-prediction layers (DeepSeek-V3: 1)
+
+  bool mla() const { return kv_lora_rank > 0; }
+  bool IsMoeLayer(int i) const;  // 0-based decoder layer index
+};
+
+// How the model is trained: the parallel layout of one pipeline rank.
+struct Training {
+  std::int64_t seq = 0;          // s, tokens per sequence
+  std::int64_t micro_batch = 1;  // b, sequences per micro-batch
+  int activation_bytes = 2;      // bytes per activation element (bf16: 2)
+  int tp = 1;                    // tensor parallel size t
+  bool sp = false;               // sequence parallel (needs tp > 1 to matter)
+  int cp = 1;                    // context parallel size
+  int ep = 1;                    // expert parallel size
+  int dp = 1;                    // data parallel size
+  bool distributed_optimizer = false;  // shard optimizer state over dp
+};
+
+// One device.
+struct Hardware {
+  double peak_tflops = 0;           // dense 16-bit peak, TFLOP/s
+  double achievable_fraction = 1;   // of the peak reached on matmuls (0, 1]
+  std::int64_t memory_bytes = 0;    // capacity
+};
+
+}  // namespace ppb

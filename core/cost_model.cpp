@@ -1,0 +1,543 @@
+#include "core/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace ppb {
+
+bool Architecture::IsMoeLayer(int i) const {
+  if (experts <= 0) return false;
+  const MoeLayout& m = moe_layout;
+  // DeepSeek-V2/V3 modeling: first_k_dense_replace, moe_layer_freq [HF].
+  if (i < m.first_k_dense) return false;
+  if (m.moe_layer_freq > 1 && i % m.moe_layer_freq != 0) return false;
+  // Qwen2-MoE/Qwen3-MoE modeling: mlp_only_layers, decoder_sparse_step [HF].
+  if (std::find(m.mlp_only_layers.begin(), m.mlp_only_layers.end(), i) !=
+      m.mlp_only_layers.end()) {
+    return false;
+  }
+  if (m.decoder_sparse_step > 1 && (i + 1) % m.decoder_sparse_step != 0) {
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+using I64 = std::int64_t;
+
+// Weights of one norm: RMSNorm has a scale, LayerNorm a scale and a bias.
+I64 NormParams(const Architecture& a, I64 width) {
+  return a.layernorm_with_bias ? 2 * width : width;
+}
+
+// Dimensions of the attention: per-head widths of Q/K and of V.
+I64 QkDim(const Architecture& a) {
+  return a.mla() ? a.qk_nope_head_dim + a.qk_rope_head_dim : a.head_dim;
+}
+I64 VDim(const Architecture& a) {
+  return a.mla() ? a.v_head_dim : a.head_dim;
+}
+// K heads of the attention core: MLA expands the latent to every head.
+I64 KvHeads(const Architecture& a) { return a.mla() ? a.heads : a.kv_heads; }
+
+// Weight matrices of the attention block (those a token multiplies).
+I64 AttentionWeights(const Architecture& a) {
+  const I64 h = a.hidden;
+  const I64 heads = a.heads;
+  if (a.mla()) {
+    // DeepSeek-V2/V3 MLA [HF modeling_deepseek.py]: q_a_proj h x q_lora,
+    // q_b_proj q_lora x a(nope+rope) (or q_proj h x a(nope+rope)),
+    // kv_a_proj_with_mqa h x (kv_lora + rope), kv_b_proj
+    // kv_lora x a(nope+v), o_proj a*v x h.
+    const I64 qk = QkDim(a);
+    const I64 q = a.q_lora_rank > 0
+                      ? h * a.q_lora_rank + a.q_lora_rank * heads * qk
+                      : h * heads * qk;
+    const I64 kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) +
+                   a.kv_lora_rank * heads * (a.qk_nope_head_dim + a.v_head_dim);
+    return q + kv + heads * a.v_head_dim * h;
+  }
+  // Q and O are h x a*d, K and V h x kv*d (GQA) [HF modeling_llama.py].
+  return 2 * h * heads * a.head_dim + 2 * h * a.kv_heads * a.head_dim;
+}
+
+// Everything else of the attention block: biases and the MLA latent norms.
+I64 AttentionOther(const Architecture& a) {
+  I64 n = 0;
+  if (a.mla()) {
+    // q_a_layernorm and kv_a_layernorm (RMSNorm) [HF modeling_deepseek.py].
+    n += a.q_lora_rank + a.kv_lora_rank;
+  } else if (a.qkv_bias || a.layernorm_with_bias) {
+    n += a.heads * a.head_dim + 2 * a.kv_heads * a.head_dim;  // Q, K, V bias
+  }
+  if (a.layernorm_with_bias) n += a.hidden;  // output projection bias (GPT)
+  if (a.qk_norm) n += 2 * a.head_dim;  // q_norm, k_norm [HF modeling_qwen3]
+  return n;
+}
+
+// Matrices of one MLP of width f: gate, up, down (SwiGLU) or fc1, fc2.
+I64 MlpWeights(const Architecture& a, I64 f) {
+  return (a.gated_mlp ? 3 : 2) * a.hidden * f;
+}
+
+// FLOPs per weight per token of a matrix multiply: 2 (multiply + add)
+// [N21 §5.1].
+constexpr double kFlopsPerWeight = 2.0;
+
+}  // namespace
+
+ParamCount EmbeddingParams(const Architecture& a) {
+  // Token embedding V x h, plus learned positions (GPT-2/3) [HF].
+  return {(a.vocab + a.learned_positions) * a.hidden, 0};
+}
+
+ParamCount DecoderLayerParams(const Architecture& a, int layer) {
+  ParamCount p;
+  // Two norms (before attention and before the MLP) [HF].
+  p.dense = 2 * NormParams(a, a.hidden) + AttentionWeights(a) +
+            AttentionOther(a);
+  if (!a.IsMoeLayer(layer)) {
+    p.dense += MlpWeights(a, a.ffn);
+    if (a.layernorm_with_bias) p.dense += a.ffn + a.hidden;  // fc1, fc2 bias
+    return p;
+  }
+  // MoE MLP [HF modeling_mixtral/qwen2_moe/deepseek]: router h x E (and
+  // DeepSeek-V3's per-expert score-correction bias), E routed experts, the
+  // shared expert(s) and Qwen's shared-expert gate h x 1.
+  p.dense += a.hidden * a.experts + (a.router_bias ? a.experts : 0);
+  p.dense += a.shared_ffn > 0 ? MlpWeights(a, a.shared_ffn) : 0;
+  p.dense += a.shared_expert_gate ? a.hidden : 0;
+  p.expert = static_cast<I64>(a.experts) * MlpWeights(a, a.expert_ffn);
+  return p;
+}
+
+ParamCount FinalNormParams(const Architecture& a) {
+  return {NormParams(a, a.hidden), 0};
+}
+
+ParamCount HeadParams(const Architecture& a) {
+  return {a.tied_embeddings ? 0 : a.vocab * a.hidden, 0};
+}
+
+ParamCount MtpLayerParams(const Architecture& a) {
+  // DeepSeek-V3 MTP module (§2.2 of its report; HF checkpoint layer 61):
+  // enorm, hnorm, eh_proj 2h x h, one decoder layer (an MoE layer, indexed
+  // after the main ones), shared_head.norm; embedding and output head are
+  // shared with the main model.
+  ParamCount p = DecoderLayerParams(a, a.layers);
+  p.dense += 3 * NormParams(a, a.hidden) + 2 * a.hidden * a.hidden;
+  return p;
+}
+
+std::int64_t TotalParams(const Architecture& a, bool with_mtp) {
+  I64 n = EmbeddingParams(a).total() + FinalNormParams(a).total() +
+          HeadParams(a).total();
+  for (int i = 0; i < a.layers; ++i) n += DecoderLayerParams(a, i).total();
+  if (with_mtp) n += a.mtp_layers * MtpLayerParams(a).total();
+  return n;
+}
+
+Flops DecoderLayerFlops(const Architecture& a, const Training& t, int layer) {
+  const double tokens = static_cast<double>(t.seq) * t.micro_batch;
+  I64 weights = AttentionWeights(a);
+  if (a.IsMoeLayer(layer)) {
+    // A token meets the router, its top-k experts and the shared expert(s).
+    weights += a.hidden * a.experts + a.top_k * MlpWeights(a, a.expert_ffn);
+    if (a.shared_ffn > 0) weights += MlpWeights(a, a.shared_ffn);
+    if (a.shared_expert_gate) weights += a.hidden;
+  } else {
+    weights += MlpWeights(a, a.ffn);
+  }
+  Flops f;
+  // 2 FLOPs per weight per token [N21 §5.1].
+  f.matmul = kFlopsPerWeight * static_cast<double>(weights) * tokens;
+  // Attention core: QK^T (2 s^2 b a d_qk) and attention over V
+  // (2 s^2 b a d_v), the 4 b s^2 h of [N21 §5.1] for d = h/a; causal
+  // masking is not discounted, as there.
+  const double s = static_cast<double>(t.seq);
+  f.attention = 2.0 * s * s * static_cast<double>(t.micro_batch) * a.heads *
+                static_cast<double>(QkDim(a) + VDim(a));
+  return f;
+}
+
+Flops HeadFlops(const Architecture& a, const Training& t) {
+  // Logits: 2 s b h V [N21 §5.1].
+  const double tokens = static_cast<double>(t.seq) * t.micro_batch;
+  return {kFlopsPerWeight * static_cast<double>(a.hidden * a.vocab) * tokens,
+          0};
+}
+
+Flops MtpLayerFlops(const Architecture& a, const Training& t) {
+  // eh_proj, one decoder layer and the shared output head (its own loss).
+  const double tokens = static_cast<double>(t.seq) * t.micro_batch;
+  Flops f = DecoderLayerFlops(a, t, a.layers);
+  f.matmul += kFlopsPerWeight * 2.0 * static_cast<double>(a.hidden) *
+                  static_cast<double>(a.hidden) * tokens +
+              HeadFlops(a, t).matmul;
+  return f;
+}
+
+namespace {
+
+I64 CeilDiv(I64 x, I64 d) { return (x + d - 1) / d; }
+
+// Activation terms of one decoder layer per micro-batch, bytes on one
+// device before any tensor-parallel division [K22 §4.1], with e = bytes
+// per element (2 in [K22]) and 1-byte dropout masks:
+//   replicated   LayerNorm inputs 2·e·sbh, QKV and MLP inputs 2·e·sbh, two
+//                dropout masks 2·sbh  (= 10sbh in [K22])
+//   split        Q, K, V, the projection input and the MLP's inner tensors
+//                (= 24sbh in [K22] for a = kv, ffn = 4h)
+//   core         softmax output e·as²b, its dropout mask as²b and output
+//                e·as²b (= 5as²b in [K22]); s² becomes (s/cp)·s with
+//                context parallelism (local queries, all keys).
+struct ActivationTerms {
+  I64 replicated = 0;
+  I64 split = 0;
+  I64 core = 0;
+};
+
+ActivationTerms DecoderTerms(const Architecture& a, const Training& t,
+                             bool moe) {
+  const I64 e = t.activation_bytes;
+  const I64 s = t.seq / t.cp;
+  const I64 sb = s * t.micro_batch;
+  const I64 sbh = sb * a.hidden;
+  ActivationTerms x;
+  x.replicated = 4 * e * sbh + 2 * sbh;
+  // Q (a·d_qk), K (kv·d_qk), V (kv·d_v), projection input (a·d_v).
+  x.split = e * sb *
+            (a.heads * QkDim(a) + KvHeads(a) * QkDim(a) +
+             KvHeads(a) * VDim(a) + a.heads * VDim(a));
+  // MLP inner tensors: fc1 output and activation output, 2·e·sb·ffn
+  // (= 16sbh of [K22]'s 19sbh MLP for ffn = 4h; Megatron's general width
+  // 18 + 4·ffn/h in formulas.md §3); a gated MLP's fc1 output is twice as
+  // wide (gate and up): 3·e·sb·ffn. An MoE token stores it for each of its
+  // top-k experts and the shared expert(s).
+  const I64 inner = a.gated_mlp ? 3 * e : 2 * e;
+  if (moe) {
+    x.split += inner * sb * (a.top_k * a.expert_ffn + a.shared_ffn);
+  } else {
+    x.split += inner * sb * a.ffn;
+  }
+  x.core = (2 * e + 1) * a.heads * s * t.seq * t.micro_batch;
+  return x;
+}
+
+}  // namespace
+
+Activation DecoderActivation(const Architecture& a, const Training& t,
+                             bool moe) {
+  const ActivationTerms x = DecoderTerms(a, t, moe);
+  const I64 tp = t.tp;
+  const bool sp = t.sp && tp > 1;
+  Activation act;
+  // [K22 Table 2]: with tensor parallelism only the split and core terms
+  // are divided by t; with sequence parallelism everything is.
+  if (sp) {
+    act.none = CeilDiv(x.replicated + x.split + x.core, tp);
+    act.selective = CeilDiv(x.replicated + x.split, tp);
+  } else {
+    act.none = x.replicated + CeilDiv(x.split, tp) + CeilDiv(x.core, tp);
+    act.selective = x.replicated + CeilDiv(x.split, tp);
+  }
+  // Full recompute keeps only the layer input, e·sbh [K22 Table 2]; with
+  // sequence parallelism that input is the local 1/t sequence shard
+  // (Megatron checkpoints the sequence-parallel hidden states).
+  const I64 input = t.activation_bytes * (t.seq / t.cp) * t.micro_batch *
+                    a.hidden;
+  act.full = sp ? CeilDiv(input, tp) : input;
+  return act;
+}
+
+double BytesPerParam(bool distributed_optimizer, int shards) {
+  // Megatron theoretical_memory_usage.py: 18 bytes per parameter (bf16
+  // weight 2, fp32 gradient 4, fp32 master weight + Adam m + v 12), or
+  // 6 + 12 / data-parallel size with the distributed optimizer [MTM].
+  return distributed_optimizer ? 6.0 + 12.0 / shards : 18.0;
+}
+
+Status ValidateCostInputs(const Architecture& a, const Training& t,
+                          const Hardware& h) {
+  auto fail = [](std::string key, std::string msg) {
+    return Status(Error{std::move(key), std::move(msg)});
+  };
+  auto positive = [](I64 v) { return v > 0; };
+  struct Check {
+    const char* key;
+    I64 value;
+  };
+  for (const Check& c : {Check{"architecture.hidden", a.hidden},
+                         Check{"architecture.layers", a.layers},
+                         Check{"architecture.heads", a.heads},
+                         Check{"architecture.vocab", a.vocab},
+                         Check{"training.seq", t.seq},
+                         Check{"training.micro_batch", t.micro_batch},
+                         Check{"training.tp", t.tp},
+                         Check{"training.cp", t.cp},
+                         Check{"training.ep", t.ep},
+                         Check{"training.dp", t.dp}}) {
+    if (!positive(c.value)) {
+      return fail(c.key, "must be positive; got " + std::to_string(c.value));
+    }
+  }
+  if (a.mla()) {
+    if (a.qk_nope_head_dim + a.qk_rope_head_dim <= 0 || a.v_head_dim <= 0) {
+      return fail("architecture.v_head_dim",
+                  "MLA needs positive qk_nope/qk_rope/v head dims");
+    }
+  } else {
+    if (a.kv_heads <= 0 || a.heads % a.kv_heads != 0) {
+      return fail("architecture.kv_heads",
+                  "must divide heads (" + std::to_string(a.heads) +
+                      "); got " + std::to_string(a.kv_heads));
+    }
+    if (a.head_dim <= 0) {
+      return fail("architecture.head_dim",
+                  "must be positive; got " + std::to_string(a.head_dim));
+    }
+  }
+  bool any_dense = false;
+  for (int i = 0; i < a.layers; ++i) any_dense |= !a.IsMoeLayer(i);
+  if (any_dense && a.ffn <= 0) {
+    return fail("architecture.ffn",
+                "must be positive (the model has dense layers); got " +
+                    std::to_string(a.ffn));
+  }
+  if (a.experts > 0) {
+    if (a.top_k <= 0 || a.top_k > a.experts) {
+      return fail("architecture.top_k",
+                  "must be in 1.." + std::to_string(a.experts) + "; got " +
+                      std::to_string(a.top_k));
+    }
+    if (a.expert_ffn <= 0) {
+      return fail("architecture.expert_ffn",
+                  "must be positive; got " + std::to_string(a.expert_ffn));
+    }
+    if (a.experts % t.ep != 0) {
+      return fail("training.ep", "must divide the experts (" +
+                                     std::to_string(a.experts) + "); got " +
+                                     std::to_string(t.ep));
+    }
+  } else if (t.ep != 1) {
+    return fail("training.ep", "must be 1 for a dense model; got " +
+                                   std::to_string(t.ep));
+  }
+  if (a.heads % t.tp != 0) {
+    return fail("training.tp", "must divide the heads (" +
+                                   std::to_string(a.heads) + "); got " +
+                                   std::to_string(t.tp));
+  }
+  if (t.seq % t.cp != 0) {
+    return fail("training.cp", "must divide the sequence length (" +
+                                   std::to_string(t.seq) + "); got " +
+                                   std::to_string(t.cp));
+  }
+  if (t.activation_bytes != 1 && t.activation_bytes != 2 &&
+      t.activation_bytes != 4) {
+    return fail("training.activation_bytes",
+                "must be 1, 2 or 4; got " + std::to_string(t.activation_bytes));
+  }
+  if (!(h.peak_tflops > 0)) {
+    return fail("hardware.peak_tflops", "must be positive");
+  }
+  if (!(h.achievable_fraction > 0 && h.achievable_fraction <= 1)) {
+    return fail("hardware.achievable_fraction", "must be in (0, 1]");
+  }
+  return Status();
+}
+
+namespace {
+
+std::string Fmt(const char* f, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, x);
+  return buf;
+}
+
+// Compute rate of one device, FLOP per nanosecond.
+double FlopsPerNs(const Hardware& h) {
+  return h.peak_tflops * h.achievable_fraction * 1e3;
+}
+
+// Per-device time of `flops` of the whole model: split over tp and cp
+// (Megatron divides every matmul and the attention core by t; context
+// parallelism gives each rank s/cp of the queries). With expert
+// parallelism each rank computes, on average, the top-k experts of its own
+// tokens' worth of work, so MoE layers divide the same way.
+Nanos DeviceTime(double flops, const Training& t, const Hardware& h) {
+  return static_cast<Nanos>(
+      std::llround(flops / (static_cast<double>(t.tp) * t.cp) / FlopsPerNs(h)));
+}
+
+// Static bytes of `p` on one device: dense parameters / t, routed experts /
+// (t·ep) (expert tensor parallel = t), times the bytes per parameter, the
+// distributed optimizer sharding dense state over dp·cp and expert state
+// over the expert data-parallel group dp·cp/ep [MTM].
+Bytes StaticBytes(const ParamCount& p, const Training& t) {
+  const int dense_shards = t.dp * t.cp;
+  const int expert_shards = std::max(1, t.dp * t.cp / t.ep);
+  const double dense = static_cast<double>(p.dense) / t.tp *
+                       BytesPerParam(t.distributed_optimizer, dense_shards);
+  const double expert = static_cast<double>(p.expert) / (t.tp * t.ep) *
+                        BytesPerParam(t.distributed_optimizer, expert_shards);
+  return static_cast<Bytes>(std::llround(dense + expert));
+}
+
+// Hidden-state bytes of one micro-batch sent to the next stage:
+// e·(s/cp)·b·h, the local 1/t shard with sequence parallelism.
+Bytes HiddenBytes(const Architecture& a, const Training& t) {
+  const I64 bytes = t.activation_bytes * (t.seq / t.cp) * t.micro_batch *
+                    a.hidden;
+  return (t.sp && t.tp > 1) ? CeilDiv(bytes, t.tp) : bytes;
+}
+
+std::string SetupText(const Training& t, const Hardware& h) {
+  return "tp " + std::to_string(t.tp) + (t.sp ? "+sp" : "") + ", cp " +
+         std::to_string(t.cp) + " at " + Fmt("%g", h.peak_tflops) +
+         " TFLOP/s x " + Fmt("%g", h.achievable_fraction);
+}
+
+std::string StaticText(const ParamCount& p, const Training& t) {
+  std::string s = "static: " + std::to_string(p.dense) + " params / tp";
+  if (p.expert > 0) {
+    s += " + " + std::to_string(p.expert) + " expert params / (tp*ep)";
+  }
+  s += t.distributed_optimizer
+           ? " x (6 + 12/shards) B/param, distributed optimizer [MTM]"
+           : " x 18 B/param (bf16 w 2 + fp32 grad 4 + Adam 12) [MTM]";
+  return s;
+}
+
+void SetTimes(DerivedLayer& d, const Training& t, const Hardware& h) {
+  d.layer.forward = DeviceTime(d.flops.forward(), t, h);
+  d.layer.backward_input = DeviceTime(d.flops.backward_input(), t, h);
+  d.layer.backward_weight = DeviceTime(d.flops.backward_weight(), t, h);
+  d.layer.split_backward = true;
+}
+
+DerivedLayer DecoderLike(const Architecture& a, const Training& t,
+                         const Hardware& h, std::string name, LayerKind kind,
+                         const ParamCount& params, const Flops& flops,
+                         bool moe) {
+  DerivedLayer d;
+  d.layer.name = std::move(name);
+  d.layer.kind = kind;
+  d.params = params;
+  d.flops = flops;
+  SetTimes(d, t, h);
+  d.layer.static_memory = StaticBytes(params, t);
+  d.activation = DecoderActivation(a, t, moe);
+  d.layer.activation = d.activation.none;
+  d.layer.output_bytes = HiddenBytes(a, t);
+  // Selective recompute reruns the attention core; full recompute the whole
+  // forward [K22 §5].
+  const Nanos core_time = DeviceTime(flops.attention, t, h);
+  d.layer.recompute = {
+      RecomputeOption{"selective", d.activation.selective, core_time},
+      RecomputeOption{"full", d.activation.full, d.layer.forward}};
+  d.provenance =
+      "params [HF shapes]; forward " + Fmt("%.4g", flops.forward()) +
+      " FLOPs = 2*weights*tokens + attention core 2*s^2*b*a*(d_qk+d_v) "
+      "[N21 §5.1], " +
+      SetupText(t, h) +
+      "; backward I = matmul + 2*core, W = matmul [Q24 Table 1]; " +
+      StaticText(params, t) +
+      "; activation none/selective/full [K22 Table 2" +
+      (t.tp > 1 ? (t.sp ? ", tp+sp" : ", tp") : "") +
+      "]; output e*s*b*h" + (t.sp && t.tp > 1 ? "/tp" : "");
+  return d;
+}
+
+}  // namespace
+
+std::vector<DerivedLayer> DeriveLayers(const Architecture& a,
+                                       const Training& t, const Hardware& h) {
+  std::vector<DerivedLayer> out;
+  const bool sp = t.sp && t.tp > 1;
+  const I64 s = t.seq / t.cp;
+  const I64 sb = s * t.micro_batch;
+
+  {  // Embedding: a lookup, no FLOPs counted.
+    DerivedLayer d;
+    d.layer.name = "embedding";
+    d.layer.kind = LayerKind::Embedding;
+    d.params = EmbeddingParams(a);
+    SetTimes(d, t, h);
+    d.layer.static_memory = StaticBytes(d.params, t);
+    // Megatron's estimator: 8sb (input ids) + sbh (embedding dropout
+    // mask), divided by t [MTM].
+    d.layer.activation = CeilDiv(8 * sb + sb * a.hidden, t.tp);
+    d.activation = {d.layer.activation, d.layer.activation,
+                    d.layer.activation};
+    d.layer.output_bytes = HiddenBytes(a, t);
+    d.provenance = "params (V + positions) * h [HF]; forward 0 (lookup); " +
+                   StaticText(d.params, t) +
+                   "; activation (8sb + sbh)/tp [MTM]; output e*s*b*h" +
+                   (sp ? "/tp" : "");
+    out.push_back(std::move(d));
+  }
+  for (int i = 0; i < a.layers; ++i) {
+    const bool moe = a.IsMoeLayer(i);
+    out.push_back(DecoderLike(a, t, h, "decoder." + std::to_string(i),
+                              moe ? LayerKind::Moe : LayerKind::Decoder,
+                              DecoderLayerParams(a, i),
+                              DecoderLayerFlops(a, t, i), moe));
+  }
+  for (int i = 0; i < a.mtp_layers; ++i) {
+    DerivedLayer d =
+        DecoderLike(a, t, h, "mtp." + std::to_string(i), LayerKind::Mtp,
+                    MtpLayerParams(a), MtpLayerFlops(a, t),
+                    a.IsMoeLayer(a.layers));
+    // Its own logits (through the shared head) in fp32, as the head's.
+    d.layer.workspace = CeilDiv(4 * sb * a.vocab, t.tp);
+    d.provenance += "; workspace fp32 logits 4*s*b*V/tp";
+    out.push_back(std::move(d));
+  }
+  {  // Final norm + LM head + loss.
+    DerivedLayer d;
+    d.layer.name = "head";
+    d.layer.kind = LayerKind::Head;
+    const ParamCount norm = FinalNormParams(a);
+    const ParamCount head = HeadParams(a);
+    d.params = {norm.dense + head.dense, 0};
+    d.flops = HeadFlops(a, t);
+    SetTimes(d, t, h);
+    // A tied head's weights live with the embedding (the first stage);
+    // Megatron keeps a copy on the last stage too, but that copy is not
+    // counted in the published totals and is left out here.
+    d.layer.static_memory = StaticBytes(d.params, t);
+    // Stashed: the final norm's input and the head's input, e·sbh each
+    // (1/t with sp); transient: the fp32 logits 4·s·b·V/t (Megatron's
+    // output-layer estimate 4sbh(1 + V/h)/t [MTM]; formulas.md §3).
+    const I64 hidden = t.activation_bytes * sb * a.hidden;
+    d.layer.activation = 2 * (sp ? CeilDiv(hidden, t.tp) : hidden);
+    d.activation = {d.layer.activation, d.layer.activation,
+                    d.layer.activation};
+    d.layer.workspace = CeilDiv(4 * sb * a.vocab, t.tp);
+    d.layer.output_bytes = 0;
+    d.provenance = "params norm + V*h unless tied [HF]; forward " +
+                   Fmt("%.4g", d.flops.forward()) +
+                   " FLOPs = 2*s*b*h*V [N21 §5.1], " + SetupText(t, h) +
+                   "; backward I = W = forward [Q24 Table 1]; " +
+                   StaticText(d.params, t) +
+                   "; activation 2*e*s*b*h" + (sp ? "/tp" : "") +
+                   "; workspace fp32 logits 4*s*b*V/tp [MTM]";
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::vector<Layer> BuildLayers(const Architecture& a, const Training& t,
+                               const Hardware& h) {
+  std::vector<Layer> layers;
+  for (DerivedLayer& d : DeriveLayers(a, t, h)) {
+    layers.push_back(std::move(d.layer));
+  }
+  return layers;
+}
+
+}  // namespace ppb
