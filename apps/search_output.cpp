@@ -327,8 +327,9 @@ std::string BaselinesText(const SearchProblem& problem,
       continue;
     }
     const Candidate& c = b.candidate;
-    std::string speedup = "-";
-    if (result.found && result.best.makespan > 0) {
+    // A baseline that does not fit is no alternative: no speedup over it.
+    std::string speedup = c.feasible ? "-" : "- (does not fit)";
+    if (result.found && result.best.makespan > 0 && c.feasible) {
       speedup =
           fmt::format("{:.2f}x", static_cast<double>(c.makespan) /
                                      static_cast<double>(result.best.makespan));
@@ -439,7 +440,7 @@ std::string FormatSearchJson(const RunConfig& config,
       bj["iteration_time_ms"] = ToMs(c.makespan);
       bj["max_peak_memory_bytes"] = c.max_peak;
       bj["feasible"] = c.feasible;
-      bj["speedup"] = result.found && result.best.makespan > 0
+      bj["speedup"] = result.found && result.best.makespan > 0 && c.feasible
                           ? Json(static_cast<double>(c.makespan) /
                                  static_cast<double>(result.best.makespan))
                           : Json(nullptr);
