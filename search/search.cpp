@@ -437,6 +437,20 @@ class Searcher {
   // false when infeasible in memory.
   bool EvaluateSplit(const std::vector<int>& split, Candidate* out, bool& exact);
   void SimulateChosen(const std::vector<int>& split, Candidate* out);
+  struct BatchSlot {
+    std::vector<int> split;
+    PipelineSpec spec;
+    Strategy strategy;
+    int recomputed = 0;
+    SimResult sim;
+  };
+  // Simulates every slot (on opt_.threads threads when the runs are big
+  // enough to pay for them).
+  void RunBatch(std::vector<BatchSlot>& batch);
+  std::vector<Engine> batch_engines_;
+  void BuildChosen(const std::vector<int>& split, PipelineSpec& spec, Strategy& st,
+                   int& recomputed);
+  void ToCandidate(Strategy st, int recomputed, const SimResult& sim, Candidate* out) const;
   bool ExhaustLeaf(const std::vector<int>& split);
   struct DeviceChoice {
     std::vector<Nanos> times;  // per chunk, scaled
@@ -943,15 +957,18 @@ bool Searcher::ExhaustLeaf(const std::vector<int>& split) {
   return true;
 }
 
-void Searcher::SimulateChosen(const std::vector<int>& split, Candidate* out) {
+// The spec and strategy of a split with the recompute in chosen_/rtime_.
+// Reads only caches that are already filled, so batches can be built first
+// and simulated on several threads.
+void Searcher::BuildChosen(const std::vector<int>& split, PipelineSpec& spec, Strategy& st,
+                           int& recomputed) {
   const int S = c_.S;
-  PipelineSpec& spec = work_spec_;
   spec = c_.spec;
   int first = 0;
   Bytes prev = 0;
-  Strategy st;
   st.layers_per_stage = split;
   st.recompute.assign(c_.L, 0);
+  recomputed = 0;
   for (int s = 0; s < S; ++s) {
     const StageFixed fx = Fixed(s, first, first + split[s], prev);
     prev = fx.output;
@@ -969,6 +986,7 @@ void Searcher::SimulateChosen(const std::vector<int>& split, Candidate* out) {
     sc.output_bytes = fx.output;
     sc.num_layers = split[s];
     sc.num_recomputed = q.recomputed;
+    recomputed += q.recomputed;
     // Per-layer modes: within each group of identical layers, the first
     // n_1 layers take option 1, the next n_2 option 2, and so on; the rest
     // keep everything (like Megatron's "block" method: the first N layers).
@@ -984,21 +1002,52 @@ void Searcher::SimulateChosen(const std::vector<int>& split, Candidate* out) {
     }
     first += split[s];
   }
-  ++evaluations;
-  SimOptions so;
-  so.record_ops = false;
-  engine_.RunInto(spec, c_.program, so, sim_);
+}
+
+void Searcher::ToCandidate(Strategy st, int recomputed, const SimResult& sim, Candidate* out) const {
   Candidate& cand = *out;
   cand.choice = c_.index;
   cand.strategy = std::move(st);
-  cand.makespan = sim_.makespan;
-  cand.bubble_fraction = sim_.bubble_fraction();
+  cand.makespan = sim.makespan;
+  cand.bubble_fraction = sim.bubble_fraction();
   cand.max_peak = 0;
-  cand.recomputed_layers = 0;
-  for (int s = 0; s < S; ++s) cand.recomputed_layers += chosen_[s]->recomputed;
-  for (const auto& d : sim_.devices) cand.max_peak = std::max(cand.max_peak, d.peak_memory);
-  cand.feasible = sim_.outcome == Outcome::Ok;
-  cand.devices = sim_.devices;
+  cand.recomputed_layers = recomputed;
+  for (const auto& d : sim.devices) cand.max_peak = std::max(cand.max_peak, d.peak_memory);
+  cand.feasible = sim.outcome == Outcome::Ok;
+  cand.devices = sim.devices;
+}
+
+void Searcher::SimulateChosen(const std::vector<int>& split, Candidate* out) {
+  Strategy st;
+  int recomputed = 0;
+  BuildChosen(split, work_spec_, st, recomputed);
+  ++evaluations;
+  SimOptions so;
+  so.record_ops = false;
+  engine_.RunInto(work_spec_, c_.program, so, sim_);
+  ToCandidate(std::move(st), recomputed, sim_, out);
+}
+
+void Searcher::RunBatch(std::vector<BatchSlot>& batch) {
+  evaluations += static_cast<std::int64_t>(batch.size());
+  SimOptions so;
+  so.record_ops = false;
+  const int threads = std::max(1, std::min<int>(opt_.threads, static_cast<int>(batch.size())));
+  // Below a few thousand ops a run takes microseconds: threads cost more.
+  if (threads == 1 || c_.program.total_ops() < 4096) {
+    for (BatchSlot& slot : batch) engine_.RunInto(slot.spec, c_.program, so, slot.sim);
+    return;
+  }
+  if (static_cast<int>(batch_engines_.size()) < threads) batch_engines_.resize(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t]() {
+      for (size_t k = t; k < batch.size(); k += threads) {
+        batch_engines_[t].RunInto(batch[k].spec, c_.program, so, batch[k].sim);
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
 }
 
 void Searcher::Offer(Candidate c) {
@@ -2081,22 +2130,49 @@ void Searcher::LocalSearch(std::vector<int> split, std::mt19937_64& rng,
         moves.emplace_back(s, s + 1);
         moves.emplace_back(s + 1, s);
       }
-      for (const auto& [from, to] : moves) {
-        std::vector<int> nb = cur;
-        nb[from] -= 1;
-        nb[to] += 1;
-        if (nb[from] < kmin) continue;
-        Candidate c;
-        if (CheckLimits()) return;
-        ++nodes;
-        if (!eval(nb, c)) continue;
-        if (!best.feasible || Better(c, best)) {
-          best = std::move(c);
-          cur = nb;
-          improved = true;
-          break;
+      // Neighbours go in fixed batches: built (recompute chosen, spec
+      // filled) in order, simulated on several threads, then taken in
+      // order; the first improvement wins. Batches do not depend on the
+      // thread count, so neither do the answer and the node count.
+      constexpr size_t kBatch = 16;
+      size_t i = 0;
+      bool stop = false;
+      while (i < moves.size() && !improved && !stop) {
+        std::vector<BatchSlot> batch;
+        for (; i < moves.size() && batch.size() < kBatch; ++i) {
+          const auto [from, to] = moves[i];
+          std::vector<int> nb = cur;
+          nb[from] -= 1;
+          nb[to] += 1;
+          if (nb[from] < kmin) continue;
+          if (CheckLimits()) {
+            stop = true;
+            break;
+          }
+          ++nodes;
+          bool exact = true;
+          if (!ChooseRecompute(nb, exact)) continue;
+          BatchSlot slot;
+          slot.split = std::move(nb);
+          BuildChosen(slot.split, slot.spec, slot.strategy, slot.recomputed);
+          batch.push_back(std::move(slot));
+        }
+        RunBatch(batch);
+        for (BatchSlot& slot : batch) {
+          Candidate c;
+          ToCandidate(std::move(slot.strategy), slot.recomputed, slot.sim, &c);
+          const bool feasible = c.feasible;
+          const bool better = feasible && (!best.feasible || Better(c, best));
+          Offer(c);
+          if (better) {
+            best = std::move(c);
+            cur = slot.split;
+            improved = true;
+            break;
+          }
         }
       }
+      if (stop) return;
     }
   };
   climb(split);
@@ -2358,7 +2434,11 @@ Result<SearchResult> Search(const SearchProblem& problem,
   std::vector<SearchProgress> latest(n);
   for (auto& pr : latest) pr.lower_bound = 0;
   const auto start = Clock::now();
+  // Threads: choices run side by side; what is left over goes to each
+  // choice's batches of simulations.
+  const int per_choice_threads = std::max(1, options.threads / std::max(1, std::min(options.threads, n)));
   for (int i = 0; i < n; ++i) {
+    opts[i].threads = per_choice_threads;
     if (options.node_limit > 0) {
       opts[i].node_limit = options.node_limit / n + (i < options.node_limit % n ? 1 : 0);
       if (opts[i].node_limit == 0) opts[i].node_limit = -1;  // no nodes at all
