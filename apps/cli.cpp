@@ -48,7 +48,8 @@ constexpr const char* kUsage =
     "search: finds the layers per (chunk, rank) and the recompute per layer\n"
     "  with the shortest simulated iteration that fits in memory.\n"
     "rank: simulates the strategies of a candidates file and ranks them.\n"
-    "model: the per-layer costs derived from model.hf_config, with sources.\n"
+    "model: the per-layer costs derived from model.hf_config or\n"
+    "  model.architecture (with training and hardware), with sources.\n"
     "calibrate: fits per-layer costs to measured per-stage memory/time.\n"
     "'ppb-sim COMMAND --help' lists a command's options.\n";
 
@@ -451,8 +452,9 @@ int RunModel(const std::vector<std::string>& args, std::ostream& out,
   if (!config) return kExitBadInput;
   if (config->derived.empty()) {
     err << config->path
-        << ": model.hf_config: must be given for ppb-sim model (the layers "
-           "are derived from it); got model.layers\n";
+        << ": model.hf_config: must be given (or model.architecture) for "
+           "ppb-sim model (the layers are derived from it); got "
+           "model.layers\n";
     return kExitBadInput;
   }
   out << (vm["format"].as<std::string>() == "json" ? FormatModelJson(*config)

@@ -457,10 +457,12 @@ class Parser {
     PPB_RETURN_IF_ERROR(ParseModel(model->value, Find(*top, "training"),
                                    Find(*top, "hardware")));
     const Entry* cluster = Find(*top, "cluster");
-    if (cluster == nullptr) {
+    if (cluster == nullptr && !hardware_memory_) {
       return Fail("cluster", "must be given (a map with devices); got nothing");
     }
-    PPB_RETURN_IF_ERROR(ParseCluster(cluster->value));
+    PPB_RETURN_IF_ERROR(ParseCluster(cluster != nullptr
+                                         ? cluster->value
+                                         : YAML::Node(YAML::NodeType::Map)));
     PPB_RETURN_IF_ERROR(ParseStrategy(Find(*top, "strategy")));
     return ParseSearch(Find(*top, "search"));
   }
@@ -609,29 +611,41 @@ class Parser {
 
   Status ParseModel(const YAML::Node& node, const Entry* training,
                     const Entry* hardware) {
-    Result<Entries> e = Map(node, "model", {"name", "layers", "hf_config",
-                                            "sapp_layers", "sapp_units"});
+    Result<Entries> e =
+        Map(node, "model", {"name", "layers", "hf_config", "architecture",
+                            "sapp_layers", "sapp_units"});
     if (!e.ok()) return e.error();
     if (const Entry* name = Find(*e, "name")) {
       Result<std::string> s = String(name->value, name->path, "a string");
       if (!s.ok()) return s.error();
       cfg_.model_name = *s;
     }
-    if (const Entry* hf = Find(*e, "hf_config")) {
-      if (const Entry* layers = Find(*e, "layers")) {
-        return Fail(layers->path,
-                    "must not be given with model.hf_config (the layers are "
-                    "derived from it); got both");
+    const Entry* hf = Find(*e, "hf_config");
+    const Entry* inline_arch = Find(*e, "architecture");
+    if (hf != nullptr && inline_arch != nullptr) {
+      return Fail(inline_arch->path,
+                  "must not be given with model.hf_config (give the "
+                  "architecture one way); got both");
+    }
+    if (const Entry* source = hf != nullptr ? hf : inline_arch) {
+      for (std::string_view other : {"layers", "sapp_layers", "sapp_units"}) {
+        if (const Entry* x = Find(*e, other)) {
+          return Fail(x->path, "must not be given with " + source->path +
+                                   " (the layers are derived from it); got "
+                                   "both");
+        }
       }
-      return ParseHfModel(*hf, training, hardware);
+      return ParseDerivedModel(*source, training, hardware);
     }
     if (Find(*e, "sapp_layers") || Find(*e, "sapp_units")) {
       return ParseSappModel(*e);
     }
     for (const Entry* x : {training, hardware}) {
       if (x != nullptr) {
-        return Fail(x->path, "must only be given with model.hf_config; got " +
-                                 Given(x->value) + " with model.layers");
+        return Fail(x->path,
+                    "must only be given with model.hf_config or "
+                    "model.architecture; got " +
+                        Given(x->value) + " with model.layers");
       }
     }
     Result<std::vector<Entry>> items =
@@ -644,39 +658,51 @@ class Parser {
     return Status();
   }
 
-  // model.hf_config with the training and hardware sections: the layers
-  // derived by the cost model (core/cost_model.h).
-  Status ParseHfModel(const Entry& hf, const Entry* training,
-                      const Entry* hardware) {
-    Result<std::string> file = String(hf.value, hf.path, "a config.json path");
-    if (!file.ok()) return file.error();
-    std::filesystem::path json(*file);
-    if (json.is_relative()) {
-      json = std::filesystem::path(cfg_.path).parent_path() / json;
-    }
-    cfg_.hf_config = json.string();
-    Result<Architecture> arch = LoadHfConfig(cfg_.hf_config);
-    if (!arch.ok()) {
-      return Fail(hf.path, "must be a readable HuggingFace config.json; " +
-                               FormatHfError(cfg_.hf_config, arch.error()));
+  // model.hf_config or model.architecture with the training and hardware
+  // sections: the layers derived by the cost model (core/cost_model.h).
+  Status ParseDerivedModel(const Entry& source, const Entry* training,
+                           const Entry* hardware) {
+    const bool from_json = source.key == "hf_config";
+    Architecture arch;
+    if (from_json) {
+      Result<std::string> file =
+          String(source.value, source.path, "a config.json path");
+      if (!file.ok()) return file.error();
+      std::filesystem::path json(*file);
+      if (json.is_relative()) {
+        json = std::filesystem::path(cfg_.path).parent_path() / json;
+      }
+      cfg_.hf_config = json.string();
+      Result<Architecture> a = LoadHfConfig(cfg_.hf_config);
+      if (!a.ok()) {
+        return Fail(source.path,
+                    "must be a readable HuggingFace config.json; " +
+                        FormatHfError(cfg_.hf_config, a.error()));
+      }
+      arch = std::move(*a);
+    } else {
+      Result<Architecture> a = ParseArchitecture(source);
+      if (!a.ok()) return a.error();
+      arch = std::move(*a);
     }
     if (training == nullptr) {
-      return Fail("training",
-                  "must be given with model.hf_config (a map with "
-                  "seq_length, micro_batch_size, ...); got nothing");
+      return Fail("training", "must be given with " + source.path +
+                                  " (a map with seq_length, "
+                                  "micro_batch_size, ...); got nothing");
     }
     if (hardware == nullptr) {
-      return Fail("hardware",
-                  "must be given with model.hf_config (a map with "
-                  "peak_tflops, ...); got nothing");
+      return Fail("hardware", "must be given with " + source.path +
+                                  " (a map with peak_tflops, ...); got "
+                                  "nothing");
     }
     Result<Training> t = ParseTraining(*training);
     if (!t.ok()) return t.error();
     Result<Hardware> h = ParseHardware(*hardware);
     if (!h.ok()) return h.error();
-    if (Status s = ValidateCostInputs(*arch, *t, *h); !s.ok()) {
+    if (Status s = ValidateCostInputs(arch, *t, *h); !s.ok()) {
       // Keys of the YAML sections (training.tp, hardware.peak_tflops) map to
-      // their lines; architecture.* keys come from the JSON file.
+      // their lines; architecture.* keys come from the JSON file, or from
+      // model.architecture when given inline.
       static const std::map<std::string, std::string> kYamlKeys = {
           {"training.seq", "training.seq_length"},
           {"training.micro_batch", "training.micro_batch_size"},
@@ -687,14 +713,170 @@ class Parser {
           {"training.activation_bytes", "training.dtype"},
           {"hardware.peak_tflops", "hardware.peak_tflops"},
           {"hardware.achievable_fraction", "hardware.achievable_fraction"}};
+      static const std::map<std::string, std::string> kInlineKeys = {
+          {"architecture.hidden", "hidden_size"},
+          {"architecture.layers", "num_layers"},
+          {"architecture.heads", "num_attention_heads"},
+          {"architecture.kv_heads", "num_key_value_heads"},
+          {"architecture.head_dim", "head_dim"},
+          {"architecture.ffn", "ffn_hidden_size"},
+          {"architecture.vocab", "vocab_size"},
+          {"architecture.top_k", "moe.top_k"},
+          {"architecture.expert_ffn", "moe.expert_ffn_hidden_size"},
+          {"architecture.v_head_dim", "mla.v_head_dim"}};
       auto it = kYamlKeys.find(s.error().key);
       if (it != kYamlKeys.end()) return Fail(it->second, s.error().message);
-      return Fail(hf.path, cfg_.hf_config + ": " + s.error().key + ": " +
-                               s.error().message);
+      if (!from_json) {
+        auto in = kInlineKeys.find(s.error().key);
+        return Fail(in != kInlineKeys.end()
+                        ? "model.architecture." + in->second
+                        : std::string("model.architecture"),
+                    s.error().message);
+      }
+      return Fail(source.path, cfg_.hf_config + ": " + s.error().key + ": " +
+                                   s.error().message);
     }
-    cfg_.derived = DeriveLayers(*arch, *t, *h);
+    cfg_.derived = DeriveLayers(arch, *t, *h);
     for (const DerivedLayer& d : cfg_.derived) cfg_.layers.push_back(d.layer);
     return Status();
+  }
+
+  // A non-negative (min 0) or positive (min 1) integer of an inline
+  // architecture block; absent: `fallback`, or an error when none.
+  Result<std::int64_t> ArchInt(const Entries& e, std::string_view key,
+                               const std::string& parent, std::int64_t min,
+                               std::optional<std::int64_t> fallback) {
+    const std::string want =
+        min == 0 ? "a non-negative integer" : "a positive integer";
+    const Entry* x = Find(e, key);
+    if (x == nullptr) {
+      if (fallback) return *fallback;
+      return Fail(parent + "." + std::string(key),
+                  "must be given (" + want + "); got nothing");
+    }
+    return Integer(x->value, x->path, min, INT_MAX, want);
+  }
+
+  Result<bool> ArchBool(const Entries& e, std::string_view key,
+                        bool fallback) {
+    const Entry* x = Find(e, key);
+    if (x == nullptr) return fallback;
+    return Bool(x->value, x->path);
+  }
+
+  // model.architecture: the Architecture (core/architecture.h) written
+  // inline, with Megatron-style key names (configs/README-format.yaml).
+  Result<Architecture> ParseArchitecture(const Entry& section) {
+    const std::string& path = section.path;
+    Result<Entries> r =
+        Map(section.value, path,
+            {"hidden_size", "num_layers", "num_attention_heads",
+             "num_key_value_heads", "head_dim", "ffn_hidden_size",
+             "vocab_size", "tie_embeddings", "gated_mlp", "qkv_bias",
+             "qk_norm", "norm", "learned_positions", "moe", "mla",
+             "mtp_layers"});
+    if (!r.ok()) return r.error();
+    const Entries& e = *r;
+    Architecture a;
+#define PPB_ARCH(lhs, expr)          \
+  do {                               \
+    auto r_ = (expr);                \
+    if (!r_.ok()) return r_.error(); \
+    lhs = *r_;                       \
+  } while (false)
+    PPB_ARCH(a.hidden, ArchInt(e, "hidden_size", path, 1, std::nullopt));
+    PPB_ARCH(a.layers, ArchInt(e, "num_layers", path, 1, std::nullopt));
+    PPB_ARCH(a.heads, ArchInt(e, "num_attention_heads", path, 1, std::nullopt));
+    PPB_ARCH(a.kv_heads, ArchInt(e, "num_key_value_heads", path, 1, a.heads));
+    const Entry* mla = Find(e, "mla");
+    if (!Find(e, "head_dim") && mla == nullptr && a.hidden % a.heads != 0) {
+      return Fail(path + ".num_attention_heads",
+                  "must divide hidden_size (" + std::to_string(a.hidden) +
+                      ") when head_dim is not given; got " +
+                      std::to_string(a.heads));
+    }
+    PPB_ARCH(a.head_dim, ArchInt(e, "head_dim", path, 1, a.hidden / a.heads));
+    PPB_ARCH(a.ffn, ArchInt(e, "ffn_hidden_size", path, 1, 0));
+    PPB_ARCH(a.vocab, ArchInt(e, "vocab_size", path, 1, std::nullopt));
+    PPB_ARCH(a.tied_embeddings, ArchBool(e, "tie_embeddings", false));
+    PPB_ARCH(a.gated_mlp, ArchBool(e, "gated_mlp", true));
+    PPB_ARCH(a.qkv_bias, ArchBool(e, "qkv_bias", false));
+    PPB_ARCH(a.qk_norm, ArchBool(e, "qk_norm", false));
+    if (const Entry* n = Find(e, "norm")) {
+      Result<size_t> i = Choice(n->value, n->path, {"rmsnorm", "layernorm"});
+      if (!i.ok()) return i.error();
+      a.layernorm_with_bias = *i == 1;
+    }
+    PPB_ARCH(a.learned_positions, ArchInt(e, "learned_positions", path, 0, 0));
+    PPB_ARCH(a.mtp_layers, ArchInt(e, "mtp_layers", path, 0, 0));
+    if (const Entry* moe = Find(e, "moe")) {
+      Result<Entries> m =
+          Map(moe->value, moe->path,
+              {"num_experts", "top_k", "expert_ffn_hidden_size",
+               "shared_ffn_hidden_size", "shared_expert_gate", "router_bias",
+               "first_k_dense", "layer_freq", "sparse_step", "dense_layers"});
+      if (!m.ok()) return m.error();
+      const std::string& mp = moe->path;
+      PPB_ARCH(a.experts, ArchInt(*m, "num_experts", mp, 1, std::nullopt));
+      PPB_ARCH(a.top_k, ArchInt(*m, "top_k", mp, 1, std::nullopt));
+      if (a.top_k > a.experts) {
+        return Fail(mp + ".top_k", "must be at most moe.num_experts (" +
+                                       std::to_string(a.experts) + "); got " +
+                                       std::to_string(a.top_k));
+      }
+      PPB_ARCH(a.expert_ffn,
+               ArchInt(*m, "expert_ffn_hidden_size", mp, 1, std::nullopt));
+      PPB_ARCH(a.shared_ffn, ArchInt(*m, "shared_ffn_hidden_size", mp, 0, 0));
+      PPB_ARCH(a.shared_expert_gate, ArchBool(*m, "shared_expert_gate", false));
+      PPB_ARCH(a.router_bias, ArchBool(*m, "router_bias", false));
+      PPB_ARCH(a.moe_layout.first_k_dense,
+               ArchInt(*m, "first_k_dense", mp, 0, 0));
+      PPB_ARCH(a.moe_layout.moe_layer_freq, ArchInt(*m, "layer_freq", mp, 1, 1));
+      PPB_ARCH(a.moe_layout.decoder_sparse_step,
+               ArchInt(*m, "sparse_step", mp, 1, 1));
+      if (const Entry* d = Find(*m, "dense_layers")) {
+        Result<std::vector<Entry>> items =
+            List(d->value, d->path, "a list of decoder layer indices");
+        if (!items.ok()) return items.error();
+        for (const Entry& item : *items) {
+          Result<std::int64_t> i =
+              Integer(item.value, item.path, 0, a.layers - 1,
+                      "a layer index in 0.." + std::to_string(a.layers - 1));
+          if (!i.ok()) return i.error();
+          a.moe_layout.mlp_only_layers.push_back(static_cast<int>(*i));
+        }
+      }
+    }
+    if (mla != nullptr) {
+      Result<Entries> m =
+          Map(mla->value, mla->path,
+              {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+               "qk_rope_head_dim", "v_head_dim"});
+      if (!m.ok()) return m.error();
+      const std::string& mp = mla->path;
+      PPB_ARCH(a.q_lora_rank, ArchInt(*m, "q_lora_rank", mp, 0, 0));
+      PPB_ARCH(a.kv_lora_rank, ArchInt(*m, "kv_lora_rank", mp, 1, std::nullopt));
+      PPB_ARCH(a.qk_nope_head_dim,
+               ArchInt(*m, "qk_nope_head_dim", mp, 1, std::nullopt));
+      PPB_ARCH(a.qk_rope_head_dim,
+               ArchInt(*m, "qk_rope_head_dim", mp, 1, std::nullopt));
+      PPB_ARCH(a.v_head_dim, ArchInt(*m, "v_head_dim", mp, 1, std::nullopt));
+      if (const Entry* kv = Find(e, "num_key_value_heads")) {
+        return Fail(kv->path,
+                    "must not be given with model.architecture.mla (MLA gives "
+                    "every head its own K and V); got " +
+                        Given(kv->value));
+      }
+      a.kv_heads = a.heads;
+    }
+#undef PPB_ARCH
+    if (a.heads % a.kv_heads != 0) {
+      return Fail(path + ".num_key_value_heads",
+                  "must divide num_attention_heads (" +
+                      std::to_string(a.heads) + "); got " +
+                      std::to_string(a.kv_heads));
+    }
+    return a;
   }
 
   // training: the parallel setup of one pipeline rank.
@@ -747,19 +929,40 @@ class Parser {
       t.distributed_optimizer = *b;
     }
     if (const Entry* x = Find(e, "optimizer")) {
-      Result<size_t> i = Choice(x->value, x->path, {"adam"});
+      // adamw keeps the same state as adam (m and v).
+      Result<size_t> i = Choice(x->value, x->path, {"adam", "adamw", "sgd"});
       if (!i.ok()) return i.error();
+      t.optimizer = *i == 2 ? Optimizer::Sgd : Optimizer::Adam;
     }
     return t;
   }
 
-  // hardware: the compute rate of one device (its memory is
-  // cluster.devices.memory).
+  // hardware: the compute rate of one device, and optionally its memory
+  // and link: defaults of cluster.devices.memory and cluster.link (the
+  // cluster keys, when given, win).
   Result<Hardware> ParseHardware(const Entry& section) {
-    Result<Entries> r = Map(section.value, "hardware",
-                            {"peak_tflops", "achievable_fraction"});
+    Result<Entries> r =
+        Map(section.value, "hardware",
+            {"peak_tflops", "achievable_fraction", "memory", "link"});
     if (!r.ok()) return r.error();
     Hardware h;
+    if (const Entry* m = Find(*r, "memory")) {
+      Result<Bytes> b = Size(m->value, m->path, true);
+      if (!b.ok()) return b.error();
+      h.memory_bytes = *b;
+      hardware_memory_ = *b;
+    }
+    if (const Entry* l = Find(*r, "link")) {
+      Result<Entries> fields = Map(l->value, l->path, {"latency", "bandwidth"});
+      if (!fields.ok()) return fields.error();
+      if (Find(*fields, "bandwidth") == nullptr) {
+        return Fail(l->path + ".bandwidth",
+                    "must be given (a positive bandwidth); got nothing");
+      }
+      Link link;
+      PPB_RETURN_IF_ERROR(ParseLinkFields(*fields, link));
+      hardware_link_ = link;
+    }
     const Entry* peak = Find(*r, "peak_tflops");
     if (peak == nullptr) {
       return Fail("hardware.peak_tflops",
@@ -1026,12 +1229,15 @@ class Parser {
     const int p = cfg_.shape.p;
 
     const Entry* devices = Find(e, "devices");
-    if (devices == nullptr) {
+    if (devices == nullptr && hardware_memory_) {
+      Device d;
+      d.memory_capacity = *hardware_memory_;
+      cfg_.cluster.devices.assign(static_cast<size_t>(p), d);
+    } else if (devices == nullptr) {
       return Fail("cluster.devices",
-                  "must be given (a map, or a list of one device per rank); "
-                  "got nothing");
-    }
-    if (devices->value.IsSequence()) {
+                  "must be given (a map, or a list of one device per rank, "
+                  "or hardware.memory); got nothing");
+    } else if (devices->value.IsSequence()) {
       Result<std::vector<Entry>> items =
           List(devices->value, devices->path, "");
       if (!items.ok()) return items.error();
@@ -1067,8 +1273,10 @@ class Parser {
                       Given(devices->value));
     }
 
-    Link link;  // default: free (no latency, infinite bandwidth)
+    // Default: hardware.link, else free (no latency, infinite bandwidth).
+    Link link = hardware_link_.value_or(Link{});
     if (const Entry* l = Find(e, "link")) {
+      link = Link{};
       Result<Entries> fields = Map(l->value, l->path, {"latency", "bandwidth"});
       if (!fields.ok()) return fields.error();
       if (Find(*fields, "bandwidth") == nullptr) {
@@ -1146,6 +1354,8 @@ class Parser {
       Result<Bytes> b = Size(m->value, m->path, true);
       if (!b.ok()) return b.error();
       d.memory_capacity = *b;
+    } else if (memory_required && hardware_memory_) {
+      d.memory_capacity = *hardware_memory_;
     } else if (memory_required) {
       return Fail(path + ".memory",
                   "must be given (a positive size, e.g. 80GiB); got nothing");
@@ -1770,6 +1980,10 @@ class Parser {
   // The key that set the v in use when it is not pipeline.virtual_stages
   // (a candidate's virtual_stages); empty otherwise.
   std::string v_key_;
+  // hardware.memory and hardware.link: the defaults of
+  // cluster.devices.memory and cluster.link when those are absent.
+  std::optional<Bytes> hardware_memory_;
+  std::optional<Link> hardware_link_;
 };
 
 #undef PPB_RETURN_IF_ERROR

@@ -60,7 +60,10 @@ std::string FormatModelText(const RunConfig& config) {
   std::string s = fmt::format("model {} from {}: {} layers\n",
                               config.model_name.empty() ? "(unnamed)"
                                                         : config.model_name,
-                              config.hf_config, config.derived.size());
+                              config.hf_config.empty()
+                                  ? config.path + " (model.architecture)"
+                                  : config.hf_config,
+                              config.derived.size());
   s += fmt::format(
       "{:<12} {:<9} {:>14} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} "
       "{:>10} {:>10}\n",
@@ -107,7 +110,8 @@ std::string FormatModelJson(const RunConfig& config) {
   Json j;
   j["schema"] = "ppb.model/1";
   j["model"] = config.model_name;
-  j["hf_config"] = config.hf_config;
+  j["hf_config"] = config.hf_config;  // empty with model.architecture
+  j["architecture"] = config.hf_config.empty() ? "inline" : "hf_config";
   Json layers = Json::array();
   for (const DerivedLayer& d : config.derived) {
     const Layer& l = d.layer;

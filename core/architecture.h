@@ -63,6 +63,13 @@ struct Architecture {
   bool IsMoeLayer(int i) const;  // 0-based decoder layer index
 };
 
+// The optimizer, which sets the bytes of optimizer state per parameter
+// (core/cost_model.h BytesPerParam).
+enum class Optimizer {
+  Adam,  // Adam / AdamW: fp32 master weight + m + v, 12 B/param
+  Sgd,   // SGD with momentum: fp32 master weight + momentum, 8 B/param
+};
+
 // How the model is trained: the parallel layout of one pipeline rank.
 struct Training {
   std::int64_t seq = 0;          // s, tokens per sequence
@@ -74,6 +81,7 @@ struct Training {
   int ep = 1;                    // expert parallel size
   int dp = 1;                    // data parallel size
   bool distributed_optimizer = false;  // shard optimizer state over dp
+  Optimizer optimizer = Optimizer::Adam;
 };
 
 // One device.

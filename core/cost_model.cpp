@@ -253,11 +253,33 @@ Activation DecoderActivation(const Architecture& a, const Training& t,
   return act;
 }
 
+int OptimizerStateBytes(Optimizer optimizer) {
+  switch (optimizer) {
+    case Optimizer::Adam:
+      // fp32 master weight 4 + Adam momentum m 4 + variance v 4: ZeRO §3.1
+      // ("K = 12" for mixed-precision Adam) and Megatron
+      // theoretical_memory_usage.py (18 = 6 + 12) [ZeRO, MTM].
+      return 12;
+    case Optimizer::Sgd:
+      // fp32 master weight 4 + momentum buffer 4: the same accounting as
+      // ZeRO §3.1 with one fp32 optimizer state instead of Adam's two
+      // (torch.optim.SGD keeps one momentum_buffer per parameter) [ZeRO].
+      return 8;
+  }
+  return 12;
+}
+
+double BytesPerParam(Optimizer optimizer, bool distributed_optimizer,
+                     int shards) {
+  // Megatron theoretical_memory_usage.py: bf16 weight 2 + fp32 gradient 4
+  // kept on every data-parallel rank, plus the optimizer state K, divided
+  // over the data-parallel size with the distributed optimizer [MTM].
+  const double k = OptimizerStateBytes(optimizer);
+  return distributed_optimizer ? 6.0 + k / shards : 6.0 + k;
+}
+
 double BytesPerParam(bool distributed_optimizer, int shards) {
-  // Megatron theoretical_memory_usage.py: 18 bytes per parameter (bf16
-  // weight 2, fp32 gradient 4, fp32 master weight + Adam m + v 12), or
-  // 6 + 12 / data-parallel size with the distributed optimizer [MTM].
-  return distributed_optimizer ? 6.0 + 12.0 / shards : 18.0;
+  return BytesPerParam(Optimizer::Adam, distributed_optimizer, shards);
 }
 
 Status ValidateCostInputs(const Architecture& a, const Training& t,
@@ -381,9 +403,9 @@ Bytes StaticBytes(const ParamCount& p, const Training& t) {
   const int dense_shards = t.dp * t.cp;
   const int expert_shards = std::max(1, t.dp * t.cp / t.ep);
   const double dense = static_cast<double>(p.dense) / t.tp *
-                       BytesPerParam(t.distributed_optimizer, dense_shards);
+                       BytesPerParam(t.optimizer, t.distributed_optimizer, dense_shards);
   const double expert = static_cast<double>(p.expert) / (t.tp * t.ep) *
-                        BytesPerParam(t.distributed_optimizer, expert_shards);
+                        BytesPerParam(t.optimizer, t.distributed_optimizer, expert_shards);
   return static_cast<Bytes>(std::llround(dense + expert));
 }
 
@@ -406,9 +428,15 @@ std::string StaticText(const ParamCount& p, const Training& t) {
   if (p.expert > 0) {
     s += " + " + std::to_string(p.expert) + " expert params / (tp*ep)";
   }
+  const bool adam = t.optimizer == Optimizer::Adam;
+  const std::string k = std::to_string(OptimizerStateBytes(t.optimizer));
   s += t.distributed_optimizer
-           ? " x (6 + 12/shards) B/param, distributed optimizer [MTM]"
-           : " x 18 B/param (bf16 w 2 + fp32 grad 4 + Adam 12) [MTM]";
+           ? " x (6 + " + k + "/shards) B/param, distributed optimizer" +
+                 (adam ? " [MTM]" : ", SGD with momentum [MTM, ZeRO]")
+           : " x " + std::to_string(6 + OptimizerStateBytes(t.optimizer)) +
+                 " B/param (bf16 w 2 + fp32 grad 4 + " +
+                 (adam ? "Adam " : "SGD momentum ") + k + ")" +
+                 (adam ? " [MTM]" : " [MTM, ZeRO]");
   return s;
 }
 

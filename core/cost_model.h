@@ -12,6 +12,8 @@
 //          split of the backward, Table 1).
 //   [MTM]  Megatron-LM megatron/training/theoretical_memory_usage.py (bytes
 //          per parameter, embedding and output-layer activations).
+//   [ZeRO] Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training
+//          Trillion Parameter Models", 2020 (optimizer-state bytes, §3.1).
 //   [HF]   the HuggingFace transformers modeling files of each family
 //          (parameter shapes).
 #pragma once
@@ -69,9 +71,17 @@ struct Activation {
 Activation DecoderActivation(const Architecture& a, const Training& t,
                              bool moe);
 
-// Bytes per parameter of weights + gradients + optimizer state with mixed
-// precision Adam: 18 (bf16 weight 2 + fp32 grad 4 + fp32 master, m, v 12),
-// or 6 + 12 / shards with the distributed optimizer [MTM].
+// Bytes of fp32 optimizer state per parameter in mixed precision: Adam 12
+// (master weight, m, v), SGD with momentum 8 (master weight, momentum)
+// [ZeRO §3.1: "K = 12" for mixed-precision Adam; [MTM] uses the same 12].
+int OptimizerStateBytes(Optimizer optimizer);
+
+// Bytes per parameter of weights + gradients + optimizer state in mixed
+// precision: 6 (bf16 weight 2 + fp32 grad 4) + the optimizer state K, that
+// is 18 for Adam and 14 for SGD with momentum, or 6 + K / shards with the
+// distributed optimizer [MTM, ZeRO-1]. The two-argument form is Adam.
+double BytesPerParam(Optimizer optimizer, bool distributed_optimizer,
+                     int shards);
 double BytesPerParam(bool distributed_optimizer, int shards);
 
 // One derived layer: the simulator's Layer plus what it was derived from.

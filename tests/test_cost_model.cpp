@@ -156,6 +156,43 @@ TEST_CASE("bytes per parameter follow Megatron's estimator", "[cost]") {
   CHECK(BytesPerParam(false, 8) == 18.0);
   CHECK(BytesPerParam(true, 1) == 18.0);
   CHECK(BytesPerParam(true, 4) == 9.0);
+  // Adam keeps 12 B of fp32 state (ZeRO §3.1 K = 12), SGD with momentum 8.
+  CHECK(OptimizerStateBytes(Optimizer::Adam) == 12);
+  CHECK(OptimizerStateBytes(Optimizer::Sgd) == 8);
+  CHECK(BytesPerParam(Optimizer::Adam, false, 8) == 18.0);
+  CHECK(BytesPerParam(Optimizer::Sgd, false, 8) == 14.0);
+  CHECK(BytesPerParam(Optimizer::Sgd, true, 4) == 8.0);
+  CHECK(BytesPerParam(Optimizer::Adam, true, 4) == 9.0);
+}
+
+TEST_CASE("optimizer: SGD with momentum needs 4 fewer bytes per param",
+          "[cost]") {
+  const Architecture a = test::Llama3_8B();
+  Training t;
+  t.seq = 1024;
+  t.tp = 2;
+  Hardware hw;
+  hw.peak_tflops = 1000;
+  REQUIRE(ValidateCostInputs(a, t, hw).ok());
+  const std::vector<DerivedLayer> adam = DeriveLayers(a, t, hw);
+  t.optimizer = Optimizer::Sgd;
+  const std::vector<DerivedLayer> sgd = DeriveLayers(a, t, hw);
+  REQUIRE(adam.size() == sgd.size());
+  for (size_t i = 0; i < adam.size(); ++i) {
+    INFO(adam[i].layer.name);
+    const double per_rank = static_cast<double>(adam[i].params.total()) / 2;
+    CHECK(adam[i].layer.static_memory == std::llround(per_rank * 18));
+    CHECK(sgd[i].layer.static_memory == std::llround(per_rank * 14));
+    CHECK(sgd[i].layer.forward == adam[i].layer.forward);
+    CHECK(sgd[i].layer.activation == adam[i].layer.activation);
+  }
+  CHECK(sgd[1].provenance.find("SGD momentum 8") != std::string::npos);
+  // Distributed over dp 4: 6 + 8/4 = 8 B/param.
+  t.dp = 4;
+  t.distributed_optimizer = true;
+  const std::vector<DerivedLayer> sharded = DeriveLayers(a, t, hw);
+  CHECK(sharded[1].layer.static_memory ==
+        std::llround(static_cast<double>(sharded[1].params.total()) / 2 * 8));
 }
 
 TEST_CASE("DeriveLayers: order, kinds, times, memory, provenance",

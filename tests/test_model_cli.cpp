@@ -108,5 +108,308 @@ TEST_CASE("ppb-sim model: text and json; simulate runs", "[cost][cli]") {
   CHECK(r.err.find("model.hf_config") != std::string::npos);
 }
 
+
+// The Llama-3-8B config.json (tests/data/hf/llama3-8b.json) written inline.
+const char kLlama3Inline[] =
+    "model:\n"
+    "  name: l3\n"
+    "  architecture:\n"
+    "    hidden_size: 4096\n"
+    "    num_layers: 32\n"
+    "    num_attention_heads: 32\n"
+    "    num_key_value_heads: 8\n"
+    "    ffn_hidden_size: 14336\n"
+    "    vocab_size: 128256\n"
+    "    tie_embeddings: false\n"
+    "    gated_mlp: true\n"
+    "    qkv_bias: false\n"
+    "    norm: rmsnorm\n";
+
+const char kLlama3Rest[] =
+    "training:\n"
+    "  seq_length: 8192\n"
+    "  tensor_parallel: 2\n"
+    "  sequence_parallel: true\n"
+    "  data_parallel: 8\n"
+    "  distributed_optimizer: true\n"
+    "hardware: {peak_tflops: 989, achievable_fraction: 0.45}\n"
+    "cluster: {devices: {memory: 80GiB}}\n"
+    "pipeline: {stages: 4, microbatches: 8}\n";
+
+void CheckSameLayers(const RunConfig& a, const RunConfig& b) {
+  REQUIRE(a.layers.size() == b.layers.size());
+  REQUIRE(a.derived.size() == b.derived.size());
+  for (size_t i = 0; i < a.layers.size(); ++i) {
+    const Layer& x = a.layers[i];
+    const Layer& y = b.layers[i];
+    INFO(x.name);
+    CHECK(x.name == y.name);
+    CHECK(x.kind == y.kind);
+    CHECK(x.forward == y.forward);
+    CHECK(x.backward_input == y.backward_input);
+    CHECK(x.backward_weight == y.backward_weight);
+    CHECK(x.split_backward == y.split_backward);
+    CHECK(x.static_memory == y.static_memory);
+    CHECK(x.activation == y.activation);
+    CHECK(x.workspace == y.workspace);
+    CHECK(x.output_bytes == y.output_bytes);
+    REQUIRE(x.recompute.size() == y.recompute.size());
+    for (size_t k = 0; k < x.recompute.size(); ++k) {
+      CHECK(x.recompute[k].name == y.recompute[k].name);
+      CHECK(x.recompute[k].retained_activation ==
+            y.recompute[k].retained_activation);
+      CHECK(x.recompute[k].extra_time == y.recompute[k].extra_time);
+    }
+    CHECK(a.derived[i].params.total() == b.derived[i].params.total());
+    CHECK(a.derived[i].provenance == b.derived[i].provenance);
+  }
+}
+
+TEST_CASE("config: an inline architecture equals the same config.json",
+          "[cost]") {
+  Result<RunConfig> inl = ParseHf(std::string(kLlama3Inline) + kLlama3Rest);
+  if (!inl.ok()) FAIL(inl.error().message);
+  Result<RunConfig> hf = ParseHf(
+      "model: {name: l3, hf_config: hf/llama3-8b.json}\n" +
+      std::string(kLlama3Rest));
+  if (!hf.ok()) FAIL(hf.error().message);
+  CHECK(inl->hf_config.empty());
+  REQUIRE(inl->layers.size() == 34);
+  CheckSameLayers(*inl, *hf);
+  std::int64_t total = 0;
+  for (const DerivedLayer& d : inl->derived) total += d.params.total();
+  CHECK(total == 8'030'261'248);
+
+  // Defaults: num_key_value_heads = heads, gated_mlp, rmsnorm, untied.
+  Result<RunConfig> mha = ParseHf(
+      "model:\n  architecture: {hidden_size: 4096, num_layers: 32, "
+      "num_attention_heads: 32, ffn_hidden_size: 11008, vocab_size: 32000}\n" +
+      std::string(kLlama3Rest));
+  if (!mha.ok()) FAIL(mha.error().message);
+  total = 0;
+  for (const DerivedLayer& d : mha->derived) total += d.params.total();
+  CHECK(total == 6'738'415'616);  // Llama-2-7B
+}
+
+TEST_CASE("config: inline MoE, MLA and MTP match their config.json",
+          "[cost]") {
+  const std::string rest =
+      "training: {seq_length: 4096, tensor_parallel: 2, "
+      "expert_parallel: 8}\n"
+      "hardware: {peak_tflops: 989}\n"
+      "cluster: {devices: {memory: 141GiB}}\n"
+      "pipeline: {stages: 4, microbatches: 8}\n";
+  Result<RunConfig> inl = ParseHf(
+      "model:\n"
+      "  architecture:\n"
+      "    hidden_size: 7168\n"
+      "    num_layers: 61\n"
+      "    num_attention_heads: 128\n"
+      "    ffn_hidden_size: 18432\n"
+      "    vocab_size: 129280\n"
+      "    moe: {num_experts: 256, top_k: 8, expert_ffn_hidden_size: 2048,\n"
+      "          shared_ffn_hidden_size: 2048, first_k_dense: 3,\n"
+      "          router_bias: true}\n"
+      "    mla: {q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128,\n"
+      "          qk_rope_head_dim: 64, v_head_dim: 128}\n"
+      "    mtp_layers: 1\n" +
+      rest);
+  if (!inl.ok()) FAIL(inl.error().message);
+  Result<RunConfig> hf =
+      ParseHf("model: {hf_config: hf/deepseek-v3.json}\n" + rest);
+  if (!hf.ok()) FAIL(hf.error().message);
+  CheckSameLayers(*inl, *hf);
+  CHECK(inl->layers[4].kind == LayerKind::Moe);
+  CHECK(inl->layers[3].kind == LayerKind::Decoder);
+}
+
+TEST_CASE("config: inline architecture errors name file:line:key",
+          "[cost]") {
+  auto error = [](const std::string& arch) {
+    Result<RunConfig> c = ParseHf("model:\n  architecture:\n" + arch +
+                                  std::string(kLlama3Rest));
+    REQUIRE_FALSE(c.ok());
+    return c.error().message;
+  };
+  CHECK_THAT(error("    hidden_size: 64\n    num_layers: 2\n"
+                   "    num_attention_heads: 4\n    ffn_hidden_size: 128\n"),
+             Catch::Contains("run.yaml:2: model.architecture.vocab_size: must "
+                             "be given (a positive integer); got nothing"));
+  CHECK_THAT(error("    hidden_size: 64\n    num_layers: 2\n"
+                   "    num_attention_heads: 4\n    num_key_value_heads: 3\n"
+                   "    ffn_hidden_size: 128\n    vocab_size: 10\n"),
+             Catch::Contains("run.yaml:6: model.architecture."
+                             "num_key_value_heads: must divide "
+                             "num_attention_heads (4); got 3"));
+  CHECK_THAT(error("    hidden_size: 64\n    num_layers: 2\n"
+                   "    num_attention_heads: 4\n    vocab_size: 10\n"),
+             Catch::Contains("model.architecture.ffn_hidden_size: must be "
+                             "positive (the model has dense layers)"));
+  CHECK_THAT(error("    hidden_size: 64\n    num_layers: 2\n"
+                   "    num_attention_heads: 4\n    vocab_size: 10\n"
+                   "    ffn_hidden_size: 128\n    norm: batchnorm\n"),
+             Catch::Contains("run.yaml:8: model.architecture.norm: must be "
+                             "one of rmsnorm, layernorm; got batchnorm"));
+  CHECK_THAT(error("    hidden_size: 64\n    num_layers: 2\n"
+                   "    num_attention_heads: 4\n    vocab_size: 10\n"
+                   "    ffn_hiden_size: 128\n"),
+             Catch::Contains("run.yaml:7: model.architecture.ffn_hiden_size: "
+                             "unknown key"));
+  CHECK_THAT(error("    hidden_size: 64\n    num_layers: 2\n"
+                   "    num_attention_heads: 4\n    vocab_size: 10\n"
+                   "    moe: {num_experts: 4, top_k: 5, "
+                   "expert_ffn_hidden_size: 8}\n"),
+             Catch::Contains("run.yaml:7: model.architecture.moe.top_k: must "
+                             "be at most moe.num_experts (4); got 5"));
+  Result<RunConfig> both = ParseHf(
+      "model:\n  hf_config: hf/llama3-8b.json\n  architecture: {}\n" +
+      std::string(kLlama3Rest));
+  REQUIRE_FALSE(both.ok());
+  CHECK_THAT(both.error().message,
+             Catch::Contains("run.yaml:3: model.architecture: must not be "
+                             "given with model.hf_config"));
+}
+
+TEST_CASE("config: training.optimizer sets the static memory", "[cost]") {
+  Result<RunConfig> adam = ParseHf(HfRun("  optimizer: adam\n"));
+  Result<RunConfig> dflt = ParseHf(HfRun());
+  Result<RunConfig> sgd = ParseHf(HfRun("  optimizer: sgd\n"));
+  if (!adam.ok()) FAIL(adam.error().message);
+  if (!dflt.ok()) FAIL(dflt.error().message);
+  if (!sgd.ok()) FAIL(sgd.error().message);
+  for (size_t i = 0; i < adam->layers.size(); ++i) {
+    INFO(adam->layers[i].name);
+    // tp 2, no distributed optimizer: 18 vs 14 bytes per parameter.
+    const double per_rank =
+        static_cast<double>(adam->derived[i].params.total()) / 2;
+    CHECK(dflt->layers[i].static_memory == adam->layers[i].static_memory);
+    CHECK(adam->layers[i].static_memory == std::llround(per_rank * 18));
+    CHECK(sgd->layers[i].static_memory == std::llround(per_rank * 14));
+    CHECK(adam->layers[i].static_memory - sgd->layers[i].static_memory ==
+          std::llround(per_rank * 18) - std::llround(per_rank * 14));
+  }
+  Result<RunConfig> bad = ParseHf(HfRun("  optimizer: lion\n"));
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.error().message,
+             Catch::Contains("run.yaml:5: training.optimizer: must be one of "
+                             "adam, adamw, sgd; got lion"));
+}
+
+TEST_CASE("config: hardware.memory and hardware.link default the cluster",
+          "[cost]") {
+  const std::string head =
+      "model: {hf_config: hf/llama2-7b.json}\n"
+      "training: {seq_length: 4096, tensor_parallel: 2}\n"
+      "hardware:\n"
+      "  peak_tflops: 400\n"
+      "  memory: 96GiB\n"
+      "  link: {latency: 5us, bandwidth: 25GB/s}\n"
+      "pipeline: {stages: 2, microbatches: 4}\n";
+  // No cluster at all: both from hardware.
+  Result<RunConfig> c = ParseHf(head);
+  if (!c.ok()) FAIL(c.error().message);
+  REQUIRE(c->cluster.devices.size() == 2);
+  REQUIRE(c->cluster.links.size() == 2);
+  for (int r = 0; r < 2; ++r) {
+    CHECK(c->cluster.devices[r].memory_capacity == 96LL << 30);
+    CHECK(c->cluster.links[r].latency == 5000);
+    CHECK(c->cluster.links[r].bandwidth == 25'000'000'000LL);
+  }
+  // A cluster without memory or link: still the hardware defaults.
+  c = ParseHf(head + "cluster: {devices: {speed: 1}}\n");
+  if (!c.ok()) FAIL(c.error().message);
+  CHECK(c->cluster.devices[1].memory_capacity == 96LL << 30);
+  CHECK(c->cluster.links[1].bandwidth == 25'000'000'000LL);
+  // The cluster keys, when given, win.
+  c = ParseHf(head +
+              "cluster:\n  devices: {memory: 80GiB}\n"
+              "  link: {bandwidth: 50GB/s}\n");
+  if (!c.ok()) FAIL(c.error().message);
+  for (int r = 0; r < 2; ++r) {
+    CHECK(c->cluster.devices[r].memory_capacity == 80LL << 30);
+    CHECK(c->cluster.links[r].latency == 0);
+    CHECK(c->cluster.links[r].bandwidth == 50'000'000'000LL);
+  }
+  // A devices list: items without memory take hardware.memory.
+  c = ParseHf(head + "cluster:\n  devices: [{memory: 40GiB}, {speed: 2}]\n");
+  if (!c.ok()) FAIL(c.error().message);
+  CHECK(c->cluster.devices[0].memory_capacity == 40LL << 30);
+  CHECK(c->cluster.devices[1].memory_capacity == 96LL << 30);
+  // Without hardware.memory the cluster is still required.
+  c = ParseHf("model: {hf_config: hf/llama2-7b.json}\n"
+              "training: {seq_length: 4096}\n"
+              "hardware: {peak_tflops: 400}\n"
+              "pipeline: {stages: 2, microbatches: 4}\n");
+  REQUIRE_FALSE(c.ok());
+  CHECK_THAT(c.error().message, Catch::Contains("cluster: must be given"));
+  c = ParseHf("model: {hf_config: hf/llama2-7b.json}\n"
+              "training: {seq_length: 4096}\n"
+              "hardware: {peak_tflops: 400, link: {latency: 1us}}\n"
+              "cluster: {devices: {memory: 1GiB}}\n"
+              "pipeline: {stages: 2, microbatches: 4}\n");
+  REQUIRE_FALSE(c.ok());
+  CHECK_THAT(c.error().message,
+             Catch::Contains("run.yaml:3: hardware.link.bandwidth: must be "
+                             "given"));
+}
+
+TEST_CASE("ppb-sim model: golden Llama-3-8B json and text", "[cost][cli]") {
+  const std::string run = Configs("llama3-8b.yaml");
+  CliRun r = Cli({"model", "--config", run, "--format", "json"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["schema"] == "ppb.model/1");
+  CHECK(j["model"] == "llama3-8b");
+  CHECK(j["architecture"] == "hf_config");
+  CHECK(j["totals"]["params"] == 8'030'261'248);
+  for (const char* k : {"params", "forward_flops", "forward_ns", "backward_ns",
+                        "static_memory_bytes", "activation_bytes"}) {
+    INFO(k);
+    CHECK(j["totals"].contains(k));
+  }
+  const nlohmann::json& layers = j["layers"];
+  REQUIRE(layers.size() == 34);
+  std::int64_t sum = 0;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const nlohmann::json& l = layers[i];
+    INFO(i);
+    for (const char* k :
+         {"name", "kind", "params", "expert_params", "forward_flops",
+          "forward_ns", "backward_input_ns", "backward_weight_ns",
+          "static_memory_bytes", "activation_bytes", "workspace_bytes",
+          "send_bytes", "provenance"}) {
+      INFO(k);
+      CHECK(l.contains(k));
+    }
+    for (const char* mode : {"none", "selective", "full"}) {
+      CHECK(l["activation_bytes"].contains(mode));
+    }
+    sum += l["params"].get<std::int64_t>();
+  }
+  CHECK(sum == 8'030'261'248);
+  CHECK(layers[0]["name"] == "embedding");
+  CHECK(layers[0]["kind"] == "embedding");
+  CHECK(layers[0]["params"] == 128256LL * 4096);
+  CHECK(layers[1]["name"] == "decoder.0");
+  CHECK(layers[1]["kind"] == "decoder");
+  // 2 norms + q, o (h x h) + k, v (h x 1024) + gate, up, down (h x 14336).
+  CHECK(layers[1]["params"] == 2LL * 4096 + 2LL * 4096 * 4096 +
+                                   2LL * 4096 * 1024 + 3LL * 4096 * 14336);
+  CHECK(layers[32]["name"] == "decoder.31");
+  CHECK(layers[33]["name"] == "head");
+  CHECK(layers[33]["kind"] == "head");
+  CHECK(layers[33]["params"] == 4096LL + 128256LL * 4096);
+  // tp 2 + sp: the sent hidden state is e*s*b*h / t.
+  CHECK(layers[1]["send_bytes"] == 2LL * 8192 * 4096 / 2);
+
+  r = Cli({"model", "--config", run});
+  REQUIRE(r.status == 0);
+  CHECK(r.out.rfind("model llama3-8b from ", 0) == 0);
+  CHECK(r.out.find(": 34 layers\n") != std::string::npos);
+  CHECK(r.out.find("\ntotal: 8030261248 params, ") != std::string::npos);
+  CHECK(r.out.find(" all layers on one rank\n") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace ppb
