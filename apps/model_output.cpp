@@ -11,24 +11,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-const char* KindName(LayerKind k) {
-  switch (k) {
-    case LayerKind::Embedding:
-      return "embedding";
-    case LayerKind::Decoder:
-      return "decoder";
-    case LayerKind::Moe:
-      return "moe";
-    case LayerKind::Head:
-      return "head";
-    case LayerKind::Mtp:
-      return "mtp";
-    case LayerKind::Other:
-      return "other";
-  }
-  return "other";
-}
-
 double Ms(Nanos t) { return static_cast<double>(t) / 1e6; }
 double MiB(Bytes b) { return static_cast<double>(b) / (1 << 20); }
 
@@ -74,7 +56,7 @@ std::string FormatModelText(const RunConfig& config) {
     s += fmt::format(
         "{:<12} {:<9} {:>14} {:>10.1f} {:>9.3f} {:>9.3f} {:>9.3f} {:>10.1f} "
         "{:>10.1f} {:>10.1f} {:>10.1f} {:>10.1f}\n",
-        l.name, KindName(l.kind), d.params.total(), d.flops.forward() / 1e9,
+        l.name, LayerKindName(l.kind), d.params.total(), d.flops.forward() / 1e9,
         Ms(l.forward), Ms(l.backward_input), Ms(l.backward_weight),
         MiB(l.static_memory), MiB(d.activation.none),
         MiB(d.activation.selective), MiB(d.activation.full),
@@ -117,7 +99,7 @@ std::string FormatModelJson(const RunConfig& config) {
     const Layer& l = d.layer;
     Json x;
     x["name"] = l.name;
-    x["kind"] = KindName(l.kind);
+    x["kind"] = LayerKindName(l.kind);
     x["params"] = d.params.total();
     x["expert_params"] = d.params.expert;
     x["forward_flops"] = d.flops.forward();

@@ -16,6 +16,25 @@ namespace ppb {
 
 enum class LayerKind : std::uint8_t { Embedding, Decoder, Moe, Head, Mtp, Other };
 
+// The config file's name of a kind ("embedding", "decoder", ...).
+constexpr const char* LayerKindName(LayerKind k) {
+  switch (k) {
+    case LayerKind::Embedding:
+      return "embedding";
+    case LayerKind::Decoder:
+      return "decoder";
+    case LayerKind::Moe:
+      return "moe";
+    case LayerKind::Head:
+      return "head";
+    case LayerKind::Mtp:
+      return "mtp";
+    case LayerKind::Other:
+      return "other";
+  }
+  return "other";
+}
+
 // One recompute mode a layer offers (e.g. "full", "selective").
 struct RecomputeOption {
   std::string name;

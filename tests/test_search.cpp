@@ -81,24 +81,6 @@ std::string Show(const Strategy& s) {
   return out.str();
 }
 
-const char* KindName(LayerKind k) {
-  switch (k) {
-    case LayerKind::Embedding:
-      return "embedding";
-    case LayerKind::Decoder:
-      return "decoder";
-    case LayerKind::Moe:
-      return "moe";
-    case LayerKind::Head:
-      return "head";
-    case LayerKind::Mtp:
-      return "mtp";
-    case LayerKind::Other:
-      return "other";
-  }
-  return "?";
-}
-
 // The whole problem, for failure messages and reproductions.
 std::string Describe(const SearchProblem& pr) {
   std::ostringstream out;
@@ -112,7 +94,7 @@ std::string Describe(const SearchProblem& pr) {
         << "\n";
   }
   for (const Layer& l : pr.layers) {
-    out << "layer " << l.name << " kind=" << KindName(l.kind)
+    out << "layer " << l.name << " kind=" << LayerKindName(l.kind)
         << " F=" << l.forward << " I=" << l.backward_input
         << " W=" << l.backward_weight << " split=" << l.split_backward
         << " static=" << l.static_memory << " act=" << l.activation
