@@ -1532,7 +1532,8 @@ class Parser {
     if (total != static_cast<std::int64_t>(cfg_.layers.size())) {
       std::string sum;
       for (int c : counts->values) {
-        sum += (sum.empty() ? "" : "+") + std::to_string(c);
+        if (!sum.empty()) sum += '+';
+        sum += std::to_string(c);
       }
       return Fail(entry.path,
                   "must add up to the model's " +
