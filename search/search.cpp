@@ -427,6 +427,11 @@ class Searcher {
 
   // Picks the recompute of every device for a full split. Returns false if
   // some device cannot fit. Fills chosen_[s] and rtime_[s] (scaled).
+  bool WalkFits(int d, const std::vector<const Menu*>& menus,
+                const std::vector<const StageFixed*>& fxp, Bytes cap, std::int64_t& budget,
+                const std::function<Nanos()>& limit,
+                const std::function<void(const std::vector<const MenuPoint*>&, Nanos, Bytes)>&
+                    leaf) const;
   Nanos DeviceRecompute(int d, const std::vector<int>& first,
                         const std::vector<int>& split,
                         const std::vector<StageFixed>& fx,
@@ -559,6 +564,44 @@ Bytes Searcher::DevicePeakLowerBound(int d, int assigned) const {
   return best;
 }
 
+// Walks one menu point per chunk of device d (each menu sorted by time) and
+// calls leaf(points, total scaled time, peak) for every combination that
+// fits `cap`. A chunk's loop stops once the running time passes limit()
+// (the caller's best so far); a partial choice whose memory floor (the
+// remaining chunks at their least stash) does not fit is skipped. Every
+// step spends one unit of `budget`; false once it has run out.
+bool Searcher::WalkFits(
+    int d, const std::vector<const Menu*>& menus, const std::vector<const StageFixed*>& fxp,
+    Bytes cap, std::int64_t& budget, const std::function<Nanos()>& limit,
+    const std::function<void(const std::vector<const MenuPoint*>&, Nanos, Bytes)>& leaf) const {
+  const int v = static_cast<int>(menus.size());
+  const double speed = pb_.cluster.devices[d].speed;
+  std::vector<MenuPoint> floor_pts(v);
+  for (int c = 0; c < v; ++c) {
+    floor_pts[c].stash = menus[c]->min_stash;
+    floor_pts[c].remat = menus[c]->min_remat;
+  }
+  std::vector<const MenuPoint*> cur(v);
+  std::function<void(int, Nanos)> rec = [&](int c, Nanos t) {
+    if (--budget < 0) return;
+    if (c == v) {
+      const Bytes peak = DevicePeak(d, fxp, cur);
+      if (peak <= cap) leaf(cur, t, peak);
+      return;
+    }
+    for (const MenuPoint& q : menus[c]->points) {
+      const Nanos t2 = t + ScaleTime(q.time, speed);
+      if (t2 > limit()) break;  // sorted by time
+      cur[c] = &q;
+      for (int r = c + 1; r < v; ++r) cur[r] = &floor_pts[r];
+      if (DevicePeak(d, fxp, cur) > cap) continue;
+      rec(c + 1, t2);
+    }
+  };
+  rec(0, 0);
+  return budget >= 0;
+}
+
 // Least total recompute time (scaled) of device d's chunks such that the
 // device fits in memory: an exact search over the chunks' menus (sorted by
 // time) with memory pruning from each chunk's least stash. Returns -1 when
@@ -572,7 +615,6 @@ Nanos Searcher::DeviceRecompute(int d, const std::vector<int>& first,
                                 std::vector<const MenuPoint*>& pts,
                                 bool& exact, Bytes cap_limit,
                                 bool fewest_recomputed) {
-  const double speed = pb_.cluster.devices[d].speed;
   const Bytes cap = cap_limit >= 0 ? std::min(cap_limit, c_.spec.device_capacity[d])
                                    : c_.spec.device_capacity[d];
   // The answer depends only on the device and its chunks' layer ranges (the
@@ -600,46 +642,26 @@ Nanos Searcher::DeviceRecompute(int d, const std::vector<int>& first,
     menus[c] = &GetMenu(first[s], first[s] + split[s]);
     fxp[c] = &fx[s];
   }
-  std::vector<const MenuPoint*> cur(c_.v);
   pts.clear();
   Nanos best_time = kInf;
   Bytes best_peak = 0;
   int best_rc = 0;
   std::int64_t budget = 200000;
-  std::vector<MenuPoint> floor_pts(c_.v);
-  for (int c = 0; c < c_.v; ++c) {
-    floor_pts[c].stash = menus[c]->min_stash;
-    floor_pts[c].remat = menus[c]->min_remat;
-  }
-  std::function<void(int, Nanos)> rec = [&](int c, Nanos t) {
-    if (--budget < 0) return;
-    if (c == c_.v) {
-      const Bytes peak = DevicePeak(d, fxp, cur);
-      if (peak > cap) return;
-      int rc = 0;
-      for (auto* q : cur) rc += q->recomputed;
-      const bool better =
-          fewest_recomputed
-              ? std::tie(t, rc, peak) < std::tie(best_time, best_rc, best_peak)
-              : std::tie(t, peak, rc) < std::tie(best_time, best_peak, best_rc);
-      if (pts.empty() || better) {
-        best_time = t;
-        best_peak = peak;
-        best_rc = rc;
-        pts = cur;
-      }
-      return;
-    }
-    for (const MenuPoint& q : menus[c]->points) {
-      const Nanos t2 = t + ScaleTime(q.time, speed);
-      if (t2 > best_time) break;  // sorted by time
-      cur[c] = &q;
-      for (int r = c + 1; r < c_.v; ++r) cur[r] = &floor_pts[r];
-      if (DevicePeak(d, fxp, cur) > cap) continue;
-      rec(c + 1, t2);
-    }
-  };
-  rec(0, 0);
+  WalkFits(d, menus, fxp, cap, budget, [&] { return best_time; },
+           [&](const std::vector<const MenuPoint*>& cur, Nanos t, Bytes peak) {
+             int rc = 0;
+             for (auto* q : cur) rc += q->recomputed;
+             const bool better =
+                 fewest_recomputed
+                     ? std::tie(t, rc, peak) < std::tie(best_time, best_rc, best_peak)
+                     : std::tie(t, peak, rc) < std::tie(best_time, best_peak, best_rc);
+             if (pts.empty() || better) {
+               best_time = t;
+               best_peak = peak;
+               best_rc = rc;
+               pts = cur;
+             }
+           });
   bool my_exact = budget >= 0;
   if (c_.v > 1 && !pts.empty() && best_time > 0) my_exact = false;
   for (int c = 0; c < c_.v && !pts.empty(); ++c) {
@@ -738,45 +760,26 @@ bool Searcher::EnumerateDevice(int d, const std::vector<int>& first,
   const Bytes cap = c_.spec.device_capacity[d];
   std::vector<const Menu*> menus(v);
   std::vector<const StageFixed*> fxp(v);
-  std::vector<MenuPoint> floor_pts(v);
   for (int c = 0; c < v; ++c) {
     const int s = c * p + d;
     menus[c] = &GetMenu(first[s], first[s] + split[s]);
     fxp[c] = &fx[s];
-    floor_pts[c].stash = menus[c]->min_stash;
-    floor_pts[c].remat = menus[c]->min_remat;
     if (menus[c]->truncated) return false;
   }
   found.clear();
-  std::vector<const MenuPoint*> cur(v);
   std::int64_t budget = 20000;
-  std::function<void(int)> rec = [&](int c) {
-    if (--budget < 0) return;
-    if (c == v) {
-      const Bytes peak = DevicePeak(d, fxp, cur);
-      if (peak > cap) return;
-      DeviceChoice ch;
-      ch.peak = peak;
-      ch.rc = 0;
-      ch.total = 0;
-      for (int x = 0; x < v; ++x) {
-        ch.times.push_back(ScaleTime(cur[x]->time, speed));
-        ch.total += ch.times.back();
-        ch.rc += cur[x]->recomputed;
-      }
-      ch.pts = cur;
-      found.push_back(std::move(ch));
-      return;
-    }
-    for (const MenuPoint& q : menus[c]->points) {
-      cur[c] = &q;
-      for (int r = c + 1; r < v; ++r) cur[r] = &floor_pts[r];
-      if (DevicePeak(d, fxp, cur) > cap) continue;
-      rec(c + 1);
-    }
-  };
-  rec(0);
-  return budget >= 0;
+  return WalkFits(d, menus, fxp, cap, budget, [] { return kInf; },
+                  [&](const std::vector<const MenuPoint*>& cur, Nanos, Bytes peak) {
+                    DeviceChoice ch;
+                    ch.peak = peak;
+                    for (int x = 0; x < v; ++x) {
+                      ch.times.push_back(ScaleTime(cur[x]->time, speed));
+                      ch.total += ch.times.back();
+                      ch.rc += cur[x]->recomputed;
+                    }
+                    ch.pts = cur;
+                    found.push_back(std::move(ch));
+                  });
 }
 
 // Ties on the iteration time are broken by the max peak, then the number of
@@ -1967,7 +1970,6 @@ std::vector<int> Searcher::ChunkAwareSplit(const std::vector<int>& per_device, i
     std::vector<int> pin(v, 0);
     if (d == 0 && first_pinned) pin[0] = 1;
     if (d == p - 1 && last_pinned) pin[v - 1] = 2;
-    const double speed = pb_.cluster.devices[d].speed;
     const Bytes cap = c_.spec.device_capacity[d];
     std::vector<int> x(v, 0), best_x;
     Nanos best_t = kInf;
@@ -1990,35 +1992,16 @@ std::vector<int> Searcher::ChunkAwareSplit(const std::vector<int>& per_device, i
           }
           fxp[cc] = &fx[cc];
         }
-        // Least total recompute that fits (menus are sorted by time).
-        std::vector<const MenuPoint*> cur(v);
-        std::vector<MenuPoint> floor_pts(v);
-        for (int cc = 0; cc < v; ++cc) {
-          floor_pts[cc].stash = menus[cc]->min_stash;
-          floor_pts[cc].remat = menus[cc]->min_remat;
-        }
+        // Least total recompute that fits.
         Nanos t_best = kInf;
         Bytes peak_best = 0;
-        std::function<void(int, Nanos)> rec = [&](int cc, Nanos t) {
-          if (--budget < 0) return;
-          if (cc == v) {
-            const Bytes peak = DevicePeak(d, fxp, cur);
-            if (peak <= cap && (t < t_best || (t == t_best && peak < peak_best))) {
-              t_best = t;
-              peak_best = peak;
-            }
-            return;
-          }
-          for (const MenuPoint& q : menus[cc]->points) {
-            const Nanos t2 = t + ScaleTime(q.time, speed);
-            if (t2 > t_best) break;
-            cur[cc] = &q;
-            for (int r = cc + 1; r < v; ++r) cur[r] = &floor_pts[r];
-            if (DevicePeak(d, fxp, cur) > cap) continue;
-            rec(cc + 1, t2);
-          }
-        };
-        rec(0, 0);
+        WalkFits(d, menus, fxp, cap, budget, [&] { return t_best; },
+                 [&](const std::vector<const MenuPoint*>&, Nanos t, Bytes peak) {
+                   if (t < t_best || (t == t_best && peak < peak_best)) {
+                     t_best = t;
+                     peak_best = peak;
+                   }
+                 });
         if (t_best < best_t || (t_best == best_t && t_best < kInf && peak_best < best_peak)) {
           best_t = t_best;
           best_peak = peak_best;
