@@ -365,8 +365,19 @@ class Searcher {
   bool limit_hit = false;
   std::string stop_reason;
   std::int64_t nodes = 0, evaluations = 0;
+  std::vector<std::pair<double, Nanos>> incumbents;  // (s, makespan)
+
+  // The bound Run() starts its tree search from (valid for every split of
+  // this choice on this cluster), without searching.
+  Nanos RootOnly() {
+    Prepare();
+    return pending_bound;
+  }
 
  private:
+  // Prefix sums and the root bound (pending_bound); false when no split
+  // exists at all (closed then).
+  bool Prepare();
   const Menu& GetMenu(int i, int j) {
     const std::uint64_t key = static_cast<std::uint64_t>(i) * (c_.L + 1) + j;
     auto it = menus_.find(key);
@@ -1067,14 +1078,21 @@ void Searcher::Offer(Candidate c) {
   const int k = std::max(1, opt_.top_k);
   auto it = std::lower_bound(top.begin(), top.end(), c, Better);
   if (static_cast<int>(it - top.begin()) >= k) return;
+  const bool improves = top.empty() || it == top.begin();
   top.insert(it, std::move(c));
   if (static_cast<int>(top.size()) > k) top.pop_back();
+  if (improves) {
+    incumbents.emplace_back(
+        std::chrono::duration<double>(Clock::now() - start_).count(),
+        top.front().makespan);
+  }
 }
 
 Nanos Searcher::PruneThreshold() const {
   const int k = std::max(1, opt_.top_k);
-  if (static_cast<int>(top.size()) < k) return kInf;
-  return top.back().makespan;
+  const Nanos cut = opt_.cutoff >= 0 ? opt_.cutoff : kInf;
+  if (static_cast<int>(top.size()) < k) return cut;
+  return std::min(cut, top.back().makespan);
 }
 
 // A subtree whose makespan bound exceeds the K-th best cannot enter the top
@@ -2211,7 +2229,7 @@ bool Searcher::AnyFeasibleSplit(std::vector<int>* out) {
   return true;
 }
 
-void Searcher::Run() {
+bool Searcher::Prepare() {
   const int S = c_.S, L = c_.L, p = c_.p;
   suffix_work_.assign(L + 1, 0);
   for (int l = L - 1; l >= 0; --l) {
@@ -2237,7 +2255,8 @@ void Searcher::Run() {
   if (L < S * kmin) {
     closed = true;
     stop_reason = "no split: fewer layers than chunks";
-    return;
+    pending_bound = kInf;
+    return false;
   }
   // Until the tree search starts, all that is known is the root bound: the
   // total work spread over every device at its speed, and the chain of one
@@ -2254,6 +2273,12 @@ void Searcher::Run() {
     root_bound_ = std::max(root_bound_, PathWeights());
     pending_bound = std::max(pending_bound, root_bound_);
   }
+  return true;
+}
+
+void Searcher::Run() {
+  if (!Prepare()) return;
+  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
   std::mt19937_64 rng(opt_.seed ^ (0x9E3779B97F4A7C15ULL * (c_.index + 1)));
   std::vector<int> even = EvenSplit();
   bool even_ok = true;
@@ -2386,8 +2411,9 @@ void MinCapacity(const SearchProblem& pb, const SearchOptions& options,
 
 }  // namespace
 
-Result<SearchResult> Search(const SearchProblem& problem,
-                            const SearchOptions& options) {
+// The search on the problem's own cluster (no placement decision).
+static Result<SearchResult> SearchFixed(const SearchProblem& problem,
+                                        const SearchOptions& options) {
   const auto t0 = Clock::now();
   if (problem.choices.empty()) {
     return Error{"search", "needs at least one schedule choice"};
@@ -2471,6 +2497,16 @@ Result<SearchResult> Search(const SearchProblem& problem,
   std::vector<Candidate> all;
   bool all_closed = true;
   Nanos lb = kInf;
+  std::vector<std::pair<double, Nanos>> events;
+  for (auto& s : searchers) {
+    events.insert(events.end(), s->incumbents.begin(), s->incumbents.end());
+  }
+  std::sort(events.begin(), events.end());
+  for (const auto& e : events) {
+    if (res.incumbents.empty() || e.second < res.incumbents.back().second) {
+      res.incumbents.push_back(e);
+    }
+  }
   for (auto& s : searchers) {
     res.nodes += s->nodes;
     res.evaluations += s->evaluations;
@@ -2509,7 +2545,7 @@ Result<SearchResult> Search(const SearchProblem& problem,
   }
   res.stop_reason = all_closed ? (res.found ? "proved optimal" : "proved infeasible")
                                : reason;
-  if (!res.found) {
+  if (!res.found && options.min_capacity) {
     MinCapacity(problem, options, ctxs, res);
     res.lower_bound = 0;
   }
@@ -2517,13 +2553,417 @@ Result<SearchResult> Search(const SearchProblem& problem,
   return res;
 }
 
+namespace {
+
+// ---------------------------------------------------------------------------
+// Placement search (SearchProblem::search_placement): which physical device
+// runs each rank, jointly with the split and the recompute.
+//
+// Depth-first branch-and-bound over device orders, rank 0 first. A prefix
+// (the devices of ranks 0..k-1) is bounded by the root bound of a relaxed
+// cluster: every rank not yet placed gets the fastest speed and the largest
+// memory among the devices left, and every boundary with an unplaced end the
+// best link class. The relaxation is valid because the simulated iteration
+// time of a fixed program is a max-plus expression of op durations and
+// message delays (so it can only fall when a device gets faster or a link
+// better), and more memory only adds feasible recompute choices: the relaxed
+// cluster's optimum is at most that of any completion, and the root bound
+// is at most the relaxed optimum. At a leaf the cluster is exact; its split
+// and recompute are searched by the fixed-cluster search under a cutoff (the
+// K-th best time so far), so a leaf that cannot enter the top list is closed
+// as soon as its own tree falls above the cutoff.
+//
+// Symmetry: devices of one type on one node are interchangeable (only the
+// lowest-numbered unplaced one is tried), so are whole nodes no device of
+// which is placed yet when their type multisets are equal; orders that
+// still coincide in what the engine can see (PlacementKey) are searched once.
+class PlacementSearcher {
+ public:
+  PlacementSearcher(const SearchProblem& pb, const SearchOptions& opt,
+                    std::vector<ChoiceContext> ctxs)
+      : pb_(pb), opt_(opt), topo_(pb.topology), ctxs_(std::move(ctxs)) {
+    n_ = topo_.num_devices();
+    ring_ = false;
+    for (const ChoiceContext& c : ctxs_) ring_ |= c.v > 1;
+    best_link_.latency = std::min(topo_.intra_node.latency, topo_.inter_node.latency);
+    auto bw = [](BytesPerSec b) {
+      return b <= 0 ? std::numeric_limits<BytesPerSec>::max() : b;
+    };
+    const BytesPerSec b = std::max(bw(topo_.intra_node.bandwidth), bw(topo_.inter_node.bandwidth));
+    best_link_.bandwidth = b == std::numeric_limits<BytesPerSec>::max() ? 0 : b;
+    // Nodes whose devices form the same multiset of types.
+    const int nodes = static_cast<int>(topo_.node_names.size());
+    std::vector<std::vector<int>> comp(nodes, std::vector<int>(topo_.types.size(), 0));
+    for (int d = 0; d < n_; ++d) ++comp[topo_.device_node[d]][topo_.device_type[d]];
+    node_class_.assign(nodes, 0);
+    for (int a = 0; a < nodes; ++a) {
+      node_class_[a] = a;
+      for (int o = 0; o < a; ++o) {
+        if (comp[a] == comp[o]) {
+          node_class_[a] = node_class_[o];
+          break;
+        }
+      }
+    }
+    start_ = Clock::now();
+  }
+
+  SearchResult Run();
+
+ private:
+  double Elapsed() const {
+    return std::chrono::duration<double>(Clock::now() - start_).count();
+  }
+  std::int64_t AllNodes() const { return nodes_ + placement_nodes_; }
+  bool OutOfLimits() {
+    if (limit_hit_) return true;
+    if (opt_.node_limit != 0 && AllNodes() >= std::max<std::int64_t>(0, opt_.node_limit)) {
+      limit_hit_ = true;
+      stop_reason_ = "node limit";
+    } else if (opt_.time_limit_s > 0 && Elapsed() >= opt_.time_limit_s) {
+      limit_hit_ = true;
+      stop_reason_ = "time limit";
+    }
+    return limit_hit_;
+  }
+  Nanos Threshold() const {
+    const Nanos cut = opt_.cutoff >= 0 ? opt_.cutoff : kInf;
+    if (static_cast<int>(top_.size()) < std::max(1, opt_.top_k)) return cut;
+    return std::min(cut, top_.back().makespan);
+  }
+  void Offer(Candidate c);
+  void Report(bool force);
+  Cluster Relaxed(const Placement& prefix) const;
+  Nanos Bound(const Placement& prefix);
+  // Searches the split and recompute of a full order; `budget` > 0 caps
+  // its nodes (a heuristic look, which leaves the order open).
+  void Leaf(const Placement& order, Nanos bound, std::int64_t budget);
+  void Dfs(Placement& prefix, std::vector<char>& used, Nanos bound);
+  std::vector<Placement> HeuristicOrders() const;
+
+  const SearchProblem& pb_;
+  const SearchOptions& opt_;
+  const Topology& topo_;
+  std::vector<ChoiceContext> ctxs_;
+  int n_ = 0;
+  bool ring_ = false;
+  Link best_link_;
+  std::vector<int> node_class_;
+  std::vector<Candidate> top_;
+  std::map<std::vector<std::int32_t>, bool> seen_;  // key -> closed
+  Nanos open_bound_ = kInf;  // least bound over what was left open
+  bool limit_hit_ = false;
+  bool inexact_ = false;     // some leaf closed without a proof
+  std::string stop_reason_;
+  std::string inexact_reason_;
+  std::int64_t nodes_ = 0, evaluations_ = 0, placement_nodes_ = 0, searched_ = 0;
+  Clock::time_point start_;
+  Clock::time_point last_report_{};
+  std::vector<std::pair<double, Nanos>> incumbents_;
+};
+
+void PlacementSearcher::Offer(Candidate c) {
+  if (!c.feasible) return;
+  for (auto it = top_.begin(); it != top_.end(); ++it) {
+    if (it->choice == c.choice && it->placement == c.placement &&
+        it->strategy.layers_per_stage == c.strategy.layers_per_stage) {
+      if (!Better(c, *it)) return;
+      top_.erase(it);
+      break;
+    }
+  }
+  const int k = std::max(1, opt_.top_k);
+  auto it = std::lower_bound(top_.begin(), top_.end(), c, Better);
+  if (static_cast<int>(it - top_.begin()) >= k) return;
+  const bool improves = it == top_.begin();
+  top_.insert(it, std::move(c));
+  if (static_cast<int>(top_.size()) > k) top_.pop_back();
+  if (improves) incumbents_.emplace_back(Elapsed(), top_.front().makespan);
+}
+
+void PlacementSearcher::Report(bool force) {
+  if (!opt_.progress) return;
+  const auto now = Clock::now();
+  if (!force && std::chrono::duration<double>(now - last_report_).count() <
+                    opt_.progress_interval_s) {
+    return;
+  }
+  last_report_ = now;
+  SearchProgress pr;
+  pr.elapsed_s = Elapsed();
+  pr.nodes = AllNodes();
+  pr.evaluations = evaluations_;
+  pr.incumbent = top_.empty() ? -1 : top_.front().makespan;
+  pr.lower_bound = std::min(open_bound_, pr.incumbent < 0 ? kInf : pr.incumbent);
+  if (pr.lower_bound >= kInf) pr.lower_bound = 0;
+  pr.gap = pr.incumbent > 0 ? static_cast<double>(pr.incumbent - pr.lower_bound) /
+                                  static_cast<double>(pr.incumbent)
+                            : 1.0;
+  opt_.progress(pr);
+}
+
+Cluster PlacementSearcher::Relaxed(const Placement& prefix) const {
+  const int k = static_cast<int>(prefix.size());
+  Placement full = prefix;
+  std::vector<char> used(n_, 0);
+  for (int d : prefix) used[d] = 1;
+  Device super;
+  super.speed = 0;
+  for (int d = 0; d < n_; ++d) {
+    if (used[d]) continue;
+    full.push_back(d);
+    const DeviceType& t = topo_.types[topo_.device_type[d]];
+    super.speed = std::max(super.speed, t.speed);
+    super.memory_capacity = std::max(super.memory_capacity, t.memory_capacity);
+  }
+  Cluster c = ClusterFor(topo_, full);
+  for (int r = k; r < n_; ++r) c.devices[r] = super;
+  for (int r = 0; r < n_; ++r) {
+    if (r >= k || (r + 1) % n_ >= k) c.links[r] = best_link_;
+  }
+  return c;
+}
+
+Nanos PlacementSearcher::Bound(const Placement& prefix) {
+  SearchProblem q = pb_;
+  q.search_placement = false;
+  q.cluster = Relaxed(prefix);
+  SearchOptions o = opt_;
+  o.progress = nullptr;
+  Nanos best = kInf;
+  for (const ChoiceContext& c0 : ctxs_) {
+    ChoiceContext c = c0;
+    for (int d = 0; d < pb_.p; ++d) {
+      c.spec.device_capacity[d] = q.cluster.devices[d].memory_capacity;
+    }
+    c.spec.link_matrix = RingLinkMatrix(pb_.p, q.cluster.links);
+    Searcher s(q, o, std::move(c));
+    best = std::min(best, s.RootOnly());
+  }
+  return best;
+}
+
+void PlacementSearcher::Leaf(const Placement& order, Nanos bound, std::int64_t budget) {
+  const std::vector<std::int32_t> key = PlacementKey(topo_, order, ring_);
+  auto it = seen_.find(key);
+  if (it != seen_.end() && (it->second || budget > 0)) return;
+  if (bound > Threshold()) {
+    seen_[key] = true;  // cannot enter the top list
+    return;
+  }
+  SearchProblem q = pb_;
+  q.search_placement = false;
+  q.cluster = ClusterFor(topo_, order);
+  SearchOptions o = opt_;
+  o.progress = nullptr;
+  o.min_capacity = false;
+  const Nanos cut = Threshold();
+  o.cutoff = cut >= kInf ? -1 : cut;
+  if (opt_.time_limit_s > 0) o.time_limit_s = std::max(1e-3, opt_.time_limit_s - Elapsed());
+  std::int64_t nodes_left = 0;
+  if (opt_.node_limit != 0) {
+    nodes_left = std::max<std::int64_t>(0, opt_.node_limit) - AllNodes();
+    if (nodes_left <= 0) nodes_left = -1;
+  }
+  o.node_limit = budget > 0 ? (nodes_left != 0 ? std::min(budget, nodes_left) : budget) : nodes_left;
+  if (o.node_limit < 0) o.node_limit = -1;
+  Result<SearchResult> r = SearchFixed(q, o);
+  if (budget <= 0) ++searched_;
+  if (!r.ok()) {  // a schedule refused p/v/m: the same for every order
+    seen_[key] = true;
+    return;
+  }
+  nodes_ += r->nodes;
+  evaluations_ += r->evaluations;
+  for (Candidate c : r->top) {
+    c.placement = order;
+    Offer(std::move(c));
+  }
+  const bool closed = r->proved_optimal || r->proved_infeasible;
+  if (budget > 0) {
+    if (!closed) {
+      seen_.emplace(key, false);
+      return;
+    }
+  }
+  seen_[key] = true;
+  if (!closed) {
+    if (r->stop_reason == "node limit" || r->stop_reason == "time limit") {
+      limit_hit_ = true;
+      stop_reason_ = r->stop_reason;
+      open_bound_ = std::min(open_bound_, r->found ? r->lower_bound : bound);
+    } else {
+      inexact_ = true;
+      inexact_reason_ = r->stop_reason;
+      open_bound_ = std::min(open_bound_, r->found ? r->lower_bound : bound);
+    }
+  }
+  Report(false);
+}
+
+void PlacementSearcher::Dfs(Placement& prefix, std::vector<char>& used, Nanos bound) {
+  if (OutOfLimits()) {
+    open_bound_ = std::min(open_bound_, bound);
+    return;
+  }
+  if (static_cast<int>(prefix.size()) == n_) {
+    Leaf(prefix, bound, 0);
+    return;
+  }
+  ++placement_nodes_;
+  const int nodes = static_cast<int>(topo_.node_names.size());
+  std::vector<char> touched(nodes, 0);
+  for (int d : prefix) touched[topo_.device_node[d]] = 1;
+  std::vector<std::pair<Nanos, int>> kids;
+  for (int d = 0; d < n_; ++d) {
+    if (used[d]) continue;
+    bool rep = true;
+    for (int e = 0; e < d && rep; ++e) {
+      if (used[e]) continue;
+      const int nd = topo_.device_node[d], ne = topo_.device_node[e];
+      if (topo_.device_type[e] != topo_.device_type[d]) continue;
+      // Same node, or an untouched node of the same make-up: e stands for d.
+      if (ne == nd) rep = false;
+      if (!touched[nd] && !touched[ne] && node_class_[nd] == node_class_[ne] && ne < nd) rep = false;
+    }
+    if (!rep) continue;
+    prefix.push_back(d);
+    kids.emplace_back(Bound(prefix), d);
+    prefix.pop_back();
+  }
+  std::sort(kids.begin(), kids.end());
+  for (size_t i = 0; i < kids.size(); ++i) {
+    const auto [b, d] = kids[i];
+    if (b > Threshold()) break;  // sorted: the rest cannot do better
+    if (OutOfLimits()) {
+      open_bound_ = std::min(open_bound_, b);
+      continue;
+    }
+    prefix.push_back(d);
+    used[d] = 1;
+    Dfs(prefix, used, b);
+    used[d] = 0;
+    prefix.pop_back();
+  }
+}
+
+// Orders worth a first look: the given one; nodes kept together, the
+// largest-memory devices first (the first ranks hold the most micro-batches
+// in flight under 1F1B), and the same with the fastest first.
+std::vector<Placement> PlacementSearcher::HeuristicOrders() const {
+  std::vector<Placement> out;
+  out.push_back(pb_.given_placement);
+  const int nodes = static_cast<int>(topo_.node_names.size());
+  for (int rule = 0; rule < 2; ++rule) {
+    auto key = [&](int d) {
+      const DeviceType& t = topo_.types[topo_.device_type[d]];
+      return rule == 0 ? std::make_tuple(-static_cast<double>(t.memory_capacity), -t.speed)
+                       : std::make_tuple(-t.speed, -static_cast<double>(t.memory_capacity));
+    };
+    std::vector<std::vector<int>> by_node(nodes);
+    for (int d = 0; d < n_; ++d) by_node[topo_.device_node[d]].push_back(d);
+    for (auto& v : by_node) {
+      std::stable_sort(v.begin(), v.end(), [&](int a, int b) { return key(a) < key(b); });
+    }
+    std::vector<int> order(nodes);
+    for (int i = 0; i < nodes; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      if (by_node[a].empty() || by_node[b].empty()) return !by_node[a].empty();
+      return key(by_node[a].front()) < key(by_node[b].front());
+    });
+    Placement pl;
+    for (int nd : order) pl.insert(pl.end(), by_node[nd].begin(), by_node[nd].end());
+    out.push_back(pl);
+  }
+  return out;
+}
+
+SearchResult PlacementSearcher::Run() {
+  // A short look at a few natural orders gives an incumbent for pruning.
+  for (const Placement& pl : HeuristicOrders()) {
+    if (OutOfLimits()) break;
+    Leaf(pl, Bound(pl), 64);
+  }
+  Placement prefix;
+  std::vector<char> used(n_, 0);
+  if (!OutOfLimits()) Dfs(prefix, used, Bound(prefix));
+  Report(true);
+
+  SearchResult res;
+  res.nodes = AllNodes();
+  res.evaluations = evaluations_;
+  res.placements_searched = searched_;
+  res.placement_nodes = placement_nodes_;
+  res.incumbents = incumbents_;
+  res.top = top_;
+  res.found = !top_.empty();
+  for (auto& c : res.top) {
+    auto e = Evaluate(pb_, c.choice, c.strategy, c.placement);
+    if (e.ok()) c = std::move(e).value();
+  }
+  if (res.found) res.best = res.top.front();
+  const bool closed = !limit_hit_ && !inexact_;
+  res.proved_optimal = res.found && closed;
+  res.proved_infeasible = !res.found && closed;
+  res.lower_bound = res.found ? std::min(open_bound_, res.best.makespan) : 0;
+  if (res.found && res.best.makespan > 0) {
+    res.gap = static_cast<double>(res.best.makespan - res.lower_bound) /
+              static_cast<double>(res.best.makespan);
+  }
+  res.stop_reason = closed ? (res.found ? "proved optimal" : "proved infeasible")
+                           : limit_hit_ ? stop_reason_ : inexact_reason_;
+  return res;
+}
+
+Result<SearchResult> SearchPlacement(const SearchProblem& problem,
+                                     const SearchOptions& options) {
+  const auto t0 = Clock::now();
+  const Topology& topo = problem.topology;
+  if (topo.num_devices() != problem.p || !IsPlacement(topo, problem.given_placement)) {
+    return Error{"cluster", "the placement search needs one device per rank (" +
+                                std::to_string(problem.p) + ") and a given order"};
+  }
+  std::vector<ChoiceContext> ctxs;
+  std::vector<Error> refused;
+  for (int i = 0; i < static_cast<int>(problem.choices.size()); ++i) {
+    auto c = MakeContext(problem, i);
+    if (!c.ok()) {
+      refused.push_back(c.error());
+      continue;
+    }
+    ctxs.push_back(std::move(c).value());
+  }
+  if (ctxs.empty()) return refused.front();
+  PlacementSearcher ps(problem, options, std::move(ctxs));
+  SearchResult res = ps.Run();
+  res.solve_time_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace
+
+Result<SearchResult> Search(const SearchProblem& problem,
+                            const SearchOptions& options) {
+  if (problem.choices.empty()) {
+    return Error{"search", "needs at least one schedule choice"};
+  }
+  if (problem.search_placement) return SearchPlacement(problem, options);
+  return SearchFixed(problem, options);
+}
+
 Result<Candidate> Evaluate(const SearchProblem& problem, int choice,
-                           const Strategy& strategy) {
+                           const Strategy& strategy,
+                           const Placement& placement) {
   if (choice < 0 || choice >= static_cast<int>(problem.choices.size())) {
     return Error{"search", "no schedule choice " + std::to_string(choice)};
   }
+  if (!placement.empty() && !IsPlacement(problem.topology, placement)) {
+    return Error{"search", "the placement is not a permutation of the devices"};
+  }
   const ScheduleChoice& ch = problem.choices[choice];
-  auto spec = Lower(problem.layers, problem.cluster,
+  const Cluster placed =
+      placement.empty() ? Cluster{} : ClusterFor(problem.topology, placement);
+  auto spec = Lower(problem.layers, placement.empty() ? problem.cluster : placed,
                     PipelineShape{problem.p, ch.v, problem.m, problem.comm}, strategy,
                     problem.allow_empty_chunks);
   if (!spec.ok()) return spec.error();
@@ -2546,6 +2986,7 @@ Result<Candidate> Evaluate(const SearchProblem& problem, int choice,
   for (auto x : strategy.recompute) c.recomputed_layers += x != 0;
   c.feasible = r.outcome == Outcome::Ok;
   c.devices = r.devices;
+  c.placement = placement;
   return c;
 }
 

@@ -14,12 +14,14 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/engine.h"
 #include "core/lower.h"
 #include "core/model.h"
 #include "core/result.h"
+#include "core/topology.h"
 #include "schedules/schedule.h"
 
 namespace ppb {
@@ -39,6 +41,12 @@ struct SearchProblem {
   CommMode comm = CommMode::Overlapped;
   std::vector<ScheduleChoice> choices;  // at least one
   bool allow_empty_chunks = false;
+  // A heterogeneous cluster whose device -> rank order the search decides
+  // too (issue 6). `cluster` is then the given placement's (the baselines
+  // run on it); candidates carry their own placement.
+  bool search_placement = false;
+  Topology topology;          // used when search_placement
+  Placement given_placement;  // the config's order (rank -> device)
 };
 
 // Progress report for long searches (called from the searching thread).
@@ -61,6 +69,12 @@ struct SearchOptions {
   int local_search_restarts = 8;
   double progress_interval_s = 1.0;
   std::function<void(const SearchProgress&)> progress;  // may be empty
+  // Strategies slower than this need not be found (-1: none): subtrees
+  // whose bound exceeds it are pruned. Used by the placement search, which
+  // runs one search per device order under the best time found so far.
+  Nanos cutoff = -1;
+  // When nothing fits, bisect for the least uniform capacity that would.
+  bool min_capacity = true;
 };
 
 // A fully evaluated strategy.
@@ -73,6 +87,8 @@ struct Candidate {
   int recomputed_layers = 0;
   bool feasible = false;  // every device within capacity (and no deadlock)
   std::vector<DeviceStats> devices;
+  // With SearchProblem::search_placement: rank -> physical device.
+  Placement placement;
 };
 
 // Orders candidates: feasible first, then shorter makespan, lower max peak,
@@ -95,15 +111,23 @@ struct SearchResult {
   // some strategy fits, and the device that binds there (-1 if unknown).
   Bytes min_capacity_needed = 0;
   int binding_device = -1;
+  // Each time the best strategy improved: (seconds since start, makespan).
+  std::vector<std::pair<double, Nanos>> incumbents;
+  // Placement search: distinct device orders whose strategies were
+  // searched, and prefixes of orders visited.
+  std::int64_t placements_searched = 0;
+  std::int64_t placement_nodes = 0;
 };
 
 // REQUIRES: the problem's layers/cluster passed config validation.
 Result<SearchResult> Search(const SearchProblem& problem,
                             const SearchOptions& options);
 
-// Simulates one strategy under choice `choice`.
+// Simulates one strategy under choice `choice`, on `placement` when given
+// (non-empty; problem.search_placement), else on problem.cluster.
 Result<Candidate> Evaluate(const SearchProblem& problem, int choice,
-                           const Strategy& strategy);
+                           const Strategy& strategy,
+                           const Placement& placement = {});
 
 // The baselines users would otherwise run, each simulated.
 struct Baseline {
