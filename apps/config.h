@@ -21,6 +21,7 @@
 #include "core/program.h"
 #include "core/result.h"
 #include "core/spec.h"
+#include "core/topology.h"
 #include "schedules/schedule.h"
 
 namespace ppb {
@@ -60,6 +61,10 @@ struct SearchSettings {
   std::uint64_t seed = 1;              // local-search restarts
   int threads = 0;                     // 0: every hardware thread
   int top = 5;                         // alternatives reported
+  // With a heterogeneous cluster (RunConfig::topology): whether the search
+  // decides which device runs each rank (search.device_order: search, the
+  // default) or keeps cluster.placement (given).
+  bool search_device_order = true;
 };
 
 struct RunConfig {
@@ -71,7 +76,13 @@ struct RunConfig {
   // as `layers`, plus params, FLOPs and provenance). Empty otherwise.
   std::string hf_config;
   std::vector<DerivedLayer> derived;
-  Cluster cluster;            // p devices and p links
+  Cluster cluster;            // p devices and p links (with a topology:
+                              // those of `placement`)
+  // A heterogeneous cluster (cluster.device_types, cluster.nodes,
+  // cluster.link_classes) and the device of each rank (cluster.placement,
+  // default: devices in node order). Unset for a per-rank cluster.
+  std::optional<Topology> topology;
+  Placement placement;
   PipelineShape shape;
   std::string schedule = "1f1b";  // a registry name or "custom"
   ScheduleParams schedule_params;

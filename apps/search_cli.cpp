@@ -40,6 +40,10 @@ SearchProblem BaseProblem(const RunConfig& config) {
   problem.m = config.shape.m;
   problem.comm = config.shape.comm;
   problem.allow_empty_chunks = config.allow_empty_chunks;
+  if (config.topology) {
+    problem.topology = *config.topology;
+    problem.given_placement = config.placement;
+  }
   return problem;
 }
 
@@ -62,6 +66,8 @@ Result<SearchProblem> BuildSearchProblem(const RunConfig& config) {
   const SearchSettings& s = config.search;
   const int p = config.shape.p;
   SearchProblem problem = BaseProblem(config);
+  problem.search_placement =
+      config.topology.has_value() && config.search.search_device_order;
 
   std::vector<std::string> schedules = s.schedules;
   if (schedules.empty()) {

@@ -195,6 +195,18 @@ Json CandidateJson(const SearchProblem& problem, const Candidate& c) {
                        {"recompute_ms", ToMs(ds.recompute)}});
   }
   j["devices"] = devices;
+  if (!c.placement.empty()) {
+    Json order = Json::array();
+    for (size_t r = 0; r < c.placement.size(); ++r) {
+      const int d = c.placement[r];
+      const Topology& t = problem.topology;
+      order.push_back({{"rank", r},
+                       {"device", d},
+                       {"type", t.types[t.device_type[d]].name},
+                       {"node", t.node_names[t.device_node[d]]}});
+    }
+    j["placement"] = order;
+  }
   return j;
 }
 
@@ -264,6 +276,13 @@ std::string BestText(const SearchProblem& problem, const Candidate& c) {
   out += fmt::format(
       "  layout            {}\n",
       FormatMegatronLayout(c.strategy.layers_per_stage, problem.layers));
+  if (!c.placement.empty()) {
+    out += "  device by rank   ";
+    for (size_t r = 0; r < c.placement.size(); ++r) {
+      out += fmt::format(" {}:{}", r, DeviceLabel(problem.topology, c.placement[r]));
+    }
+    out += "\n";
+  }
   out += "  layers and recomputed layers per (chunk, rank):\n";
   out += ChunkRankTable(problem, c);
   out += fmt::format("  recompute by layer: {}\n",
@@ -277,10 +296,23 @@ std::string BestText(const SearchProblem& problem, const Candidate& c) {
   for (int d = 0; d < p; ++d) {
     const DeviceStats& ds = c.devices[d];
     out += fmt::format(
-        "  {:>4}  {:<{}}  {:>12.3f}  {:>12.3f}  {:>12.3f}  {:>23}{}\n", d,
+        "  {:>4}  {:<{}}  {:>12.3f}  {:>12.3f}  {:>12.3f}  {:>23}{}{}\n", d,
         held[d], width, ToMs(ds.busy), ToMs(ds.idle), ToMs(ds.recompute),
         FormatBytes(ds.peak_memory) + " / " + FormatBytes(ds.capacity),
+        c.placement.empty() ? std::string()
+                            : "  " + DeviceLabel(problem.topology, c.placement[d]),
         ds.oom ? "  OOM" : "");
+  }
+  return out;
+}
+
+// "  types h100,h100,a100,..." for a candidate with a placement.
+std::string TypeOrder(const SearchProblem& problem, const Candidate& c) {
+  if (c.placement.empty()) return "";
+  std::string out = "  devices";
+  for (size_t r = 0; r < c.placement.size(); ++r) {
+    out += r ? ',' : ' ';
+    out += DeviceLabel(problem.topology, c.placement[r]);
   }
   return out;
 }
@@ -302,7 +334,8 @@ std::string TopLine(const SearchProblem& problem, const Candidate& c,
       FormatBytes(c.max_peak),
       DescribeChoice(problem, problem.choices[c.choice]),
       RecomputeSummary(problem.layers, c.strategy),
-      FormatMegatronLayout(c.strategy.layers_per_stage, problem.layers));
+      FormatMegatronLayout(c.strategy.layers_per_stage, problem.layers) +
+          TypeOrder(problem, c));
 }
 
 std::string BaselinesText(const SearchProblem& problem,
@@ -368,6 +401,12 @@ std::string FormatSearchText(const RunConfig& config,
                          result.stop_reason, ToMs(result.lower_bound),
                          Percent(result.gap));
     }
+  } else if (problem.search_placement) {
+    out += result.proved_infeasible
+               ? "no strategy fits in memory on any device order (proved: the whole "
+                 "tree was searched).\n"
+               : "no strategy found that fits in memory (stopped at " + result.stop_reason +
+                     "; one may still exist).\n";
   } else {
     out += fmt::format(
         "{}\n"
@@ -384,6 +423,10 @@ std::string FormatSearchText(const RunConfig& config,
   out += fmt::format("search: {} nodes, {} evaluations, {:.2f} s, seed {}\n",
                      result.nodes, result.evaluations, result.solve_time_s,
                      report.options->seed);
+  if (problem.search_placement) {
+    out += fmt::format("placement: {} device orders searched in full, {} order prefixes bounded\n",
+                       result.placements_searched, result.placement_nodes);
+  }
   if (!result.top.empty()) {
     out += fmt::format("\ntop {}:\n", result.top.size());
     for (size_t i = 0; i < result.top.size(); ++i) {
@@ -424,7 +467,11 @@ std::string FormatSearchJson(const RunConfig& config,
   j["nodes"] = result.nodes;
   j["evaluations"] = result.evaluations;
   j["solve_time_s"] = result.solve_time_s;
-  if (!result.found) {
+  if (problem.search_placement) {
+    j["placements_searched"] = result.placements_searched;
+    j["placement_nodes"] = result.placement_nodes;
+  }
+  if (!result.found && !problem.search_placement) {
     j["min_capacity_needed_bytes"] = result.min_capacity_needed;
     j["binding_device"] = result.binding_device;
   }

@@ -2605,6 +2605,17 @@ class PlacementSearcher {
         }
       }
     }
+    // Whatever the order, the devices share all the work: T >= m * W / sum
+    // of speeds (less the per-op rounding of scaled times).
+    double speeds = 0;
+    for (int d = 0; d < n_; ++d) speeds += topo_.types[topo_.device_type[d]].speed;
+    long double work = 0;
+    for (const Layer& l : pb_.layers) work += l.forward + l.backward_input + l.backward_weight;
+    int max_s = 0;
+    for (const ChoiceContext& c : ctxs_) max_s = std::max(max_s, c.S);
+    work_bound_ = std::max<Nanos>(
+        0, static_cast<Nanos>(std::floor(work * pb_.m / speeds)) -
+               static_cast<Nanos>(pb_.m) * (max_s + 1) * 2);
     start_ = Clock::now();
   }
 
@@ -2640,6 +2651,9 @@ class PlacementSearcher {
   void Leaf(const Placement& order, Nanos bound, std::int64_t budget);
   void Dfs(Placement& prefix, std::vector<char>& used, Nanos bound);
   std::vector<Placement> HeuristicOrders() const;
+  // Swaps of two ranks' devices from the best order while they improve it
+  // (each order searched with a small node budget).
+  void PolishOrder(std::int64_t budget);
 
   const SearchProblem& pb_;
   const SearchOptions& opt_;
@@ -2648,6 +2662,7 @@ class PlacementSearcher {
   int n_ = 0;
   bool ring_ = false;
   Link best_link_;
+  Nanos work_bound_ = 0;
   std::vector<int> node_class_;
   std::vector<Candidate> top_;
   std::map<std::vector<std::int32_t>, bool> seen_;  // key -> closed
@@ -2740,7 +2755,30 @@ Nanos PlacementSearcher::Bound(const Placement& prefix) {
     Searcher s(q, o, std::move(c));
     best = std::min(best, s.RootOnly());
   }
-  return best;
+  return std::max(best, work_bound_);
+}
+
+void PlacementSearcher::PolishOrder(std::int64_t budget) {
+  for (int round = 0; round < 4 * n_ && !top_.empty(); ++round) {
+    const Placement current = top_.front().placement;
+    const Nanos before = top_.front().makespan;
+    bool improved = false;
+    for (int i = 0; i < n_ && !improved; ++i) {
+      for (int j = i + 1; j < n_ && !improved; ++j) {
+        const int a = current[i], b = current[j];
+        if (topo_.device_type[a] == topo_.device_type[b] &&
+            topo_.device_node[a] == topo_.device_node[b]) {
+          continue;  // the same order
+        }
+        if (OutOfLimits()) return;
+        Placement next = current;
+        std::swap(next[i], next[j]);
+        Leaf(next, Bound(next), budget);
+        improved = top_.front().makespan < before;
+      }
+    }
+    if (!improved) return;
+  }
 }
 
 void PlacementSearcher::Leaf(const Placement& order, Nanos bound, std::int64_t budget) {
@@ -2880,10 +2918,12 @@ std::vector<Placement> PlacementSearcher::HeuristicOrders() const {
 
 SearchResult PlacementSearcher::Run() {
   // A short look at a few natural orders gives an incumbent for pruning.
+  constexpr std::int64_t kLook = 64;
   for (const Placement& pl : HeuristicOrders()) {
     if (OutOfLimits()) break;
-    Leaf(pl, Bound(pl), 64);
+    Leaf(pl, Bound(pl), kLook);
   }
+  PolishOrder(kLook);
   Placement prefix;
   std::vector<char> used(n_, 0);
   if (!OutOfLimits()) Dfs(prefix, used, Bound(prefix));
@@ -3055,6 +3095,33 @@ std::vector<Baseline> Baselines(const SearchProblem& problem, int choice) {
     }
   }
   add("Megatron: one layer fewer on first and last stage", meg);
+
+  // Metis (Um et al., USENIX ATC'24) splits layers in proportion to each
+  // device's compute speed, in the order the devices are given; the same
+  // split with full recompute when that does not fit.
+  if (problem.topology.num_devices() == p) {
+    Strategy prop = even;
+    const int kmin = problem.allow_empty_chunks ? 0 : 1;
+    double total = 0;
+    for (int s = 0; s < S; ++s) total += problem.cluster.devices[s % p].speed;
+    std::vector<std::pair<double, int>> rest;
+    int given = 0;
+    for (int s = 0; s < S; ++s) {
+      const double share = (L - kmin * S) * problem.cluster.devices[s % p].speed / total;
+      const int whole = static_cast<int>(std::floor(share));
+      prop.layers_per_stage[s] = kmin + whole;
+      given += kmin + whole;
+      rest.emplace_back(-(share - whole), s);
+    }
+    std::sort(rest.begin(), rest.end());
+    for (int i = 0; given < L; ++i, ++given) ++prop.layers_per_stage[rest[i % S].second];
+    std::fill(prop.recompute.begin(), prop.recompute.end(), 0);
+    add("Metis-style: layers in proportion to speed, given order", prop);
+    if (with_full > 0) {
+      prop.recompute = full.recompute;
+      add("Metis-style, full recompute", prop);
+    }
+  }
   return out;
 }
 

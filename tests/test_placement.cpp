@@ -10,8 +10,11 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <nlohmann/json.hpp>
 #include <vector>
 
+#include "app_helpers.h"
+#include "apps/search_cli.h"
 #include "brute_force.h"
 #include "core/topology.h"
 #include "search/search.h"
@@ -175,6 +178,288 @@ TEST_CASE("placement search finds the optimum over every device order and proves
   CHECK(feasible >= 20);
   CHECK(order_matters >= 10);  // the given order is often not the best
   CHECK(infeasible + feasible == 40);
+}
+
+TEST_CASE("placement search on interleaved schedules uses the ring edge",
+          "[placement]") {
+  for (std::uint64_t seed = 101; seed <= 110; ++seed) {
+    const int n = 2 + static_cast<int>(seed % 2);  // 2..3 devices
+    SearchProblem pr = RandomPlacementProblem(seed, n);
+    // Two chunks per rank; Megatron needs m a multiple of p.
+    while (static_cast<int>(pr.layers.size()) < 2 * n) pr.layers.push_back(pr.layers.back());
+    for (size_t l = 0; l < pr.layers.size(); ++l) pr.layers[l].name = "l" + std::to_string(l);
+    pr.m = 2 * n;
+    ScheduleChoice c;
+    c.schedule = "interleaved";
+    c.v = 2;
+    pr.choices = {c};
+    for (DeviceType& t : pr.topology.types) t.memory_capacity = std::numeric_limits<Bytes>::max() / 4;
+    pr.cluster = ClusterFor(pr.topology, pr.given_placement);
+    INFO("seed " << seed << "\n" << Describe(pr) << ShowTopology(pr.topology));
+    const Exhaustive ex = ExhaustiveOverOrders(pr);
+    Result<SearchResult> r = Search(pr, Options());
+    REQUIRE(r.ok());
+    REQUIRE(ex.best.has_value());
+    REQUIRE(r->found);
+    CHECK(ObjectiveOf(r->best) == *ex.best);
+    CHECK(r->proved_optimal);
+  }
+}
+
+TEST_CASE("placement search: nothing fits on any order is proved", "[placement]") {
+  SearchProblem pr = RandomPlacementProblem(7, 3);
+  for (DeviceType& t : pr.topology.types) t.memory_capacity = 1;
+  pr.cluster = ClusterFor(pr.topology, pr.given_placement);
+  Result<SearchResult> r = Search(pr, Options());
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->found);
+  CHECK(r->proved_infeasible);
+}
+
+// Four devices on one node, uniform layers: a reference problem whose
+// devices differ in one property at a time.
+SearchProblem Uniform4(int layers) {
+  SearchProblem pr;
+  pr.p = 4;
+  pr.m = 8;
+  for (int l = 0; l < layers; ++l) {
+    Layer x;
+    x.name = "d" + std::to_string(l);
+    x.forward = 1'000'000;
+    x.backward_input = 2'000'000;
+    x.static_memory = 1 << 20;
+    x.activation = 4 << 20;
+    x.output_bytes = 1 << 20;
+    x.recompute.push_back({"full", 1 << 18, 1'000'000});
+    pr.layers.push_back(x);
+  }
+  ScheduleChoice c;
+  c.schedule = "1f1b";
+  pr.choices = {c};
+  Topology& t = pr.topology;
+  t.types = {{"base", 1.0, Bytes{1} << 40}};
+  t.node_names = {"n0"};
+  t.device_type.assign(4, 0);
+  t.device_node.assign(4, 0);
+  t.intra_node = Link{1000, 100'000'000'000};
+  t.inter_node = t.intra_node;
+  pr.given_placement = {0, 1, 2, 3};
+  pr.search_placement = true;
+  pr.cluster = ClusterFor(t, pr.given_placement);
+  return pr;
+}
+
+// Layers held by physical device d in candidate c.
+int LayersOf(const Candidate& c, int d) {
+  for (size_t r = 0; r < c.placement.size(); ++r) {
+    if (c.placement[r] == d) return c.strategy.layers_per_stage[r];
+  }
+  return -1;
+}
+
+TEST_CASE("placement search: a twice-as-fast device gets more layers", "[placement]") {
+  SearchProblem pr = Uniform4(10);
+  pr.topology.types.push_back({"fast", 2.0, Bytes{1} << 40});
+  pr.topology.device_type[2] = 1;
+  pr.cluster = ClusterFor(pr.topology, pr.given_placement);
+  Result<SearchResult> r = Search(pr, Options());
+  REQUIRE(r.ok());
+  REQUIRE(r->proved_optimal);
+  for (int d : {0, 1, 3}) CHECK(LayersOf(r->best, 2) > LayersOf(r->best, d));
+}
+
+TEST_CASE("placement search: a device with half the memory holds fewer layers or recomputes more",
+          "[placement]") {
+  SearchProblem pr = Uniform4(12);
+  // 12 layers of 1 MiB static and 4 MiB stash: the even split (3 per rank)
+  // needs 3 + 4 * 3 * 4 = 51 MiB on rank 0 and 15 MiB on rank 3, so 28 MiB
+  // makes the first ranks recompute and 14 MiB binds wherever the small
+  // device sits.
+  const Bytes full = 28 << 20;
+  pr.topology.types[0].memory_capacity = full;
+  pr.topology.types.push_back({"small", 1.0, full / 2});
+  pr.topology.device_type[1] = 1;
+  pr.cluster = ClusterFor(pr.topology, pr.given_placement);
+  Result<SearchResult> r = Search(pr, Options());
+  REQUIRE(r.ok());
+  REQUIRE(r->found);
+  REQUIRE(r->proved_optimal);
+  const Candidate& c = r->best;
+  int small = -1;
+  for (int rk = 0; rk < 4; ++rk) small = c.placement[rk] == 1 ? rk : small;
+  std::vector<int> held(4, 0), recomputed(4, 0);
+  int layer = 0;
+  for (int rk = 0; rk < 4; ++rk) {
+    held[rk] = c.strategy.layers_per_stage[rk];
+    for (int k = 0; k < held[rk]; ++k, ++layer) recomputed[rk] += c.strategy.recompute[layer] != 0;
+  }
+  INFO("small device at rank " << small << "; " << Show(c.strategy));
+  const int most_held = *std::max_element(held.begin(), held.end());
+  const int least_recomputed = *std::min_element(recomputed.begin(), recomputed.end());
+  CHECK((held[small] < most_held || recomputed[small] > least_recomputed));
+  CHECK(c.devices[small].peak_memory <= full / 2);
+}
+
+TEST_CASE("placement search: a slow inter-node link carries as little traffic as it can",
+          "[placement]") {
+  // Two nodes of two devices: any order crosses between nodes at least once
+  // on the chain; the best crosses exactly once.
+  SearchProblem pr = Uniform4(8);
+  pr.topology.node_names = {"n0", "n1"};
+  pr.topology.device_node = {0, 1, 0, 1};  // the given order alternates
+  pr.topology.inter_node = Link{2'000'000, 1'000'000'000};  // 2 ms, 1 GB/s
+  pr.cluster = ClusterFor(pr.topology, pr.given_placement);
+  Result<SearchResult> r = Search(pr, Options());
+  REQUIRE(r.ok());
+  REQUIRE(r->proved_optimal);
+  int crossings = 0;
+  for (int rk = 0; rk + 1 < 4; ++rk) {
+    crossings += !pr.topology.SameNode(r->best.placement[rk], r->best.placement[rk + 1]);
+  }
+  CHECK(crossings == 1);
+  // And that beats the given, alternating order with its best split.
+  SearchProblem given = pr;
+  given.search_placement = false;
+  Result<SearchResult> g = Search(given, Options());
+  REQUIRE(g.ok());
+  CHECK(g->best.makespan > r->best.makespan);
+}
+
+// ---------------------------------------------------------------------------
+// Config and command line.
+
+const char* kHeteroConfig = R"(model:
+  layers:
+    - {name: emb, kind: embedding, forward: 0.1ms, backward: 0.2ms, output: 1MiB}
+    - {name: dec, repeat: 8, forward: 1ms, backward: 2ms, static_memory: 1GiB,
+       activation: 1GiB, output: 1MiB, recompute: {full: {activation: 1MiB, time: 1ms}}}
+    - {name: head, kind: head, forward: 0.5ms, backward: 1ms, output: 0B}
+cluster:
+  device_types:
+    - {name: big, peak_tflops: 400, memory: 40GiB}
+    - {name: small, peak_tflops: 100, memory: 20GiB}
+  nodes:
+    - {name: a, devices: [small, big]}
+    - {name: b, devices: {big: 1, small: 1}}
+  link_classes:
+    intra_node: {latency: 1us, bandwidth: 200GB/s}
+    inter_node: {latency: 20us, bandwidth: 10GB/s}
+pipeline: {stages: 4, microbatches: 8}
+)";
+
+TEST_CASE("config: heterogeneous cluster with types, nodes and link classes",
+          "[placement][config]") {
+  Result<RunConfig> c = test::Parse(kHeteroConfig);
+  REQUIRE(c.ok());
+  REQUIRE(c->topology.has_value());
+  const Topology& t = *c->topology;
+  REQUIRE(t.types.size() == 2);
+  CHECK(t.types[0].speed == 1.0);   // the first peak_tflops is the reference
+  CHECK(t.types[1].speed == 0.25);  // 100 / 400
+  CHECK(t.device_type == std::vector<int>{1, 0, 0, 1});
+  CHECK(t.device_node == std::vector<int>{0, 0, 1, 1});
+  CHECK(c->placement == Placement{0, 1, 2, 3});
+  // Rank r runs device r: links inside a node between 0-1 and 2-3.
+  CHECK(c->cluster.devices[0].memory_capacity == Bytes{20} << 30);
+  CHECK(c->cluster.devices[1].speed == 1.0);
+  CHECK(c->cluster.links[0].latency == 1000);
+  CHECK(c->cluster.links[1].latency == 20000);
+  CHECK(c->cluster.links[1].bandwidth == 10'000'000'000);
+  CHECK(c->cluster.links[2].latency == 1000);
+  CHECK(c->search.search_device_order);
+
+  std::string placed = kHeteroConfig;
+  placed.replace(placed.find("  link_classes:"), 0, "  placement: [1, 3, 2, 0]\n");
+  Result<RunConfig> c2 = test::Parse(placed);
+  REQUIRE(c2.ok());
+  CHECK(c2->placement == Placement{1, 3, 2, 0});
+  CHECK(c2->cluster.devices[1].speed == 0.25);     // device 3: small
+  CHECK(c2->cluster.links[1].latency == 1000);     // devices 3, 2 share node b
+  CHECK(c2->cluster.links[2].latency == 20000);    // devices 2 (b), 0 (a)
+}
+
+TEST_CASE("config: heterogeneous cluster errors name file, line and key",
+          "[placement][config]") {
+  auto err = [](const std::string& from, const std::string& to) {
+    std::string text = kHeteroConfig;
+    const size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+    return test::ParseError(text);
+  };
+  CHECK(err("{name: a, devices: [small, big]}", "{name: a, devices: [small, huge]}") ==
+        "run.yaml:12: cluster.nodes[0].devices[1]: must name a type of "
+        "cluster.device_types (big, small); got 'huge'");
+  CHECK(err("{big: 1, small: 1}", "{big: 1, small: 2}") ==
+        "run.yaml:11: cluster.nodes: must hold one device per rank (pipeline.stages "
+        "= 4); got 5 devices");
+  CHECK(err("{big: 1, small: 1}", "{big: 0, small: 1}") ==
+        "run.yaml:13: cluster.nodes[1].devices.big: must be a positive integer; got 0");
+  CHECK(err("{name: small, peak_tflops: 100, memory: 20GiB}", "{name: small, memory: 20GiB}") ==
+        "run.yaml:10: cluster.device_types[1].speed: must be given (a relative speed), "
+        "or peak_tflops; got neither");
+  CHECK(err("{name: small, peak_tflops: 100", "{name: big, peak_tflops: 100") ==
+        "run.yaml:10: cluster.device_types[1].name: must be unique; got 'big' again");
+  CHECK(err("  link_classes:", "  placement: [0, 1, 1, 3]\n  link_classes:") ==
+        "run.yaml:14: cluster.placement[2]: must name each device once; got device 1 "
+        "again (rank 1)");
+  CHECK(err("  link_classes:", "  placement: [0, 1, 2]\n  link_classes:") ==
+        "run.yaml:14: cluster.placement: must give one device per rank (pipeline.stages "
+        "= 4); got 3");
+  CHECK(err("  link_classes:", "  link: {bandwidth: 1GB/s}\n  link_classes:") ==
+        "run.yaml:14: cluster.link: must not be given with cluster.nodes (devices come "
+        "from cluster.device_types and cluster.nodes, links from cluster.link_classes)");
+  CHECK(err("intra_node: {latency: 1us, bandwidth: 200GB/s}", "intra_node: {latency: 1us}") ==
+        "run.yaml:15: cluster.link_classes.intra_node.bandwidth: must be given (a positive "
+        "bandwidth); got nothing");
+  CHECK(err("pipeline: {stages: 4, microbatches: 8}",
+            "pipeline: {stages: 4, microbatches: 8}\nsearch: {device_order: sometimes}") ==
+        "run.yaml:18: search.device_order: must be one of search, given; got sometimes");
+  const std::string per_rank =
+      "model:\n  layers:\n    - {name: x, forward: 1ms, backward: 1ms}\n"
+      "cluster:\n  devices: {memory: 1GiB}\n  placement: [0]\n"
+      "pipeline: {stages: 1, microbatches: 1}\n";
+  CHECK(test::ParseError(per_rank) ==
+        "run.yaml:6: cluster.placement: is only read with cluster.nodes and "
+        "cluster.device_types (a heterogeneous cluster); got it without them");
+}
+
+TEST_CASE("search CLI: the device order, its baselines and JSON", "[placement][search-cli]") {
+  const std::string path = std::string(PPB_TEST_DATA_DIR) + "/configs/hetero-4.yaml";
+  test::CliRun text = test::Cli({"search", "--config", path, "--threads", "1"});
+  INFO(text.err);
+  REQUIRE(text.status == 0);
+  CHECK(text.out.find("PROVED OPTIMAL") != std::string::npos);
+  CHECK(text.out.find("device by rank") != std::string::npos);
+  CHECK(text.out.find("Metis-style: layers in proportion to speed, given order") !=
+        std::string::npos);
+  test::CliRun json =
+      test::Cli({"search", "--config", path, "--threads", "1", "--format", "json"});
+  REQUIRE(json.status == 0);
+  const auto j = nlohmann::json::parse(json.out);
+  REQUIRE(j["best"]["placement"].size() == 4);
+  CHECK(j["proved_optimal"] == true);
+  // The reported order, fixed in the config, simulates to the same time.
+  Result<RunConfig> cfg = LoadConfig(path, {});
+  REQUIRE(cfg.ok());
+  Placement order;
+  for (const auto& e : j["best"]["placement"]) order.push_back(e["device"].get<int>());
+  Result<SearchProblem> pr = BuildSearchProblem(*cfg);
+  REQUIRE(pr.ok());
+  Strategy st;
+  for (const auto& row : j["best"]["layers_per_chunk"]) {
+    for (const auto& x : row) st.layers_per_stage.push_back(x.get<int>());
+  }
+  st.recompute.assign(pr->layers.size(), 0);
+  const auto& per_layer = j["best"]["recompute"]["per_layer"];
+  for (size_t l = 0; l < pr->layers.size(); ++l) {
+    for (size_t k = 0; k < pr->layers[l].recompute.size(); ++k) {
+      if (per_layer[l] == pr->layers[l].recompute[k].name) st.recompute[l] = static_cast<std::uint8_t>(k + 1);
+    }
+  }
+  Result<Candidate> again = Evaluate(*pr, 0, st, order);
+  REQUIRE(again.ok());
+  CHECK(ToMs(again->makespan) == Approx(j["best"]["iteration_time_ms"].get<double>()).epsilon(1e-12));
 }
 
 }  // namespace
