@@ -145,7 +145,7 @@ SearchOptions Options() {
 TEST_CASE("placement search finds the optimum over every device order and proves it",
           "[placement]") {
   int infeasible = 0, feasible = 0, order_matters = 0;
-  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+  for (std::uint64_t seed = 1; seed <= 24; ++seed) {
     const int n = 3 + static_cast<int>(seed % 3);  // 3..5 devices
     const SearchProblem pr = RandomPlacementProblem(seed, n);
     INFO("seed " << seed << "\n" << Describe(pr) << ShowTopology(pr.topology));
@@ -175,14 +175,14 @@ TEST_CASE("placement search finds the optimum over every device order and proves
     CHECK(again->makespan == r->best.makespan);
     CHECK(again->feasible);
   }
-  CHECK(feasible >= 20);
-  CHECK(order_matters >= 10);  // the given order is often not the best
-  CHECK(infeasible + feasible == 40);
+  CHECK(feasible >= 12);
+  CHECK(order_matters >= 8);  // the given order is often not the best
+  CHECK(infeasible + feasible == 24);
 }
 
 TEST_CASE("placement search on six devices matches every one of the 720 orders",
           "[placement]") {
-  for (std::uint64_t seed = 201; seed <= 202; ++seed) {
+  for (std::uint64_t seed = 201; seed <= 201; ++seed) {
     const SearchProblem pr = RandomPlacementProblem(seed, 6);
     INFO("seed " << seed << "\n" << Describe(pr) << ShowTopology(pr.topology));
     const Exhaustive ex = ExhaustiveOverOrders(pr);
