@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -492,7 +494,6 @@ int RunCompare(const std::vector<std::string>& args, std::ostream& out,
   if (auto done = ParseArgs(args, opts, vm, out, err, true)) return *done;
   const std::optional<CliOverrides> ov = RunOverrides(vm, err);
   if (!ov) return kExitBadInput;
-  if (!Load(vm, *ov, err)) return kExitBadInput;
   CompareRequest request;
   request.overrides = *ov;
   if (vm.count("schedules")) {
@@ -513,9 +514,10 @@ int RunCompare(const std::vector<std::string>& args, std::ostream& out,
   const std::string path = vm["config"].as<std::string>();
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
-  text << in.rdbuf();
+  if (in) text << in.rdbuf();
   if (!in) {
-    err << path << ": must be a readable config file; got a read error\n";
+    err << path << ": must be a readable config file; got "
+        << std::strerror(errno) << "\n";
     return kExitBadInput;
   }
   const Result<CompareTable> table = Compare(text.str(), path, request);

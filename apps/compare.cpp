@@ -94,15 +94,13 @@ Error VaryError(const std::string& key, const std::string& message) {
 // `base` for the value `given`: `given` itself when absolute (checked to be
 // of the kind), or base x F for a factor "xF" (integers must stay whole;
 // unit values are rounded to the nearest ns / byte / byte per second).
-Result<std::string> Resolve(const std::string& key, Kind kind,
-                            const std::string& base, const std::string& given) {
-  const std::string want =
-      std::string("expected ") + Example(kind) + " or a factor like x2";
+Result<std::string> Resolve(const std::string& key, Kind kind, const std::string& base,
+                            const std::string& given) {
+  const std::string want = std::string("expected ") + Example(kind) + " or a factor like x2";
   if (!given.empty() && given[0] == 'x') {
     double f = 0;
     if (!WholeNumber(std::string_view(given).substr(1), f) || !(f > 0)) {
-      return VaryError(key, "expected a positive factor like x0.5; got '" +
-                                given + "'");
+      return VaryError(key, "expected a positive factor like x0.5; got '" + given + "'");
     }
     if (kind == Kind::Number) {
       // An integer stays an integer when the product is whole.
@@ -110,8 +108,7 @@ Result<std::string> Resolve(const std::string& key, Kind kind,
       WholeNumber(base, b);
       const double r = b * f;
       std::int64_t i = 0;
-      if (WholeInt(base, i) && std::fabs(r) < 9e15 &&
-          r == std::nearbyint(r)) {
+      if (WholeInt(base, i) && std::fabs(r) < 9e15 && r == std::nearbyint(r)) {
         return std::to_string(std::llround(r));
       }
       return fmt::format("{}", r);
@@ -125,20 +122,20 @@ Result<std::string> Resolve(const std::string& key, Kind kind,
                          : static_cast<double>(UnitInteger(kind, base));
     const double r = b * f;
     if (!(std::fabs(r) < 9.2e18)) {
-      return VaryError(key, "expected a factor that keeps the value in 63 "
-                            "bits; got " + given + " of " + base);
+      return VaryError(key,
+                       "expected a factor that keeps the value in 63 "
+                       "bits; got " +
+                           given + " of " + base);
     }
     const std::int64_t n = std::llround(r);
     if (kind == Kind::Int) {
       if (std::fabs(r - static_cast<double>(n)) > 1e-9 * std::max(1.0, r)) {
-        return VaryError(key, "expected a factor that gives an integer; got " +
-                                  given + " of " + base + " = " +
-                                  fmt::format("{}", r));
+        return VaryError(key, "expected a factor that gives an integer; got " + given + " of " +
+                                  base + " = " + fmt::format("{:g}", r));
       }
       return std::to_string(n);
     }
-    const char* unit =
-        kind == Kind::Duration ? "ns" : (kind == Kind::Size ? "B" : "B/s");
+    const char* unit = kind == Kind::Duration ? "ns" : (kind == Kind::Size ? "B" : "B/s");
     return std::to_string(n) + unit;
   }
   bool ok = false;
@@ -203,8 +200,7 @@ std::optional<std::vector<Step>> Steps(std::string_view key) {
 // handle into the document: assigning a string to it edits the document.
 // (Handles are rebound with reset(): yaml-cpp's operator= would overwrite
 // the node they refer to.)
-YAML::Node At(const YAML::Node& node, const std::vector<Step>& steps,
-              size_t first = 0) {
+YAML::Node At(const YAML::Node& node, const std::vector<Step>& steps, size_t first = 0) {
   YAML::Node n = node;
   for (size_t k = first; k < steps.size(); ++k) {
     const Step& s = steps[k];
@@ -245,8 +241,8 @@ YAML::Node Copy(const YAML::Node& node) {
 }
 
 // The pipeline integers, varied through the command-line overrides.
-constexpr const char* kPipelineInts[] = {"stages", "microbatches",
-                                         "virtual_stages", "microbatch_group"};
+constexpr const char* kPipelineInts[] = {"stages", "microbatches", "virtual_stages",
+                                         "microbatch_group"};
 
 // One item of the file's model.layers list.
 struct LayerItem {
@@ -293,8 +289,7 @@ void CollectNumeric(const YAML::Node& node, const std::string& path,
       if (!kv.first.IsScalar()) continue;
       const std::string k = kv.first.Scalar();
       const std::string sub = path.empty() ? k : path + "." + k;
-      if (sub == "pipeline" || sub == "strategy" || sub == "search" ||
-          sub == "model.layers") {
+      if (sub == "pipeline" || sub == "strategy" || sub == "search" || sub == "model.layers") {
         continue;
       }
       CollectNumeric(kv.second, sub, out);
@@ -329,8 +324,7 @@ std::string JoinComma(const std::vector<std::string>& xs) {
 }
 
 // What --vary accepts for this config, for the unknown-key error.
-std::string AcceptedKeys(const YAML::Node& root,
-                         const std::vector<LayerItem>& items) {
+std::string AcceptedKeys(const YAML::Node& root, const std::vector<LayerItem>& items) {
   std::vector<std::string> keys;
   for (const char* k : kPipelineInts) keys.push_back("pipeline." + std::string(k));
   CollectNumeric(root, "", keys);
@@ -339,8 +333,7 @@ std::string AcceptedKeys(const YAML::Node& root,
     std::vector<std::string> names;
     int total = 0;
     for (const LayerItem& li : items) {
-      names.push_back(li.repeat > 0 ? fmt::format("{} ({}.0 .. {}.{})", li.name,
-                                                  li.name, li.name,
+      names.push_back(li.repeat > 0 ? fmt::format("{} ({}.0 .. {}.{})", li.name, li.name, li.name,
                                                   li.repeat - 1)
                                     : li.name);
       total += li.count();
@@ -361,8 +354,8 @@ std::string AcceptedKeys(const YAML::Node& root,
 
 // The (item, member) a layer selector names: an item's name (the whole
 // group), "name.j" of a repeated item, or a layer index after expansion.
-std::optional<std::pair<int, int>> SelectLayer(
-    const std::vector<LayerItem>& items, const std::string& sel) {
+std::optional<std::pair<int, int>> SelectLayer(const std::vector<LayerItem>& items,
+                                               const std::string& sel) {
   for (size_t i = 0; i < items.size(); ++i) {
     if (items[i].name == sel) return std::pair{static_cast<int>(i), -1};
   }
@@ -370,8 +363,8 @@ std::optional<std::pair<int, int>> SelectLayer(
     const LayerItem& li = items[i];
     if (li.repeat == 0 || sel.rfind(li.name + ".", 0) != 0) continue;
     std::int64_t j = 0;
-    if (WholeInt(sel.substr(li.name.size() + 1), j) && j >= 0 &&
-        j < li.repeat && std::to_string(j) == sel.substr(li.name.size() + 1)) {
+    if (WholeInt(sel.substr(li.name.size() + 1), j) && j >= 0 && j < li.repeat &&
+        std::to_string(j) == sel.substr(li.name.size() + 1)) {
       return std::pair{static_cast<int>(i), static_cast<int>(j)};
     }
   }
@@ -379,8 +372,7 @@ std::optional<std::pair<int, int>> SelectLayer(
   if (WholeInt(sel, index) && index >= 0) {
     for (size_t i = 0; i < items.size(); ++i) {
       if (index < items[i].count()) {
-        return std::pair{static_cast<int>(i),
-                         items[i].repeat > 0 ? static_cast<int>(index) : -1};
+        return std::pair{static_cast<int>(i), items[i].repeat > 0 ? static_cast<int>(index) : -1};
       }
       index -= items[i].count();
     }
@@ -391,9 +383,7 @@ std::optional<std::pair<int, int>> SelectLayer(
 // The target of `key` in the document `root` of the config `base`.
 Result<Target> ResolveTarget(const YAML::Node& root, const std::string& key) {
   const std::vector<LayerItem> items = LayerItems(root);
-  auto unknown = [&] {
-    return VaryError(key, "unknown key; " + AcceptedKeys(root, items));
-  };
+  auto unknown = [&] { return VaryError(key, "unknown key; " + AcceptedKeys(root, items)); };
   auto numeric = [&](const YAML::Node& node, Target t) -> Result<Target> {
     if (!node.IsDefined()) return unknown();
     if (!node.IsScalar()) {
@@ -435,18 +425,22 @@ Result<Target> ResolveTarget(const YAML::Node& root, const std::string& key) {
     return numeric(At(root, *steps), Target{});
   }
   if (top == "strategy" || top == "search") {
-    return VaryError(key, "expected a key outside strategy and search (each "
-                          "row uses the config's strategy when it applies, "
-                          "else the even split); got a " + top + " key");
+    return VaryError(key,
+                     "expected a key outside strategy and search (each "
+                     "row uses the config's strategy when it applies, "
+                     "else the even split); got a " +
+                         top + " key");
   }
   if (steps->size() >= 2 && top == "model" && (*steps)[1].key == "layers" &&
       (*steps)[1].index < 0) {
     const YAML::Node layers = At(root, {{"model"}, {"layers"}});
     if (!layers.IsSequence()) {
-      return VaryError(key, "unknown key; the layers of this config are "
-                            "derived (model.hf_config, model.architecture or "
-                            "model.sapp_layers): vary the keys they are "
-                            "derived from; " + AcceptedKeys(root, items));
+      return VaryError(key,
+                       "unknown key; the layers of this config are "
+                       "derived (model.hf_config, model.architecture or "
+                       "model.sapp_layers): vary the keys they are "
+                       "derived from; " +
+                           AcceptedKeys(root, items));
     }
     // "model.layers.SEL.FIELD": the longest SEL that names a layer.
     const std::string rest = key.substr(std::string("model.layers.").size());
@@ -470,20 +464,18 @@ Result<Target> ResolveTarget(const YAML::Node& root, const std::string& key) {
       const LayerItem& li = items[static_cast<size_t>(t.item)];
       std::int64_t j = 0;
       if (t.member < 0 && li.repeat > 0 && WholeInt(field0, j)) {
-        return VaryError(key, fmt::format("expected a layer of {} in {}.0 .. "
-                                          "{}.{}; got {}.{}",
-                                          li.name, li.name, li.name,
-                                          li.repeat - 1, li.name, field0));
+        return VaryError(key,
+                         fmt::format("expected a layer of {} in {}.0 .. "
+                                     "{}.{}; got {}.{}",
+                                     li.name, li.name, li.name, li.repeat - 1, li.name, field0));
       }
       if (field0 == "name" || field0 == "kind" || field0 == "repeat") {
-        return VaryError(key, "expected a cost of the layer (" +
-                                  JoinComma(LayerFields(item)) + "); got its " +
-                                  field0);
+        return VaryError(key, "expected a cost of the layer (" + JoinComma(LayerFields(item)) +
+                                  "); got its " + field0);
       }
       const YAML::Node value = At(item, t.path);
       if (!value.IsDefined()) {
-        return VaryError(key, "unknown key; layer " +
-                                  items[static_cast<size_t>(t.item)].name +
+        return VaryError(key, "unknown key; layer " + items[static_cast<size_t>(t.item)].name +
                                   " gives " + JoinComma(LayerFields(item)) +
                                   " (a key must be written in the config to "
                                   "be varied)");
@@ -515,16 +507,14 @@ enum class Strip { kNone, kSplit, kSplitAndRecompute };
 
 // The document of `text` with `edits` applied (pipeline edits excluded) and
 // the strategy stripped as asked. Errors: a factor that does not resolve.
-Result<YAML::Node> VariantDocument(std::string_view text,
-                                   const std::vector<Edit>& edits,
+Result<YAML::Node> VariantDocument(std::string_view text, const std::vector<Edit>& edits,
                                    Strip strip) {
   YAML::Node root = YAML::Load(std::string(text));
   // Repeated items with one layer edited alone are written out as one item
   // per layer, named as `repeat` names them ("decoder.3").
   std::set<int> expand;
   for (const Edit& e : edits) {
-    if (e.axis->target.type == Target::Type::Layer &&
-        e.axis->target.member >= 0) {
+    if (e.axis->target.type == Target::Type::Layer && e.axis->target.member >= 0) {
       expand.insert(e.axis->target.item);
     }
   }
@@ -557,8 +547,8 @@ Result<YAML::Node> VariantDocument(std::string_view text,
   }
 
   auto set = [](YAML::Node node, const Edit& e) -> Status {
-    Result<std::string> value = Resolve(e.axis->given.key, e.axis->target.kind,
-                                        node.Scalar(), e.value);
+    Result<std::string> value =
+        Resolve(e.axis->given.key, e.axis->target.kind, node.Scalar(), e.value);
     if (!value.ok()) return value.error();
     node = *value;
     return Status();
@@ -591,8 +581,14 @@ Result<YAML::Node> VariantDocument(std::string_view text,
 // The message of a loader error without its "file:line: " prefix and with
 // the config key instead of the flag that set it ("pipeline.virtual_stages:
 // must be >= 2 ...").
-std::string Reason(std::string_view filename, const Error& e) {
+std::string Reason(std::string_view filename, const Error& e, bool v_from_flag) {
   std::string s = e.message;
+  // compare sets v through --virtual-stages for every row; unless the user
+  // gave that flag, name the key.
+  for (size_t at = 0;
+       !v_from_flag && (at = s.find("--virtual-stages ", at)) != std::string::npos;) {
+    s.replace(at, 17, "virtual_stages = ");
+  }
   const std::string prefix = std::string(filename) + ":";
   if (s.rfind(prefix, 0) == 0) {
     s = s.substr(prefix.size());
@@ -632,9 +628,10 @@ std::string DescribeVariant(const std::vector<VaryAxis>& axes,
 Result<VaryAxis> ParseVary(std::string_view text) {
   const size_t eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0) {
-    return Error{"--vary", "--vary: expected KEY=V1,V2,... (e.g. "
-                           "cluster.link.bandwidth=25GB/s,50GB/s); got '" +
-                               std::string(text) + "'"};
+    return Error{"--vary",
+                 "--vary: expected KEY=V1,V2,... (e.g. "
+                 "cluster.link.bandwidth=25GB/s,50GB/s); got '" +
+                     std::string(text) + "'"};
   }
   VaryAxis axis;
   axis.key = std::string(text.substr(0, eq));
@@ -678,24 +675,31 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
     std::transform(name.begin(), name.end(), name.begin(),
                    [](unsigned char c) { return std::tolower(c); });
     if (name == "interleaved1f1b") name = "interleaved";
-    if (std::find(registered.begin(), registered.end(), name) ==
-        registered.end()) {
-      return Error{"--schedules", "--schedules: expected a comma-separated "
-                                  "list of " +
-                                      JoinComma(registered) + "; got '" +
-                                      given + "'"};
-    }
-    if (std::find(table.schedules.begin(), table.schedules.end(), name) !=
-        table.schedules.end()) {
+    if (std::find(registered.begin(), registered.end(), name) == registered.end()) {
       return Error{"--schedules",
-                   "--schedules: expected each schedule once; got " + name +
-                       " twice"};
+                   "--schedules: expected a comma-separated "
+                   "list of " +
+                       JoinComma(registered) + "; got '" + given + "'"};
+    }
+    if (std::find(table.schedules.begin(), table.schedules.end(), name) != table.schedules.end()) {
+      return Error{"--schedules",
+                   "--schedules: expected each schedule once; got " + name + " twice"};
     }
     table.schedules.push_back(name);
   }
 
+  // The config as given (--virtual-stages applies to interleaved rows only).
+  // A strategy that does not fit --stages / --microbatches is no error here:
+  // each row falls back to the even split.
   const CliOverrides& cli = request.overrides;
-  Result<RunConfig> base = ParseConfig(text, filename, cli);
+  CliOverrides base_cli = cli;
+  base_cli.virtual_stages.reset();
+  Result<RunConfig> base = ParseConfig(text, filename, base_cli);
+  if (!base.ok() && IsStrategyError(base.error()) &&
+      (cli.stages || cli.microbatches || cli.microbatch_group)) {
+    Result<YAML::Node> doc = VariantDocument(text, {}, Strip::kSplitAndRecompute);
+    if (doc.ok()) base = ParseConfigYaml(*doc, filename, base_cli);
+  }
   if (!base.ok()) return base.error();
   table.model_name = base->model_name;
   const YAML::Node root = YAML::Load(std::string(text));
@@ -718,29 +722,27 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
       YAML::Node node =
           target->type == Target::Type::Node
               ? At(root, target->path)
-              : At(At(root, {{"model"}, {"layers"}})[static_cast<size_t>(
-                       target->item)],
+              : At(At(root, {{"model"}, {"layers"}})[static_cast<size_t>(target->item)],
                    target->path);
       for (const std::string& v : given.values) {
-        Result<std::string> r =
-            Resolve(given.key, target->kind, node.Scalar(), v);
+        Result<std::string> r = Resolve(given.key, target->kind, node.Scalar(), v);
         if (!r.ok()) return r.error();
       }
       continue;
     }
     const std::string& k = target->pipeline_key;
     const std::optional<int>& flag =
-        k == "stages"
-            ? cli.stages
-            : (k == "microbatches"
-                   ? cli.microbatches
-                   : (k == "virtual_stages" ? cli.virtual_stages
-                                            : cli.microbatch_group));
+        k == "stages" ? cli.stages
+                      : (k == "microbatches"
+                             ? cli.microbatches
+                             : (k == "virtual_stages" ? cli.virtual_stages : cli.microbatch_group));
     if (flag) {
       std::string dashed = k;
       std::replace(dashed.begin(), dashed.end(), '_', '-');
-      return VaryError(given.key, "expected it varied or set, not both; got "
-                                  "--" + dashed + " too");
+      return VaryError(given.key,
+                       "expected it varied or set, not both; got "
+                       "--" +
+                           dashed + " too");
     }
   }
 
@@ -750,8 +752,7 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
     if (key == "stages") return base->shape.p;
     if (key == "microbatches") return base->shape.m;
     if (key == "virtual_stages") return base->shape.v;
-    return base->schedule_params.group > 0 ? base->schedule_params.group
-                                           : base->shape.p;
+    return base->schedule_params.group > 0 ? base->schedule_params.group : base->shape.p;
   };
 
   // Every variant: its edits and overrides, validated by loading it with
@@ -779,15 +780,16 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
         continue;
       }
       const std::string& pk = a.target.pipeline_key;
-      Result<std::string> r = Resolve(a.given.key, Kind::Int,
-                                      std::to_string(pipeline_base(pk)), value);
+      Result<std::string> r =
+          Resolve(a.given.key, Kind::Int, std::to_string(pipeline_base(pk)), value);
       if (!r.ok()) return r.error();
       std::int64_t n = 0;
       WholeInt(*r, n);
       if (n < 1 || n > 1'000'000) {
-        return VaryError(a.given.key, "expected a positive integer (at most "
-                                      "1000000) or a factor like x2; got '" +
-                                          value + "'");
+        return VaryError(a.given.key,
+                         "expected a positive integer (at most "
+                         "1000000) or a factor like x2; got '" +
+                             value + "'");
       }
       const int x = static_cast<int>(n);
       if (pk == "stages") var.overrides.stages = x;
@@ -795,16 +797,15 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
       if (pk == "virtual_stages") var.v = x;
       if (pk == "microbatch_group") var.overrides.microbatch_group = x;
     }
-    Result<YAML::Node> doc =
-        VariantDocument(text, var.edits, Strip::kSplitAndRecompute);
+    Result<YAML::Node> doc = VariantDocument(text, var.edits, Strip::kSplitAndRecompute);
     if (!doc.ok()) return doc.error();
     CliOverrides neutral = var.overrides;
     neutral.schedule = "gpipe";
     neutral.virtual_stages = 1;
     Result<RunConfig> check = ParseConfigYaml(*doc, filename, neutral);
     if (!check.ok()) {
-      return Error{"--vary", "--vary " + DescribeVariant(request.vary, values) +
-                                 ": " + check.error().message};
+      return Error{"--vary", "--vary " + DescribeVariant(request.vary, values) + ": " +
+                                 check.error().message};
     }
     table.variants.push_back(values);
     variants.push_back(std::move(var));
@@ -820,36 +821,33 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
   }
 
   // The v interleaved runs with when not varied.
-  const bool has_interleaved =
-      std::find(table.schedules.begin(), table.schedules.end(),
-                "interleaved") != table.schedules.end();
+  const bool has_interleaved = std::find(table.schedules.begin(), table.schedules.end(),
+                                         "interleaved") != table.schedules.end();
   bool v_varied = false;
   for (const Axis& a : axes) {
     v_varied = v_varied || a.target.pipeline_key == "virtual_stages";
   }
   int interleaved_v = base->shape.v;
-  if (has_interleaved && !v_varied && !cli.virtual_stages &&
-      base->shape.v < 2) {
+  if (has_interleaved && !v_varied && !cli.virtual_stages && base->shape.v < 2) {
     interleaved_v = 2;
     table.notes.push_back(
         "interleaved runs with v = 2: the config has v = 1 (choose v with "
         "--virtual-stages or --vary pipeline.virtual_stages=2,4)");
   }
-  const bool has_flat = std::any_of(
-      table.schedules.begin(), table.schedules.end(),
-      [](const std::string& s) { return s != "interleaved"; });
-  if (has_flat && (v_varied || base->shape.v > 1)) {
+  const bool has_flat = std::any_of(table.schedules.begin(), table.schedules.end(),
+                                    [](const std::string& s) { return s != "interleaved"; });
+  if (has_flat && (v_varied || cli.virtual_stages || base->shape.v > 1)) {
     table.notes.push_back(
         "gpipe and 1f1b run with v = 1 (pipeline.virtual_stages applies to "
         "interleaved only)");
   }
 
   const YAML::Node strategy = At(root, {{"strategy"}});
-  const bool has_split =
-      strategy.IsMap() && (strategy["layers_per_chunk"] || strategy["layout"] ||
-                           strategy["offset"]);
+  const bool has_split = strategy.IsMap() &&
+                         (strategy["layers_per_chunk"] || strategy["layout"] || strategy["offset"]);
   const bool has_recompute = strategy.IsMap() && strategy["recompute"];
 
+  const bool v_flag = cli.virtual_stages.has_value();
   Engine engine;
   for (size_t vi = 0; vi < variants.size(); ++vi) {
     const Variant& var = variants[vi];
@@ -861,8 +859,7 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
       ov.schedule = schedule;
       const int v = schedule != "interleaved"
                         ? 1
-                        : var.v.value_or(cli.virtual_stages.value_or(
-                              interleaved_v));
+                        : var.v.value_or(cli.virtual_stages.value_or(interleaved_v));
       ov.virtual_stages = v;
       row.v = v;
       row.p = ov.stages.value_or(base->shape.p);
@@ -886,30 +883,32 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
           row.recompute_fallback = levels[l] == Strip::kSplitAndRecompute;
           break;
         }
-        if (l == 0) row.fallback_reason = Reason(filename, c.error());
         error = c.error();
-        if (!IsStrategyError(c.error())) break;
-      }
-      if (!config) {
-        row.reason = Reason(filename, error);
-        row.split_fallback = row.recompute_fallback = false;
-        row.fallback_reason.clear();
-        table.rows.push_back(std::move(row));
-        continue;
+        if (!IsStrategyError(c.error())) {
+          // Refused after falling back: say from which strategy.
+          row.split_fallback = has_split && levels[l] != Strip::kNone;
+          row.recompute_fallback = levels[l] == Strip::kSplitAndRecompute;
+          break;
+        }
+        if (l == 0) row.fallback_reason = Reason(filename, c.error(), v_flag);
       }
       if (!row.split_fallback && !row.recompute_fallback) {
         row.fallback_reason.clear();
       }
+      if (!config) {
+        row.reason = Reason(filename, error, v_flag);
+        table.rows.push_back(std::move(row));
+        continue;
+      }
       row.layers_per_stage = config->strategy.layers_per_stage;
       row.recomputed_layers = static_cast<int>(
-          std::count_if(config->strategy.recompute.begin(),
-                        config->strategy.recompute.end(),
+          std::count_if(config->strategy.recompute.begin(), config->strategy.recompute.end(),
                         [](std::uint8_t r) { return r != 0; }));
-      row.group = EffectiveGroup(
-          ScheduleChoice{schedule, v, config->schedule_params}, row.p, row.m);
+      row.group =
+          EffectiveGroup(ScheduleChoice{schedule, v, config->schedule_params}, row.p, row.m);
       Result<PreparedRun> run = Prepare(*config);
       if (!run.ok()) {
-        row.reason = Reason(filename, run.error());
+        row.reason = Reason(filename, run.error(), v_flag);
         table.rows.push_back(std::move(row));
         continue;
       }
@@ -923,8 +922,7 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
       for (size_t d = 0; d < r.devices.size(); ++d) {
         const DeviceStats& ds = r.devices[d];
         row.idle_total += ds.idle;
-        if (ds.peak_memory > row.max_peak ||
-            (d == 0 && ds.peak_memory == row.max_peak)) {
+        if (ds.peak_memory > row.max_peak || (d == 0 && ds.peak_memory == row.max_peak)) {
           row.max_peak = ds.peak_memory;
           row.max_peak_rank = static_cast<int>(d);
           row.max_peak_capacity = ds.capacity;
@@ -992,37 +990,38 @@ double BubbleMsPerRank(const CompareRow& row) {
 }
 
 // "config", "even" (the config has no split) or "even" after a fallback.
-const char* SplitName(const CompareRow& row) {
-  return row.config_split ? "config" : "even";
-}
+const char* SplitName(const CompareRow& row) { return row.config_split ? "config" : "even"; }
 
 // The note a row refers to: why it was refused, or why the config's
 // strategy was not used; empty when none.
 std::string RowNote(const CompareRow& row) {
+  if (!row.ran && (row.split_fallback || row.recompute_fallback)) {
+    return "rejected with the even split too (the config's does not apply: " + row.fallback_reason +
+           "): " + row.reason;
+  }
   if (!row.ran) return "rejected: " + row.reason;
   if (row.recompute_fallback) {
     return "even split without recompute: the config's strategy does not "
-           "apply (" + row.fallback_reason + ")";
+           "apply (" +
+           row.fallback_reason + ")";
   }
   if (row.split_fallback) {
     return "even split (the config's recompute kept): the config's split "
-           "does not apply (" + row.fallback_reason + ")";
+           "does not apply (" +
+           row.fallback_reason + ")";
   }
   return "";
 }
 
-std::string Speedup(double x) {
-  return x > 0 ? fmt::format("{:.2f}x", x) : std::string("-");
-}
+std::string Speedup(double x) { return x > 0 ? fmt::format("{:.2f}x", x) : std::string("-"); }
 
 }  // namespace
 
 std::string FormatCompareText(const CompareTable& table) {
-  std::string out = fmt::format(
-      "ppb-sim compare: {} | {} schedule{} x {} variant{}\n",
-      table.model_name.empty() ? table.config_path : table.model_name,
-      table.schedules.size(), table.schedules.size() == 1 ? "" : "s",
-      table.variants.size(), table.variants.size() == 1 ? "" : "s");
+  std::string out = fmt::format("ppb-sim compare: {} | {} schedule{} x {} variant{}\n",
+                                table.model_name.empty() ? table.config_path : table.model_name,
+                                table.schedules.size(), table.schedules.size() == 1 ? "" : "s",
+                                table.variants.size(), table.variants.size() == 1 ? "" : "s");
   out += "\n";
 
   // Notes: the table's, then one number per distinct row note.
@@ -1043,23 +1042,20 @@ std::string FormatCompareText(const CompareTable& table) {
   for (const VaryAxis& a : table.vary) cols.push_back({a.key, true, {}});
   const size_t first = cols.size();
   const bool varied = !table.vary.empty();
-  const std::string first_schedule =
-      table.schedules.empty() ? std::string() : table.schedules[0];
-  const std::string first_variant =
-      table.vary.size() == 1 ? table.variants[0][0] : "first variant";
+  const std::string first_schedule = table.schedules.empty() ? std::string() : table.schedules[0];
+  const std::string first_variant = table.vary.size() == 1 ? table.variants[0][0] : "first variant";
   for (const auto& [header, left] :
-       std::vector<std::pair<std::string, bool>>{
-           {"schedule", true},
-           {"v", false},
-           {"split", true},
-           {"iteration ms", false},
-           {"vs " + first_schedule, false},
-           {"vs " + first_variant, false},
-           {"bubble %", false},
-           {"bubble ms", false},
-           {"max peak memory", false},
-           {"rank", false},
-           {"OOM", true}}) {
+       std::vector<std::pair<std::string, bool>>{{"schedule", true},
+                                                 {"v", false},
+                                                 {"split", true},
+                                                 {"iteration ms", false},
+                                                 {"vs " + first_schedule, false},
+                                                 {"vs " + first_variant, false},
+                                                 {"bubble %", false},
+                                                 {"bubble ms", false},
+                                                 {"max peak memory", false},
+                                                 {"rank", false},
+                                                 {"OOM", true}}) {
     if (!varied && header == "vs " + first_variant) continue;
     cols.push_back({header, left, {}});
   }
@@ -1071,8 +1067,7 @@ std::string FormatCompareText(const CompareTable& table) {
     }
     std::vector<std::string> cells = {row.schedule, std::to_string(row.v)};
     const std::string note = RowNote(row);
-    const std::string ref =
-        note.empty() ? "" : fmt::format(" [{}]", note_ref(note));
+    const std::string ref = note.empty() ? "" : fmt::format(" [{}]", note_ref(note));
     if (!row.ran) {
       cells.push_back("rejected" + ref);
     } else {
@@ -1088,8 +1083,7 @@ std::string FormatCompareText(const CompareTable& table) {
                           ? std::string("deadlock")
                           : (row.oom_ranks.empty()
                                  ? std::string("no")
-                                 : "yes (rank " + Ranks(row.oom_ranks, ",") +
-                                       ")"));
+                                 : "yes (rank " + Ranks(row.oom_ranks, ",") + ")"));
     }
     cells.resize(cols.size() - first);
     for (size_t c = 0; c < cells.size(); ++c) {
@@ -1104,8 +1098,7 @@ std::string FormatCompareText(const CompareTable& table) {
       for (const std::string& x : cols[c].cells) width = std::max(width, x.size());
       const std::string& x = cell(c);
       s += "  ";
-      s += cols[c].left ? fmt::format("{:<{}}", x, width)
-                        : fmt::format("{:>{}}", x, width);
+      s += cols[c].left ? fmt::format("{:<{}}", x, width) : fmt::format("{:>{}}", x, width);
     }
     while (!s.empty() && s.back() == ' ') s.pop_back();
     return s + "\n";
@@ -1115,10 +1108,12 @@ std::string FormatCompareText(const CompareTable& table) {
     out += line([&](size_t c) -> const std::string& { return cols[c].cells[i]; });
   }
   out += "\n";
-  out += "  split: config = the config's layers_per_chunk/layout/offset; even = "
-         "the even split (the config's recompute kept unless noted)\n";
-  out += "  bubble ms: idle time per rank (mean); max peak memory: the "
-         "largest peak of any rank, on rank\n";
+  out +=
+      "  split: config = the config's layers_per_chunk/layout/offset; even = "
+      "the even split (the config's recompute kept unless noted)\n";
+  out +=
+      "  bubble ms: mean idle time per rank; max peak memory: the largest "
+      "peak of any rank, on the rank shown\n";
   if (!table.notes.empty() || !notes.empty()) out += "\nnotes:\n";
   for (const std::string& n : table.notes) out += "  " + n + "\n";
   for (size_t k = 0; k < notes.size(); ++k) {
@@ -1153,16 +1148,16 @@ std::string FormatCompareJson(const CompareTable& table) {
     r["virtual_stages"] = row.v;
     r["microbatches"] = row.m;
     r["status"] = row.ran ? "ok" : "rejected";
+    if (!row.ran) r["reason"] = row.reason;
+    r["split_fallback"] = row.split_fallback;
+    r["recompute_fallback"] = row.recompute_fallback;
+    if (!row.fallback_reason.empty()) r["fallback_reason"] = row.fallback_reason;
     if (!row.ran) {
-      r["reason"] = row.reason;
       rows.push_back(r);
       continue;
     }
     if (row.schedule == "interleaved") r["microbatch_group"] = row.group;
     r["split"] = SplitName(row);
-    r["split_fallback"] = row.split_fallback;
-    r["recompute_fallback"] = row.recompute_fallback;
-    if (!row.fallback_reason.empty()) r["fallback_reason"] = row.fallback_reason;
     r["layers_per_stage"] = row.layers_per_stage;
     r["recomputed_layers"] = row.recomputed_layers;
     r["outcome"] = OutcomeName(row.outcome);
@@ -1205,14 +1200,31 @@ std::string CsvField(const std::string& s) {
 std::string FormatCompareCsv(const CompareTable& table) {
   std::vector<std::string> header;
   for (const VaryAxis& a : table.vary) header.push_back(a.key);
-  for (const char* h :
-       {"schedule", "stages", "virtual_stages", "microbatches",
-        "microbatch_group", "status", "reason", "split", "split_fallback",
-        "recompute_fallback", "fallback_reason", "outcome",
-        "iteration_time_ns", "iteration_time_ms", "speedup_vs_first_schedule",
-        "speedup_vs_first_variant", "bubble_fraction", "idle_time_ns",
-        "bubble_ms_per_rank", "max_peak_memory_bytes", "max_peak_memory_gib",
-        "max_peak_rank", "max_peak_capacity_bytes", "oom", "oom_ranks"}) {
+  for (const char* h : {"schedule",
+                        "stages",
+                        "virtual_stages",
+                        "microbatches",
+                        "microbatch_group",
+                        "status",
+                        "reason",
+                        "split",
+                        "split_fallback",
+                        "recompute_fallback",
+                        "fallback_reason",
+                        "outcome",
+                        "iteration_time_ns",
+                        "iteration_time_ms",
+                        "speedup_vs_first_schedule",
+                        "speedup_vs_first_variant",
+                        "bubble_fraction",
+                        "idle_time_ns",
+                        "bubble_ms_per_rank",
+                        "max_peak_memory_bytes",
+                        "max_peak_memory_gib",
+                        "max_peak_rank",
+                        "max_peak_capacity_bytes",
+                        "oom",
+                        "oom_ranks"}) {
     header.emplace_back(h);
   }
   auto line = [](const std::vector<std::string>& fields) {
@@ -1228,35 +1240,25 @@ std::string FormatCompareCsv(const CompareTable& table) {
     const CompareRow& row = table.rows[i];
     std::vector<std::string> f = table.variants[row.variant];
     const bool ran = row.ran;
-    auto speed = [](double x) {
-      return x > 0 ? fmt::format("{:.6f}", x) : std::string();
-    };
+    auto speed = [](double x) { return x > 0 ? fmt::format("{:.6f}", x) : std::string(); };
     for (std::string x :
-         {row.schedule, std::to_string(row.p), std::to_string(row.v),
-          std::to_string(row.m),
-          ran && row.schedule == "interleaved" ? std::to_string(row.group)
-                                               : std::string(),
-          std::string(ran ? "ok" : "rejected"), row.reason,
-          std::string(ran ? SplitName(row) : ""),
-          std::string(ran ? (row.split_fallback ? "true" : "false") : ""),
-          std::string(ran ? (row.recompute_fallback ? "true" : "false") : ""),
-          row.fallback_reason, std::string(ran ? OutcomeName(row.outcome) : "")}) {
+         {row.schedule, std::to_string(row.p), std::to_string(row.v), std::to_string(row.m),
+          ran && row.schedule == "interleaved" ? std::to_string(row.group) : std::string(),
+          std::string(ran ? "ok" : "rejected"), row.reason, std::string(ran ? SplitName(row) : ""),
+          std::string(row.split_fallback ? "true" : "false"),
+          std::string(row.recompute_fallback ? "true" : "false"), row.fallback_reason,
+          std::string(ran ? OutcomeName(row.outcome) : "")}) {
       f.push_back(std::move(x));
     }
     if (ran) {
       for (std::string x :
-           {std::to_string(row.iteration_time),
-            fmt::format("{:.6f}", ToMs(row.iteration_time)),
-            speed(SpeedupVsFirstSchedule(table, i)),
-            speed(SpeedupVsFirstVariant(table, i)),
-            fmt::format("{:.6f}", row.bubble_fraction),
-            std::to_string(row.idle_total),
-            fmt::format("{:.6f}", BubbleMsPerRank(row)),
-            std::to_string(row.max_peak), fmt::format("{:.3f}", Gib(row.max_peak)),
-            std::to_string(row.max_peak_rank),
+           {std::to_string(row.iteration_time), fmt::format("{:.6f}", ToMs(row.iteration_time)),
+            speed(SpeedupVsFirstSchedule(table, i)), speed(SpeedupVsFirstVariant(table, i)),
+            fmt::format("{:.6f}", row.bubble_fraction), std::to_string(row.idle_total),
+            fmt::format("{:.6f}", BubbleMsPerRank(row)), std::to_string(row.max_peak),
+            fmt::format("{:.3f}", Gib(row.max_peak)), std::to_string(row.max_peak_rank),
             std::to_string(row.max_peak_capacity),
-            std::string(row.oom_ranks.empty() ? "false" : "true"),
-            Ranks(row.oom_ranks, " ")}) {
+            std::string(row.oom_ranks.empty() ? "false" : "true"), Ranks(row.oom_ranks, " ")}) {
         f.push_back(std::move(x));
       }
     }

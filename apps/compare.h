@@ -50,28 +50,28 @@ struct CompareRequest {
 
 // One (variant, schedule) of the table.
 struct CompareRow {
-  int variant = 0;                   // index into CompareTable::variants
-  std::string schedule;              // registry name
+  int variant = 0;       // index into CompareTable::variants
+  std::string schedule;  // registry name
   int p = 0, v = 1, m = 0;
-  int group = 0;                     // g interleaved uses (0 otherwise)
-  bool ran = false;                  // false: the schedule refused it
-  std::string reason;                // why not ("pipeline.microbatches: ...")
+  int group = 0;       // g interleaved uses (0 otherwise)
+  bool ran = false;    // false: the schedule refused it
+  std::string reason;  // why not ("pipeline.microbatches: ...")
   // The strategy used: the config's split (layers_per_chunk, layout or
   // offset) or the even split; its recompute or none.
-  bool config_split = false;         // the config gives a split and it applied
-  bool split_fallback = false;       // the config's split did not apply
-  bool recompute_fallback = false;   // nor did its recompute: none used
-  std::string fallback_reason;       // the loader's reason, when a fallback
+  bool config_split = false;          // the config gives a split and it applied
+  bool split_fallback = false;        // the config's split did not apply
+  bool recompute_fallback = false;    // nor did its recompute: none used
+  std::string fallback_reason;        // the loader's reason, when a fallback
   std::vector<int> layers_per_stage;  // size p*v
   int recomputed_layers = 0;
   // The simulation (when ran).
   Outcome outcome = Outcome::Ok;
   Nanos iteration_time = 0;
-  Nanos idle_total = 0;              // idle summed over ranks
-  double bubble_fraction = 0;        // idle_total / (p * iteration_time)
-  Bytes max_peak = 0;                // largest peak memory of any rank
-  int max_peak_rank = 0;             // the first rank with it
-  Bytes max_peak_capacity = 0;       // that rank's capacity
+  Nanos idle_total = 0;         // idle summed over ranks
+  double bubble_fraction = 0;   // idle_total / (p * iteration_time)
+  Bytes max_peak = 0;           // largest peak memory of any rank
+  int max_peak_rank = 0;        // the first rank with it
+  Bytes max_peak_capacity = 0;  // that rank's capacity
   std::vector<int> oom_ranks;
 };
 
