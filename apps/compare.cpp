@@ -878,6 +878,7 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
         Result<RunConfig> c = ParseConfigYaml(*doc, filename, ov);
         if (c.ok()) {
           config = std::move(*c);
+          row.config_recompute = has_recompute && levels[l] != Strip::kSplitAndRecompute;
           row.config_split = has_split && levels[l] == Strip::kNone;
           row.split_fallback = has_split && levels[l] != Strip::kNone;
           row.recompute_fallback = levels[l] == Strip::kSplitAndRecompute;
@@ -1006,9 +1007,9 @@ std::string RowNote(const CompareRow& row) {
            row.fallback_reason + ")";
   }
   if (row.split_fallback) {
-    return "even split (the config's recompute kept): the config's split "
-           "does not apply (" +
-           row.fallback_reason + ")";
+    return std::string(row.config_recompute ? "even split (the config's recompute kept)"
+                                            : "even split") +
+           ": the config's split does not apply (" + row.fallback_reason + ")";
   }
   return "";
 }
@@ -1158,6 +1159,7 @@ std::string FormatCompareJson(const CompareTable& table) {
     }
     if (row.schedule == "interleaved") r["microbatch_group"] = row.group;
     r["split"] = SplitName(row);
+    r["config_recompute"] = row.config_recompute;
     r["layers_per_stage"] = row.layers_per_stage;
     r["recomputed_layers"] = row.recomputed_layers;
     r["outcome"] = OutcomeName(row.outcome);

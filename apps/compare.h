@@ -61,6 +61,7 @@ struct CompareRow {
   bool config_split = false;          // the config gives a split and it applied
   bool split_fallback = false;        // the config's split did not apply
   bool recompute_fallback = false;    // nor did its recompute: none used
+  bool config_recompute = false;      // the config's strategy.recompute used
   std::string fallback_reason;        // the loader's reason, when a fallback
   std::vector<int> layers_per_stage;  // size p*v
   int recomputed_layers = 0;

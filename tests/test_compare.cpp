@@ -232,6 +232,7 @@ TEST_CASE("compare agrees with separate ppb-sim runs", "[compare][cli]") {
     CHECK(j["rows"][2]["split"] == "even");
     CHECK(j["rows"][2]["split_fallback"] == true);
     CHECK(j["rows"][2]["recompute_fallback"] == false);
+    CHECK(j["rows"][2]["config_recompute"] == true);
     CHECK(j["rows"][2]["recomputed_layers"] == 1);
     CHECK(
         j["notes"] ==
