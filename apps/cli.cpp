@@ -5,18 +5,22 @@
 
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <limits>
 #include <optional>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "apps/calibrate.h"
+#include "apps/compare.h"
 #include "apps/config.h"
 #include "apps/output.h"
 #include "apps/model_output.h"
@@ -39,6 +43,7 @@ constexpr const char* kUsage =
     "usage: ppb-sim [simulate] --config FILE [options]\n"
     "       ppb-sim search --config FILE [options]\n"
     "       ppb-sim rank --config FILE --candidates FILE [options]\n"
+    "       ppb-sim compare --config FILE [--schedules A,B] [--vary KEY=V1,V2]\n"
     "       ppb-sim model --config FILE [--format text|json]\n"
     "       ppb-sim calibrate --measurements FILE [options]\n"
     "\n"
@@ -48,6 +53,8 @@ constexpr const char* kUsage =
     "search: finds the layers per (chunk, rank) and the recompute per layer\n"
     "  with the shortest simulated iteration that fits in memory.\n"
     "rank: simulates the strategies of a candidates file and ranks them.\n"
+    "compare: one table of time, bubble, peak memory and OOM per schedule\n"
+    "  and per variant of numeric config keys (--vary).\n"
     "model: the per-layer costs derived from model.hf_config or\n"
     "  model.architecture (with training and hardware), with sources.\n"
     "calibrate: fits per-layer costs to measured per-stage memory/time.\n"
@@ -159,7 +166,7 @@ void AddRunOptions(po::options_description& opts) {
 std::optional<int> ParseArgs(const std::vector<std::string>& args,
                              const po::options_description& opts,
                              po::variables_map& vm, std::ostream& out,
-                             std::ostream& err) {
+                             std::ostream& err, bool csv = false) {
   try {
     po::store(po::command_line_parser(args).options(opts).run(), vm);
     po::notify(vm);
@@ -177,8 +184,9 @@ std::optional<int> ParseArgs(const std::vector<std::string>& args,
     return kExitBadInput;
   }
   const std::string format = vm["format"].as<std::string>();
-  if (format != "text" && format != "json") {
-    err << "ppb-sim: --format: expected text or json; got '" << format << "'\n";
+  if (format != "text" && format != "json" && !(csv && format == "csv")) {
+    err << "ppb-sim: --format: expected text" << (csv ? ", json or csv" : " or json")
+        << "; got '" << format << "'\n";
     return kExitBadInput;
   }
   return std::nullopt;
@@ -462,6 +470,69 @@ int RunModel(const std::vector<std::string>& args, std::ostream& out,
   return kExitOk;
 }
 
+int RunCompare(const std::vector<std::string>& args, std::ostream& out,
+               std::ostream& err) {
+  po::options_description opts("compare options");
+  // clang-format off
+  opts.add_options()
+      ("help,h", "show this help")
+      ("config,c", po::value<std::string>(), "run config (YAML); required")
+      ("schedules", po::value<std::string>(),
+       "schedules to compare, comma-separated (default: gpipe,1f1b,interleaved)")
+      ("vary", po::value<std::vector<std::string>>()->composing(),
+       "KEY=V1,V2,...: a numeric config key and its values (units as in the "
+       "file, or factors x0.5); repeatable (rows: the cross product)")
+      ("stages", po::value<std::string>(), "pipeline stages p (overrides pipeline.stages)")
+      ("microbatches", po::value<std::string>(), "micro-batches m (overrides pipeline.microbatches)")
+      ("virtual-stages", po::value<std::string>(),
+       "chunks per rank v for interleaved (default: the config's if >= 2, else 2)")
+      ("microbatch-group", po::value<std::string>(),
+       "Megatron micro-batch group size g for interleaved (overrides pipeline.microbatch_group)")
+      ("format", po::value<std::string>()->default_value("text"), "output: text | json | csv");
+  // clang-format on
+  po::variables_map vm;
+  if (auto done = ParseArgs(args, opts, vm, out, err, true)) return *done;
+  const std::optional<CliOverrides> ov = RunOverrides(vm, err);
+  if (!ov) return kExitBadInput;
+  CompareRequest request;
+  request.overrides = *ov;
+  if (vm.count("schedules")) {
+    auto names = NameList("--schedules", vm["schedules"].as<std::string>());
+    if (!Check(names, err)) return kExitBadInput;
+    request.schedules = *names;
+  }
+  if (vm.count("vary")) {
+    for (const std::string& text : vm["vary"].as<std::vector<std::string>>()) {
+      Result<VaryAxis> axis = ParseVary(text);
+      if (!axis.ok()) {
+        err << "ppb-sim: " << axis.error().message << "\n";
+        return kExitBadInput;
+      }
+      request.vary.push_back(std::move(*axis));
+    }
+  }
+  const std::string path = vm["config"].as<std::string>();
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in) {
+    err << path << ": must be a readable config file; got "
+        << std::strerror(errno) << "\n";
+    return kExitBadInput;
+  }
+  const Result<CompareTable> table = Compare(text.str(), path, request);
+  if (!table.ok()) {
+    const bool flag = table.error().key.rfind("--", 0) == 0;
+    err << (flag ? "ppb-sim: " : "") << table.error().message << "\n";
+    return kExitBadInput;
+  }
+  const std::string format = vm["format"].as<std::string>();
+  out << (format == "json"   ? FormatCompareJson(*table)
+          : format == "csv" ? FormatCompareCsv(*table)
+                            : FormatCompareText(*table));
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunCli(int argc, const char* const* argv, std::ostream& out,
@@ -476,10 +547,11 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
   if (command == "search") return RunSearch(args, out, err);
   if (command == "rank") return RunRank(args, out, err);
   if (command == "model") return RunModel(args, out, err);
+  if (command == "compare") return RunCompare(args, out, err);
   if (command == "calibrate") return RunCalibrate(args, out, err);
   err << "ppb-sim: unknown command '" << command
-      << "'; expected simulate (the default), search, rank, model or "
-         "calibrate\n"
+      << "'; expected simulate (the default), search, rank, compare, model "
+         "or calibrate\n"
       << kUsage;
   return kExitBadInput;
 }

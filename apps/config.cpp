@@ -180,10 +180,18 @@ class Parser {
 
   Result<RunConfig> Parse(std::string_view text) {
     return WithYaml<RunConfig>(
-        text, [&](const YAML::Node& root) -> Result<RunConfig> {
-          PPB_RETURN_IF_ERROR(ParseRoot(root));
-          return std::move(cfg_);
-        });
+        text, [&](const YAML::Node& root) { return ParseNode(root); });
+  }
+
+  // The config of an already loaded YAML document (its marks give lines).
+  Result<RunConfig> ParseNode(const YAML::Node& root) {
+    try {
+      PPB_RETURN_IF_ERROR(ParseRoot(root));
+      return std::move(cfg_);
+    } catch (const YAML::Exception& e) {
+      return Error{"", At(e.mark) + ": must be readable YAML; got an error (" +
+                           e.msg + ")"};
+    }
   }
 
   Result<std::vector<RankCandidate>> Candidates(std::string_view text) {
@@ -2242,6 +2250,13 @@ Result<RunConfig> ParseConfig(std::string_view text, std::string_view filename,
                               const CliOverrides& overrides) {
   Parser parser(filename, overrides);
   return parser.Parse(text);
+}
+
+Result<RunConfig> ParseConfigYaml(const YAML::Node& root,
+                                  std::string_view filename,
+                                  const CliOverrides& overrides) {
+  Parser parser(filename, overrides);
+  return parser.ParseNode(root);
 }
 
 Result<std::vector<RankCandidate>> LoadCandidates(const std::string& path,

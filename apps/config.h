@@ -24,6 +24,10 @@
 #include "core/topology.h"
 #include "schedules/schedule.h"
 
+namespace YAML {
+class Node;
+}  // namespace YAML
+
 namespace ppb {
 
 // Values given on the command line; they replace the file's.
@@ -103,6 +107,12 @@ Result<RunConfig> LoadConfig(const std::string& path,
                              const CliOverrides& overrides);
 Result<RunConfig> ParseConfig(std::string_view text, std::string_view filename,
                               const CliOverrides& overrides);
+// The same for a YAML document already loaded (and possibly edited, as
+// `ppb-sim compare --vary` does); errors are placed at the marks of its
+// nodes (edited or added nodes without a mark take their parent key's line).
+Result<RunConfig> ParseConfigYaml(const YAML::Node& root,
+                                  std::string_view filename,
+                                  const CliOverrides& overrides);
 
 // One strategy of a candidates file (ppb-sim rank): a name, the pipeline
 // configuration it runs under and its complete strategy.
