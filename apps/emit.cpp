@@ -32,13 +32,11 @@ Error Fail(Framework f, const std::string& message) {
 // A decoder layer in Megatron's sense ('t' in a layout): decoder, MoE or any
 // other body layer.
 bool IsDecoder(LayerKind k) {
-  return k == LayerKind::Decoder || k == LayerKind::Moe ||
-         k == LayerKind::Other;
+  return k == LayerKind::Decoder || k == LayerKind::Moe || k == LayerKind::Other;
 }
 
 // The recompute mode layer `i` uses ("" for none).
-std::string ModeOf(const std::vector<Layer>& layers, const Strategy& s,
-                   size_t i) {
+std::string ModeOf(const std::vector<Layer>& layers, const Strategy& s, size_t i) {
   const int k = s.recompute[i];
   return k == 0 ? std::string() : layers[i].recompute[k - 1].name;
 }
@@ -51,6 +49,20 @@ std::uint8_t OptionIndex(const Layer& layer, std::string_view name) {
     }
   }
   return 0;
+}
+
+// Sets recompute mode `mode` on every decoder layer (the frameworks' "every
+// layer" settings); an error names a decoder layer that does not offer it.
+Status SetOnDecoders(const std::vector<Layer>& layers, const char* mode,
+                     std::vector<std::uint8_t>& recompute) {
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (!IsDecoder(layers[i].kind)) continue;
+    recompute[i] = OptionIndex(layers[i], mode);
+    if (recompute[i] == 0) {
+      return Error{"", fmt::format("layer {} offers no recompute mode {}", layers[i].name, mode)};
+    }
+  }
+  return Status();
 }
 
 // First layer index of each global stage, plus the total at the end.
@@ -85,21 +97,18 @@ std::string StageList(const std::vector<int>& per_stage, int p, int v) {
 
 // "schedule interleaved, p=4, v=2, m=16, g=4" for headers and notes.
 std::string DescribeRun(const RunConfig& config) {
-  std::string out =
-      fmt::format("schedule {}, p={}, v={}, m={}", config.schedule,
-                  config.shape.p, config.shape.v, config.shape.m);
-  const int g = EffectiveGroup(
-      ScheduleChoice{config.schedule, config.shape.v, config.schedule_params},
-      config.shape.p, config.shape.m);
+  std::string out = fmt::format("schedule {}, p={}, v={}, m={}", config.schedule, config.shape.p,
+                                config.shape.v, config.shape.m);
+  const int g =
+      EffectiveGroup(ScheduleChoice{config.schedule, config.shape.v, config.schedule_params},
+                     config.shape.p, config.shape.m);
   if (g > 0) out += fmt::format(", g={}", g);
   return out;
 }
 
 // Per stage, how many layers use recompute mode `mode` (for notes).
-std::vector<int> ModeCountsPerStage(const RunConfig& config,
-                                    const std::string& mode) {
-  const std::vector<size_t> starts =
-      StageStarts(config.strategy.layers_per_stage);
+std::vector<int> ModeCountsPerStage(const RunConfig& config, const std::string& mode) {
+  const std::vector<size_t> starts = StageStarts(config.strategy.layers_per_stage);
   std::vector<int> out;
   for (size_t s = 0; s + 1 < starts.size(); ++s) {
     int n = 0;
@@ -123,16 +132,13 @@ std::string RecomputeSummary(const RunConfig& config) {
   std::string out;
   for (const std::string& m : modes) {
     if (!out.empty()) out += ", ";
-    out += m + " " +
-           StageList(ModeCountsPerStage(config, m), config.shape.p,
-                     config.shape.v);
+    out += m + " " + StageList(ModeCountsPerStage(config, m), config.shape.p, config.shape.v);
   }
   return out;
 }
 
 bool AnyRecompute(const Strategy& s) {
-  return std::any_of(s.recompute.begin(), s.recompute.end(),
-                     [](std::uint8_t k) { return k != 0; });
+  return std::any_of(s.recompute.begin(), s.recompute.end(), [](std::uint8_t k) { return k != 0; });
 }
 
 // The stage of an empty (chunk, rank), or -1.
@@ -169,17 +175,15 @@ void AddNote(std::string& text, const std::string& note) {
 // rule "first symbol E, last L, exactly one of each" with its MTP block after
 // the decoder (conventions.md, Megatron-LM), and torchtitan's tok_embeddings,
 // layers.N, norm + output.
-Status CheckEmbeddingFirstHeadLast(Framework f, const std::vector<Layer>& layers,
-                                   bool allow_mtp) {
+Status CheckEmbeddingFirstHeadLast(Framework f, const std::vector<Layer>& layers, bool allow_mtp) {
   const size_t n = layers.size();
   if (n < 2 || layers.front().kind != LayerKind::Embedding ||
       layers.back().kind != LayerKind::Head) {
-    return Fail(f, fmt::format(
-                       "needs the model's first layer to be its embedding and "
-                       "its last its head (loss); got {} ({}) first and {} ({}) "
-                       "last",
-                       layers.front().name, LayerKindName(layers.front().kind),
-                       layers.back().name, LayerKindName(layers.back().kind)));
+    return Fail(f, fmt::format("needs the model's first layer to be its embedding and "
+                               "its last its head (loss); got {} ({}) first and {} ({}) "
+                               "last",
+                               layers.front().name, LayerKindName(layers.front().kind),
+                               layers.back().name, LayerKindName(layers.back().kind)));
   }
   bool mtp_seen = false;
   for (size_t i = 1; i + 1 < n; ++i) {
@@ -191,11 +195,10 @@ Status CheckEmbeddingFirstHeadLast(Framework f, const std::vector<Layer>& layers
     }
     if (k == LayerKind::Mtp) {
       if (!allow_mtp) {
-        return Fail(f, fmt::format(
-                           "has no module name for an MTP layer (torchtitan's "
-                           "LLM modules are tok_embeddings, layers.N, norm and "
-                           "output); got {}",
-                           layers[i].name));
+        return Fail(f, fmt::format("has no module name for an MTP layer (torchtitan's "
+                                   "LLM modules are tok_embeddings, layers.N, norm and "
+                                   "output); got {}",
+                                   layers[i].name));
       }
       mtp_seen = true;
     } else if (mtp_seen) {
@@ -233,8 +236,7 @@ class LiteralParser {
 
  private:
   void Skip() {
-    while (pos_ < text_.size() &&
-           std::isspace(static_cast<unsigned char>(text_[pos_]))) {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) {
       ++pos_;
     }
   }
@@ -286,21 +288,18 @@ class LiteralParser {
       return v;
     }
     size_t end = pos_;
-    while (end < text_.size() &&
-           (std::isalnum(static_cast<unsigned char>(text_[end])) ||
-            text_[end] == '-' || text_[end] == '_')) {
+    while (end < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[end])) ||
+                                  text_[end] == '-' || text_[end] == '_')) {
       ++end;
     }
     const std::string_view word = text_.substr(pos_, end - pos_);
     pos_ = end;
-    if (word == "true" || word == "True" || word == "false" ||
-        word == "False") {
+    if (word == "true" || word == "True" || word == "false" || word == "False") {
       v.kind = Value::Kind::Bool;
       v.b = word[0] == 't' || word[0] == 'T';
       return v;
     }
-    const auto [ptr, ec] =
-        std::from_chars(word.data(), word.data() + word.size(), v.i);
+    const auto [ptr, ec] = std::from_chars(word.data(), word.data() + word.size(), v.i);
     if (word.empty() || ec != std::errc() || ptr != word.data() + word.size()) {
       return Bad("expected a number, a string, a bool or a list");
     }
@@ -356,16 +355,14 @@ Result<std::map<std::string, Value>> ReadAssignments(std::string_view text) {
     if (pending_key.empty()) {
       if (line.front() == '[') {
         if (line.back() != ']') {
-          return Error{"", fmt::format("line {}: expected a [section]; got '{}'",
-                                       line_no, line)};
+          return Error{"", fmt::format("line {}: expected a [section]; got '{}'", line_no, line)};
         }
         section = std::string(Trim(line.substr(1, line.size() - 2)));
         continue;
       }
       const size_t eq = line.find('=');
       if (eq == std::string_view::npos) {
-        return Error{"", fmt::format("line {}: expected key = value; got '{}'",
-                                     line_no, line)};
+        return Error{"", fmt::format("line {}: expected key = value; got '{}'", line_no, line)};
       }
       const std::string key(Trim(line.substr(0, eq)));
       pending_key = section.empty() ? key : section + "." + key;
@@ -379,12 +376,10 @@ Result<std::map<std::string, Value>> ReadAssignments(std::string_view text) {
     if (depth > 0) continue;
     Result<Value> v = LiteralParser(pending).ParseAll();
     if (!v.ok()) {
-      return Error{"", fmt::format("line {}: {}: {}", line_no, pending_key,
-                                   v.error().message)};
+      return Error{"", fmt::format("line {}: {}: {}", line_no, pending_key, v.error().message)};
     }
     if (out.count(pending_key) != 0) {
-      return Error{"", fmt::format("line {}: {} is given twice", line_no,
-                                   pending_key)};
+      return Error{"", fmt::format("line {}: {} is given twice", line_no, pending_key)};
     }
     out[pending_key] = std::move(*v);
     pending_key.clear();
@@ -396,12 +391,11 @@ Result<std::map<std::string, Value>> ReadAssignments(std::string_view text) {
   return out;
 }
 
-Result<std::int64_t> IntAt(const std::map<std::string, Value>& a,
-                           const std::string& key, std::int64_t min) {
+Result<std::int64_t> IntAt(const std::map<std::string, Value>& a, const std::string& key,
+                           std::int64_t min) {
   auto it = a.find(key);
   if (it == a.end()) return Error{"", key + ": missing"};
-  if (it->second.kind != Value::Kind::Int || it->second.i < min ||
-      it->second.i > 1'000'000'000) {
+  if (it->second.kind != Value::Kind::Int || it->second.i < min || it->second.i > 1'000'000'000) {
     return Error{"", fmt::format("{}: must be an integer >= {}", key, min)};
   }
   return it->second.i;
@@ -413,11 +407,10 @@ Result<std::int64_t> IntAt(const std::map<std::string, Value>& a,
 // (conventions.md, Megatron-LM): p <= g <= m and m mod g is 0 or >= p.
 Status CheckMegatronGroup(int p, int g, int m) {
   if (g < p || g > m || (m % g != 0 && m % g < p)) {
-    return Error{"", fmt::format(
-                         "--microbatch-group-size-per-virtual-pipeline-stage "
-                         "must satisfy p <= g <= m and m mod g = 0 or >= p "
-                         "(Megatron-LM); got g={}, p={}, m={}",
-                         g, p, m)};
+    return Error{"", fmt::format("--microbatch-group-size-per-virtual-pipeline-stage "
+                                 "must satisfy p <= g <= m and m mod g = 0 or >= p "
+                                 "(Megatron-LM); got g={}, p={}, m={}",
+                                 g, p, m)};
   }
   return Status();
 }
@@ -444,10 +437,8 @@ std::vector<int> DecodersPerStage(const std::vector<Layer>& layers,
 // which must divide; first / last must be positive. Without either flag:
 // num_layers / p per rank, which must divide. Embedding on stage 0; MTP and
 // head on the last stage. Returns layers per global stage.
-Result<std::vector<int>> MegatronUnevenSplit(const std::vector<Layer>& layers,
-                                             int p, int v,
-                                             std::optional<int> first,
-                                             std::optional<int> last) {
+Result<std::vector<int>> MegatronUnevenSplit(const std::vector<Layer>& layers, int p, int v,
+                                             std::optional<int> first, std::optional<int> last) {
   int decoders = 0, mtp = 0;
   for (const Layer& l : layers) {
     decoders += IsDecoder(l.kind) ? 1 : 0;
@@ -462,10 +453,9 @@ Result<std::vector<int>> MegatronUnevenSplit(const std::vector<Layer>& layers,
                                    name, *n)};
     }
     if (*n % v != 0) {
-      return Error{"", fmt::format(
-                           "--decoder-{}-pipeline-num-layers ({}) must be "
-                           "divisible by v = {} (Megatron-LM)",
-                           name, *n, v)};
+      return Error{"", fmt::format("--decoder-{}-pipeline-num-layers ({}) must be "
+                                   "divisible by v = {} (Megatron-LM)",
+                                   name, *n, v)};
     }
     rest -= *n;
     --ranks_left;
@@ -481,11 +471,10 @@ Result<std::vector<int>> MegatronUnevenSplit(const std::vector<Layer>& layers,
   int middle = 0;
   if (ranks_left > 0) {
     if (rest % ranks_left != 0) {
-      return Error{"", fmt::format(
-                           "the {} decoder layers left must divide over the "
-                           "{} other ranks (Megatron-LM: \"the left over "
-                           "layers must be divisible by left over stages\")",
-                           rest, ranks_left)};
+      return Error{"", fmt::format("the {} decoder layers left must divide over the "
+                                   "{} other ranks (Megatron-LM: \"the left over "
+                                   "layers must be divisible by left over stages\")",
+                                   rest, ranks_left)};
     }
     middle = rest / ranks_left;
     if (middle % v != 0) {
@@ -494,8 +483,9 @@ Result<std::vector<int>> MegatronUnevenSplit(const std::vector<Layer>& layers,
                                    middle, v)};
     }
   } else if (rest != 0) {
-    return Error{"", "--decoder-first/last-pipeline-num-layers must add up "
-                     "to the decoder layers when p = 2"};
+    return Error{"",
+                 "--decoder-first/last-pipeline-num-layers must add up "
+                 "to the decoder layers when p = 2"};
   }
   std::vector<int> counts(static_cast<size_t>(p) * v, 0);
   for (int c = 0; c < v; ++c) {
@@ -506,8 +496,8 @@ Result<std::vector<int>> MegatronUnevenSplit(const std::vector<Layer>& layers,
       counts[static_cast<size_t>(c) * p + r] = per_rank / v;
     }
   }
-  counts.front() += 1;        // E
-  counts.back() += mtp + 1;   // m..., L
+  counts.front() += 1;       // E
+  counts.back() += mtp + 1;  // m..., L
   return counts;
 }
 
@@ -518,9 +508,8 @@ Result<std::vector<int>> MegatronUnevenSplit(const std::vector<Layer>& layers,
 struct UnevenFlags {
   std::optional<int> first, last;
 };
-std::optional<UnevenFlags> MegatronUnevenFlags(
-    const std::vector<Layer>& layers, const std::vector<int>& per_stage,
-    int p, int v) {
+std::optional<UnevenFlags> MegatronUnevenFlags(const std::vector<Layer>& layers,
+                                               const std::vector<int>& per_stage, int p, int v) {
   if (p < 2) return std::nullopt;
   const std::vector<int> t = DecodersPerStage(layers, per_stage);
   std::vector<int> per_rank(static_cast<size_t>(p), 0);
@@ -544,8 +533,7 @@ std::optional<UnevenFlags> MegatronUnevenFlags(
     flags.first = per_rank[0];
     flags.last = per_rank[1];
   }
-  Result<std::vector<int>> back =
-      MegatronUnevenSplit(layers, p, v, flags.first, flags.last);
+  Result<std::vector<int>> back = MegatronUnevenSplit(layers, p, v, flags.first, flags.last);
   if (!back.ok() || *back != per_stage) return std::nullopt;
   return flags;
 }
@@ -647,13 +635,10 @@ Result<Emission> EmitMegatron(const RunConfig& config) {
   }
   const int stages = p * v;
   if (s.layers_per_stage.front() == 0 || s.layers_per_stage.back() == 0) {
-    return Fail(f, fmt::format(
-                       "needs the embedding on the first stage and the loss "
-                       "on the last (Megatron-LM layout: first symbol E, last "
-                       "L); got {} empty",
-                       StageName(s.layers_per_stage.front() == 0 ? 0
-                                                                 : stages - 1,
-                                 p)));
+    return Fail(f, fmt::format("needs the embedding on the first stage and the loss "
+                               "on the last (Megatron-LM layout: first symbol E, last "
+                               "L); got {} empty",
+                               StageName(s.layers_per_stage.front() == 0 ? 0 : stages - 1, p)));
   }
   int decoders = 0, mtp = 0;
   for (const Layer& l : layers) {
@@ -675,20 +660,17 @@ Result<Emission> EmitMegatron(const RunConfig& config) {
   e.framework = f;
   std::string& text = e.text;
   AddNote(text, fmt::format("Megatron-LM arguments for {}: {}",
-                            config.model_name.empty() ? config.path
-                                                      : config.model_name,
+                            config.model_name.empty() ? config.path : config.model_name,
                             DescribeRun(config)));
   text += fmt::format("--pipeline-model-parallel-size {}\n", p);
   text += fmt::format("--pipeline-model-parallel-layout \"{}\"\n",
                       FormatMegatronLayout(s.layers_per_stage, layers));
-  const int g = EffectiveGroup(
-      ScheduleChoice{config.schedule, v, config.schedule_params}, p, m);
+  const int g = EffectiveGroup(ScheduleChoice{config.schedule, v, config.schedule_params}, p, m);
   if (config.schedule == "interleaved" && v > 1 && g != p) {
     if (Status st = CheckMegatronGroup(p, g, m); !st.ok()) {
       return Fail(f, st.error().message);
     }
-    text += fmt::format(
-        "--microbatch-group-size-per-virtual-pipeline-stage {}\n", g);
+    text += fmt::format("--microbatch-group-size-per-virtual-pipeline-stage {}\n", g);
   }
   const MegatronRecompute rc = MegatronRecomputeFlags(config);
   for (const std::string& flag : rc.flags) text += flag + "\n";
@@ -696,51 +678,52 @@ Result<Emission> EmitMegatron(const RunConfig& config) {
 
   std::string model = fmt::format("--num-layers {}", decoders);
   if (mtp > 0) model += fmt::format(" --mtp-num-layers {}", mtp);
-  AddNote(text, fmt::format(
-                    "the layout's {} stages (| in the order stage = chunk * "
-                    "p + rank) set v = {}; Megatron-LM refuses "
-                    "--num-virtual-stages-per-pipeline-rank with a layout. "
-                    "It needs the model's {}, m = {} micro-batches = "
-                    "--global-batch-size / (--micro-batch-size x data "
-                    "parallel size)",
-                    stages, v, model, m));
+  AddNote(text, fmt::format("the layout's {} stages (| in the order stage = chunk * "
+                            "p + rank) set v = {}; Megatron-LM refuses "
+                            "--num-virtual-stages-per-pipeline-rank with a layout. "
+                            "It needs the model's {}, m = {} micro-batches = "
+                            "--global-batch-size / (--micro-batch-size x data "
+                            "parallel size)",
+                            stages, v, model, m));
   if (config.schedule == "gpipe") {
-    AddNote(text, "Megatron-LM has no GPipe schedule: it runs 1F1B with this "
-                  "split (simulated: gpipe)");
+    AddNote(text,
+            "Megatron-LM has no GPipe schedule: it runs 1F1B with this "
+            "split (simulated: gpipe)");
   } else if (config.schedule == "custom") {
-    AddNote(text, "Megatron-LM runs its own 1F1B / interleaved order, not "
-                  "the simulated custom schedule CSV");
+    AddNote(text,
+            "Megatron-LM runs its own 1F1B / interleaved order, not "
+            "the simulated custom schedule CSV");
   } else if (config.schedule == "interleaved" && v == 1) {
-    AddNote(text, "with v = 1 Megatron-LM runs 1F1B (simulated: torch's "
-                  "interleaved order with one chunk per rank)");
+    AddNote(text,
+            "with v = 1 Megatron-LM runs 1F1B (simulated: torch's "
+            "interleaved order with one chunk per rank)");
   }
   if (!rc.note.empty()) AddNote(text, rc.note);
   if (const auto uneven = MegatronUnevenFlags(layers, s.layers_per_stage, p, v)) {
     std::vector<std::string> flags;
     if (v > 1) {
-      flags.push_back(
-          fmt::format("--num-virtual-stages-per-pipeline-rank {}", v));
+      flags.push_back(fmt::format("--num-virtual-stages-per-pipeline-rank {}", v));
     }
     if (uneven->first) {
-      flags.push_back(
-          fmt::format("--decoder-first-pipeline-num-layers {}", *uneven->first));
+      flags.push_back(fmt::format("--decoder-first-pipeline-num-layers {}", *uneven->first));
     }
     if (uneven->last) {
-      flags.push_back(
-          fmt::format("--decoder-last-pipeline-num-layers {}", *uneven->last));
+      flags.push_back(fmt::format("--decoder-last-pipeline-num-layers {}", *uneven->last));
     }
     if (!uneven->first && !uneven->last) {
-      AddNote(text, "equivalent without the layout: Megatron-LM's default "
-                    "even split" +
-                        std::string(flags.empty() ? "" : " with:"));
+      AddNote(text,
+              "equivalent without the layout: Megatron-LM's default "
+              "even split" +
+                  std::string(flags.empty() ? "" : " with:"));
     } else {
       AddNote(text, "equivalent without the layout (give one form, not both):");
     }
     for (const std::string& flag : flags) text += "#   " + flag + "\n";
   } else {
-    AddNote(text, "no --decoder-first/last-pipeline-num-layers form: "
-                  "Megatron-LM's uneven split needs equal middle ranks, equal "
-                  "chunks per rank and MTP on the last stage");
+    AddNote(text,
+            "no --decoder-first/last-pipeline-num-layers form: "
+            "Megatron-LM's uneven split needs equal middle ranks, equal "
+            "chunks per rank and MTP on the last stage");
   }
   return e;
 }
@@ -759,8 +742,7 @@ Result<std::map<std::string, std::string>> ReadFlags(std::string_view text) {
     if (line.empty() || line.front() == '#') continue;
     size_t i = 0;
     while (i < line.size()) {
-      while (i < line.size() &&
-             std::isspace(static_cast<unsigned char>(line[i]))) {
+      while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) {
         ++i;
       }
       if (i >= line.size()) break;
@@ -774,8 +756,7 @@ Result<std::map<std::string, std::string>> ReadFlags(std::string_view text) {
         i = close + 1;
       } else {
         const size_t start = i;
-        while (i < line.size() &&
-               !std::isspace(static_cast<unsigned char>(line[i]))) {
+        while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) {
           ++i;
         }
         token = std::string(line.substr(start, i - start));
@@ -801,39 +782,33 @@ Result<std::map<std::string, std::string>> ReadFlags(std::string_view text) {
   return out;
 }
 
-Result<int> FlagInt(const std::map<std::string, std::string>& flags,
-                    const std::string& name, int min) {
+Result<int> FlagInt(const std::map<std::string, std::string>& flags, const std::string& name,
+                    int min) {
   const std::string& text = flags.at(name);
   int x = 0;
-  const auto [ptr, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), x);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() ||
-      x < min) {
-    return Error{"", fmt::format("{} must be an integer >= {}; got '{}'", name,
-                                 min, text)};
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || x < min) {
+    return Error{"", fmt::format("{} must be an integer >= {}; got '{}'", name, min, text)};
   }
   return x;
 }
 
 }  // namespace
 
-Result<EmittedPlan> ParseMegatronArgs(std::string_view text,
-                                      const std::vector<Layer>& layers) {
+Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<Layer>& layers) {
   auto flags = ReadFlags(text);
   if (!flags.ok()) return flags.error();
-  static const char* const kKnown[] = {
-      "--pipeline-model-parallel-size",
-      "--pipeline-model-parallel-layout",
-      "--num-virtual-stages-per-pipeline-rank",
-      "--decoder-first-pipeline-num-layers",
-      "--decoder-last-pipeline-num-layers",
-      "--microbatch-group-size-per-virtual-pipeline-stage",
-      "--recompute-granularity",
-      "--recompute-method",
-      "--recompute-num-layers"};
+  static const char* const kKnown[] = {"--pipeline-model-parallel-size",
+                                       "--pipeline-model-parallel-layout",
+                                       "--num-virtual-stages-per-pipeline-rank",
+                                       "--decoder-first-pipeline-num-layers",
+                                       "--decoder-last-pipeline-num-layers",
+                                       "--microbatch-group-size-per-virtual-pipeline-stage",
+                                       "--recompute-granularity",
+                                       "--recompute-method",
+                                       "--recompute-num-layers"};
   for (const auto& [name, value] : *flags) {
-    if (std::find(std::begin(kKnown), std::end(kKnown), name) ==
-        std::end(kKnown)) {
+    if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
       return Error{"", "ppb does not read " + name};
     }
   }
@@ -846,38 +821,36 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text,
   if (!p.ok()) return p.error();
   plan.p = *p;
   const bool layout = has("--pipeline-model-parallel-layout");
-  if (layout && (has("--num-virtual-stages-per-pipeline-rank") ||
-                 has("--decoder-first-pipeline-num-layers") ||
-                 has("--decoder-last-pipeline-num-layers"))) {
-    return Error{"", "--pipeline-model-parallel-layout must not be given with "
-                     "--num-virtual-stages-per-pipeline-rank or "
-                     "--decoder-first/last-pipeline-num-layers (Megatron-LM)"};
+  if (layout &&
+      (has("--num-virtual-stages-per-pipeline-rank") ||
+       has("--decoder-first-pipeline-num-layers") || has("--decoder-last-pipeline-num-layers"))) {
+    return Error{"",
+                 "--pipeline-model-parallel-layout must not be given with "
+                 "--num-virtual-stages-per-pipeline-rank or "
+                 "--decoder-first/last-pipeline-num-layers (Megatron-LM)"};
   }
   if (layout) {
     const std::string& str = flags->at("--pipeline-model-parallel-layout");
-    Result<int> stages =
-        MegatronLayoutStages(str, 4 * layers.size() + 64 + 4 * str.size());
+    Result<int> stages = MegatronLayoutStages(str, 4 * layers.size() + 64 + 4 * str.size());
     if (!stages.ok()) return stages.error();
     if (*stages % plan.p != 0) {
-      return Error{"", fmt::format(
-                           "the layout's {} stages must be divisible by "
-                           "--pipeline-model-parallel-size {} (Megatron-LM)",
-                           *stages, plan.p)};
+      return Error{"", fmt::format("the layout's {} stages must be divisible by "
+                                   "--pipeline-model-parallel-size {} (Megatron-LM)",
+                                   *stages, plan.p)};
     }
     plan.v = *stages / plan.p;
-    Result<std::vector<int>> counts =
-        ParseMegatronLayout(str, layers, plan.p, plan.v);
+    Result<std::vector<int>> counts = ParseMegatronLayout(str, layers, plan.p, plan.v);
     if (!counts.ok()) return counts.error();
     // Megatron-LM's layout rule: first symbol E, last L (conventions.md).
     if (counts->front() == 0 || counts->back() == 0) {
-      return Error{"", "the layout must start with E and end with L "
-                       "(Megatron-LM); got an empty first or last stage"};
+      return Error{"",
+                   "the layout must start with E and end with L "
+                   "(Megatron-LM); got an empty first or last stage"};
     }
     plan.strategy.layers_per_stage = std::move(*counts);
   } else {
     if (has("--num-virtual-stages-per-pipeline-rank")) {
-      Result<int> v =
-          FlagInt(*flags, "--num-virtual-stages-per-pipeline-rank", 1);
+      Result<int> v = FlagInt(*flags, "--num-virtual-stages-per-pipeline-rank", 1);
       if (!v.ok()) return v.error();
       plan.v = *v;
     }
@@ -892,61 +865,49 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text,
       if (!x.ok()) return x.error();
       last = *x;
     }
-    Result<std::vector<int>> counts =
-        MegatronUnevenSplit(layers, plan.p, plan.v, first, last);
+    Result<std::vector<int>> counts = MegatronUnevenSplit(layers, plan.p, plan.v, first, last);
     if (!counts.ok()) return counts.error();
     plan.strategy.layers_per_stage = std::move(*counts);
   }
   if (has("--microbatch-group-size-per-virtual-pipeline-stage")) {
-    Result<int> g = FlagInt(
-        *flags, "--microbatch-group-size-per-virtual-pipeline-stage", 1);
+    Result<int> g = FlagInt(*flags, "--microbatch-group-size-per-virtual-pipeline-stage", 1);
     if (!g.ok()) return g.error();
     if (*g < plan.p) {
-      return Error{"", fmt::format(
-                           "--microbatch-group-size-per-virtual-pipeline-stage "
-                           "must be >= p = {} (Megatron-LM); got {}",
-                           plan.p, *g)};
+      return Error{"", fmt::format("--microbatch-group-size-per-virtual-pipeline-stage "
+                                   "must be >= p = {} (Megatron-LM); got {}",
+                                   plan.p, *g)};
     }
   }
 
   // Recompute.
   std::vector<std::uint8_t>& rc = plan.strategy.recompute;
   rc.assign(layers.size(), 0);
-  auto set_all = [&](const char* mode) -> Status {
-    for (size_t i = 0; i < layers.size(); ++i) {
-      if (!IsDecoder(layers[i].kind)) continue;
-      rc[i] = OptionIndex(layers[i], mode);
-      if (rc[i] == 0) {
-        return Error{"", fmt::format("layer {} offers no recompute mode {}",
-                                     layers[i].name, mode)};
-      }
-    }
-    return Status();
-  };
+  auto set_all = [&](const char* mode) { return SetOnDecoders(layers, mode, rc); };
   if (has("--recompute-granularity")) {
     const std::string& gran = flags->at("--recompute-granularity");
-    const std::string method =
-        has("--recompute-method") ? flags->at("--recompute-method") : "";
+    const std::string method = has("--recompute-method") ? flags->at("--recompute-method") : "";
     if (gran == "selective") {
       if (has("--recompute-method") || has("--recompute-num-layers")) {
-        return Error{"", "--recompute-method and --recompute-num-layers go "
-                         "with --recompute-granularity full"};
+        return Error{"",
+                     "--recompute-method and --recompute-num-layers go "
+                     "with --recompute-granularity full"};
       }
       if (Status st = set_all("selective"); !st.ok()) return st.error();
     } else if (gran == "full") {
-      if (!has("--recompute-num-layers") ||
-          (method != "uniform" && method != "block")) {
-        return Error{"", "--recompute-granularity full needs "
-                         "--recompute-method uniform|block and "
-                         "--recompute-num-layers"};
+      if (!has("--recompute-num-layers") || (method != "uniform" && method != "block")) {
+        return Error{"",
+                     "--recompute-granularity full needs "
+                     "--recompute-method uniform|block and "
+                     "--recompute-num-layers"};
       }
       Result<int> n = FlagInt(*flags, "--recompute-num-layers", 1);
       if (!n.ok()) return n.error();
       if (method == "uniform") {
         if (*n != 1) {
-          return Error{"", "ppb reads --recompute-method uniform only with "
-                           "--recompute-num-layers 1 (every layer its own "
-                           "unit)"};
+          return Error{"",
+                       "ppb reads --recompute-method uniform only with "
+                       "--recompute-num-layers 1 (every layer its own "
+                       "unit)"};
         }
         if (Status st = set_all("full"); !st.ok()) return st.error();
       } else {
@@ -967,12 +928,15 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text,
         }
       }
     } else {
-      return Error{"", "--recompute-granularity must be full or selective; "
-                       "got '" + gran + "'"};
+      return Error{"",
+                   "--recompute-granularity must be full or selective; "
+                   "got '" +
+                       gran + "'"};
     }
   } else if (has("--recompute-method") || has("--recompute-num-layers")) {
-    return Error{"", "--recompute-method and --recompute-num-layers need "
-                     "--recompute-granularity full"};
+    return Error{"",
+                 "--recompute-method and --recompute-num-layers need "
+                 "--recompute-granularity full"};
   }
   return plan;
 }
@@ -991,8 +955,7 @@ struct MindFormersRecompute {
   std::vector<int> full, select, comm;
   std::string note;
 };
-MindFormersRecompute MindFormersLists(const RunConfig& config,
-                                      const std::vector<int>& body,
+MindFormersRecompute MindFormersLists(const RunConfig& config, const std::vector<int>& body,
                                       const Pinned& pin) {
   const std::vector<Layer>& layers = config.layers;
   const Strategy& s = config.strategy;
@@ -1004,8 +967,7 @@ MindFormersRecompute MindFormersLists(const RunConfig& config,
   const std::string what = "the strategy recomputes " + RecomputeSummary(config);
   const size_t n = layers.size();
   for (size_t i = 0; i < n; ++i) {
-    const bool pinned = i < static_cast<size_t>(pin.lead) ||
-                        i >= n - static_cast<size_t>(pin.tail);
+    const bool pinned = i < static_cast<size_t>(pin.lead) || i >= n - static_cast<size_t>(pin.tail);
     if (pinned && s.recompute[i] != 0) {
       out.note = fmt::format(
           "no recompute lists: MindFormers' lists cover the decoder layers "
@@ -1081,12 +1043,11 @@ Result<Emission> EmitMindFormers(const RunConfig& config) {
   const int n = static_cast<int>(layers.size());
   for (int i = pin.lead; i < n - pin.tail; ++i) {
     if (!IsDecoder(layers[static_cast<size_t>(i)].kind)) {
-      return Fail(f, fmt::format(
-                         "counts only decoder layers between the embedding and "
-                         "the head/MTP layers (num_layers); got {} ({}) among "
-                         "them",
-                         layers[static_cast<size_t>(i)].name,
-                         LayerKindName(layers[static_cast<size_t>(i)].kind)));
+      return Fail(f, fmt::format("counts only decoder layers between the embedding and "
+                                 "the head/MTP layers (num_layers); got {} ({}) among "
+                                 "them",
+                                 layers[static_cast<size_t>(i)].name,
+                                 LayerKindName(layers[static_cast<size_t>(i)].kind)));
     }
   }
   if (const int empty = FirstEmptyStage(s); empty >= 0) {
@@ -1094,11 +1055,11 @@ Result<Emission> EmitMindFormers(const RunConfig& config) {
                                "stage for MindFormers",
                                StageName(empty, p)));
   }
-  if (s.layers_per_stage.front() < pin.lead ||
-      s.layers_per_stage.back() < pin.tail) {
-    return Fail(f, "keeps the embedding on the first stage and the head and "
-                   "MTP layers on the last (num_layers counts the decoder "
-                   "layers only); the strategy moves them");
+  if (s.layers_per_stage.front() < pin.lead || s.layers_per_stage.back() < pin.tail) {
+    return Fail(f,
+                "keeps the embedding on the first stage and the head and "
+                "MTP layers on the last (num_layers counts the decoder "
+                "layers only); the strategy moves them");
   }
   std::vector<int> body = s.layers_per_stage;
   body.front() -= pin.lead;
@@ -1112,8 +1073,7 @@ Result<Emission> EmitMindFormers(const RunConfig& config) {
   e.framework = f;
   std::string& text = e.text;
   AddNote(text, fmt::format("MindFormers settings for {}: {}",
-                            config.model_name.empty() ? config.path
-                                                      : config.model_name,
+                            config.model_name.empty() ? config.path : config.model_name,
                             DescribeRun(config)));
   text += "parallel_config:\n";
   text += fmt::format("  pipeline_stage: {}\n", p);
@@ -1121,29 +1081,25 @@ Result<Emission> EmitMindFormers(const RunConfig& config) {
   text += "model:\n  model_config:\n";
   text += fmt::format("    num_layers: {}\n", decoders);
   text += fmt::format("    pp_interleave_num: {}\n", v);
-  const bool zero =
-      std::all_of(offset.begin(), offset.end(), [](int o) { return o == 0; });
+  const bool zero = std::all_of(offset.begin(), offset.end(), [](int o) { return o == 0; });
   text += fmt::format("    offset: {}\n", zero ? "0" : StageList(offset, p, v));
   const MindFormersRecompute rc = MindFormersLists(config, body, pin);
   e.recompute_expressed = rc.note.empty();
   text += "recompute_config:\n";
   const std::vector<int> none(static_cast<size_t>(stages), 0);
-  text += "  recompute: " +
-          RecomputeValue(rc.note.empty() ? rc.full : none, p, v) + "\n";
-  text += "  select_recompute: " +
-          RecomputeValue(rc.note.empty() ? rc.select : none, p, v) + "\n";
-  text += "  select_comm_recompute: " +
-          RecomputeValue(rc.note.empty() ? rc.comm : none, p, v) + "\n";
+  text += "  recompute: " + RecomputeValue(rc.note.empty() ? rc.full : none, p, v) + "\n";
+  text += "  select_recompute: " + RecomputeValue(rc.note.empty() ? rc.select : none, p, v) + "\n";
+  text +=
+      "  select_comm_recompute: " + RecomputeValue(rc.note.empty() ? rc.comm : none, p, v) + "\n";
   std::string pinned = fmt::format(
       "stage layers = num_layers // (p*v) + offset = {} + offset (sum(offset) "
       "= num_layers mod p*v = {}); num_layers counts decoder layers only",
       base, decoders % stages);
   if (pin.lead > 0) pinned += ", the embedding stays on stage 0";
   if (pin.tail > 0) {
-    pinned += fmt::format(", the last stage also holds {}",
-                          pin.tail == 1 ? std::string("the head")
-                                        : fmt::format("the {} head/MTP layers",
-                                                      pin.tail));
+    pinned += fmt::format(
+        ", the last stage also holds {}",
+        pin.tail == 1 ? std::string("the head") : fmt::format("the {} head/MTP layers", pin.tail));
   }
   AddNote(text, pinned);
   if (config.schedule == "gpipe" || config.schedule == "custom" ||
@@ -1158,23 +1114,16 @@ Result<Emission> EmitMindFormers(const RunConfig& config) {
 // A MindFormers per-stage value: an int (offset: every stage; a recompute
 // list: not allowed), a bool (recompute lists: all or none), a list of p
 // (v = 1) or a [v][p] list.
-Result<std::vector<int>> StageValues(const YAML::Node& node,
-                                     const std::string& key, int p, int v,
-                                     bool allow_bool,
-                                     const std::vector<int>& all) {
+Result<std::vector<int>> StageValues(const YAML::Node& node, const std::string& key, int p, int v,
+                                     bool allow_bool, const std::vector<int>& all) {
   const size_t stages = static_cast<size_t>(p) * v;
-  auto bad = [&](const std::string& what) {
-    return Error{"", key + ": must be " + what};
-  };
+  auto bad = [&](const std::string& what) { return Error{"", key + ": must be " + what}; };
   try {
     if (node.IsScalar()) {
       const std::string text = node.Scalar();
-      if (text == "true" || text == "True" || text == "false" ||
-          text == "False") {
+      if (text == "true" || text == "True" || text == "false" || text == "False") {
         if (!allow_bool) return bad("an int or a list");
-        return text[0] == 't' || text[0] == 'T'
-                   ? all
-                   : std::vector<int>(stages, 0);
+        return text[0] == 't' || text[0] == 'T' ? all : std::vector<int>(stages, 0);
       }
       if (allow_bool) return bad("a bool, a list of p or a [v][p] list");
       return std::vector<int>(stages, node.as<int>());
@@ -1203,13 +1152,11 @@ Result<std::vector<int>> StageValues(const YAML::Node& node,
   }
 }
 
-Result<EmittedPlan> ReadMindFormers(const YAML::Node& root,
-                                    const std::vector<Layer>& layers);
+Result<EmittedPlan> ReadMindFormers(const YAML::Node& root, const std::vector<Layer>& layers);
 
 }  // namespace
 
-Result<EmittedPlan> ParseMindFormersYaml(std::string_view text,
-                                         const std::vector<Layer>& layers) {
+Result<EmittedPlan> ParseMindFormersYaml(std::string_view text, const std::vector<Layer>& layers) {
   try {
     return ReadMindFormers(YAML::Load(std::string(text)), layers);
   } catch (const YAML::Exception& ex) {
@@ -1219,8 +1166,7 @@ Result<EmittedPlan> ParseMindFormersYaml(std::string_view text,
 
 namespace {
 
-Result<EmittedPlan> ReadMindFormers(const YAML::Node& root,
-                                    const std::vector<Layer>& layers) {
+Result<EmittedPlan> ReadMindFormers(const YAML::Node& root, const std::vector<Layer>& layers) {
   EmittedPlan plan;
   const YAML::Node model = root["model"]["model_config"];
   const YAML::Node parallel = root["parallel_config"];
@@ -1232,11 +1178,11 @@ Result<EmittedPlan> ReadMindFormers(const YAML::Node& root,
     if (parallel["micro_batch_num"]) {
       plan.m = parallel["micro_batch_num"].as<int>();
     }
-    plan.v = model["pp_interleave_num"] ? model["pp_interleave_num"].as<int>()
-                                        : 1;
+    plan.v = model["pp_interleave_num"] ? model["pp_interleave_num"].as<int>() : 1;
   } catch (const YAML::Exception&) {
-    return Error{"", "pipeline_stage, micro_batch_num and pp_interleave_num "
-                     "must be integers"};
+    return Error{"",
+                 "pipeline_stage, micro_batch_num and pp_interleave_num "
+                 "must be integers"};
   }
   if (plan.p < 1 || plan.v < 1) {
     return Error{"", "pipeline_stage and pp_interleave_num must be positive"};
@@ -1255,8 +1201,7 @@ Result<EmittedPlan> ReadMindFormers(const YAML::Node& root,
   }
   std::vector<int> offset(static_cast<size_t>(stages), 0);
   if (model["offset"]) {
-    Result<std::vector<int>> o =
-        StageValues(model["offset"], "offset", plan.p, plan.v, false, {});
+    Result<std::vector<int>> o = StageValues(model["offset"], "offset", plan.p, plan.v, false, {});
     if (!o.ok()) return o.error();
     offset = std::move(*o);
   }
@@ -1285,12 +1230,10 @@ Result<EmittedPlan> ReadMindFormers(const YAML::Node& root,
   // both_comm_select, else in one the list's mode.
   const YAML::Node rcfg = root["recompute_config"];
   std::vector<std::vector<int>> lists;
-  for (const char* key :
-       {"recompute", "select_recompute", "select_comm_recompute"}) {
+  for (const char* key : {"recompute", "select_recompute", "select_comm_recompute"}) {
     std::vector<int> counts(static_cast<size_t>(stages), 0);
     if (rcfg && rcfg[key]) {
-      Result<std::vector<int>> c =
-          StageValues(rcfg[key], key, plan.p, plan.v, true, body);
+      Result<std::vector<int>> c = StageValues(rcfg[key], key, plan.p, plan.v, true, body);
       if (!c.ok()) return c.error();
       counts = std::move(*c);
       for (int s = 0; s < stages; ++s) {
@@ -1308,18 +1251,16 @@ Result<EmittedPlan> ReadMindFormers(const YAML::Node& root,
   size_t i = static_cast<size_t>(pin.lead);
   for (int s = 0; s < stages; ++s) {
     for (int k = 0; k < body[s]; ++k, ++i) {
-      const bool full = k < lists[0][s], sel = k < lists[1][s],
-                 comm = k < lists[2][s];
-      const char* mode = full           ? "full"
-                         : sel && comm  ? "both_comm_select"
-                         : sel          ? "selective"
-                         : comm         ? "select_comm"
-                                        : nullptr;
+      const bool full = k < lists[0][s], sel = k < lists[1][s], comm = k < lists[2][s];
+      const char* mode = full          ? "full"
+                         : sel && comm ? "both_comm_select"
+                         : sel         ? "selective"
+                         : comm        ? "select_comm"
+                                       : nullptr;
       if (mode == nullptr) continue;
       rc[i] = OptionIndex(layers[i], mode);
       if (rc[i] == 0) {
-        return Error{"", fmt::format("layer {} offers no recompute mode {}",
-                                     layers[i].name, mode)};
+        return Error{"", fmt::format("layer {} offers no recompute mode {}", layers[i].name, mode)};
       }
     }
   }
@@ -1340,8 +1281,8 @@ const char* TorchScheduleName(const std::string& schedule) {
 
 // torchtitan module names of each layer: tok_embeddings, layers.N, and
 // norm + output for the head.
-std::vector<std::string> TorchtitanModules(const std::vector<Layer>& layers,
-                                           size_t begin, size_t end) {
+std::vector<std::string> TorchtitanModules(const std::vector<Layer>& layers, size_t begin,
+                                           size_t end) {
   std::vector<std::string> out;
   int decoder = 0;
   for (size_t i = 0; i < end; ++i) {
@@ -1359,8 +1300,7 @@ std::vector<std::string> TorchtitanModules(const std::vector<Layer>& layers,
   return out;
 }
 
-Result<Emission> EmitTorchtitan(const RunConfig& config,
-                                const Program& program) {
+Result<Emission> EmitTorchtitan(const RunConfig& config, const Program& program) {
   const Framework f = Framework::Torchtitan;
   const std::vector<Layer>& layers = config.layers;
   const Strategy& s = config.strategy;
@@ -1376,11 +1316,10 @@ Result<Emission> EmitTorchtitan(const RunConfig& config,
     }
   }
   if (const int empty = FirstEmptyStage(s); empty >= 0) {
-    return Fail(f, fmt::format(
-                       "would give {} no module; ppb emits no empty stage for "
-                       "torchtitan (its own generate_llm_fqn_per_model_part "
-                       "refuses them)",
-                       StageName(empty, p)));
+    return Fail(f, fmt::format("would give {} no module; ppb emits no empty stage for "
+                               "torchtitan (its own generate_llm_fqn_per_model_part "
+                               "refuses them)",
+                               StageName(empty, p)));
   }
 
   // The order torch's named schedule runs (its rules: conventions.md, torch;
@@ -1395,12 +1334,10 @@ Result<Emission> EmitTorchtitan(const RunConfig& config,
     Result<PreparedRun> run = Prepare(torch);
     if (!run.ok()) {
       why_csv = fmt::format("torch's {} refuses this shape ({})",
-                            TorchScheduleName(config.schedule),
-                            run.error().message);
+                            TorchScheduleName(config.schedule), run.error().message);
     } else if (run->program.ops != program.ops) {
-      why_csv = fmt::format(
-          "torch's {} runs another order than the simulated one ({})",
-          TorchScheduleName(config.schedule), DescribeRun(config));
+      why_csv = fmt::format("torch's {} runs another order than the simulated one ({})",
+                            TorchScheduleName(config.schedule), DescribeRun(config));
     }
   }
 
@@ -1408,15 +1345,13 @@ Result<Emission> EmitTorchtitan(const RunConfig& config,
   e.framework = f;
   std::string& text = e.text;
   AddNote(text, fmt::format("torchtitan job config for {}: {}",
-                            config.model_name.empty() ? config.path
-                                                      : config.model_name,
+                            config.model_name.empty() ? config.path : config.model_name,
                             DescribeRun(config)));
   text += "[parallelism]\n";
   text += fmt::format("pipeline_parallel_degree = {}\n", p);
   const bool csv = !why_csv.empty();
   text += fmt::format("pipeline_parallel_schedule = \"{}\"\n",
-                      csv ? "PipelineScheduleMulti"
-                          : TorchScheduleName(config.schedule));
+                      csv ? "PipelineScheduleMulti" : TorchScheduleName(config.schedule));
   if (csv) {
     text += fmt::format("pipeline_parallel_schedule_csv = \"{}\"\n", kCsvName);
     e.schedule_csv = DumpScheduleCsv(program);
@@ -1425,8 +1360,7 @@ Result<Emission> EmitTorchtitan(const RunConfig& config,
   const std::vector<size_t> starts = StageStarts(s.layers_per_stage);
   for (size_t st = 0; st + 1 < starts.size(); ++st) {
     std::string row;
-    for (const std::string& name :
-         TorchtitanModules(layers, starts[st], starts[st + 1])) {
+    for (const std::string& name : TorchtitanModules(layers, starts[st], starts[st + 1])) {
       if (!row.empty()) row += ", ";
       row += "\"" + name + "\"";
     }
@@ -1450,23 +1384,24 @@ Result<Emission> EmitTorchtitan(const RunConfig& config,
       ac = "full";
     } else {
       e.recompute_expressed = false;
-      note = "activation checkpointing left off: torchtitan applies one mode "
-             "to every transformer block, and the strategy recomputes " +
-             RecomputeSummary(config);
+      note =
+          "activation checkpointing left off: torchtitan applies one mode "
+          "to every transformer block, and the strategy recomputes " +
+          RecomputeSummary(config);
     }
   }
   text += "\n[activation_checkpoint]\n";
   text += fmt::format("mode = \"{}\"\n", ac);
-  AddNote(text, fmt::format(
-                    "stage s = chunk * p + rank (torchtitan's loop style), {} "
-                    "stage(s) per rank; m = {} micro-batches: set "
-                    "training.local_batch_size = {} x "
-                    "pipeline_parallel_microbatch_size",
-                    v, m, m));
+  AddNote(text, fmt::format("stage s = chunk * p + rank (torchtitan's loop style), {} "
+                            "stage(s) per rank; m = {} micro-batches: set "
+                            "training.local_batch_size = {} x "
+                            "pipeline_parallel_microbatch_size",
+                            v, m, m));
   if (csv) {
-    AddNote(text, why_csv + "; save the schedule CSV printed with this "
-                            "fragment as " + kCsvName +
-                            " (torch's _load_csv format)");
+    AddNote(text, why_csv +
+                      "; save the schedule CSV printed with this "
+                      "fragment as " +
+                      kCsvName + " (torch's _load_csv format)");
   }
   if (!note.empty()) AddNote(text, note);
   return e;
@@ -1474,10 +1409,8 @@ Result<Emission> EmitTorchtitan(const RunConfig& config,
 
 // The ppb strategy of a torchtitan module list: each name must be the next
 // module of the model, in order.
-Result<std::vector<int>> TorchtitanCounts(const Value& parts,
-                                          const std::vector<Layer>& layers) {
-  const std::vector<std::string> all =
-      TorchtitanModules(layers, 0, layers.size());
+Result<std::vector<int>> TorchtitanCounts(const Value& parts, const std::vector<Layer>& layers) {
+  const std::vector<std::string> all = TorchtitanModules(layers, 0, layers.size());
   // Owner layer of each module name.
   std::vector<size_t> owner;
   for (size_t i = 0; i < layers.size(); ++i) {
@@ -1496,39 +1429,36 @@ Result<std::vector<int>> TorchtitanCounts(const Value& parts,
     int n = 0;
     for (size_t j = 0; j < stage.list.size(); ++j) {
       const Value& name = stage.list[j];
-      if (name.kind != Value::Kind::String || next >= all.size() ||
-          name.s != all[next]) {
-        return Error{"", fmt::format(
-                             "module_fqns_per_model_part: expected \"{}\" next "
-                             "(every module once, in model order); got {}",
-                             next < all.size() ? all[next] : "nothing",
-                             name.kind == Value::Kind::String
-                                 ? "\"" + name.s + "\""
-                                 : "a non-string")};
+      if (name.kind != Value::Kind::String || next >= all.size() || name.s != all[next]) {
+        return Error{"", fmt::format("module_fqns_per_model_part: expected \"{}\" next "
+                                     "(every module once, in model order); got {}",
+                                     next < all.size() ? all[next] : "nothing",
+                                     name.kind == Value::Kind::String ? "\"" + name.s + "\""
+                                                                      : "a non-string")};
       }
       // The modules of one layer (the head's norm and output) must be in
       // one stage.
       if (next == 0 || owner[next] != owner[next - 1]) {
         ++n;
       } else if (j == 0) {
-        return Error{"", "module_fqns_per_model_part: norm and output must be "
-                         "in the same stage"};
+        return Error{"",
+                     "module_fqns_per_model_part: norm and output must be "
+                     "in the same stage"};
       }
       ++next;
     }
     counts.push_back(n);
   }
   if (next != all.size()) {
-    return Error{"", "module_fqns_per_model_part: must name every module; \"" +
-                         all[next] + "\" is missing"};
+    return Error{
+        "", "module_fqns_per_model_part: must name every module; \"" + all[next] + "\" is missing"};
   }
   return counts;
 }
 
 }  // namespace
 
-Result<EmittedPlan> ParseTorchtitanToml(std::string_view text,
-                                        const std::vector<Layer>& layers) {
+Result<EmittedPlan> ParseTorchtitanToml(std::string_view text, const std::vector<Layer>& layers) {
   auto a = ReadAssignments(text);
   if (!a.ok()) return a.error();
   EmittedPlan plan;
@@ -1552,9 +1482,7 @@ Result<EmittedPlan> ParseTorchtitanToml(std::string_view text,
   plan.v = stages / plan.p;
   auto sched = a->find("parallelism.pipeline_parallel_schedule");
   const std::string name =
-      sched != a->end() && sched->second.kind == Value::Kind::String
-          ? sched->second.s
-          : "1F1B";
+      sched != a->end() && sched->second.kind == Value::Kind::String ? sched->second.s : "1F1B";
   if ((name == "1F1B" || name == "GPipe") && plan.v != 1) {
     return Error{"", fmt::format("{} runs one stage per rank (torch "
                                  "PipelineScheduleSingle); got {} per rank",
@@ -1566,17 +1494,13 @@ Result<EmittedPlan> ParseTorchtitanToml(std::string_view text,
   if (mode != a->end()) {
     if (mode->second.kind != Value::Kind::String ||
         (mode->second.s != "none" && mode->second.s != "full")) {
-      return Error{"", "activation_checkpoint.mode: ppb reads \"none\" or "
-                       "\"full\""};
+      return Error{"",
+                   "activation_checkpoint.mode: ppb reads \"none\" or "
+                   "\"full\""};
     }
     if (mode->second.s == "full") {
-      for (size_t i = 0; i < layers.size(); ++i) {
-        if (!IsDecoder(layers[i].kind)) continue;
-        plan.strategy.recompute[i] = OptionIndex(layers[i], "full");
-        if (plan.strategy.recompute[i] == 0) {
-          return Error{"", "layer " + layers[i].name +
-                               " offers no recompute mode full"};
-        }
+      if (Status st = SetOnDecoders(layers, "full", plan.strategy.recompute); !st.ok()) {
+        return st.error();
       }
     }
   }
@@ -1617,10 +1541,11 @@ Result<Emission> EmitDeepSpeed(const RunConfig& config) {
     if (all_full) {
       interval = 1;
     } else {
-      note = "activation_checkpoint_interval 0: DeepSpeed has only a global "
-             "interval (no per-stage or per-layer choice), and the strategy "
-             "recomputes " +
-             RecomputeSummary(config);
+      note =
+          "activation_checkpoint_interval 0: DeepSpeed has only a global "
+          "interval (no per-stage or per-layer choice), and the strategy "
+          "recomputes " +
+          RecomputeSummary(config);
     }
   }
   Emission e;
@@ -1628,8 +1553,7 @@ Result<Emission> EmitDeepSpeed(const RunConfig& config) {
   e.recompute_expressed = note.empty();
   std::string& text = e.text;
   AddNote(text, fmt::format("DeepSpeed PipelineModule settings for {}: {}",
-                            config.model_name.empty() ? config.path
-                                                      : config.model_name,
+                            config.model_name.empty() ? config.path : config.model_name,
                             DescribeRun(config)));
   std::vector<int> parts = {0};
   for (int c : s.layers_per_stage) parts.push_back(parts.back() + c);
@@ -1637,26 +1561,25 @@ Result<Emission> EmitDeepSpeed(const RunConfig& config) {
   text += "parts = [" + JoinInts(parts) + "]\n";
   text += fmt::format("activation_checkpoint_interval = {}\n", interval);
   text += fmt::format("gradient_accumulation_steps = {}\n", m);
-  AddNote(text, fmt::format(
-                    "stage s holds layers[parts[s]:parts[s+1]] of the "
-                    "PipelineModule's layer list, one entry per ppb layer in "
-                    "order ({} first, {} last); partition_method "
-                    "'parameters', 'uniform' and 'type:<regex>' compute their "
-                    "own boundaries, so set PipelineModule.parts to these; "
-                    "gradient_accumulation_steps (DeepSpeed config) = "
-                    "micro-batches per step",
-                    layers.front().name, layers.back().name));
+  AddNote(text, fmt::format("stage s holds layers[parts[s]:parts[s+1]] of the "
+                            "PipelineModule's layer list, one entry per ppb layer in "
+                            "order ({} first, {} last); partition_method "
+                            "'parameters', 'uniform' and 'type:<regex>' compute their "
+                            "own boundaries, so set PipelineModule.parts to these; "
+                            "gradient_accumulation_steps (DeepSpeed config) = "
+                            "micro-batches per step",
+                            layers.front().name, layers.back().name));
   if (config.schedule != "1f1b") {
-    AddNote(text, "DeepSpeed runs its own 1F1B-style TrainSchedule; simulated "
-                  "under schedule " +
-                      config.schedule);
+    AddNote(text,
+            "DeepSpeed runs its own 1F1B-style TrainSchedule; simulated "
+            "under schedule " +
+                config.schedule);
   }
   if (!note.empty()) AddNote(text, note);
   return e;
 }
 
-Result<std::vector<int>> IntList(const std::map<std::string, Value>& a,
-                                 const std::string& key) {
+Result<std::vector<int>> IntList(const std::map<std::string, Value>& a, const std::string& key) {
   auto it = a.find(key);
   if (it == a.end()) return Error{"", key + ": missing"};
   if (it->second.kind != Value::Kind::List) {
@@ -1674,8 +1597,7 @@ Result<std::vector<int>> IntList(const std::map<std::string, Value>& a,
 
 }  // namespace
 
-Result<EmittedPlan> ParseDeepSpeed(std::string_view text,
-                                   const std::vector<Layer>& layers) {
+Result<EmittedPlan> ParseDeepSpeed(std::string_view text, const std::vector<Layer>& layers) {
   auto a = ReadAssignments(text);
   if (!a.ok()) return a.error();
   EmittedPlan plan;
@@ -1684,8 +1606,7 @@ Result<EmittedPlan> ParseDeepSpeed(std::string_view text,
   plan.p = static_cast<int>(*p);
   Result<std::vector<int>> parts = IntList(*a, "parts");
   if (!parts.ok()) return parts.error();
-  if (parts->size() != static_cast<size_t>(plan.p) + 1 ||
-      parts->front() != 0 ||
+  if (parts->size() != static_cast<size_t>(plan.p) + 1 || parts->front() != 0 ||
       parts->back() != static_cast<int>(layers.size())) {
     return Error{"", fmt::format("parts must have num_stages + 1 = {} "
                                  "boundaries from 0 to the {} layers",
@@ -1748,29 +1669,24 @@ const char* FrameworkName(Framework f) {
   return "?";
 }
 
-Result<std::vector<Framework>> ParseFrameworks(const std::string& flag,
-                                               std::string_view text) {
-  static constexpr Framework kAll[] = {Framework::Megatron,
-                                       Framework::MindFormers,
-                                       Framework::Torchtitan,
-                                       Framework::DeepSpeed};
+Result<std::vector<Framework>> ParseFrameworks(const std::string& flag, std::string_view text) {
+  static constexpr Framework kAll[] = {Framework::Megatron, Framework::MindFormers,
+                                       Framework::Torchtitan, Framework::DeepSpeed};
   std::vector<Framework> out;
   size_t start = 0;
   while (true) {
     const size_t comma = text.find(',', start);
-    std::string name(Trim(text.substr(start, comma == std::string_view::npos
-                                                 ? std::string_view::npos
-                                                 : comma - start)));
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) {
-      return static_cast<char>(std::tolower(c));
-    });
-    const Framework* found = std::find_if(
-        std::begin(kAll), std::end(kAll),
-        [&](Framework f) { return name == FrameworkName(f); });
+    std::string name(Trim(text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const Framework* found = std::find_if(std::begin(kAll), std::end(kAll),
+                                          [&](Framework f) { return name == FrameworkName(f); });
     if (found == std::end(kAll)) {
-      return Error{flag, "expected megatron, mindformers, torchtitan or "
-                         "deepspeed (or a comma-separated list); got '" +
-                             std::string(text) + "'"};
+      return Error{flag,
+                   "expected megatron, mindformers, torchtitan or "
+                   "deepspeed (or a comma-separated list); got '" +
+                       std::string(text) + "'"};
     }
     if (std::find(out.begin(), out.end(), *found) == out.end()) {
       out.push_back(*found);
@@ -1780,8 +1696,7 @@ Result<std::vector<Framework>> ParseFrameworks(const std::string& flag,
   }
 }
 
-Result<Emission> Emit(Framework framework, const RunConfig& config,
-                      const Program& program) {
+Result<Emission> Emit(Framework framework, const RunConfig& config, const Program& program) {
   Result<Emission> e = Error{};
   switch (framework) {
     case Framework::Megatron:
@@ -1804,20 +1719,19 @@ Result<Emission> Emit(Framework framework, const RunConfig& config,
   if (!back.ok()) {
     mismatch = back.error().message;
   } else if (back->p != config.shape.p || back->v != config.shape.v ||
-             back->strategy.layers_per_stage !=
-                 config.strategy.layers_per_stage) {
+             back->strategy.layers_per_stage != config.strategy.layers_per_stage) {
     mismatch = "it reads back as another split";
   } else if (back->m != 0 && back->m != config.shape.m) {
     mismatch = "it reads back with another number of micro-batches";
-  } else if (e->recompute_expressed
-                 ? back->strategy.recompute != config.strategy.recompute
-                 : AnyRecompute(back->strategy)) {
+  } else if (e->recompute_expressed ? back->strategy.recompute != config.strategy.recompute
+                                    : AnyRecompute(back->strategy)) {
     mismatch = "it reads back with another recompute";
   }
   if (!mismatch.empty()) {
-    return Fail(framework, "internal error: the emitted text does not read "
-                           "back as the strategy (" +
-                               mismatch + "):\n" + e->text);
+    return Fail(framework,
+                "internal error: the emitted text does not read "
+                "back as the strategy (" +
+                    mismatch + "):\n" + e->text);
   }
   return e;
 }
@@ -1828,16 +1742,15 @@ std::string FormatEmissionsText(const std::vector<Emission>& emissions) {
     out += fmt::format("==== ppb emit: {} ====\n", FrameworkName(e.framework));
     out += e.text;
     if (!e.schedule_csv.empty()) {
-      out += fmt::format("==== ppb emit: {} schedule CSV ({}) ====\n",
-                         FrameworkName(e.framework), kCsvName);
+      out += fmt::format("==== ppb emit: {} schedule CSV ({}) ====\n", FrameworkName(e.framework),
+                         kCsvName);
       out += e.schedule_csv;
     }
   }
   return out;
 }
 
-std::string AddEmissionsToJson(const std::string& json,
-                               const std::vector<Emission>& emissions) {
+std::string AddEmissionsToJson(const std::string& json, const std::vector<Emission>& emissions) {
   Json j = Json::parse(json);
   Json emit = Json::object();
   for (const Emission& e : emissions) {
@@ -1854,9 +1767,8 @@ std::string AddEmissionsToJson(const std::string& json,
   return j.dump(2) + "\n";
 }
 
-RunConfig WithChoice(const RunConfig& config, const std::string& schedule,
-                     int v, const ScheduleParams& params,
-                     const Strategy& strategy) {
+RunConfig WithChoice(const RunConfig& config, const std::string& schedule, int v,
+                     const ScheduleParams& params, const Strategy& strategy) {
   RunConfig out = config;
   out.schedule = schedule;
   out.shape.v = v;

@@ -37,8 +37,7 @@ const char* FrameworkName(Framework f);
 
 // A --emit value: one name or a comma-separated list of them (any case);
 // repeats are dropped, the order is kept. Errors name `flag`.
-Result<std::vector<Framework>> ParseFrameworks(const std::string& flag,
-                                               std::string_view text);
+Result<std::vector<Framework>> ParseFrameworks(const std::string& flag, std::string_view text);
 
 // One emitted form.
 struct Emission {
@@ -67,8 +66,7 @@ struct EmittedPlan {
 // is the order that was simulated (Prepare(config).program); torchtitan
 // writes it as a schedule CSV when torch's named schedule runs another one.
 // REQUIRES: config loaded and validated (LoadConfig), program valid for it.
-Result<Emission> Emit(Framework framework, const RunConfig& config,
-                      const Program& program);
+Result<Emission> Emit(Framework framework, const RunConfig& config, const Program& program);
 
 // Readers of the emitted forms, applying the framework's rules; `layers` is
 // the model the form is for. They read what the emitters write (and the
@@ -85,14 +83,10 @@ Result<Emission> Emit(Framework framework, const RunConfig& config,
 //   torchtitan: the TOML fragment ([parallelism]).
 //   DeepSpeed: the Python assignments (num_stages, parts,
 //     activation_checkpoint_interval, gradient_accumulation_steps).
-Result<EmittedPlan> ParseMegatronArgs(std::string_view text,
-                                      const std::vector<Layer>& layers);
-Result<EmittedPlan> ParseMindFormersYaml(std::string_view text,
-                                         const std::vector<Layer>& layers);
-Result<EmittedPlan> ParseTorchtitanToml(std::string_view text,
-                                        const std::vector<Layer>& layers);
-Result<EmittedPlan> ParseDeepSpeed(std::string_view text,
-                                   const std::vector<Layer>& layers);
+Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<Layer>& layers);
+Result<EmittedPlan> ParseMindFormersYaml(std::string_view text, const std::vector<Layer>& layers);
+Result<EmittedPlan> ParseTorchtitanToml(std::string_view text, const std::vector<Layer>& layers);
+Result<EmittedPlan> ParseDeepSpeed(std::string_view text, const std::vector<Layer>& layers);
 Result<EmittedPlan> ParseEmission(Framework framework, std::string_view text,
                                   const std::vector<Layer>& layers);
 
@@ -103,14 +97,12 @@ std::string FormatEmissionsText(const std::vector<Emission>& emissions);
 // `json` (one JSON object, as FormatSimJson/FormatSearchJson write it) with
 // an "emit" object added: {"megatron": {"text": ..., "recompute_expressed":
 // ...}, "torchtitan": {..., "schedule_csv": ...}}. Same indentation.
-std::string AddEmissionsToJson(const std::string& json,
-                               const std::vector<Emission>& emissions);
+std::string AddEmissionsToJson(const std::string& json, const std::vector<Emission>& emissions);
 
 // The run config of a search's recommendation: `config` with the chosen
 // schedule, v, schedule parameters and strategy (what `ppb-sim search
 // --emit` emits).
-RunConfig WithChoice(const RunConfig& config, const std::string& schedule,
-                     int v, const ScheduleParams& params,
-                     const Strategy& strategy);
+RunConfig WithChoice(const RunConfig& config, const std::string& schedule, int v,
+                     const ScheduleParams& params, const Strategy& strategy);
 
 }  // namespace ppb

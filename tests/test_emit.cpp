@@ -92,11 +92,10 @@ void CheckRoundTrip(Framework f, const RunConfig& config) {
   }
 }
 
-constexpr Framework kAll[] = {Framework::Megatron, Framework::MindFormers,
-                              Framework::Torchtitan, Framework::DeepSpeed};
+constexpr Framework kAll[] = {Framework::Megatron, Framework::MindFormers, Framework::Torchtitan,
+                              Framework::DeepSpeed};
 
-std::string ParseError(Framework f, const std::string& text,
-                       const std::vector<Layer>& layers) {
+std::string ParseError(Framework f, const std::string& text, const std::vector<Layer>& layers) {
   Result<EmittedPlan> r = ParseEmission(f, text, layers);
   if (r.ok()) FAIL("expected an error reading:\n" << text);
   return r.error().message;
@@ -107,8 +106,7 @@ std::string ParseError(Framework f, const std::string& text,
 TEST_CASE("emit names: comma lists, any case, repeats dropped, bad names") {
   auto fs = ParseFrameworks("--emit", "Megatron,deepspeed,megatron");
   REQUIRE(fs.ok());
-  CHECK(*fs == std::vector<Framework>{Framework::Megatron,
-                                      Framework::DeepSpeed});
+  CHECK(*fs == std::vector<Framework>{Framework::Megatron, Framework::DeepSpeed});
   auto bad = ParseFrameworks("--emit", "megatron,nemo");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().key == "--emit");
@@ -166,16 +164,16 @@ TEST_CASE("emit golden: Megatron-LM, uneven split, block recompute") {
 // recompute (full) first [0,1,1,0 | 1,0,1,0]; selective follows full on
 // stage 2 (2 = full 1 + selective 1) and stage 5 (1).
 TEST_CASE("emit golden: MindFormers, interleaved v=2, recompute lists") {
-  const RunConfig config = Load(
-      Model() +
-      "pipeline: {stages: 4, virtual_stages: 2, microbatches: 8, schedule: "
-      "interleaved}\n"
-      "strategy:\n"
-      "  layers_per_chunk: [[1, 1, 2, 1], [1, 1, 2, 1]]\n"
-      "  allow_empty_chunks: false\n"
-      "  recompute:\n"
-      "    full: [[0, 1, 1, 0], [1, 0, 1, 0]]\n"
-      "    selective: [[0, 1, 2, 0], [1, 1, 1, 0]]\n");
+  const RunConfig config =
+      Load(Model() +
+           "pipeline: {stages: 4, virtual_stages: 2, microbatches: 8, schedule: "
+           "interleaved}\n"
+           "strategy:\n"
+           "  layers_per_chunk: [[1, 1, 2, 1], [1, 1, 2, 1]]\n"
+           "  allow_empty_chunks: false\n"
+           "  recompute:\n"
+           "    full: [[0, 1, 1, 0], [1, 0, 1, 0]]\n"
+           "    selective: [[0, 1, 2, 0], [1, 1, 1, 0]]\n");
   CHECK(EmitText(Framework::MindFormers, config) ==
         "# ppb: MindFormers settings for tiny: schedule interleaved, p=4, "
         "v=2, m=8, g=4\n"
@@ -197,8 +195,7 @@ TEST_CASE("emit golden: MindFormers, interleaved v=2, recompute lists") {
         "only, the\n"
         "# ppb: embedding stays on stage 0, the last stage also holds the "
         "head\n");
-  for (Framework f : {Framework::Megatron, Framework::MindFormers,
-                      Framework::Torchtitan}) {
+  for (Framework f : {Framework::Megatron, Framework::MindFormers, Framework::Torchtitan}) {
     CheckRoundTrip(f, config);
   }
 }
@@ -249,9 +246,8 @@ TEST_CASE("emit golden: torchtitan and DeepSpeed, full recompute") {
         "per step\n");
   for (Framework f : kAll) CheckRoundTrip(f, config);
   // Megatron: every decoder layer full = uniform with one layer per unit.
-  CHECK_THAT(EmitText(Framework::Megatron, config),
-             Catch::Contains("--recompute-method uniform\n"
-                             "--recompute-num-layers 1\n"));
+  CHECK_THAT(EmitText(Framework::Megatron, config), Catch::Contains("--recompute-method uniform\n"
+                                                                    "--recompute-num-layers 1\n"));
 }
 
 TEST_CASE("emit round trips: uneven, v=2, v=4, own stages, MTP, selective") {
@@ -275,24 +271,20 @@ TEST_CASE("emit round trips: uneven, v=2, v=4, own stages, MTP, selective") {
     CHECK_THAT(mf->text, Catch::Contains("select_recompute: [2, 1, 0, 0]"));
   }
   SECTION("interleaved v=4, every decoder selective") {
-    const RunConfig config = Load(
-        Model(16) +
-        "pipeline: {stages: 2, virtual_stages: 4, microbatches: 4, "
-        "schedule: interleaved}\n"
-        "strategy:\n"
-        "  layers_per_chunk: [[3, 2], [2, 2], [2, 2], [2, 3]]\n"
-        "  recompute: {selective: true}\n");
-    for (Framework f : {Framework::Megatron, Framework::MindFormers,
-                        Framework::Torchtitan}) {
+    const RunConfig config = Load(Model(16) +
+                                  "pipeline: {stages: 2, virtual_stages: 4, microbatches: 4, "
+                                  "schedule: interleaved}\n"
+                                  "strategy:\n"
+                                  "  layers_per_chunk: [[3, 2], [2, 2], [2, 2], [2, 3]]\n"
+                                  "  recompute: {selective: true}\n");
+    for (Framework f : {Framework::Megatron, Framework::MindFormers, Framework::Torchtitan}) {
       CheckRoundTrip(f, config);
     }
     const std::string megatron = EmitText(Framework::Megatron, config);
     CHECK_THAT(megatron, Catch::Contains("--recompute-granularity selective\n"));
     // Two decoders per chunk everywhere: the default even split with v = 4.
-    CHECK_THAT(megatron,
-               Catch::Contains("#   --num-virtual-stages-per-pipeline-rank 4"));
-    CHECK_THAT(Refusal(Framework::DeepSpeed, config),
-               Catch::Contains("one stage per rank"));
+    CHECK_THAT(megatron, Catch::Contains("#   --num-virtual-stages-per-pipeline-rank 4"));
+    CHECK_THAT(Refusal(Framework::DeepSpeed, config), Catch::Contains("one stage per rank"));
   }
   SECTION("embedding and head on their own stages") {
     const RunConfig config = Load(Model() +
@@ -300,25 +292,21 @@ TEST_CASE("emit round trips: uneven, v=2, v=4, own stages, MTP, selective") {
                                   "strategy: {layers_per_chunk: [[1, 4, 4, "
                                   "1]]}\n");
     for (Framework f : kAll) CheckRoundTrip(f, config);
-    CHECK_THAT(EmitText(Framework::Megatron, config),
-               Catch::Contains("\"E|t*4|t*4|L\""));
-    CHECK_THAT(EmitText(Framework::MindFormers, config),
-               Catch::Contains("offset: [-2, 2, 2, -2]"));
+    CHECK_THAT(EmitText(Framework::Megatron, config), Catch::Contains("\"E|t*4|t*4|L\""));
+    CHECK_THAT(EmitText(Framework::MindFormers, config), Catch::Contains("offset: [-2, 2, 2, -2]"));
     CHECK_THAT(EmitText(Framework::Torchtitan, config),
                Catch::Contains("  [\"tok_embeddings\"],\n") &&
                    Catch::Contains("  [\"norm\", \"output\"],\n"));
     // Megatron's first/last form cannot leave a rank without decoders.
-    CHECK_THAT(EmitText(Framework::Megatron, config),
-               Catch::Contains("no --decoder-first/last"));
+    CHECK_THAT(EmitText(Framework::Megatron, config), Catch::Contains("no --decoder-first/last"));
   }
   SECTION("MTP layers on the last stage, v=2") {
-    const RunConfig config = Load(
-        Model(8, 1) +
-        "pipeline: {stages: 2, virtual_stages: 2, microbatches: 4, "
-        "schedule: interleaved}\n"
-        "strategy:\n"
-        "  layout: \"Et*2|t*2|t*2|t*2,m,L\"\n"
-        "  recompute: {full: [[1, 1], [1, 1]]}\n");
+    const RunConfig config = Load(Model(8, 1) +
+                                  "pipeline: {stages: 2, virtual_stages: 2, microbatches: 4, "
+                                  "schedule: interleaved}\n"
+                                  "strategy:\n"
+                                  "  layout: \"Et*2|t*2|t*2|t*2,m,L\"\n"
+                                  "  recompute: {full: [[1, 1], [1, 1]]}\n");
     for (Framework f : {Framework::Megatron, Framework::MindFormers}) {
       CheckRoundTrip(f, config);
     }
@@ -330,14 +318,12 @@ TEST_CASE("emit round trips: uneven, v=2, v=4, own stages, MTP, selective") {
                Catch::Contains("no module name for an MTP layer"));
   }
   SECTION("MTP recompute: Megatron notes, MindFormers notes") {
-    const RunConfig config = Load(
-        Model(8, 1) +
-        "pipeline: {stages: 2, microbatches: 4}\n"
-        "strategy:\n"
-        "  layers_per_chunk: [[5, 6]]\n"
-        "  recompute: {layers: {mtp.0: full}}\n");
-    for (Framework f : {Framework::Megatron, Framework::MindFormers,
-                        Framework::DeepSpeed}) {
+    const RunConfig config = Load(Model(8, 1) +
+                                  "pipeline: {stages: 2, microbatches: 4}\n"
+                                  "strategy:\n"
+                                  "  layers_per_chunk: [[5, 6]]\n"
+                                  "  recompute: {layers: {mtp.0: full}}\n");
+    for (Framework f : {Framework::Megatron, Framework::MindFormers, Framework::DeepSpeed}) {
       CheckRoundTrip(f, config);
       auto e = EmitFor(f, config);
       REQUIRE(e.ok());
@@ -355,39 +341,32 @@ TEST_CASE("emit refusals name the framework rule") {
                                   "  layers_per_chunk: [[5, 0, 2, 3]]\n");
     // Megatron's layout allows empty middle stages (conventions.md).
     CheckRoundTrip(Framework::Megatron, config);
-    CHECK_THAT(EmitText(Framework::Megatron, config),
-               Catch::Contains("\"Et*4||t*2|t*2L\""));
-    for (Framework f : {Framework::MindFormers, Framework::Torchtitan,
-                        Framework::DeepSpeed}) {
-      CHECK_THAT(Refusal(f, config),
-                 Catch::Contains("stage 1 (chunk 0, rank 1)"));
+    CHECK_THAT(EmitText(Framework::Megatron, config), Catch::Contains("\"Et*4||t*2|t*2L\""));
+    for (Framework f : {Framework::MindFormers, Framework::Torchtitan, Framework::DeepSpeed}) {
+      CHECK_THAT(Refusal(f, config), Catch::Contains("stage 1 (chunk 0, rank 1)"));
     }
-    const RunConfig first_empty =
-        Load(Model() +
-             "pipeline: {stages: 4, microbatches: 8}\n"
-             "strategy:\n"
-             "  allow_empty_chunks: true\n"
-             "  layers_per_chunk: [[0, 5, 2, 3]]\n");
-    CHECK_THAT(Refusal(Framework::Megatron, first_empty),
-               Catch::Contains("first symbol E"));
+    const RunConfig first_empty = Load(Model() +
+                                       "pipeline: {stages: 4, microbatches: 8}\n"
+                                       "strategy:\n"
+                                       "  allow_empty_chunks: true\n"
+                                       "  layers_per_chunk: [[0, 5, 2, 3]]\n");
+    CHECK_THAT(Refusal(Framework::Megatron, first_empty), Catch::Contains("first symbol E"));
   }
   SECTION("MTP outside a rank's last chunk") {
     // 11 layers: E, decoder.0-7, mtp.0, head; mtp.0 on stage 1 = chunk 0.
-    const RunConfig bad = Load(
-        Model(8, 1) +
-        "pipeline: {stages: 2, virtual_stages: 2, microbatches: 4, "
-        "schedule: interleaved}\n"
-        "strategy: {allow_empty_chunks: true, layers_per_chunk: [[5, 5], "
-        "[0, 1]]}\n");
+    const RunConfig bad = Load(Model(8, 1) +
+                               "pipeline: {stages: 2, virtual_stages: 2, microbatches: 4, "
+                               "schedule: interleaved}\n"
+                               "strategy: {allow_empty_chunks: true, layers_per_chunk: [[5, 5], "
+                               "[0, 1]]}\n");
     CHECK_THAT(Refusal(Framework::Megatron, bad),
                Catch::Contains("needs MTP layers in a rank's last chunk "
                                "(Megatron-LM layout rule); got mtp.0 in stage "
                                "1 (chunk 0, rank 1)"));
     // MindFormers keeps MTP with the head on the last stage.
-    const RunConfig v1 =
-        Load(Model(8, 1) +
-             "pipeline: {stages: 2, microbatches: 4}\n"
-             "strategy: {layers_per_chunk: [[10, 1]]}\n");
+    const RunConfig v1 = Load(Model(8, 1) +
+                              "pipeline: {stages: 2, microbatches: 4}\n"
+                              "strategy: {layers_per_chunk: [[10, 1]]}\n");
     CheckRoundTrip(Framework::Megatron, v1);
     CHECK_THAT(Refusal(Framework::MindFormers, v1),
                Catch::Contains("head and MTP layers on the last"));
@@ -409,8 +388,7 @@ TEST_CASE("emit refusals name the framework rule") {
 }
 
 TEST_CASE("emit readers apply the frameworks' rules") {
-  const RunConfig config = Load(Model() +
-                                "pipeline: {stages: 4, microbatches: 8}\n");
+  const RunConfig config = Load(Model() + "pipeline: {stages: 4, microbatches: 8}\n");
   const std::vector<Layer>& layers = config.layers;
   SECTION("MindFormers: sum(offset) = num_layers mod p*v") {
     const std::string text =
@@ -518,12 +496,13 @@ TEST_CASE("emit readers apply the frameworks' rules") {
 
 // Megatron's interleaved order with g = 3 is not torch's Interleaved1F1B
 // (g = m / max(1, m / p) = 2): torchtitan gets the simulated order as CSV.
-TEST_CASE("emit torchtitan writes the schedule CSV when torch runs another "
-          "order") {
-  const RunConfig config = Load(
-      Model() +
-      "pipeline: {stages: 2, virtual_stages: 2, microbatches: 6, schedule: "
-      "interleaved, microbatch_group: 3}\n");
+TEST_CASE(
+    "emit torchtitan writes the schedule CSV when torch runs another "
+    "order") {
+  const RunConfig config =
+      Load(Model() +
+           "pipeline: {stages: 2, virtual_stages: 2, microbatches: 6, schedule: "
+           "interleaved, microbatch_group: 3}\n");
   const Program program = ProgramOf(config);
   auto e = Emit(Framework::Torchtitan, config, program);
   REQUIRE(e.ok());
@@ -532,10 +511,9 @@ TEST_CASE("emit torchtitan writes the schedule CSV when torch runs another "
                                       "\"PipelineScheduleMulti\"\n"
                                       "pipeline_parallel_schedule_csv = "
                                       "\"ppb-schedule.csv\"\n"));
-  CHECK_THAT(FormatEmissionsText({*e}),
-             Catch::Contains("==== ppb emit: torchtitan schedule CSV "
-                             "(ppb-schedule.csv) ====\n" +
-                             e->schedule_csv));
+  CHECK_THAT(FormatEmissionsText({*e}), Catch::Contains("==== ppb emit: torchtitan schedule CSV "
+                                                        "(ppb-schedule.csv) ====\n" +
+                                                        e->schedule_csv));
   CheckRoundTrip(Framework::Torchtitan, config);
   // The same with g = 2 is torch's order: no CSV.
   RunConfig torch_g = config;
@@ -546,16 +524,15 @@ TEST_CASE("emit torchtitan writes the schedule CSV when torch runs another "
   CHECK_THAT(plain->text, Catch::Contains("\"Interleaved1F1B\""));
   // Megatron gets the group flag (g != p).
   CHECK_THAT(EmitText(Framework::Megatron, config),
-             Catch::Contains(
-                 "--microbatch-group-size-per-virtual-pipeline-stage 3\n"));
+             Catch::Contains("--microbatch-group-size-per-virtual-pipeline-stage 3\n"));
 }
 
 TEST_CASE("ppb-sim --emit: text after the report, JSON object, file, errors") {
   const std::string configs = PPB_CONFIGS_DIR;
   const std::string interleaved = configs + "/interleaved.yaml";
   SECTION("text") {
-    auto r = test::Cli({"--config", interleaved, "--emit", "megatron",
-                        "--emit", "mindformers,torchtitan"});
+    auto r = test::Cli(
+        {"--config", interleaved, "--emit", "megatron", "--emit", "mindformers,torchtitan"});
     REQUIRE(r.status == 0);
     const size_t report = r.out.find("iteration");
     const size_t m = r.out.find("==== ppb emit: megatron ====\n");
@@ -568,8 +545,7 @@ TEST_CASE("ppb-sim --emit: text after the report, JSON object, file, errors") {
     CHECK_THAT(r.out, Catch::Contains("\"Et*3|t*4|t*4|t*5|t*5|t*4|t*4|t*3L\""));
   }
   SECTION("json") {
-    auto r = test::Cli({"--config", interleaved, "--format", "json", "--emit",
-                        "mindformers"});
+    auto r = test::Cli({"--config", interleaved, "--format", "json", "--emit", "mindformers"});
     REQUIRE(r.status == 0);
     const auto j = nlohmann::json::parse(r.out);
     CHECK(j["schema"] == "ppb.sim/1");
@@ -580,8 +556,7 @@ TEST_CASE("ppb-sim --emit: text after the report, JSON object, file, errors") {
   SECTION("file") {
     const std::string path =
         (std::filesystem::temp_directory_path() / "ppb-test-emit.txt").string();
-    auto r = test::Cli(
-        {"--config", interleaved, "--emit", "megatron", "--emit-file", path});
+    auto r = test::Cli({"--config", interleaved, "--emit", "megatron", "--emit-file", path});
     REQUIRE(r.status == 0);
     CHECK(r.out.find("==== ppb emit") == std::string::npos);
     std::ifstream f(path);
@@ -606,8 +581,8 @@ TEST_CASE("ppb-sim --emit: text after the report, JSON object, file, errors") {
     CHECK_THAT(alone.err, Catch::Contains("needs --emit"));
   }
   SECTION("search emits the recommendation under its schedule and v") {
-    auto r = test::Cli({"search", "--config", interleaved, "--node-limit",
-                        "200", "--threads", "1", "--emit", "megatron"});
+    auto r = test::Cli({"search", "--config", interleaved, "--node-limit", "200", "--threads", "1",
+                        "--emit", "megatron"});
     REQUIRE(r.status == 0);
     const size_t m = r.out.find("==== ppb emit: megatron ====\n");
     REQUIRE(m != std::string::npos);
@@ -615,14 +590,11 @@ TEST_CASE("ppb-sim --emit: text after the report, JSON object, file, errors") {
     const size_t layout = r.out.find("layout            ");
     REQUIRE(layout != std::string::npos);
     const size_t end = r.out.find('\n', layout);
-    const std::string best =
-        r.out.substr(layout + 18, end - layout - 18);
-    CHECK_THAT(r.out.substr(m), Catch::Contains(
-                                    "--pipeline-model-parallel-layout \"" +
-                                    best + "\"\n"));
-    auto j = test::Cli({"search", "--config", interleaved, "--node-limit",
-                        "200", "--threads", "1", "--format", "json", "--emit",
-                        "torchtitan"});
+    const std::string best = r.out.substr(layout + 18, end - layout - 18);
+    CHECK_THAT(r.out.substr(m),
+               Catch::Contains("--pipeline-model-parallel-layout \"" + best + "\"\n"));
+    auto j = test::Cli({"search", "--config", interleaved, "--node-limit", "200", "--threads", "1",
+                        "--format", "json", "--emit", "torchtitan"});
     REQUIRE(j.status == 0);
     CHECK(nlohmann::json::parse(j.out)["emit"].contains("torchtitan"));
   }
