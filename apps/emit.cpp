@@ -719,7 +719,7 @@ Result<Emission> EmitMegatron(const RunConfig& config) {
       AddNote(text, "equivalent without the layout (give one form, not both):");
     }
     for (const std::string& flag : flags) text += "#   " + flag + "\n";
-  } else {
+  } else if (p > 1) {
     AddNote(text,
             "no --decoder-first/last-pipeline-num-layers form: "
             "Megatron-LM's uneven split needs equal middle ranks, equal "
@@ -1569,6 +1569,12 @@ Result<Emission> EmitDeepSpeed(const RunConfig& config) {
                             "gradient_accumulation_steps (DeepSpeed config) = "
                             "micro-batches per step",
                             layers.front().name, layers.back().name));
+  if (interval == 1) {
+    AddNote(text,
+            "at interval 1 DeepSpeed checkpoints every layer with parameters; "
+            "PipelineModule's checkpointable_layers (class names) keeps it to "
+            "the layers ppb recomputes (those offering full)");
+  }
   if (config.schedule != "1f1b") {
     AddNote(text,
             "DeepSpeed runs its own 1F1B-style TrainSchedule; simulated "

@@ -243,7 +243,12 @@ TEST_CASE("emit golden: torchtitan and DeepSpeed, full recompute") {
         "compute\n"
         "# ppb: their own boundaries, so set PipelineModule.parts to these;\n"
         "# ppb: gradient_accumulation_steps (DeepSpeed config) = micro-batches "
-        "per step\n");
+        "per step\n"
+        "# ppb: at interval 1 DeepSpeed checkpoints every layer with "
+        "parameters;\n"
+        "# ppb: PipelineModule's checkpointable_layers (class names) keeps it "
+        "to the\n"
+        "# ppb: layers ppb recomputes (those offering full)\n");
   for (Framework f : kAll) CheckRoundTrip(f, config);
   // Megatron: every decoder layer full = uniform with one layer per unit.
   CHECK_THAT(EmitText(Framework::Megatron, config), Catch::Contains("--recompute-method uniform\n"
@@ -330,6 +335,42 @@ TEST_CASE("emit round trips: uneven, v=2, v=4, own stages, MTP, selective") {
       CHECK_FALSE(e->recompute_expressed);
     }
   }
+}
+
+// SAPP's mode names map to MindFormers' three lists: full first, then the
+// layers in both select lists, then those in one (by hand: stage 0 holds
+// decoder.0 full, decoder.1 both, decoder.2 select_comm; stage 1 decoder.3
+// select_comm: recompute [1,0,0,0], select [2,0,0,0], comm [3,1,0,0]).
+TEST_CASE("emit MindFormers: select and select_comm lists") {
+  const RunConfig config = Load(
+      "model:\n"
+      "  layers:\n"
+      "    - {name: embedding, kind: embedding, forward: 1ms, backward: 2ms}\n"
+      "    - name: decoder\n"
+      "      repeat: 8\n"
+      "      forward: 1ms\n"
+      "      backward: 2ms\n"
+      "      recompute:\n"
+      "        full: {activation: 0B, time: 1ms}\n"
+      "        selective: {activation: 0B, time: 0.1ms}\n"
+      "        select_comm: {activation: 0B, time: 0.1ms}\n"
+      "        both_comm_select: {activation: 0B, time: 0.2ms}\n"
+      "    - {name: head, kind: head, forward: 1ms, backward: 2ms}\n"
+      "cluster: {devices: {memory: 80GiB}}\n"
+      "pipeline: {stages: 4, microbatches: 8}\n"
+      "strategy:\n"
+      "  layers_per_chunk: [[4, 2, 2, 2]]\n"
+      "  recompute: {full: [1, 0, 0, 0], both_comm_select: [2, 0, 0, 0], "
+      "select_comm: [3, 1, 0, 0]}\n");
+  const std::string text = EmitText(Framework::MindFormers, config);
+  CHECK_THAT(text, Catch::Contains("  recompute: [1, 0, 0, 0]\n"
+                                   "  select_recompute: [2, 0, 0, 0]\n"
+                                   "  select_comm_recompute: [3, 1, 0, 0]\n"));
+  CheckRoundTrip(Framework::MindFormers, config);
+  // Megatron cannot express mixed modes: a note, no flags.
+  auto megatron = EmitFor(Framework::Megatron, config);
+  REQUIRE(megatron.ok());
+  CHECK_FALSE(megatron->recompute_expressed);
 }
 
 TEST_CASE("emit refusals name the framework rule") {
