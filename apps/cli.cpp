@@ -22,6 +22,7 @@
 #include "apps/calibrate.h"
 #include "apps/compare.h"
 #include "apps/config.h"
+#include "apps/emit.h"
 #include "apps/output.h"
 #include "apps/model_output.h"
 #include "apps/search_cli.h"
@@ -200,6 +201,75 @@ bool Check(const Result<T>& r, std::ostream& err) {
   return false;
 }
 
+// ---- --emit (apps/emit.h) --------------------------------------------------
+
+// What --emit asked for, and what was emitted.
+struct EmitRequest {
+  std::vector<Framework> frameworks;  // empty: no --emit
+  std::string file;                   // --emit-file; empty: with the report
+  std::vector<Emission> emissions;
+};
+
+void AddEmitOptions(po::options_description& opts) {
+  // clang-format off
+  opts.add_options()
+      ("emit", po::value<std::vector<std::string>>(),
+       "framework output: megatron | mindformers | torchtitan | deepspeed "
+       "(comma-separated or repeated); after a text report, as \"emit\" in JSON")
+      ("emit-file", po::value<std::string>(), "write the --emit output to FILE instead");
+  // clang-format on
+}
+
+// The --emit flags; nullopt after reporting a bad one.
+std::optional<EmitRequest> ReadEmitFlags(const po::variables_map& vm,
+                                         std::ostream& err) {
+  EmitRequest req;
+  if (vm.count("emit")) {
+    for (const std::string& text : vm["emit"].as<std::vector<std::string>>()) {
+      auto fs = ParseFrameworks("--emit", text);
+      if (!Check(fs, err)) return std::nullopt;
+      for (Framework f : *fs) {
+        if (std::find(req.frameworks.begin(), req.frameworks.end(), f) ==
+            req.frameworks.end()) {
+          req.frameworks.push_back(f);
+        }
+      }
+    }
+  }
+  if (vm.count("emit-file")) {
+    req.file = vm["emit-file"].as<std::string>();
+    if (req.frameworks.empty()) {
+      err << "ppb-sim: --emit-file: needs --emit (which framework to "
+             "write); got --emit-file alone\n";
+      return std::nullopt;
+    }
+  }
+  return req;
+}
+
+// Emits `config` for every framework asked; false after reporting a refusal.
+bool RunEmit(EmitRequest& req, const RunConfig& config, const Program& program,
+             std::ostream& err) {
+  for (Framework f : req.frameworks) {
+    Result<Emission> e = Emit(f, config, program);
+    if (!Check(e, err)) return false;
+    req.emissions.push_back(std::move(*e));
+  }
+  return true;
+}
+
+// The JSON report with an "emit" object when the output goes with it.
+std::string EmitJson(const std::string& json, const EmitRequest& req) {
+  if (req.emissions.empty() || !req.file.empty()) return json;
+  return AddEmissionsToJson(json, req.emissions);
+}
+
+// The text that follows a text report ("" when there is none to print).
+std::string EmitText(const EmitRequest& req) {
+  if (req.emissions.empty() || !req.file.empty()) return "";
+  return "\n" + FormatEmissionsText(req.emissions);
+}
+
 // The pipeline overrides of AddRunOptions (and --schedule-csv when given).
 std::optional<CliOverrides> RunOverrides(const po::variables_map& vm,
                                          std::ostream& err) {
@@ -245,10 +315,13 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
       ("trace", po::value<std::string>(), "write a Chrome/Perfetto trace (JSON)")
       ("critical-path", "print the chain of ops and waits that sets the iteration time");
   // clang-format on
+  AddEmitOptions(opts);
   po::variables_map vm;
   if (auto done = ParseArgs(args, opts, vm, out, err)) return *done;
   const std::optional<CliOverrides> ov = RunOverrides(vm, err);
   if (!ov) return kExitBadInput;
+  std::optional<EmitRequest> emit = ReadEmitFlags(vm, err);
+  if (!emit) return kExitBadInput;
   const std::optional<RunConfig> config = Load(vm, *ov, err);
   if (!config) return kExitBadInput;
   auto run = Prepare(*config);
@@ -269,11 +342,19 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
   if (want_path && result.outcome != Outcome::Deadlock) {
     path = CriticalPath(run->spec, run->program, result);
   }
+  if (!RunEmit(*emit, *config, run->program, err)) return kExitBadInput;
   if (vm["format"].as<std::string>() == "json") {
-    out << FormatSimJson(*config, *run, result, want_path ? &path : nullptr);
+    out << EmitJson(
+        FormatSimJson(*config, *run, result, want_path ? &path : nullptr),
+        *emit);
   } else {
     out << FormatSimText(*config, *run, result);
     if (want_path) out << "\n" << FormatCriticalPath(path);
+    out << EmitText(*emit);
+  }
+  if (!emit->file.empty() &&
+      !WriteFile(emit->file, FormatEmissionsText(emit->emissions), err)) {
+    return kExitIo;
   }
   if (vm.count("dump-schedule") &&
       !WriteFile(vm["dump-schedule"].as<std::string>(),
@@ -351,10 +432,13 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
        "g values to search for interleaved, comma-separated (overrides search.microbatch_groups)")
       ("progress", "report progress on stderr even when it is not a terminal");
   // clang-format on
+  AddEmitOptions(opts);
   po::variables_map vm;
   if (auto done = ParseArgs(args, opts, vm, out, err)) return *done;
   std::optional<CliOverrides> ov = RunOverrides(vm, err);
   if (!ov || !SearchOverrides(vm, *ov, err)) return kExitBadInput;
+  std::optional<EmitRequest> emit = ReadEmitFlags(vm, err);
+  if (!emit) return kExitBadInput;
   const std::optional<RunConfig> config = Load(vm, *ov, err);
   if (!config) return kExitBadInput;
   const Result<SearchProblem> problem = BuildSearchProblem(*config);
@@ -391,10 +475,29 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
   report.result = &*result;
   report.baselines =
       Baselines(*problem, result->found ? result->best.choice : 0);
+  // --emit: the recommendation under the schedule, v and g it chose.
+  if (!emit->frameworks.empty() && result->found) {
+    const ScheduleChoice& choice = problem->choices[result->best.choice];
+    const RunConfig best = WithChoice(*config, choice.schedule, choice.v,
+                                      choice.params, result->best.strategy);
+    auto run = Prepare(best);
+    if (!run.ok()) {
+      err << run.error().message << "\n";
+      return kExitBadInput;
+    }
+    if (!RunEmit(*emit, best, run->program, err)) return kExitBadInput;
+  } else if (!emit->frameworks.empty()) {
+    err << "ppb-sim: --emit: no strategy fits in memory; nothing emitted\n";
+  }
   if (vm["format"].as<std::string>() == "json") {
-    out << FormatSearchJson(*config, report);
+    out << EmitJson(FormatSearchJson(*config, report), *emit);
   } else {
     out << FormatSearchText(*config, report);
+    out << EmitText(*emit);
+  }
+  if (!emit->file.empty() && !emit->emissions.empty() &&
+      !WriteFile(emit->file, FormatEmissionsText(emit->emissions), err)) {
+    return kExitIo;
   }
   return kExitOk;
 }

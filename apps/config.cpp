@@ -135,26 +135,6 @@ std::string ParentKey(const std::string& key) {
   return dot == std::string::npos ? std::string() : key.substr(0, dot);
 }
 
-// Layers pinned to the first stage (leading embedding layers) and to the last
-// stage (trailing head / MTP layers); the same rule as EvenStrategy.
-struct Pinned {
-  int lead = 0;
-  int tail = 0;
-};
-Pinned PinnedLayers(const std::vector<Layer>& layers) {
-  const int n = static_cast<int>(layers.size());
-  Pinned pin;
-  while (pin.lead < n && layers[pin.lead].kind == LayerKind::Embedding) {
-    ++pin.lead;
-  }
-  while (pin.tail < n - pin.lead &&
-         (layers[n - 1 - pin.tail].kind == LayerKind::Head ||
-          layers[n - 1 - pin.tail].kind == LayerKind::Mtp)) {
-    ++pin.tail;
-  }
-  return pin;
-}
-
 // Per-global-stage integers read from a [chunk][rank] list, a flat list by
 // global stage, or one scalar for every stage; with the key path of each.
 struct StageInts {

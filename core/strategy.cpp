@@ -213,6 +213,16 @@ Result<std::vector<int>> ParseMegatronLayout(std::string_view layout,
   return counts;
 }
 
+Result<int> MegatronLayoutStages(std::string_view layout,
+                                 size_t max_symbols) {
+  std::vector<Token> tokens;
+  LayoutExpander expander(layout, max_symbols);
+  if (Status s = expander.Expand(tokens); !s.ok()) return s.error();
+  int stages = 1;
+  for (const Token& t : tokens) stages += t.symbol == '|' ? 1 : 0;
+  return stages;
+}
+
 std::string FormatMegatronLayout(const std::vector<int>& layers_per_stage,
                                  const std::vector<Layer>& layers) {
   std::string out;
@@ -274,6 +284,20 @@ Status ApplyFirstNRecompute(const std::vector<Layer>& layers,
     begin = end;
   }
   return Status();
+}
+
+Pinned PinnedLayers(const std::vector<Layer>& layers) {
+  const int n = static_cast<int>(layers.size());
+  Pinned pin;
+  while (pin.lead < n && layers[pin.lead].kind == LayerKind::Embedding) {
+    ++pin.lead;
+  }
+  while (pin.tail < n - pin.lead &&
+         (layers[n - 1 - pin.tail].kind == LayerKind::Head ||
+          layers[n - 1 - pin.tail].kind == LayerKind::Mtp)) {
+    ++pin.tail;
+  }
+  return pin;
 }
 
 }  // namespace ppb

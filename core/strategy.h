@@ -23,6 +23,12 @@ Result<std::vector<int>> ParseMegatronLayout(std::string_view layout,
                                              const std::vector<Layer>& layers,
                                              int p, int v);
 
+// The number of stages of a Megatron layout string (its '|' separators + 1
+// after expansion), without matching it to a model: Megatron-LM derives v
+// from it (stages / p). Errors as ParseMegatronLayout's for a malformed
+// string, or when it expands to more than `max_symbols` symbols.
+Result<int> MegatronLayoutStages(std::string_view layout, size_t max_symbols);
+
 // Writes layers per stage as a Megatron layout string with the symbols of
 // `layers` ("E" for embedding, "t" for decoder/moe/other, "m" MTP, "L" head),
 // compressing runs "t*n". REQUIRES: counts add up to layers.size().
@@ -42,5 +48,15 @@ Status ApplyFirstNRecompute(const std::vector<Layer>& layers,
                             const std::vector<int>& counts,
                             std::string_view option,
                             std::vector<std::uint8_t>& recompute);
+
+// Layers pinned to the first stage (the leading embedding layers) and to the
+// last stage (the trailing head / MTP layers), as EvenStrategy places them;
+// MindFormers' offsets split the layers between them (its num_layers counts
+// decoder layers only).
+struct Pinned {
+  int lead = 0;
+  int tail = 0;
+};
+Pinned PinnedLayers(const std::vector<Layer>& layers);
 
 }  // namespace ppb
