@@ -2412,12 +2412,9 @@ void MinCapacity(const SearchProblem& pb, const SearchOptions& options,
 }  // namespace
 
 // The search on the problem's own cluster (no placement decision).
-static Result<SearchResult> SearchFixed(const SearchProblem& problem,
-                                        const SearchOptions& options) {
-  const auto t0 = Clock::now();
-  if (problem.choices.empty()) {
-    return Error{"search", "needs at least one schedule choice"};
-  }
+// The contexts of the choices the schedules accept; the first refusal when
+// they accept none.
+static Result<std::vector<ChoiceContext>> MakeContexts(const SearchProblem& problem) {
   std::vector<ChoiceContext> ctxs;
   std::vector<Error> refused;
   for (int i = 0; i < static_cast<int>(problem.choices.size()); ++i) {
@@ -2429,6 +2426,18 @@ static Result<SearchResult> SearchFixed(const SearchProblem& problem,
     ctxs.push_back(std::move(c).value());
   }
   if (ctxs.empty()) return refused.front();
+  return ctxs;
+}
+
+static Result<SearchResult> SearchFixed(const SearchProblem& problem,
+                                        const SearchOptions& options) {
+  const auto t0 = Clock::now();
+  if (problem.choices.empty()) {
+    return Error{"search", "needs at least one schedule choice"};
+  }
+  Result<std::vector<ChoiceContext>> made = MakeContexts(problem);
+  if (!made.ok()) return made.error();
+  std::vector<ChoiceContext> ctxs = std::move(made).value();
 
   // Each choice is searched independently (so results do not depend on
   // thread timing); with several threads, choices run concurrently and
@@ -2963,17 +2972,9 @@ Result<SearchResult> SearchPlacement(const SearchProblem& problem,
     return Error{"cluster", "the placement search needs one device per rank (" +
                                 std::to_string(problem.p) + ") and a given order"};
   }
-  std::vector<ChoiceContext> ctxs;
-  std::vector<Error> refused;
-  for (int i = 0; i < static_cast<int>(problem.choices.size()); ++i) {
-    auto c = MakeContext(problem, i);
-    if (!c.ok()) {
-      refused.push_back(c.error());
-      continue;
-    }
-    ctxs.push_back(std::move(c).value());
-  }
-  if (ctxs.empty()) return refused.front();
+  Result<std::vector<ChoiceContext>> made = MakeContexts(problem);
+  if (!made.ok()) return made.error();
+  std::vector<ChoiceContext> ctxs = std::move(made).value();
   PlacementSearcher ps(problem, options, std::move(ctxs));
   SearchResult res = ps.Run();
   res.solve_time_s = std::chrono::duration<double>(Clock::now() - t0).count();
