@@ -132,6 +132,7 @@ constexpr std::string_view kStyle = R"(<style>
 .area{fill:#bee3f8;stroke:#2b6cb0;stroke-width:1}
 .cap{stroke:#c53030;stroke-width:1.2;stroke-dasharray:5,3}
 .peak{fill:#c53030}
+.cl{font-family:sans-serif;font-size:10px;fill:#c53030;stroke:#ffffff;stroke-width:3px;paint-order:stroke;stroke-linejoin:round}
 .pk{font-family:sans-serif;font-size:11px;fill:#c53030;font-weight:bold;stroke:#ffffff;stroke-width:3px;paint-order:stroke;stroke-linejoin:round}
 </style>
 )";
@@ -458,7 +459,7 @@ void DrawMemory(Canvas& c, const SimResult& r, int d, double x, double y, double
     c.Line(x, Y(ds.capacity), x + w, Y(ds.capacity), "cap");
     if (!small) {
       const double ly = Y(ds.capacity) - y < 14 ? Y(ds.capacity) + 11 : Y(ds.capacity) - 3;
-      c.Text(x + w - 2, ly, "ts end", "capacity " + ShortBytes(ds.capacity));
+      c.Text(x + w - 2, ly, "cl end", "capacity " + ShortBytes(ds.capacity));
     }
   } else {
     c.Text(x + w - 2, y + 10, "ts end", "capacity " + ShortBytes(ds.capacity) + " (off scale)");
@@ -568,14 +569,15 @@ std::string FormatSvg(const RunConfig& config, const PreparedRun& run, const Sim
   c.Text(kLeft, mem_top, "tb",
          "memory per rank (grey: static; blue: + activations and workspace; dashed: capacity; "
          "dot: peak)");
-  Bytes ymax = 1;
-  Bytes cap_max = 0;
+  // One scale for every chart, so ranks compare at a glance: the largest
+  // peak and every capacity up to 4 times it (a larger one would flatten the
+  // curves; it is named instead of drawn).
+  Bytes peak_max = 1;
+  for (const DeviceStats& ds : r.devices) peak_max = std::max(peak_max, ds.peak_memory);
+  Bytes ymax = peak_max;
   for (const DeviceStats& ds : r.devices) {
-    ymax = std::max(ymax, ds.peak_memory);
-    cap_max = std::max(cap_max, ds.capacity);
+    if (ds.capacity / 4 <= peak_max) ymax = std::max(ymax, ds.capacity);
   }
-  // The capacity joins the scale unless it would flatten the curves.
-  if (cap_max <= ymax * 5 / 2) ymax = std::max(ymax, cap_max);
   ymax += ymax / 12;
   const double col_w = (kWidth - 20) / cols;
   for (int d = 0; d < spec.p; ++d) {
