@@ -147,7 +147,7 @@ std::string ExplainBreakdown(const PipelineSpec& spec, const SimResult& r,
   const int d = b.bottleneck;
   const DeviceStats& ds = r.devices[d];
   const int p = spec.p;
-  const std::string head = fmt::format(
+  std::string head = fmt::format(
       "{} is the largest loss ({:.1f} % of the iteration on rank {})", BubbleTermLabel(term),
       100.0 * static_cast<double>(b.pipeline[term]) / static_cast<double>(b.iteration), d);
   // Layers and recomputed layers held by each rank.

@@ -48,8 +48,7 @@ double Pct(Nanos part, Nanos whole) {
 std::string Ms(Nanos t) { return fmt::format("{:.3f} ms", ToMs(t)); }
 
 // A <tr> of cells; `left` cells are left-aligned. Cells are escaped here.
-std::string Row(const std::vector<std::string>& cells, size_t left = 1,
-                std::string_view cls = "") {
+std::string Row(const std::vector<std::string>& cells, size_t left = 1, std::string_view cls = "") {
   std::string out = cls.empty() ? "<tr>" : fmt::format("<tr class=\"{}\">", cls);
   for (size_t i = 0; i < cells.size(); ++i) {
     out += fmt::format("<td{}>{}</td>", i < left ? " class=\"l\"" : "", E(cells[i]));
@@ -98,27 +97,27 @@ std::string Summary(const RunConfig& config, const PreparedRun& run, const SimRe
     if (r.devices[d].oom) oom += fmt::format("{}{}", oom.empty() ? "" : ", ", d);
   }
   const std::string outcome =
-      r.outcome == Outcome::Ok            ? "ok: every rank fits in memory"
-      : r.outcome == Outcome::OutOfMemory ? "OUT OF MEMORY on rank" +
-                                                std::string(oom.find(',') != std::string::npos
-                                                                ? "s "
-                                                                : " ") +
-                                                oom
-                                          : "DEADLOCK";
-  std::string out = "<table class=\"kv\">\n" + KeyValueRows({
-      {"model", config.model_name.empty() ? config.path : config.model_name},
-      {"config", config.path},
-      {"schedule", DescribeSchedule(config)},
-      {"pipeline", fmt::format("p={} v={} m={}, {} layers, communication {}", spec.p, spec.v,
-                               spec.m, config.layers.size(),
-                               spec.comm == CommMode::Overlapped ? "overlapped" : "blocking")},
-      {"layout", FormatMegatronLayout(config.strategy.layers_per_stage, config.layers)},
-      {"iteration time", Ms(r.makespan)},
-      {"bubble fraction", fmt::format("{:.2f} %", 100.0 * r.bubble_fraction())},
-      {"max peak memory",
-       fmt::format("{} on rank {} (capacity {})", FormatBytes(r.devices[peak].peak_memory), peak,
-                   FormatBytes(r.devices[peak].capacity))},
-  });
+      r.outcome == Outcome::Ok ? "ok: every rank fits in memory"
+      : r.outcome == Outcome::OutOfMemory
+          ? "OUT OF MEMORY on rank" + std::string(oom.find(',') != std::string::npos ? "s " : " ") +
+                oom
+          : "DEADLOCK";
+  std::string out =
+      "<table class=\"kv\">\n" +
+      KeyValueRows({
+          {"model", config.model_name.empty() ? config.path : config.model_name},
+          {"config", config.path},
+          {"schedule", DescribeSchedule(config)},
+          {"pipeline", fmt::format("p={} v={} m={}, {} layers, communication {}", spec.p, spec.v,
+                                   spec.m, config.layers.size(),
+                                   spec.comm == CommMode::Overlapped ? "overlapped" : "blocking")},
+          {"layout", FormatMegatronLayout(config.strategy.layers_per_stage, config.layers)},
+          {"iteration time", Ms(r.makespan)},
+          {"bubble fraction", fmt::format("{:.2f} %", 100.0 * r.bubble_fraction())},
+          {"max peak memory",
+           fmt::format("{} on rank {} (capacity {})", FormatBytes(r.devices[peak].peak_memory),
+                       peak, FormatBytes(r.devices[peak].capacity))},
+      });
   // The outcome, coloured.
   out += fmt::format("<tr><td class=\"l\">outcome</td><td class=\"l {}\">{}</td></tr>\n",
                      r.outcome == Outcome::Ok ? "ok" : "oom", E(outcome));
@@ -141,9 +140,8 @@ std::string BreakdownSection(const PipelineSpec& spec, const SimResult& r) {
       "less); imbalance: useful compute above the mean (or idle time for the share a rank "
       "lacks); communication: idle time waiting on messages or blocked on sends; "
       "warm-up/drain: the rest of the idle time.</p>\n";
-  const std::vector<std::string> head = {"",          "ideal",         "imbalance",
-                                         "recompute", "communication", "warm-up/drain",
-                                         "",          "largest loss"};
+  const std::vector<std::string> head = {
+      "", "ideal", "imbalance", "recompute", "communication", "warm-up/drain", "", "largest loss"};
   out += "<table id=\"breakdown-table\">\n" + Header(head);
   auto row = [&](const std::string& name, const BubbleParts& parts, std::string_view cls) {
     std::string tr = fmt::format("<tr class=\"{}\"><td class=\"l\">{}</td>", cls, E(name));
@@ -183,8 +181,8 @@ std::string DevicesSection(const RunConfig& config, const PreparedRun& run, cons
           fmt::format("{:.1f} %", Pct(ds.idle, r.makespan)), Ms(ds.recompute), Ms(ds.comm_wait),
           Ms(ds.comm_blocked), FormatBytes(ds.peak_memory), FormatBytes(ds.capacity),
           fmt::format("{:.1f} %", ds.capacity > 0 ? 100.0 * static_cast<double>(ds.peak_memory) /
-                                                         static_cast<double>(ds.capacity)
-                                                   : 0.0),
+                                                        static_cast<double>(ds.capacity)
+                                                  : 0.0),
           std::to_string(ds.peak_inflight)}) {
       out += fmt::format("<td>{}</td>", E(cell));
     }
@@ -230,8 +228,8 @@ std::string Name(const RunConfig& config) {
 std::string Speedup(const SearchResult& result, const Candidate& c) {
   if (!c.feasible) return "- (does not fit)";
   if (!result.found || result.best.makespan <= 0) return "-";
-  return fmt::format("{:.2f}x", static_cast<double>(c.makespan) /
-                                    static_cast<double>(result.best.makespan));
+  return fmt::format("{:.2f}x",
+                     static_cast<double>(c.makespan) / static_cast<double>(result.best.makespan));
 }
 
 std::string Recommendation(const SearchProblem& problem, const SearchResult& result) {
@@ -283,8 +281,7 @@ std::string SearchStats(const SearchReport& report) {
     status = fmt::format("stopped at {}: lower bound {}, gap {:.2f} %", result.stop_reason,
                          Ms(result.lower_bound), 100.0 * result.gap);
   } else {
-    status = result.proved_infeasible ? "proved infeasible"
-                                      : "stopped at " + result.stop_reason;
+    status = result.proved_infeasible ? "proved infeasible" : "stopped at " + result.stop_reason;
   }
   std::string choices;
   for (const ScheduleChoice& c : report.problem->choices) {
@@ -304,8 +301,8 @@ std::string SearchStats(const SearchReport& report) {
 std::string TopSection(const SearchProblem& problem, const SearchResult& result) {
   if (result.top.empty()) return "";
   std::string out = "<section id=\"top\">\n<h2>Top alternatives</h2>\n<table>\n";
-  out += Header({"#", "iteration", "vs best", "bubble", "max peak", "schedule", "recompute",
-                 "layout"});
+  out += Header(
+      {"#", "iteration", "vs best", "bubble", "max peak", "schedule", "recompute", "layout"});
   const Candidate& best = result.top.front();
   for (size_t i = 0; i < result.top.size(); ++i) {
     const Candidate& c = result.top[i];
@@ -323,8 +320,7 @@ std::string TopSection(const SearchProblem& problem, const SearchResult& result)
 std::string BaselinesSection(const SearchReport& report) {
   const SearchProblem& problem = *report.problem;
   std::string out = "<section id=\"baselines\">\n<h2>Baselines</h2>\n<table>\n";
-  out += Header({"baseline", "schedule", "iteration", "max peak", "fits", "speedup of the "
-                 "recommendation"}, 2);
+  out += Header({"baseline", "schedule", "iteration", "max peak", "fits", "speedup"}, 2);
   for (const Baseline& b : report.baselines) {
     if (!b.applicable) {
       out += Row({b.name, "n/a: " + b.why_not, "", "", "", ""}, 2, "baseline");

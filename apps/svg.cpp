@@ -17,7 +17,7 @@ namespace {
 // ---- layout (px) ------------------------------------------------------------
 
 constexpr double kWidth = 1200;
-constexpr double kLeft = 70;   // row labels
+constexpr double kLeft = 70;  // row labels
 constexpr double kRight = 20;
 constexpr double kPlotW = kWidth - kLeft - kRight;
 constexpr double kTimelineTop = 84;
@@ -68,8 +68,8 @@ std::string TimeLabel(Nanos t, Nanos step) {
   for (Nanos scale = 1; decimals < 3 && (step * scale) % unit != 0; scale *= 10) {
     ++decimals;
   }
-  return fmt::format("{:.{}f} {}", static_cast<double>(t) / static_cast<double>(unit),
-                     decimals, name);
+  return fmt::format("{:.{}f} {}", static_cast<double>(t) / static_cast<double>(unit), decimals,
+                     name);
 }
 
 // "80 GiB", "1.5 GiB", "512 MiB": short byte labels for charts.
@@ -98,12 +98,12 @@ struct Canvas {
   }
   void Text(double x, double y, std::string_view cls, std::string_view text,
             std::string_view extra = "") {
-    out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"{}\"{}>{}</text>\n", Px(x), Px(y),
-                       cls, extra, EscapeXml(text));
+    out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"{}\"{}>{}</text>\n", Px(x), Px(y), cls,
+                       extra, EscapeXml(text));
   }
   void Line(double x1, double y1, double x2, double y2, std::string_view cls) {
-    out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" class=\"{}\"/>\n",
-                       Px(x1), Px(y1), Px(x2), Px(y2), cls);
+    out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" class=\"{}\"/>\n", Px(x1),
+                       Px(y1), Px(x2), Px(y2), cls);
   }
 };
 
@@ -197,8 +197,8 @@ std::array<int, kNumCats> Bands(const Cluster& c, double height) {
   int used = 0;
   std::array<double, kNumCats> rem{};
   for (int k = 0; k < kNumCats; ++k) {
-    const double exact = static_cast<double>(tenths) * static_cast<double>(c.time[k]) /
-                         static_cast<double>(total);
+    const double exact =
+        static_cast<double>(tenths) * static_cast<double>(c.time[k]) / static_cast<double>(total);
     bands[k] = static_cast<int>(std::floor(exact));
     rem[k] = exact - bands[k];
     used += bands[k];
@@ -217,10 +217,10 @@ std::array<int, kNumCats> Bands(const Cluster& c, double height) {
 
 struct Layout {
   int p = 1;
-  Nanos span = 1;      // time drawn: [0, span]
-  double row_h = 20;   // row pitch
-  double op_h = 16;    // op bar height
-  double comm_h = 3;   // communication strip height under the ops
+  Nanos span = 1;     // time drawn: [0, span]
+  double row_h = 20;  // row pitch
+  double op_h = 16;   // op bar height
+  double comm_h = 3;  // communication strip height under the ops
   double X(Nanos t) const {
     return kLeft + kPlotW * static_cast<double>(t) / static_cast<double>(span);
   }
@@ -246,7 +246,8 @@ void DrawLegend(Canvas& c, double y, bool interleaved, bool aggregated, bool oom
   if (interleaved && !aggregated) note += "darker: odd chunks. ";
   if (oom) note += "red rank: out of memory. ";
   if (aggregated) {
-    note += "ops narrower than 3 px merged into busy intervals; band heights show each kind's share.";
+    note +=
+        "ops narrower than 3 px merged into busy intervals; band heights show each kind's share.";
   } else {
     note += "numbers: micro-batch.";
   }
@@ -292,8 +293,7 @@ void DrawOps(Canvas& c, const Layout& l, const PipelineSpec& spec, const Program
 }
 
 // Busy intervals with bands per op kind (ops too narrow to draw one by one).
-void DrawClusters(Canvas& c, const Layout& l, const Program& prog, const SimResult& r,
-                  int d) {
+void DrawClusters(Canvas& c, const Layout& l, const Program& prog, const SimResult& r, int d) {
   std::vector<Cluster> clusters;
   for (size_t k = 0; k < prog.ops[d].size(); ++k) {
     const OpTiming& t = r.timings[d][k];
@@ -353,17 +353,16 @@ void DrawSends(Canvas& c, const Layout& l, int d, const std::vector<Interval>& s
     for (int k = std::max(0, static_cast<int>((s.x0 - kLeft) / kClusterPx));
          k < buckets && kLeft + k * kClusterPx < s.x1; ++k) {
       const double b0 = kLeft + k * kClusterPx;
-      covered[k] +=
-          std::max(0.0, std::min(s.x1, b0 + kClusterPx) - std::max(s.x0, b0));
+      covered[k] += std::max(0.0, std::min(s.x1, b0 + kClusterPx) - std::max(s.x0, b0));
     }
   }
   // Runs of buckets with the same height (tenths of a pixel) are one rect.
   int run_start = 0, run_tenths = 0;
   for (int k = 0; k <= buckets; ++k) {
     const int tenths =
-        k == buckets ? -1
-                     : static_cast<int>(std::lround(
-                           std::min(1.0, covered[k] / kClusterPx) * l.comm_h * 10));
+        k == buckets
+            ? -1
+            : static_cast<int>(std::lround(std::min(1.0, covered[k] / kClusterPx) * l.comm_h * 10));
     if (tenths == run_tenths) continue;
     if (run_tenths > 0) {
       const double x0 = kLeft + run_start * kClusterPx;
@@ -394,12 +393,12 @@ void DrawTimeline(Canvas& c, const Layout& l, const RunConfig& config, const Pre
   for (int d = 0; d < spec.p; ++d) {
     const DeviceStats& ds = r.devices[d];
     c.out += fmt::format("<g id=\"rank-{}\" class=\"{}\">\n", d, kSvgTimelineRowClass);
-    c.out += fmt::format("<title>rank {}: layers {}; busy {:.3f} ms, idle {:.3f} ms</title>\n",
-                         d, EscapeXml(held[d]), ToMs(ds.busy), ToMs(ds.idle));
-    c.out += fmt::format(
-        "<text x=\"{}\" y=\"{}\" class=\"{} end\" font-size=\"{}\">{}</text>\n", Px(kLeft - 6),
-        Px(l.RowTop(d) + (l.op_h + l.comm_h) / 2 + label_font * 0.35), ds.oom ? "tr" : "t",
-        Px(label_font), fmt::format("rank {}", d));
+    c.out += fmt::format("<title>rank {}: layers {}; busy {:.3f} ms, idle {:.3f} ms</title>\n", d,
+                         EscapeXml(held[d]), ToMs(ds.busy), ToMs(ds.idle));
+    c.out +=
+        fmt::format("<text x=\"{}\" y=\"{}\" class=\"{} end\" font-size=\"{}\">{}</text>\n",
+                    Px(kLeft - 6), Px(l.RowTop(d) + (l.op_h + l.comm_h) / 2 + label_font * 0.35),
+                    ds.oom ? "tr" : "t", Px(label_font), fmt::format("rank {}", d));
     if (aggregated) {
       DrawClusters(c, l, run.program, r, d);
     } else {
@@ -416,8 +415,7 @@ void DrawMemory(Canvas& c, const SimResult& r, int d, double x, double y, double
                 Bytes ymax, Nanos span, bool small) {
   const DeviceStats& ds = r.devices[d];
   auto X = [&](Nanos t) {
-    return x + w * static_cast<double>(std::clamp<Nanos>(t, 0, span)) /
-                   static_cast<double>(span);
+    return x + w * static_cast<double>(std::clamp<Nanos>(t, 0, span)) / static_cast<double>(span);
   };
   auto Y = [&](Bytes b) {
     return y + h - h * static_cast<double>(std::max<Bytes>(b, 0)) / static_cast<double>(ymax);
@@ -466,11 +464,10 @@ void DrawMemory(Canvas& c, const SimResult& r, int d, double x, double y, double
   }
   // The peak, where it first happens.
   const double px = X(ds.peak_time), py = Y(ds.peak_memory);
-  c.out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"2.5\" class=\"peak\"/>\n", Px(px),
-                       Px(py));
+  c.out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"2.5\" class=\"peak\"/>\n", Px(px), Px(py));
   const bool right = px < x + w * 0.6;
-  c.Text(right ? px + 5 : px - 5, std::max(py - 4, y + 9),
-         right ? "pk" : "pk end", "peak " + ShortBytes(ds.peak_memory));
+  c.Text(right ? px + 5 : px - 5, std::max(py - 4, y + 9), right ? "pk" : "pk end",
+         "peak " + ShortBytes(ds.peak_memory));
   c.out += "</g>\n";
 }
 
@@ -521,10 +518,9 @@ std::string FormatSvg(const RunConfig& config, const PreparedRun& run, const Sim
     ops += run.program.ops[d].size();
     busy += r.devices[d].busy;
   }
-  const double mean_op_px =
-      ops == 0 ? kPlotW
-               : kPlotW * static_cast<double>(busy) / static_cast<double>(ops) /
-                     static_cast<double>(l.span);
+  const double mean_op_px = ops == 0 ? kPlotW
+                                     : kPlotW * static_cast<double>(busy) /
+                                           static_cast<double>(ops) / static_cast<double>(l.span);
   const bool aggregated = mean_op_px < kMinOpPx;
 
   // Memory charts: a grid that keeps charts readable up to 64 devices.
@@ -546,9 +542,9 @@ std::string FormatSvg(const RunConfig& config, const PreparedRun& run, const Sim
   const Breakdown b = ComputeBreakdown(r);
   const std::string title = fmt::format(
       "{}{} | {} | p={} v={} m={} | iteration {:.3f} ms | bubble {:.1f} %{}",
-      note.empty() ? "" : note + ": ",
-      config.model_name.empty() ? config.path : config.model_name, DescribeSchedule(config),
-      spec.p, spec.v, spec.m, ToMs(r.makespan), 100.0 * r.bubble_fraction(),
+      note.empty() ? "" : note + ": ", config.model_name.empty() ? config.path : config.model_name,
+      DescribeSchedule(config), spec.p, spec.v, spec.m, ToMs(r.makespan),
+      100.0 * r.bubble_fraction(),
       r.outcome == Outcome::OutOfMemory ? " | OUT OF MEMORY"
       : r.outcome == Outcome::Deadlock  ? " | DEADLOCK"
                                         : "");
@@ -556,9 +552,9 @@ std::string FormatSvg(const RunConfig& config, const PreparedRun& run, const Sim
   std::string parts;
   for (int t = 0; t < kNumBubbleTerms; ++t) {
     const auto term = static_cast<BubbleTerm>(t);
-    parts += fmt::format("{}{} {:.1f} %", t == 0 ? "" : " + ", BubbleTermLabel(term),
-                         100.0 * static_cast<double>(b.pipeline[term]) /
-                             static_cast<double>(l.span));
+    parts +=
+        fmt::format("{}{} {:.1f} %", t == 0 ? "" : " + ", BubbleTermLabel(term),
+                    100.0 * static_cast<double>(b.pipeline[term]) / static_cast<double>(l.span));
   }
   c.Text(kLeft, 40, "ts", fmt::format("busiest rank {}: {}", b.bottleneck, parts));
   DrawLegend(c, 60, spec.v > 1, aggregated, r.outcome == Outcome::OutOfMemory);

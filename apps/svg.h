@@ -32,8 +32,8 @@ inline constexpr const char* kSvgMemoryChartClass = "ppb-mem";
 // `note`, when not empty, is shown above the title (e.g. "search
 // recommendation"). REQUIRES: result came from running run.program on
 // run.spec with SimOptions::record_ops and record_memory.
-std::string FormatSvg(const RunConfig& config, const PreparedRun& run,
-                      const SimResult& result, const std::string& note = "");
+std::string FormatSvg(const RunConfig& config, const PreparedRun& run, const SimResult& result,
+                      const std::string& note = "");
 
 // Text escaped for XML and HTML content and attribute values (& < > " ').
 std::string EscapeXml(std::string_view text);

@@ -42,15 +42,13 @@ BubbleTerm BubbleParts::largest_loss() const {
   return best;
 }
 
-BubbleParts DeviceBubbleParts(const DeviceStats& d, Nanos makespan,
-                              Nanos mean_useful) {
+BubbleParts DeviceBubbleParts(const DeviceStats& d, Nanos makespan, Nanos mean_useful) {
   BubbleParts parts;
   const Nanos useful = d.busy - d.recompute;
   const Nanos idle = makespan - d.busy;
   // The engine's waits are disjoint pieces of idle time; the clamp only
   // guards the contract against a partial (deadlocked) run.
-  const Nanos comm = std::clamp(d.comm_wait + d.comm_blocked, Nanos{0},
-                                std::max(idle, Nanos{0}));
+  const Nanos comm = std::clamp(d.comm_wait + d.comm_blocked, Nanos{0}, std::max(idle, Nanos{0}));
   parts[BubbleTerm::Recompute] = d.recompute;
   parts[BubbleTerm::Communication] = comm;
   if (useful >= mean_useful) {
@@ -64,9 +62,9 @@ BubbleParts DeviceBubbleParts(const DeviceStats& d, Nanos makespan,
     parts[BubbleTerm::Imbalance] =
         std::clamp(mean_useful - useful, Nanos{0}, std::max(idle - comm, Nanos{0}));
   }
-  parts[BubbleTerm::WarmupDrain] =
-      makespan - parts[BubbleTerm::Ideal] - parts[BubbleTerm::Imbalance] -
-      parts[BubbleTerm::Recompute] - parts[BubbleTerm::Communication];
+  parts[BubbleTerm::WarmupDrain] = makespan - parts[BubbleTerm::Ideal] -
+                                   parts[BubbleTerm::Imbalance] - parts[BubbleTerm::Recompute] -
+                                   parts[BubbleTerm::Communication];
   return parts;
 }
 

@@ -69,8 +69,7 @@ struct Breakdown {
 // The parts of device `d` for iteration time `makespan` and mean useful
 // compute `mean_useful` (definitions above). REQUIRES: d.busy + d.idle ==
 // makespan.
-BubbleParts DeviceBubbleParts(const DeviceStats& d, Nanos makespan,
-                              Nanos mean_useful);
+BubbleParts DeviceBubbleParts(const DeviceStats& d, Nanos makespan, Nanos mean_useful);
 
 // mu = floor(sum of useful compute / number of devices); 0 without devices.
 Nanos MeanUsefulCompute(const std::vector<DeviceStats>& devices);

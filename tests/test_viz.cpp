@@ -3,11 +3,11 @@
 // well-formed XML with one timeline row and one memory chart per device and
 // stays small when it aggregates, the HTML report's tags balance, the trace's
 // memory series add up to the engine's samples, and the CLI writes the files.
-#include <catch2/catch.hpp>
 #include <unistd.h>
 
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -83,8 +83,8 @@ std::string Slurp(const std::string& path) {
 // A file path in this process's own temporary directory (ctest runs test
 // cases in parallel processes).
 std::string TempPath(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("ppb_test_viz_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("ppb_test_viz_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return (dir / name).string();
 }
@@ -305,8 +305,7 @@ TEST_CASE("breakdown: communication and recompute, hand-computed", "[viz][breakd
   }
 }
 
-TEST_CASE("breakdown: parts add up on the shipped configs and many shapes",
-          "[viz][breakdown]") {
+TEST_CASE("breakdown: parts add up on the shipped configs and many shapes", "[viz][breakdown]") {
   for (const char* name : {"example.yaml", "interleaved.yaml", "tight-memory.yaml",
                            "heterogeneous.yaml", "custom.yaml"}) {
     INFO(name);
@@ -351,8 +350,7 @@ TEST_CASE("breakdown: the explanation names the cause in figures", "[viz][breakd
     const SimResult r = Run(spec, Must(Generate1F1B(spec, {})));
     const std::string e = ExplainBreakdown(spec, r, ComputeBreakdown(r));
     INFO(e);
-    CHECK(e.rfind("warm-up/drain is the largest loss (46.7 % of the iteration on rank 0)", 0) ==
-          0);
+    CHECK(e.rfind("warm-up/drain is the largest loss (46.7 % of the iteration on rank 0)", 0) == 0);
     CHECK(e.find("7 of 8 ranks wait up to 7.000 ms for their first op") != std::string::npos);
     CHECK(e.find("interleaving (v > 1)") != std::string::npos);
   }
@@ -464,7 +462,7 @@ TEST_CASE("svg: well-formed, one row and one memory chart per device", "[viz][sv
       }
     }
     CHECK(ops == static_cast<int>(s.run.program.total_ops()));
-    CHECK(CountElements(tree, "text", "mb") > 0);  // micro-batch numbers
+    CHECK(CountElements(tree, "text", "mb") > 0);        // micro-batch numbers
     CHECK(svg == FormatSvg(s.config, s.run, s.result));  // deterministic
   }
 }
@@ -574,8 +572,7 @@ TEST_CASE("cli: --svg and --report write their files", "[viz][cli]") {
 
   SECTION("unwritable paths exit 1 and say which") {
     for (const char* flag : {"--svg", "--report"}) {
-      const CliRun bad =
-          Cli({"--config", Config("example.yaml"), flag, "/nonexistent-ppb-dir/x"});
+      const CliRun bad = Cli({"--config", Config("example.yaml"), flag, "/nonexistent-ppb-dir/x"});
       CHECK(bad.status == 1);
       CHECK(bad.err == "ppb-sim: cannot write /nonexistent-ppb-dir/x\n");
     }
@@ -642,8 +639,8 @@ pipeline:
     CHECK(p2.find("fits in memory") != std::string::npos);
   }
   SECTION("unwritable path exits 1") {
-    const CliRun bad = Cli({"search", "--config", config, "--threads", "1", "--time-limit",
-                            "20", "--report", "/nonexistent-ppb-dir/r.html"});
+    const CliRun bad = Cli({"search", "--config", config, "--threads", "1", "--time-limit", "20",
+                            "--report", "/nonexistent-ppb-dir/r.html"});
     CHECK(bad.status == 1);
     CHECK(bad.err == "ppb-sim: cannot write /nonexistent-ppb-dir/r.html\n");
   }
