@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <string_view>
 #include <vector>
 
@@ -27,8 +28,9 @@ constexpr double kMinOpPx = 3.0;
 // A busy interval covers at most this width, so the mix of op kinds still
 // changes along the row (fill, steady state, drain).
 constexpr double kClusterPx = 6.0;
-// Gaps narrower than this are not drawn (they would be sub-pixel slivers).
-constexpr double kMinGapPx = 1.0;
+// Aggregated, an idle gap this wide or wider ends a busy interval (and
+// shows); narrower gaps lower the interval's bar instead.
+constexpr double kMinGapPx = 2.0;
 
 // Op categories drawn on the timeline; also the order of the bands of a busy
 // interval, top to bottom.
@@ -181,24 +183,32 @@ std::vector<Interval> Union(std::vector<Interval> xs) {
 // A busy interval of the aggregated timeline: its extent and the time of
 // each category inside it.
 struct Cluster {
+  Nanos t0 = 0, t1 = 0;
   double x0 = 0, x1 = 0;
   std::array<Nanos, kNumCats> time{};
 };
 
 // Band heights of a cluster in tenths of a pixel (integers, so that two
-// neighbours with the same mix merge exactly).
-std::array<int, kNumCats> Bands(const Cluster& c, double height) {
+// neighbours with the same bands merge exactly). The bands together are as
+// high as the share of the interval (at least `min_span` long, the time of
+// one pixel) that is busy, and split that height by the time of each kind:
+// the area drawn is the time spent.
+std::array<int, kNumCats> Bands(const Cluster& c, double height, Nanos min_span) {
   std::array<int, kNumCats> bands{};
-  Nanos total = 0;
-  for (Nanos t : c.time) total += t;
-  if (total <= 0) return bands;
-  // Largest remainder, so the bands fill the height exactly.
-  const int tenths = static_cast<int>(std::lround(height * 10));
+  Nanos busy = 0;
+  for (Nanos t : c.time) busy += t;
+  const Nanos span = std::max(c.t1 - c.t0, min_span);
+  if (busy <= 0 || span <= 0) return bands;
+  const int full = static_cast<int>(std::lround(height * 10));
+  const int tenths = std::min(
+      full, static_cast<int>(std::lround(static_cast<double>(full) * static_cast<double>(busy) /
+                                         static_cast<double>(span))));
+  // Largest remainder, so the bands add up to `tenths` exactly.
   int used = 0;
   std::array<double, kNumCats> rem{};
   for (int k = 0; k < kNumCats; ++k) {
     const double exact =
-        static_cast<double>(tenths) * static_cast<double>(c.time[k]) / static_cast<double>(total);
+        static_cast<double>(tenths) * static_cast<double>(c.time[k]) / static_cast<double>(busy);
     bands[k] = static_cast<int>(std::floor(exact));
     rem[k] = exact - bands[k];
     used += bands[k];
@@ -247,7 +257,8 @@ void DrawLegend(Canvas& c, double y, bool interleaved, bool aggregated, bool oom
   if (oom) note += "red rank: out of memory. ";
   if (aggregated) {
     note +=
-        "ops narrower than 3 px merged into busy intervals; band heights show each kind's share.";
+        "ops narrower than 3 px merged into busy intervals: bar height = share of the time busy, "
+        "split by kind.";
   } else {
     note += "numbers: micro-batch.";
   }
@@ -301,32 +312,51 @@ void DrawClusters(Canvas& c, const Layout& l, const Program& prog, const SimResu
     const double x0 = l.X(t.start), x1 = l.X(t.end);
     if (clusters.empty() || x0 - clusters.back().x1 >= kMinGapPx ||
         x1 - clusters.back().x0 > kClusterPx) {
-      clusters.push_back(Cluster{x0, x1, {}});
+      clusters.push_back(Cluster{t.start, t.end, x0, x1, {}});
     }
     Cluster& cl = clusters.back();
+    cl.t1 = std::max(cl.t1, t.end);
     cl.x1 = std::max(cl.x1, x1);
     cl.time[OpCat(prog.ops[d][k].kind)] += t.end - t.start - t.recompute;
     cl.time[kRecompute] += t.recompute;
   }
-  // Neighbours that touch and have the same bands become one interval.
+  // Neighbours that touch and look alike (no band differs by more than
+  // `tolerance` from the group's so far) become one interval drawn with the
+  // bands of their summed times: op boundaries falling differently into
+  // successive intervals would otherwise make a steady state flicker and
+  // cost a rect per interval.
+  const Nanos pixel = std::max<Nanos>(1, static_cast<Nanos>(static_cast<double>(l.span) / kPlotW));
+  const int tolerance = std::max(3, static_cast<int>(std::lround(l.op_h * 10 * 0.08)));
+  std::vector<Cluster> groups;
+  for (const Cluster& cl : clusters) {
+    if (!groups.empty() && cl.x0 - groups.back().x1 < kMinGapPx) {
+      Cluster& g = groups.back();
+      const auto a = Bands(g, l.op_h, pixel), b = Bands(cl, l.op_h, pixel);
+      bool alike = true;
+      for (int k = 0; k < kNumCats; ++k) alike = alike && std::abs(a[k] - b[k]) <= tolerance;
+      if (alike) {
+        g.t1 = cl.t1;
+        g.x1 = cl.x1;
+        for (int k = 0; k < kNumCats; ++k) g.time[k] += cl.time[k];
+        continue;
+      }
+    }
+    groups.push_back(cl);
+  }
   struct Drawn {
     double x0, x1;
     std::array<int, kNumCats> bands;
   };
   std::vector<Drawn> drawn;
-  for (const Cluster& cl : clusters) {
-    const auto bands = Bands(cl, l.op_h);
-    if (!drawn.empty() && drawn.back().bands == bands && cl.x0 - drawn.back().x1 < kMinGapPx) {
-      drawn.back().x1 = cl.x1;
-    } else {
-      drawn.push_back({cl.x0, cl.x1, bands});
-    }
-  }
-  const double y = l.RowTop(d);
+  for (const Cluster& g : groups) drawn.push_back({g.x0, g.x1, Bands(g, l.op_h, pixel)});
   for (const Drawn& dr : drawn) {
-    // Sub-pixel intervals are widened to one pixel so that they show.
+    // An interval narrower than a pixel is drawn one pixel wide; its bands
+    // were sized for one pixel (Bands' min_span).
     const double w = std::max(dr.x1 - dr.x0, 1.0);
-    double top = y;
+    int total = 0;
+    for (int b : dr.bands) total += b;
+    // Bars stand on the row's base line, so lower ones read as less busy.
+    double top = l.RowTop(d) + l.op_h - total / 10.0;
     for (int k = 0; k < kNumCats; ++k) {
       if (dr.bands[k] == 0) continue;
       const double h = dr.bands[k] / 10.0;

@@ -7,9 +7,12 @@
 //
 // Legible from 2 to 64 devices and 4 to 512 micro-batches: rows shrink with
 // the number of devices, memory charts go into a grid, and when ops get
-// narrower than a few pixels the timeline draws busy intervals whose bands
-// show the share of each op kind instead of single ops (a gap of a pixel or
-// more stays visible), and the memory curves keep each pixel column's range.
+// narrower than a few pixels the timeline draws busy intervals instead of
+// single ops: bars at most a few pixels wide whose height is the share of
+// the interval the device is busy, split into bands by op kind (an idle gap
+// of two pixels or more stays a gap); sends become a strip whose height is
+// the share of time on the link; the memory curves keep each pixel column's
+// range, so peaks survive.
 //
 // Pure formatting: the same inputs give the same bytes (fixed number
 // formatting, no clock, no locale).

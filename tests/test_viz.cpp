@@ -580,26 +580,8 @@ TEST_CASE("cli: --svg and --report write their files", "[viz][cli]") {
 }
 
 TEST_CASE("cli: search --svg and --report draw the recommendation", "[viz][cli][search]") {
-  // Four identical layers on two ranks (see test_search_cli.cpp): the
-  // balanced split is optimal at 30 ms.
   const std::string config = TempPath("tiny.yaml");
-  std::ofstream(config) << R"(model:
-  name: tiny-4l
-  layers:
-    - name: layer
-      repeat: 4
-      forward: 1ms
-      backward: 2ms
-      static_memory: 1GiB
-      activation: 1GiB
-      recompute:
-        full: {activation: 128MiB, time: 1ms}
-cluster:
-  devices: {memory: 7GiB}
-pipeline:
-  stages: 2
-  microbatches: 4
-)";
+  std::ofstream(config) << test::kTinySearchConfig;
   const std::string svg = TempPath("s.svg"), html = TempPath("s.html");
   const CliRun r = Cli({"search", "--config", config, "--threads", "1", "--time-limit", "20",
                         "--svg", svg, "--report", html});
