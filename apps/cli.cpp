@@ -25,8 +25,10 @@
 #include "apps/emit.h"
 #include "apps/output.h"
 #include "apps/model_output.h"
+#include "apps/report.h"
 #include "apps/search_cli.h"
 #include "apps/search_output.h"
+#include "apps/svg.h"
 #include "apps/units.h"
 #include "core/engine.h"
 #include "search/search.h"
@@ -160,6 +162,31 @@ void AddRunOptions(po::options_description& opts) {
        "Megatron micro-batch group size g for interleaved (overrides pipeline.microbatch_group)")
       ("format", po::value<std::string>()->default_value("text"), "output: text | json");
   // clang-format on
+}
+
+// --svg and --report, taken by simulate and search.
+void AddPictureOptions(po::options_description& opts) {
+  // clang-format off
+  opts.add_options()
+      ("svg", po::value<std::string>(),
+       "write the timeline and memory per rank as one SVG picture")
+      ("report", po::value<std::string>(),
+       "write a self-contained HTML report (summary, bubble breakdown, devices, picture)");
+  // clang-format on
+}
+
+// Writes the --svg and --report files of `vm` for the simulation `sim`
+// (`report_html` is the page, built by the caller); false (reported) when
+// one cannot be written.
+bool WritePictures(const po::variables_map& vm, const SimulatedRun& sim,
+                   const std::string& note, const std::string& report_html,
+                   std::ostream& err) {
+  if (vm.count("svg") && !WriteFile(vm["svg"].as<std::string>(),
+                                    FormatSvg(*sim.config, *sim.run, *sim.result, note),
+                                    err)) {
+    return false;
+  }
+  return !vm.count("report") || WriteFile(vm["report"].as<std::string>(), report_html, err);
 }
 
 // Parses `args` into `vm`. Returns an exit status when the command is done
@@ -314,6 +341,7 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
       ("dump-schedule", po::value<std::string>(), "write the per-rank op order as torch schedule CSV")
       ("trace", po::value<std::string>(), "write a Chrome/Perfetto trace (JSON)")
       ("critical-path", "print the chain of ops and waits that sets the iteration time");
+  AddPictureOptions(opts);
   // clang-format on
   AddEmitOptions(opts);
   po::variables_map vm;
@@ -334,7 +362,7 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
   const bool want_path = vm.count("critical-path") > 0;
   SimOptions options;
   options.record_ops = true;
-  options.record_memory = want_trace;
+  options.record_memory = want_trace || vm.count("svg") || vm.count("report");
   Engine engine;
   const SimResult result = engine.Run(run->spec, run->program, options);
 
@@ -365,7 +393,58 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
                                FormatChromeTrace(*config, *run, result), err)) {
     return kExitIo;
   }
+  const SimulatedRun sim{&*config, &*run, &result};
+  if (!WritePictures(vm, sim, "",
+                     vm.count("report") ? FormatSimReport(sim) : std::string(), err)) {
+    return kExitIo;
+  }
   return kExitOk;
+}
+
+// The --svg / --report files of a search: the recommendation simulated in
+// full, or when nothing fits the first baseline that runs (it shows what
+// does not fit).
+int WriteSearchPictures(const po::variables_map& vm, const RunConfig& config,
+                        const SearchReport& report, std::ostream& err) {
+  if (!vm.count("svg") && !vm.count("report")) return kExitOk;
+  const SearchResult& result = *report.result;
+  const Candidate* shown = result.found ? &result.best : nullptr;
+  std::string note = "search recommendation";
+  for (const Baseline& b : report.baselines) {
+    if (shown != nullptr) break;
+    if (!b.applicable) continue;
+    shown = &b.candidate;
+    note = "nothing fits; shown: baseline " + b.name;
+  }
+  std::optional<RunConfig> shown_config;
+  std::optional<PreparedRun> run;
+  SimResult sim_result;
+  SimulatedRun sim;
+  if (shown != nullptr) {
+    shown_config = CandidateConfig(config, *report.problem, *shown);
+    auto prepared = Prepare(*shown_config);
+    if (!prepared.ok()) {
+      err << "ppb-sim: search: cannot simulate the strategy to draw: "
+          << prepared.error().message << "\n";
+      return kExitBadInput;
+    }
+    run = std::move(*prepared);
+    SimOptions options;
+    options.record_ops = true;
+    options.record_memory = true;
+    Engine engine;
+    sim_result = engine.Run(run->spec, run->program, options);
+    sim = SimulatedRun{&*shown_config, &*run, &sim_result};
+  } else if (vm.count("svg")) {
+    err << "ppb-sim: --svg: nothing to draw: no strategy fits and no baseline runs\n";
+    return kExitBadInput;
+  }
+  const std::string html =
+      vm.count("report") ? FormatSearchReport(config, report, sim, note) : std::string();
+  if (shown == nullptr) {
+    return WriteFile(vm["report"].as<std::string>(), html, err) ? kExitOk : kExitIo;
+  }
+  return WritePictures(vm, sim, note, html, err) ? kExitOk : kExitIo;
 }
 
 // The search flags into `ov`; false (reported) on a bad value.
@@ -431,6 +510,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
       ("microbatch-groups", po::value<std::string>(),
        "g values to search for interleaved, comma-separated (overrides search.microbatch_groups)")
       ("progress", "report progress on stderr even when it is not a terminal");
+  AddPictureOptions(opts);
   // clang-format on
   AddEmitOptions(opts);
   po::variables_map vm;
@@ -499,7 +579,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
       !WriteFile(emit->file, FormatEmissionsText(emit->emissions), err)) {
     return kExitIo;
   }
-  return kExitOk;
+  return WriteSearchPictures(vm, *config, report, err);
 }
 
 int RunRank(const std::vector<std::string>& args, std::ostream& out,

@@ -54,6 +54,36 @@ std::vector<std::pair<int, int>> StageRanges(
   return out;
 }
 
+// part / whole, 0 when whole is not positive.
+double Fraction(Nanos part, Nanos whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+// "ideal 60.0 % + imbalance 0.0 % + ... + warm-up/drain 30.0 %".
+std::string PartsPercent(const BubbleParts& parts, Nanos iteration) {
+  std::string out;
+  for (int t = 0; t < kNumBubbleTerms; ++t) {
+    out += fmt::format("{}{} {:.1f} %", t == 0 ? "" : " + ",
+                       BubbleTermLabel(static_cast<BubbleTerm>(t)),
+                       100.0 * Fraction(parts.ns[t], iteration));
+  }
+  return out;
+}
+
+// The parts as {"ns": {...}, "fraction": {...}, "largest_loss": key}; the
+// ns add up to the iteration time exactly.
+Json PartsJson(const BubbleParts& parts, Nanos iteration) {
+  Json ns = Json::object(), fraction = Json::object();
+  for (int t = 0; t < kNumBubbleTerms; ++t) {
+    const char* key = BubbleTermKey(static_cast<BubbleTerm>(t));
+    ns[key] = parts.ns[t];
+    fraction[key] = Fraction(parts.ns[t], iteration);
+  }
+  return Json{{"ns", ns},
+              {"fraction", fraction},
+              {"largest_loss", BubbleTermKey(parts.largest_loss())}};
+}
+
 }  // namespace
 
 std::string FormatBytes(Bytes b) {
@@ -97,10 +127,7 @@ std::vector<std::string> LayersHeld(const std::vector<int>& layers_per_stage,
   return out;
 }
 
-std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
-                          const SimResult& r) {
-  const PipelineSpec& spec = run.spec;
-  std::string out;
+std::string DescribeSchedule(const RunConfig& config) {
   std::string schedule = config.schedule;
   if (config.schedule == "interleaved") {
     schedule += fmt::format(" ({}, g={})", FlavorName(config.schedule_params.flavor),
@@ -108,6 +135,75 @@ std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
   } else if (config.schedule != "custom") {
     schedule += fmt::format(" ({})", FlavorName(config.schedule_params.flavor));
   }
+  return schedule;
+}
+
+std::string ExplainBreakdown(const PipelineSpec& spec, const SimResult& r,
+                             const Breakdown& b) {
+  const BubbleTerm term = b.pipeline.largest_loss();
+  if (term == BubbleTerm::Ideal || b.iteration <= 0) {
+    return "no loss: the busiest rank computes for the whole iteration";
+  }
+  const int d = b.bottleneck;
+  const DeviceStats& ds = r.devices[d];
+  const int p = spec.p;
+  std::string head = fmt::format(
+      "{} is the largest loss ({:.1f} % of the iteration on rank {})", BubbleTermLabel(term),
+      100.0 * static_cast<double>(b.pipeline[term]) / static_cast<double>(b.iteration), d);
+  // Layers and recomputed layers held by each rank.
+  std::vector<int> layers(p, 0), recomputed(p, 0);
+  for (int s = 0; s < spec.num_stages(); ++s) {
+    layers[spec.stage_device[s].value] += spec.stages[s].num_layers;
+    recomputed[spec.stage_device[s].value] += spec.stages[s].num_recomputed;
+  }
+  switch (term) {
+    case BubbleTerm::WarmupDrain: {
+      int late = 0, early = 0;
+      Nanos fill = 0, drain = 0;
+      for (const DeviceStats& x : r.devices) {
+        late += x.first_start > 0;
+        early += x.last_end < r.makespan;
+        fill = std::max(fill, x.first_start);
+        drain = std::max(drain, r.makespan - x.last_end);
+      }
+      return fmt::format(
+          "{}: {} of {} ranks wait up to {:.3f} ms for their first op (fill) and {} finish up "
+          "to {:.3f} ms early (drain); more micro-batches (m={} for p={}) or {} shrink it",
+          head, late, p, ToMs(fill), early, ToMs(drain), spec.m, p,
+          spec.v > 1 ? fmt::format("more chunks per rank (v={} now)", spec.v)
+                     : std::string("interleaving (v > 1)"));
+    }
+    case BubbleTerm::Imbalance: {
+      int total = 0;
+      for (int n : layers) total += n;
+      return fmt::format(
+          "{}: rank {} holds {} layers vs {:.2f} mean and computes {:.3f} ms vs {:.3f} ms "
+          "mean; moving work off rank {} shrinks it",
+          head, d, layers[d], static_cast<double>(total) / p, ToMs(ds.busy - ds.recompute),
+          ToMs(b.mean_useful), d);
+    }
+    case BubbleTerm::Recompute:
+      return fmt::format(
+          "{}: rank {} re-runs forwards for {:.3f} ms ({} of its {} layers recompute); "
+          "recomputing fewer layers shrinks it where memory allows",
+          head, d, ToMs(ds.recompute), recomputed[d], layers[d]);
+    case BubbleTerm::Communication:
+      return fmt::format(
+          "{}: rank {} waits {:.3f} ms on messages in flight and {:.3f} ms blocked on "
+          "sends; {}faster links or smaller activations shrink it",
+          head, d, ToMs(ds.comm_wait), ToMs(ds.comm_blocked),
+          spec.comm == CommMode::Blocking ? "overlapped communication, " : "");
+    case BubbleTerm::Ideal:
+      break;
+  }
+  return head;
+}
+
+std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
+                          const SimResult& r) {
+  const PipelineSpec& spec = run.spec;
+  std::string out;
+  const std::string schedule = DescribeSchedule(config);
   out += fmt::format("ppb-sim: {} | schedule {} | p={} v={} m={} | {} layers | "
                      "communication {}\n",
                      config.model_name.empty() ? config.path : config.model_name,
@@ -149,6 +245,9 @@ std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
       "communication {:.3f} + warm-up/drain {:.3f} ms (busiest rank {})\n",
       ToMs(b.ideal), ToMs(b.imbalance), ToMs(b.recompute),
       ToMs(b.communication), ToMs(b.warmup_drain), b.bottleneck);
+  const Breakdown breakdown = ComputeBreakdown(r);
+  out += "                    " + PartsPercent(breakdown.pipeline, r.makespan) + "\n";
+  out += "  largest loss      " + ExplainBreakdown(spec, r, breakdown) + "\n";
   out += "\n";
   const auto held = LayersHeld(config, spec.p, spec.v);
   size_t held_width = 6;
@@ -168,6 +267,22 @@ std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
         ToMs(ds.recompute),
         FormatBytes(ds.peak_memory) + " / " + FormatBytes(ds.capacity),
         ds.oom ? "OOM" : "");
+  }
+  out += "\n  bubble breakdown per rank, ms (% of the iteration); each row adds up to the "
+         "iteration time:\n";
+  out += fmt::format("  {:>4}", "rank");
+  for (int t = 0; t < kNumBubbleTerms; ++t) {
+    out += fmt::format("  {:>17}", BubbleTermLabel(static_cast<BubbleTerm>(t)));
+  }
+  out += "  largest loss\n";
+  for (int d = 0; d < spec.p; ++d) {
+    const BubbleParts& parts = breakdown.devices[d];
+    out += fmt::format("  {:>4}", d);
+    for (int t = 0; t < kNumBubbleTerms; ++t) {
+      out += fmt::format("  {:>10.3f} ({:>4.1f}%)", ToMs(parts.ns[t]),
+                         Fraction(parts.ns[t], r.makespan) * 100.0);
+    }
+    out += fmt::format("  {}\n", BubbleTermLabel(parts.largest_loss()));
   }
   return out;
 }
@@ -201,6 +316,14 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
                        {"communication", ToMs(r.breakdown.communication)},
                        {"warmup_drain", ToMs(r.breakdown.warmup_drain)},
                        {"bottleneck_rank", r.breakdown.bottleneck}};
+  const Breakdown breakdown = ComputeBreakdown(r);
+  {
+    Json bj = PartsJson(breakdown.pipeline, r.makespan);
+    bj["bottleneck_rank"] = breakdown.bottleneck;
+    bj["mean_useful_compute_ns"] = breakdown.mean_useful;
+    bj["explanation"] = ExplainBreakdown(spec, r, breakdown);
+    j["breakdown"] = bj;
+  }
   // layers_per_chunk as [chunk][rank] counts, as Megatron/MindFormers think.
   j["layers_per_chunk"] =
       ByChunkAndRank(config.strategy.layers_per_stage, spec.p, spec.v);
@@ -232,6 +355,7 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
     dj["oom"] = ds.oom;
     dj["first_start_ms"] = ToMs(ds.first_start);
     dj["last_end_ms"] = ToMs(ds.last_end);
+    dj["breakdown"] = PartsJson(breakdown.devices[d], r.makespan);
     devices.push_back(dj);
   }
   j["devices"] = devices;
@@ -309,13 +433,21 @@ std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
                       {"pid", t.to.value}, {"tid", 1}});
     ++flow_id;
   }
+  // Memory in two series: the static memory of the rank's stages (weights,
+  // gradients, optimizer state) and the rest of the engine's sample, the
+  // activations stashed plus the working set of the op running. Dividing by
+  // 2^30 is exact, so the two add up to the total in GiB.
   for (int d = 0; d < static_cast<int>(r.memory.size()); ++d) {
+    const Bytes fixed = r.devices[d].static_memory;
     for (const MemorySample& s : r.memory[d]) {
-      events.push_back({{"name", "memory"},
-                        {"ph", "C"},
-                        {"ts", ToUs(s.time)},
-                        {"pid", d},
-                        {"args", {{"GiB", static_cast<double>(s.bytes) / (1 << 30)}}}});
+      events.push_back(
+          {{"name", "memory GiB"},
+           {"ph", "C"},
+           {"ts", ToUs(s.time)},
+           {"pid", d},
+           {"args",
+            {{"static", static_cast<double>(fixed) / (1 << 30)},
+             {"activations+workspace", static_cast<double>(s.bytes - fixed) / (1 << 30)}}}});
     }
   }
   Json j;

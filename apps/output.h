@@ -7,11 +7,27 @@
 #include <vector>
 
 #include "apps/config.h"
+#include "core/breakdown.h"
 #include "core/engine.h"
 
 namespace ppb {
 
-// Human-readable summary and per-device table.
+// "1f1b (megatron)", "interleaved (megatron, g=4)", "custom": the schedule
+// as the reports name it.
+std::string DescribeSchedule(const RunConfig& config);
+
+// One line on the largest part of the pipeline's breakdown other than ideal,
+// from the data: which rank, how much, the cause in figures (ranks idle
+// during fill and drain, layers held against the mean, recomputed layers,
+// message waits) and what shrinks it. E.g. "warm-up/drain is the largest
+// loss (27.3 % of the iteration on rank 0): 3 of 4 ranks wait up to 9.000
+// ms for their first op (fill) and 3 finish up to 9.000 ms early (drain);
+// more micro-batches (m=8 for p=4) or interleaving (v > 1) shrink it".
+std::string ExplainBreakdown(const PipelineSpec& spec, const SimResult& result,
+                             const Breakdown& breakdown);
+
+// Human-readable summary, the bubble breakdown (pipeline, with its
+// explanation, and per device) and the per-device table.
 std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
                           const SimResult& result);
 
@@ -23,7 +39,9 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
 
 // Chrome trace-event JSON: one process per rank with a compute and a
 // communication thread, ops named by torch action strings, transfers as flow
-// arrows, memory as counter events. REQUIRES: result recorded ops and memory.
+// arrows, memory as counter events with two series per rank ("static" and
+// "activations+workspace", in GiB; they add up to the engine's memory
+// sample). REQUIRES: result recorded ops and memory.
 std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
                               const SimResult& result);
 

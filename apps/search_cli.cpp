@@ -205,6 +205,19 @@ SearchOptions MakeSearchOptions(const SearchSettings& settings) {
   return options;
 }
 
+RunConfig CandidateConfig(const RunConfig& config, const SearchProblem& problem,
+                          const Candidate& c) {
+  RunConfig out = config;
+  const ScheduleChoice& choice = problem.choices[c.choice];
+  out.schedule = choice.schedule;
+  out.schedule_csv.clear();
+  out.shape.v = choice.v;
+  out.schedule_params = choice.params;
+  out.strategy = c.strategy;
+  out.allow_empty_chunks = problem.allow_empty_chunks;
+  return out;
+}
+
 RankProblem BuildRankProblem(const RunConfig& config,
                              const std::vector<RankCandidate>& candidates) {
   RankProblem out;

@@ -42,6 +42,13 @@ struct RankProblem {
 RankProblem BuildRankProblem(const RunConfig& config,
                              const std::vector<RankCandidate>& candidates);
 
+// `config` with candidate `c` of `problem` in place of its pipeline
+// schedule, v, schedule parameters and strategy (and the problem's
+// empty-chunk rule), ready for Prepare(): how a search's answer is simulated
+// again in full, e.g. to draw it.
+RunConfig CandidateConfig(const RunConfig& config, const SearchProblem& problem,
+                          const Candidate& c);
+
 // "1f1b", "interleaved v=2 g=8" (g as the schedule will use it): one choice
 // for people.
 std::string DescribeChoice(const SearchProblem& problem,

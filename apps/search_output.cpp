@@ -72,6 +72,8 @@ std::string RangeName(const std::vector<Layer>& layers, size_t first,
   return a + ".." + b;
 }
 
+}  // namespace
+
 // "full decoder.0-3, decoder.9; selective decoder.4-8", or "none".
 std::string RecomputeByLayer(const std::vector<Layer>& layers,
                              const Strategy& strategy) {
@@ -108,6 +110,8 @@ std::string RecomputeSummary(const std::vector<Layer>& layers,
   return out.empty() ? "none" : out;
 }
 
+namespace {
+
 // The ranks out of memory, in order (empty when none).
 std::vector<int> OomRanks(const Candidate& c) {
   std::vector<int> ranks;
@@ -116,6 +120,8 @@ std::vector<int> OomRanks(const Candidate& c) {
   }
   return ranks;
 }
+
+}  // namespace
 
 // "fits", "OOM on rank 3", "OOM on ranks 0, 1, 5-15" (runs of three or
 // more as ranges) or "infeasible (deadlock)".
@@ -138,6 +144,8 @@ std::string Fits(const Candidate& c) {
   }
   return out;
 }
+
+namespace {
 
 int PeakRank(const Candidate& c) {
   int best = 0;

@@ -33,6 +33,18 @@ std::string FormatSearchText(const RunConfig& config,
 std::string FormatSearchJson(const RunConfig& config,
                              const SearchReport& report);
 
+// "fits", "OOM on rank 3", "OOM on ranks 0, 1, 5-15" (runs of three or
+// more as ranges) or "infeasible (deadlock)".
+std::string Fits(const Candidate& c);
+
+// "full decoder.0-3, decoder.9; selective decoder.4-8", or "none".
+std::string RecomputeByLayer(const std::vector<Layer>& layers,
+                             const Strategy& strategy);
+
+// "full 3, selective 10", or "none": recomputed layers per mode.
+std::string RecomputeSummary(const std::vector<Layer>& layers,
+                             const Strategy& strategy);
+
 // One line: elapsed, nodes, evaluations, incumbent, lower bound, gap.
 std::string FormatProgress(const SearchProgress& progress);
 

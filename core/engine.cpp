@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/breakdown.h"
 #include "core/cost.h"
 
 namespace ppb {
@@ -251,24 +252,24 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
   }
   out.makespan = makespan;
 
-  Nanos useful_sum = 0;
-  int bottleneck = 0;
   for (int d = 0; d < p; ++d) {
     DeviceStats& ds = out.devices[d];
     ds.idle = makespan - ds.busy;
     ds.oom = ds.peak_memory > ds.capacity;
     if (ds.oom && out.outcome == Outcome::Ok) out.outcome = Outcome::OutOfMemory;
-    useful_sum += ds.busy - ds.recompute;
-    if (ds.busy > out.devices[bottleneck].busy) bottleneck = d;
   }
-  const DeviceStats& b = out.devices[bottleneck];
+  // One definition of the parts (core/breakdown.h) serves the engine's
+  // summary and the per-device reports.
+  const int bottleneck = BusiestDevice(out.devices);
+  const BubbleParts parts = DeviceBubbleParts(
+      out.devices[bottleneck], makespan, MeanUsefulCompute(out.devices));
   BubbleBreakdown& br = out.breakdown;
   br.bottleneck = bottleneck;
-  br.ideal = useful_sum / p;
-  br.imbalance = (b.busy - b.recompute) - br.ideal;
-  br.recompute = b.recompute;
-  br.communication = std::min(b.comm_wait + b.comm_blocked, makespan - b.busy);
-  br.warmup_drain = makespan - b.busy - br.communication;
+  br.ideal = parts[BubbleTerm::Ideal];
+  br.imbalance = parts[BubbleTerm::Imbalance];
+  br.recompute = parts[BubbleTerm::Recompute];
+  br.communication = parts[BubbleTerm::Communication];
+  br.warmup_drain = parts[BubbleTerm::WarmupDrain];
 }
 
 }  // namespace ppb

@@ -76,10 +76,13 @@ struct DeviceStats {
 };
 
 // Where the iteration time goes (see README "bubble breakdown"); the five
-// parts sum to the makespan. Measured on the busiest device d*.
+// parts sum to the makespan. Measured on the busiest device d*; the
+// definitions, and the same parts for every device, are in core/breakdown.h.
 struct BubbleBreakdown {
-  Nanos ideal = 0;          // mean useful compute per device
-  Nanos imbalance = 0;      // useful compute of d* above the mean
+  Nanos ideal = 0;          // mean useful compute per device (or d*'s own,
+                            // when below the mean)
+  Nanos imbalance = 0;      // useful compute of d* above the mean (or its
+                            // idle time for the share it lacks)
   Nanos recompute = 0;      // recompute on d*
   Nanos communication = 0;  // transfer time on the critical path (<= idle of d*)
   Nanos warmup_drain = 0;   // the rest: fill and drain of the schedule

@@ -5,12 +5,34 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "apps/cli.h"
 #include "apps/config.h"
 
 namespace ppb::test {
+
+// The tiny search model (test_search_cli.cpp explains it): 4 identical
+// layers on 2 ranks of 7 GiB, 4 micro-batches, 1F1B; the balanced split is
+// optimal at 30 ms. 16 lines, so a block appended starts on line 17.
+inline constexpr std::string_view kTinySearchConfig = R"(model:
+  name: tiny-4l
+  layers:
+    - name: layer
+      repeat: 4
+      forward: 1ms
+      backward: 2ms
+      static_memory: 1GiB
+      activation: 1GiB
+      recompute:
+        full: {activation: 128MiB, time: 1ms}
+cluster:
+  devices: {memory: 7GiB}
+pipeline:
+  stages: 2
+  microbatches: 4
+)";
 
 // Parses `text` as the config "run.yaml".
 inline Result<RunConfig> Parse(const std::string& text,

@@ -31,23 +31,7 @@ namespace ppb {
 namespace {
 
 // Line numbers matter: the search block, when appended, starts on line 17.
-constexpr std::string_view kTiny = R"(model:
-  name: tiny-4l
-  layers:
-    - name: layer
-      repeat: 4
-      forward: 1ms
-      backward: 2ms
-      static_memory: 1GiB
-      activation: 1GiB
-      recompute:
-        full: {activation: 128MiB, time: 1ms}
-cluster:
-  devices: {memory: 7GiB}
-pipeline:
-  stages: 2
-  microbatches: 4
-)";
+constexpr std::string_view kTiny = test::kTinySearchConfig;
 
 // kTiny followed by `more` (starting on line 17).
 std::string Tiny(std::string_view more = "") {

@@ -1,0 +1,98 @@
+#include "core/breakdown.h"
+
+#include <algorithm>
+
+namespace ppb {
+
+const char* BubbleTermKey(BubbleTerm t) {
+  switch (t) {
+    case BubbleTerm::Ideal:
+      return "ideal";
+    case BubbleTerm::Imbalance:
+      return "imbalance";
+    case BubbleTerm::Recompute:
+      return "recompute";
+    case BubbleTerm::Communication:
+      return "communication";
+    case BubbleTerm::WarmupDrain:
+      return "warmup_drain";
+  }
+  return "?";
+}
+
+const char* BubbleTermLabel(BubbleTerm t) {
+  return t == BubbleTerm::WarmupDrain ? "warm-up/drain" : BubbleTermKey(t);
+}
+
+Nanos BubbleParts::sum() const {
+  Nanos s = 0;
+  for (Nanos x : ns) s += x;
+  return s;
+}
+
+BubbleTerm BubbleParts::largest_loss() const {
+  BubbleTerm best = BubbleTerm::Ideal;
+  Nanos most = 0;
+  for (int t = 1; t < kNumBubbleTerms; ++t) {
+    if (ns[t] > most) {
+      most = ns[t];
+      best = static_cast<BubbleTerm>(t);
+    }
+  }
+  return best;
+}
+
+BubbleParts DeviceBubbleParts(const DeviceStats& d, Nanos makespan, Nanos mean_useful) {
+  BubbleParts parts;
+  const Nanos useful = d.busy - d.recompute;
+  const Nanos idle = makespan - d.busy;
+  // The engine's waits are disjoint pieces of idle time; the clamp only
+  // guards the contract against a partial (deadlocked) run.
+  const Nanos comm = std::clamp(d.comm_wait + d.comm_blocked, Nanos{0}, std::max(idle, Nanos{0}));
+  parts[BubbleTerm::Recompute] = d.recompute;
+  parts[BubbleTerm::Communication] = comm;
+  if (useful >= mean_useful) {
+    parts[BubbleTerm::Ideal] = mean_useful;
+    parts[BubbleTerm::Imbalance] = useful - mean_useful;
+  } else {
+    // A rank with less than its share idles at least the missing share
+    // while the busier ranks finish; that idle time is the imbalance, as far
+    // as it is not already message time.
+    parts[BubbleTerm::Ideal] = useful;
+    parts[BubbleTerm::Imbalance] =
+        std::clamp(mean_useful - useful, Nanos{0}, std::max(idle - comm, Nanos{0}));
+  }
+  parts[BubbleTerm::WarmupDrain] = makespan - parts[BubbleTerm::Ideal] -
+                                   parts[BubbleTerm::Imbalance] - parts[BubbleTerm::Recompute] -
+                                   parts[BubbleTerm::Communication];
+  return parts;
+}
+
+Nanos MeanUsefulCompute(const std::vector<DeviceStats>& devices) {
+  if (devices.empty()) return 0;
+  Nanos sum = 0;
+  for (const DeviceStats& d : devices) sum += d.busy - d.recompute;
+  return sum / static_cast<Nanos>(devices.size());
+}
+
+int BusiestDevice(const std::vector<DeviceStats>& devices) {
+  int best = 0;
+  for (size_t d = 1; d < devices.size(); ++d) {
+    if (devices[d].busy > devices[best].busy) best = static_cast<int>(d);
+  }
+  return best;
+}
+
+Breakdown ComputeBreakdown(const SimResult& result) {
+  Breakdown b;
+  b.iteration = result.makespan;
+  b.mean_useful = MeanUsefulCompute(result.devices);
+  b.bottleneck = BusiestDevice(result.devices);
+  for (const DeviceStats& d : result.devices) {
+    b.devices.push_back(DeviceBubbleParts(d, result.makespan, b.mean_useful));
+  }
+  if (!b.devices.empty()) b.pipeline = b.devices[b.bottleneck];
+  return b;
+}
+
+}  // namespace ppb

@@ -1,0 +1,84 @@
+// Bubble breakdown: where the iteration time of each device goes, split into
+// five parts that add up exactly (integer ns) to the simulated iteration time
+// T (the makespan):
+//
+//   T = ideal + imbalance + recompute + communication + warm-up/drain
+//
+// Per device d, with U_d its useful compute (F, B, I, W without recompute),
+// R_d its recompute, C_d its communication idle (waiting on messages in
+// flight + blocked on sends) and mu = floor(sum_d U_d / p) the mean useful
+// compute:
+//   - d holds at least the mean (U_d >= mu):
+//       ideal = mu, imbalance = U_d - mu (the extra compute it was given);
+//   - d holds less (U_d < mu):
+//       ideal = U_d, imbalance = min(mu - U_d, idle_d - C_d) (the idle time
+//       its missing share accounts for: it waits on the busier ranks);
+//   - recompute = R_d, communication = C_d,
+//   - warm-up/drain = the rest of d's idle time (fill and drain of the
+//     schedule, and dependency waits that are not message time).
+// Every part is >= 0. The pipeline's breakdown is that of the busiest device
+// d* (largest busy time; ties: lowest rank), the device whose time bounds the
+// iteration; it equals SimResult::breakdown.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "core/engine.h"
+#include "core/types.h"
+
+namespace ppb {
+
+// The parts in report order; Ideal is not a loss.
+enum class BubbleTerm : std::uint8_t {
+  Ideal = 0,
+  Imbalance = 1,
+  Recompute = 2,
+  Communication = 3,
+  WarmupDrain = 4,
+};
+inline constexpr int kNumBubbleTerms = 5;
+
+// "ideal", "imbalance", "recompute", "communication", "warmup_drain": the
+// JSON keys.
+const char* BubbleTermKey(BubbleTerm t);
+// "ideal", "imbalance", "recompute", "communication", "warm-up/drain": for
+// people.
+const char* BubbleTermLabel(BubbleTerm t);
+
+// The five parts of one device's (or the pipeline's) time, ns, each >= 0.
+struct BubbleParts {
+  std::array<Nanos, kNumBubbleTerms> ns{};  // indexed by BubbleTerm
+
+  Nanos operator[](BubbleTerm t) const { return ns[static_cast<int>(t)]; }
+  Nanos& operator[](BubbleTerm t) { return ns[static_cast<int>(t)]; }
+  Nanos sum() const;
+  // The largest part other than Ideal (ties: the earlier in report order);
+  // Ideal when every other part is 0.
+  BubbleTerm largest_loss() const;
+};
+
+struct Breakdown {
+  Nanos iteration = 0;    // T, the makespan
+  Nanos mean_useful = 0;  // mu
+  int bottleneck = 0;     // d*
+  BubbleParts pipeline;   // == devices[bottleneck]
+  std::vector<BubbleParts> devices;
+};
+
+// The parts of device `d` for iteration time `makespan` and mean useful
+// compute `mean_useful` (definitions above). REQUIRES: d.busy + d.idle ==
+// makespan.
+BubbleParts DeviceBubbleParts(const DeviceStats& d, Nanos makespan, Nanos mean_useful);
+
+// mu = floor(sum of useful compute / number of devices); 0 without devices.
+Nanos MeanUsefulCompute(const std::vector<DeviceStats>& devices);
+
+// The busiest device (ties: the lowest rank); 0 without devices.
+int BusiestDevice(const std::vector<DeviceStats>& devices);
+
+// The breakdown of a finished simulation (any outcome; after a deadlock the
+// parts describe the partial run). Works without record_ops/record_memory.
+Breakdown ComputeBreakdown(const SimResult& result);
+
+}  // namespace ppb

@@ -1,0 +1,631 @@
+// Pictures, reports and the bubble breakdown: the breakdown's parts add up
+// to the iteration time (closed forms and hand-computed cases), the SVG is
+// well-formed XML with one timeline row and one memory chart per device and
+// stays small when it aggregates, the HTML report's tags balance, the trace's
+// memory series add up to the engine's samples, and the CLI writes the files.
+#include <unistd.h>
+
+#include <boost/property_tree/ptree.hpp>
+#include <boost/property_tree/xml_parser.hpp>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "apps/output.h"
+#include "apps/report.h"
+#include "apps/svg.h"
+#include "core/breakdown.h"
+#include "core/engine.h"
+#include "schedules/schedule.h"
+#include "tests/app_helpers.h"
+
+namespace ppb {
+namespace {
+
+using test::Cli;
+using test::CliRun;
+
+constexpr Nanos kMs = 1'000'000;
+
+Program Must(Result<Program> r) {
+  if (!r.ok()) FAIL(r.error().key << ": " << r.error().message);
+  return std::move(r).value();
+}
+
+SimResult Run(const PipelineSpec& spec, const Program& prog, bool memory = false) {
+  SimOptions o;
+  o.record_ops = true;
+  o.record_memory = memory;
+  Engine engine;
+  return engine.Run(spec, prog, o);
+}
+
+// Every device's parts and the pipeline's are >= 0 and add up to the
+// makespan; the pipeline's equal the busiest device's and the engine's.
+void CheckSums(const SimResult& r) {
+  const Breakdown b = ComputeBreakdown(r);
+  REQUIRE(b.devices.size() == r.devices.size());
+  CHECK(b.iteration == r.makespan);
+  for (size_t d = 0; d < b.devices.size(); ++d) {
+    INFO("rank " << d);
+    CHECK(b.devices[d].sum() == r.makespan);
+    for (Nanos x : b.devices[d].ns) CHECK(x >= 0);
+    CHECK(b.devices[d][BubbleTerm::Recompute] == r.devices[d].recompute);
+    CHECK(b.devices[d][BubbleTerm::Communication] ==
+          r.devices[d].comm_wait + r.devices[d].comm_blocked);
+  }
+  CHECK(b.pipeline.sum() == r.makespan);
+  CHECK(b.pipeline.ns == b.devices[b.bottleneck].ns);
+  CHECK(b.bottleneck == r.breakdown.bottleneck);
+  CHECK(b.pipeline[BubbleTerm::Ideal] == r.breakdown.ideal);
+  CHECK(b.pipeline[BubbleTerm::Imbalance] == r.breakdown.imbalance);
+  CHECK(b.pipeline[BubbleTerm::Recompute] == r.breakdown.recompute);
+  CHECK(b.pipeline[BubbleTerm::Communication] == r.breakdown.communication);
+  CHECK(b.pipeline[BubbleTerm::WarmupDrain] == r.breakdown.warmup_drain);
+}
+
+std::string Config(const char* name) { return std::string(PPB_CONFIGS_DIR) + "/" + name; }
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A file path in this process's own temporary directory (ctest runs test
+// cases in parallel processes).
+std::string TempPath(const std::string& name) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("ppb_test_viz_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+// A loaded, prepared and simulated config, with everything recorded.
+struct Simulated {
+  RunConfig config;
+  PreparedRun run;
+  SimResult result;
+  SimulatedRun view() const { return {&config, &run, &result}; }
+};
+
+Simulated Simulate(Result<RunConfig> config) {
+  if (!config.ok()) FAIL(config.error().message);
+  Simulated s{std::move(*config), {}, {}};
+  auto run = Prepare(s.config);
+  if (!run.ok()) FAIL(run.error().message);
+  s.run = std::move(*run);
+  s.result = Run(s.run.spec, s.run.program, /*memory=*/true);
+  return s;
+}
+
+Simulated SimulateFile(const char* name, const CliOverrides& ov = {}) {
+  return Simulate(LoadConfig(Config(name), ov));
+}
+
+// A config of `layers` identical decoder layers.
+std::string UniformYaml(int layers, int p, int m, const std::string& schedule, int v = 1,
+                        const std::string& name = "uniform") {
+  return "model:\n  name: '" + name +
+         "'\n  layers:\n    - {name: block, kind: decoder, repeat: " + std::to_string(layers) +
+         ", forward: 1ms, backward: 2ms, static_memory: 1GiB, activation: 64MiB, output: "
+         "16MiB}\ncluster:\n  devices: {memory: 80GiB}\n  link: {latency: 5us, bandwidth: "
+         "100GB/s}\npipeline:\n  stages: " +
+         std::to_string(p) + "\n  microbatches: " + std::to_string(m) +
+         "\n  virtual_stages: " + std::to_string(v) + "\n  schedule: " + schedule + "\n";
+}
+
+using Tree = boost::property_tree::ptree;
+
+// Parses `xml`; fails the test if it is not well-formed.
+Tree ParseXml(const std::string& xml) {
+  std::istringstream in(xml);
+  Tree tree;
+  try {
+    boost::property_tree::read_xml(in, tree);
+  } catch (const std::exception& e) {
+    FAIL("not well-formed XML: " << e.what());
+  }
+  return tree;
+}
+
+// Calls fn(name, node) for every element below `tree`.
+void ForEachElement(const Tree& tree,
+                    const std::function<void(const std::string&, const Tree&)>& fn) {
+  for (const auto& [name, child] : tree) {
+    if (name == "<xmlattr>" || name == "<xmlcomment>") continue;
+    fn(name, child);
+    ForEachElement(child, fn);
+  }
+}
+
+std::string Attr(const Tree& node, const std::string& key) {
+  return node.get<std::string>("<xmlattr>." + key, "");
+}
+
+// Elements `name` whose class attribute is `cls`.
+std::vector<const Tree*> FindByClass(const Tree& root, const std::string& name,
+                                     const std::string& cls) {
+  std::vector<const Tree*> out;
+  ForEachElement(root, [&](const std::string& n, const Tree& node) {
+    if (n == name && Attr(node, "class") == cls) out.push_back(&node);
+  });
+  return out;
+}
+
+int CountElements(const Tree& root, const std::string& name, const std::string& cls = "") {
+  int n = 0;
+  ForEachElement(root, [&](const std::string& e, const Tree& node) {
+    if (e == name && (cls.empty() || Attr(node, "class") == cls)) ++n;
+  });
+  return n;
+}
+
+// A structural check of the HTML we emit: every element is closed in order
+// (void elements excepted), and the page has one html, head and body.
+// Returns an empty string when fine, else what is wrong.
+std::string CheckTags(const std::string& html) {
+  static const std::set<std::string> kVoid = {"meta", "br"};
+  std::vector<std::string> stack;
+  size_t i = 0;
+  while ((i = html.find('<', i)) != std::string::npos) {
+    if (html.compare(i, 2, "<!") == 0) {
+      i = html.find('>', i);
+      continue;
+    }
+    const size_t end = html.find('>', i);
+    if (end == std::string::npos) return "unterminated tag at " + std::to_string(i);
+    std::string tag = html.substr(i + 1, end - i - 1);
+    i = end + 1;
+    const bool closing = !tag.empty() && tag[0] == '/';
+    const bool self_closing = !tag.empty() && tag.back() == '/';
+    if (closing) tag.erase(0, 1);
+    const std::string name = tag.substr(0, tag.find_first_of(" /"));
+    if (closing) {
+      if (stack.empty() || stack.back() != name) {
+        return "</" + name + "> closes <" + (stack.empty() ? "nothing" : stack.back()) + ">";
+      }
+      stack.pop_back();
+    } else if (!self_closing && !kVoid.count(name)) {
+      stack.push_back(name);
+    }
+  }
+  if (!stack.empty()) return "<" + stack.back() + "> is never closed";
+  return "";
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t i = text.find(what); i != std::string::npos; i = text.find(what, i + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+// ---- the bubble breakdown ---------------------------------------------------
+
+TEST_CASE("breakdown: uniform 1F1B and GPipe, closed form", "[viz][breakdown]") {
+  // p=4, m=8, tf = tb = 1 ms, free links: every rank computes m(tf+tb) and
+  // waits (p-1)(tf+tb) for fill and drain.
+  const int p = 4, m = 8;
+  PipelineSpec spec = PipelineSpec::Uniform(p, 1, m, kMs, kMs);
+  for (auto gen : {&Generate1F1B, &GenerateGPipe}) {
+    const SimResult r = Run(spec, Must(gen(spec, {})));
+    CheckSums(r);
+    const Breakdown b = ComputeBreakdown(r);
+    CHECK(b.iteration == (m + p - 1) * 2 * kMs);
+    CHECK(b.mean_useful == m * 2 * kMs);
+    CHECK(b.bottleneck == 0);
+    for (const BubbleParts& parts : b.devices) {
+      CHECK(parts[BubbleTerm::Ideal] == m * 2 * kMs);
+      CHECK(parts[BubbleTerm::Imbalance] == 0);
+      CHECK(parts[BubbleTerm::Recompute] == 0);
+      CHECK(parts[BubbleTerm::Communication] == 0);
+      CHECK(parts[BubbleTerm::WarmupDrain] == (p - 1) * 2 * kMs);
+      CHECK(parts.largest_loss() == BubbleTerm::WarmupDrain);
+    }
+  }
+}
+
+TEST_CASE("breakdown: interleaved, closed form", "[viz][breakdown]") {
+  // Per chunk a = b = 1 ms; a rank's share tf = tb = v ms. Warm-up/drain is
+  // (p-1)(tf+tb)/v (Narayanan et al., SC'21, section 2.2).
+  for (int v : {2, 4}) {
+    const int p = 4, m = 8;
+    PipelineSpec spec = PipelineSpec::Uniform(p, v, m, kMs, kMs);
+    const SimResult r = Run(spec, Must(GenerateInterleaved(spec, {})));
+    CheckSums(r);
+    const Breakdown b = ComputeBreakdown(r);
+    INFO("v=" << v);
+    CHECK(b.pipeline[BubbleTerm::Ideal] == m * 2 * v * kMs);
+    CHECK(b.pipeline[BubbleTerm::WarmupDrain] == (p - 1) * 2 * v * kMs / v);
+  }
+}
+
+TEST_CASE("breakdown: uneven stages, hand-computed", "[viz][breakdown]") {
+  // Stage 0: f=1, b=2; stage 1: f=3, b=3; p=2, m=2, 1F1B (test_engine):
+  // rank 0 busy 6, rank 1 busy 12, makespan 15; mean useful 9.
+  PipelineSpec spec = PipelineSpec::Uniform(2, 1, 2, 1, 2);
+  spec.stages[1].forward = 3;
+  spec.stages[1].backward_input = 3;
+  const SimResult r = Run(spec, Must(Generate1F1B(spec, {})));
+  REQUIRE(r.makespan == 15);
+  CheckSums(r);
+  const Breakdown b = ComputeBreakdown(r);
+  CHECK(b.mean_useful == 9);
+  CHECK(b.bottleneck == 1);
+  // Rank 1 holds 3 more than the mean and idles 3 (fill and drain).
+  CHECK(b.devices[1].ns == std::array<Nanos, 5>{9, 3, 0, 0, 3});
+  // Rank 0 computes 6; 3 of its 9 idle are the share it lacks.
+  CHECK(b.devices[0].ns == std::array<Nanos, 5>{6, 3, 0, 0, 6});
+}
+
+TEST_CASE("breakdown: communication and recompute, hand-computed", "[viz][breakdown]") {
+  SECTION("latency: p=2, m=1, 5 ns links") {
+    // rank0 F 0-1, rank1 F 6-7, B 7-9, rank0 B 14-16 (test_engine).
+    PipelineSpec spec = PipelineSpec::Uniform(2, 1, 1, 1, 2);
+    spec.link_matrix = RingLinkMatrix(2, {Link{5, 0}, Link{5, 0}});
+    const SimResult r = Run(spec, Must(Generate1F1B(spec, {})));
+    REQUIRE(r.makespan == 16);
+    CheckSums(r);
+    const Breakdown b = ComputeBreakdown(r);
+    // Each rank computes 3 and waits 5 on a message; the rest is fill/drain.
+    CHECK(b.devices[0].ns == std::array<Nanos, 5>{3, 0, 0, 5, 8});
+    CHECK(b.devices[1].ns == std::array<Nanos, 5>{3, 0, 0, 5, 8});
+  }
+  SECTION("blocking sends") {
+    PipelineSpec spec = PipelineSpec::Uniform(2, 1, 2, 1, 1);
+    for (auto& st : spec.stages) st.output_bytes = 10;
+    spec.link_matrix = RingLinkMatrix(2, {Link{0, 1'000'000'000}, Link{0, 1'000'000'000}});
+    spec.comm = CommMode::Blocking;
+    const SimResult r = Run(spec, Must(GenerateGPipe(spec, {})));
+    REQUIRE(r.makespan == 46);
+    CheckSums(r);
+    const Breakdown b = ComputeBreakdown(r);
+    CHECK(b.devices[0][BubbleTerm::Communication] >= 20);  // 20 blocked
+  }
+  SECTION("recompute: one rank, GPipe, m=2") {
+    // F 2 each; B = 2 recompute + 4: makespan 16, recompute 4, no idle.
+    PipelineSpec spec = PipelineSpec::Uniform(1, 1, 2, 2, 4);
+    spec.stages[0].recompute = 2;
+    const SimResult r = Run(spec, Must(GenerateGPipe(spec, {})));
+    REQUIRE(r.makespan == 16);
+    CheckSums(r);
+    const Breakdown b = ComputeBreakdown(r);
+    CHECK(b.pipeline.ns == std::array<Nanos, 5>{12, 0, 4, 0, 0});
+    CHECK(b.pipeline.largest_loss() == BubbleTerm::Recompute);
+  }
+}
+
+TEST_CASE("breakdown: parts add up on the shipped configs and many shapes", "[viz][breakdown]") {
+  for (const char* name : {"example.yaml", "interleaved.yaml", "tight-memory.yaml",
+                           "heterogeneous.yaml", "custom.yaml"}) {
+    INFO(name);
+    CheckSums(SimulateFile(name).result);
+  }
+  for (const char* schedule : {"gpipe", "1f1b", "interleaved"}) {
+    CliOverrides ov;
+    ov.schedule = schedule;
+    ov.virtual_stages = std::string(schedule) == "interleaved" ? 2 : 1;
+    ov.microbatches = 8;
+    INFO(schedule);
+    CheckSums(SimulateFile("example.yaml", ov).result);
+  }
+  for (const char* schedule : {"gpipe", "1f1b"}) {
+    CliOverrides ov;
+    ov.schedule = schedule;
+    CheckSums(SimulateFile("heterogeneous.yaml", ov).result);
+    CheckSums(SimulateFile("tight-memory.yaml", ov).result);
+  }
+  // Heterogeneous stages, links and recompute, blocking and overlapped.
+  for (CommMode comm : {CommMode::Overlapped, CommMode::Blocking}) {
+    for (int p : {2, 3, 5}) {
+      PipelineSpec spec = PipelineSpec::Uniform(p, 1, 7, 10, 20);
+      for (int s = 0; s < p; ++s) {
+        spec.stages[s].forward = 10 + 7 * s;
+        spec.stages[s].backward_input = 20 + 3 * s;
+        spec.stages[s].recompute = s % 2 == 0 ? 5 : 0;
+        spec.stages[s].output_bytes = 1000;
+      }
+      std::vector<Link> links;
+      for (int i = 0; i < p; ++i) links.push_back(Link{3 + i, 100'000'000});
+      spec.link_matrix = RingLinkMatrix(p, links);
+      spec.comm = comm;
+      for (auto gen : {&GenerateGPipe, &Generate1F1B}) CheckSums(Run(spec, Must(gen(spec, {}))));
+    }
+  }
+}
+
+TEST_CASE("breakdown: the explanation names the cause in figures", "[viz][breakdown]") {
+  SECTION("warm-up/drain") {
+    PipelineSpec spec = PipelineSpec::Uniform(8, 1, 8, kMs, kMs);
+    const SimResult r = Run(spec, Must(Generate1F1B(spec, {})));
+    const std::string e = ExplainBreakdown(spec, r, ComputeBreakdown(r));
+    INFO(e);
+    CHECK(e.rfind("warm-up/drain is the largest loss (46.7 % of the iteration on rank 0)", 0) == 0);
+    CHECK(e.find("7 of 8 ranks wait up to 7.000 ms for their first op") != std::string::npos);
+    CHECK(e.find("interleaving (v > 1)") != std::string::npos);
+  }
+  SECTION("imbalance") {
+    // Layers 5, 5, 5, 9 with f = n, b = 2n; m = 64.
+    PipelineSpec spec = PipelineSpec::Uniform(4, 1, 64, 1, 1);
+    const int layers[] = {5, 5, 5, 9};
+    for (int s = 0; s < 4; ++s) {
+      spec.stages[s].num_layers = layers[s];
+      spec.stages[s].forward = layers[s] * kMs;
+      spec.stages[s].backward_input = 2 * layers[s] * kMs;
+    }
+    const SimResult r = Run(spec, Must(Generate1F1B(spec, {})));
+    CheckSums(r);
+    const Breakdown b = ComputeBreakdown(r);
+    CHECK(b.pipeline.largest_loss() == BubbleTerm::Imbalance);
+    const std::string e = ExplainBreakdown(spec, r, b);
+    INFO(e);
+    CHECK(e.find("rank 3 holds 9 layers vs 6.00 mean and computes 1728.000 ms vs "
+                 "1152.000 ms mean") != std::string::npos);
+  }
+  SECTION("communication, blocking") {
+    PipelineSpec spec = PipelineSpec::Uniform(2, 1, 1, 1, 2);
+    spec.link_matrix = RingLinkMatrix(2, {Link{100, 0}, Link{100, 0}});
+    spec.comm = CommMode::Blocking;
+    const SimResult r = Run(spec, Must(Generate1F1B(spec, {})));
+    const Breakdown b = ComputeBreakdown(r);
+    CHECK(b.pipeline.largest_loss() == BubbleTerm::Communication);
+    const std::string e = ExplainBreakdown(spec, r, b);
+    INFO(e);
+    CHECK(e.rfind("communication is the largest loss", 0) == 0);
+    CHECK(e.find("overlapped communication") != std::string::npos);
+  }
+  SECTION("recompute") {
+    PipelineSpec spec = PipelineSpec::Uniform(1, 1, 2, 2, 4);
+    spec.stages[0].recompute = 2;
+    spec.stages[0].num_recomputed = 1;
+    const SimResult r = Run(spec, Must(GenerateGPipe(spec, {})));
+    const std::string e = ExplainBreakdown(spec, r, ComputeBreakdown(r));
+    INFO(e);
+    CHECK(e.find("(1 of its 1 layers recompute)") != std::string::npos);
+  }
+  SECTION("nothing lost") {
+    PipelineSpec spec = PipelineSpec::Uniform(1, 1, 2, 2, 4);
+    const SimResult r = Run(spec, Must(GenerateGPipe(spec, {})));
+    CHECK(ExplainBreakdown(spec, r, ComputeBreakdown(r)).rfind("no loss", 0) == 0);
+  }
+}
+
+TEST_CASE("breakdown: text and JSON reports", "[viz][breakdown][cli]") {
+  const CliRun j = Cli({"--config", Config("heterogeneous.yaml"), "--format", "json"});
+  REQUIRE(j.status == 0);
+  const auto json = nlohmann::json::parse(j.out);
+  const long long t = json["iteration_time_ns"];
+  auto sum = [](const nlohmann::json& ns) {
+    long long s = 0;
+    for (const auto& [k, v] : ns.items()) s += v.get<long long>();
+    return s;
+  };
+  // The old summary stays, the new object adds ns, fractions and the line.
+  CHECK(json.contains("breakdown_ms"));
+  const auto& b = json["breakdown"];
+  CHECK(sum(b["ns"]) == t);
+  CHECK(b["ns"].size() == 5);
+  CHECK(b["bottleneck_rank"] == json["breakdown_ms"]["bottleneck_rank"]);
+  CHECK(b["explanation"].get<std::string>().find("is the largest loss") != std::string::npos);
+  double fractions = 0;
+  for (const auto& [k, v] : b["fraction"].items()) fractions += v.get<double>();
+  CHECK(fractions == Approx(1.0));
+  for (const auto& d : json["devices"]) {
+    CHECK(sum(d["breakdown"]["ns"]) == t);
+    CHECK(d["breakdown"].contains("largest_loss"));
+  }
+  const CliRun text = Cli({"--config", Config("heterogeneous.yaml")});
+  REQUIRE(text.status == 0);
+  CHECK(text.out.find("largest loss") != std::string::npos);
+  CHECK(text.out.find("bubble breakdown per rank") != std::string::npos);
+}
+
+// ---- the SVG ----------------------------------------------------------------
+
+TEST_CASE("svg: well-formed, one row and one memory chart per device", "[viz][svg]") {
+  for (const char* name : {"example.yaml", "interleaved.yaml", "tight-memory.yaml",
+                           "heterogeneous.yaml", "custom.yaml"}) {
+    INFO(name);
+    const Simulated s = SimulateFile(name);
+    const std::string svg = FormatSvg(s.config, s.run, s.result);
+    const Tree tree = ParseXml(svg);
+    REQUIRE(tree.count("svg") == 1);
+    const int p = s.run.spec.p;
+    const auto rows = FindByClass(tree, "g", kSvgTimelineRowClass);
+    const auto charts = FindByClass(tree, "g", kSvgMemoryChartClass);
+    REQUIRE(static_cast<int>(rows.size()) == p);
+    REQUIRE(static_cast<int>(charts.size()) == p);
+    for (int d = 0; d < p; ++d) {
+      CHECK(Attr(*rows[d], "id") == "rank-" + std::to_string(d));
+      CHECK(Attr(*charts[d], "id") == "memory-" + std::to_string(d));
+      // The capacity line (these configs' capacities are on the scale) and
+      // the peak with its value.
+      CHECK(CountElements(*charts[d], "line", "cap") == 1);
+      CHECK(CountElements(*charts[d], "circle", "peak") == 1);
+      CHECK(CountElements(*charts[d], "path", "area") == 1);
+    }
+    // Small cases draw op by op: one titled rect per op.
+    int ops = 0;
+    for (const Tree* row : rows) {
+      for (const auto& [n, child] : *row) {
+        if (n == "rect" && child.count("title") == 1) ++ops;
+      }
+    }
+    CHECK(ops == static_cast<int>(s.run.program.total_ops()));
+    CHECK(CountElements(tree, "text", "mb") > 0);        // micro-batch numbers
+    CHECK(svg == FormatSvg(s.config, s.run, s.result));  // deterministic
+  }
+}
+
+TEST_CASE("svg: recompute and sends have their colours", "[viz][svg]") {
+  const Simulated s = SimulateFile("tight-memory.yaml");
+  const Tree tree = ParseXml(FormatSvg(s.config, s.run, s.result));
+  CHECK(CountElements(tree, "rect", "R") > 0);
+  CHECK(CountElements(tree, "rect", "C") > 0);
+  CHECK(CountElements(tree, "rect", "F0") > 0);
+  CHECK(CountElements(tree, "rect", "B0") > 0);
+}
+
+TEST_CASE("svg: 64 devices and 512 micro-batches aggregate and stay small", "[viz][svg]") {
+  const Simulated s = Simulate(test::Parse(UniformYaml(128, 64, 512, "1f1b")));
+  const std::string svg = FormatSvg(s.config, s.run, s.result);
+  INFO("size " << svg.size());
+  CHECK(svg.size() < 2'000'000);
+  const Tree tree = ParseXml(svg);
+  CHECK(FindByClass(tree, "g", kSvgTimelineRowClass).size() == 64);
+  CHECK(FindByClass(tree, "g", kSvgMemoryChartClass).size() == 64);
+  // Busy intervals, not 65536 ops: no per-op titles, no labels.
+  CHECK(Count(svg, "<title>") == 64);  // one per row
+  CHECK(CountElements(tree, "text", "mb") == 0);
+  CHECK(svg.find("merged into busy intervals") != std::string::npos);
+  // Interleaved too.
+  const Simulated i = Simulate(test::Parse(UniformYaml(128, 64, 512, "interleaved", 2)));
+  const std::string svg2 = FormatSvg(i.config, i.run, i.result);
+  INFO("interleaved size " << svg2.size());
+  CHECK(svg2.size() < 2'000'000);
+  CHECK(FindByClass(ParseXml(svg2), "g", kSvgTimelineRowClass).size() == 64);
+}
+
+TEST_CASE("svg and html: text is escaped", "[viz][svg][html]") {
+  const Simulated s = Simulate(test::Parse(UniformYaml(4, 2, 4, "1f1b", 1, "a<b>&\"c\"")));
+  const std::string svg = FormatSvg(s.config, s.run, s.result, "note <&>");
+  ParseXml(svg);
+  CHECK(svg.find("a&lt;b&gt;&amp;&quot;c&quot;") != std::string::npos);
+  CHECK(svg.find("note &lt;&amp;&gt;") != std::string::npos);
+  const std::string html = FormatSimReport(s.view());
+  CHECK(CheckTags(html).empty());
+  CHECK(html.find("a<b>") == std::string::npos);
+  CHECK(EscapeXml("<a href='x'>&</a>") == "&lt;a href=&#39;x&#39;&gt;&amp;&lt;/a&gt;");
+}
+
+// ---- the HTML report --------------------------------------------------------
+
+TEST_CASE("html: a simulation's report", "[viz][html]") {
+  const Simulated s = SimulateFile("interleaved.yaml");
+  const std::string html = FormatSimReport(s.view());
+  INFO(CheckTags(html));
+  CHECK(CheckTags(html).empty());
+  CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+  // Self-contained: no scripts, no links to elsewhere.
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("<link") == std::string::npos);
+  CHECK(html.find("src=") == std::string::npos);
+  for (const char* id : {"summary", "breakdown", "devices", "timeline"}) {
+    INFO(id);
+    CHECK(html.find(std::string("<section id=\"") + id + "\">") != std::string::npos);
+  }
+  // One device row in the device table and one in the breakdown table per
+  // rank, plus the pipeline's breakdown row.
+  CHECK(Count(html, "<tr class=\"device\">") == 2 * 4);
+  CHECK(Count(html, "<tr class=\"pipeline\">") == 1);
+  CHECK(Count(html, "class=\"ppb-row\"") == 4);
+  CHECK(html.find("is the largest loss") != std::string::npos);
+  CHECK(html == FormatSimReport(s.view()));
+}
+
+// ---- the trace --------------------------------------------------------------
+
+TEST_CASE("trace: memory counters split into static and activations", "[viz][trace]") {
+  const Simulated s = SimulateFile("custom.yaml");
+  const auto t = nlohmann::json::parse(FormatChromeTrace(s.config, s.run, s.result));
+  std::vector<size_t> next(s.run.spec.p, 0);
+  int counters = 0;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] != "C") continue;
+    ++counters;
+    const int d = e["pid"];
+    REQUIRE(next[d] < s.result.memory[d].size());
+    const MemorySample& sample = s.result.memory[d][next[d]++];
+    const double fixed = e["args"]["static"];
+    const double act = e["args"]["activations+workspace"];
+    CHECK(fixed == static_cast<double>(s.result.devices[d].static_memory) / (1 << 30));
+    CHECK(act >= 0);
+    // Exactly the old single total.
+    CHECK(fixed + act == static_cast<double>(sample.bytes) / (1 << 30));
+    CHECK(e["ts"].get<double>() == static_cast<double>(sample.time) / 1e3);
+  }
+  CHECK(counters == 2 + 2 * 16);
+}
+
+// ---- the command line -------------------------------------------------------
+
+TEST_CASE("cli: --svg and --report write their files", "[viz][cli]") {
+  const std::string svg = TempPath("t.svg"), html = TempPath("t.html");
+  const CliRun r = Cli({"--config", Config("example.yaml"), "--svg", svg, "--report", html});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const std::string svg_text = Slurp(svg);
+  CHECK(FindByClass(ParseXml(svg_text), "g", kSvgTimelineRowClass).size() == 4);
+  const std::string html_text = Slurp(html);
+  CHECK(CheckTags(html_text).empty());
+  CHECK(html_text.find(svg_text) != std::string::npos);  // the same picture inline
+
+  SECTION("unwritable paths exit 1 and say which") {
+    for (const char* flag : {"--svg", "--report"}) {
+      const CliRun bad = Cli({"--config", Config("example.yaml"), flag, "/nonexistent-ppb-dir/x"});
+      CHECK(bad.status == 1);
+      CHECK(bad.err == "ppb-sim: cannot write /nonexistent-ppb-dir/x\n");
+    }
+  }
+}
+
+TEST_CASE("cli: search --svg and --report draw the recommendation", "[viz][cli][search]") {
+  const std::string config = TempPath("tiny.yaml");
+  std::ofstream(config) << test::kTinySearchConfig;
+  const std::string svg = TempPath("s.svg"), html = TempPath("s.html");
+  const CliRun r = Cli({"search", "--config", config, "--threads", "1", "--time-limit", "20",
+                        "--svg", svg, "--report", html});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const std::string svg_text = Slurp(svg);
+  const Tree tree = ParseXml(svg_text);
+  CHECK(FindByClass(tree, "g", kSvgTimelineRowClass).size() == 2);
+  CHECK(svg_text.find("search recommendation: tiny-4l") != std::string::npos);
+  CHECK(svg_text.find("iteration 30.000 ms") != std::string::npos);
+  const std::string page = Slurp(html);
+  INFO(CheckTags(page));
+  CHECK(CheckTags(page).empty());
+  for (const char* id :
+       {"recommendation", "search", "top", "baselines", "summary", "breakdown", "devices"}) {
+    INFO(id);
+    CHECK(page.find(std::string("<section id=\"") + id + "\">") != std::string::npos);
+  }
+  CHECK(page.find("PROVED OPTIMAL") != std::string::npos);
+  CHECK(page.find("even split, no recompute") != std::string::npos);
+  CHECK(page.find(">seed</td><td class=\"l\">1<") != std::string::npos);
+  CHECK(Count(page, "<tr class=\"device\">") == 2 * 2);
+
+  SECTION("nothing fits: a baseline is drawn and the report says so") {
+    std::string text = Slurp(config);
+    text.replace(text.find("memory: 7GiB"), 12, "memory: 2GiB");
+    const std::string small = TempPath("tiny-2gib.yaml");
+    std::ofstream(small) << text;
+    const CliRun n = Cli({"search", "--config", small, "--threads", "1", "--time-limit", "20",
+                          "--svg", svg, "--report", html});
+    INFO(n.err);
+    REQUIRE(n.status == 0);
+    CHECK(Slurp(svg).find("nothing fits; shown: baseline even split, no recompute") !=
+          std::string::npos);
+    const std::string p2 = Slurp(html);
+    CHECK(CheckTags(p2).empty());
+    CHECK(p2.find("fits in memory") != std::string::npos);
+  }
+  SECTION("unwritable path exits 1") {
+    const CliRun bad = Cli({"search", "--config", config, "--threads", "1", "--time-limit", "20",
+                            "--report", "/nonexistent-ppb-dir/r.html"});
+    CHECK(bad.status == 1);
+    CHECK(bad.err == "ppb-sim: cannot write /nonexistent-ppb-dir/r.html\n");
+  }
+}
+
+}  // namespace ppb
