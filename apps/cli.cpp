@@ -557,9 +557,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
       Baselines(*problem, result->found ? result->best.choice : 0);
   // --emit: the recommendation under the schedule, v and g it chose.
   if (!emit->frameworks.empty() && result->found) {
-    const ScheduleChoice& choice = problem->choices[result->best.choice];
-    const RunConfig best = WithChoice(*config, choice.schedule, choice.v,
-                                      choice.params, result->best.strategy);
+    const RunConfig best = CandidateConfig(*config, *problem, result->best);
     auto run = Prepare(best);
     if (!run.ok()) {
       err << run.error().message << "\n";

@@ -1739,6 +1739,15 @@ Result<Emission> Emit(Framework framework, const RunConfig& config, const Progra
                 "back as the strategy (" +
                     mismatch + "):\n" + e->text);
   }
+  // A heterogeneous cluster: no framework setting places ranks on devices;
+  // the launcher does (rank order of the hostfile / torchrun's node ranks).
+  if (config.topology) {
+    e->text += "# ppb: launch pipeline rank r on device:";
+    for (size_t r = 0; r < config.placement.size(); ++r) {
+      e->text += " " + std::to_string(r) + ":" + DeviceLabel(*config.topology, config.placement[r]);
+    }
+    e->text += "\n";
+  }
   return e;
 }
 
@@ -1771,16 +1780,6 @@ std::string AddEmissionsToJson(const std::string& json, const std::vector<Emissi
   }
   j["emit"] = emit;
   return j.dump(2) + "\n";
-}
-
-RunConfig WithChoice(const RunConfig& config, const std::string& schedule, int v,
-                     const ScheduleParams& params, const Strategy& strategy) {
-  RunConfig out = config;
-  out.schedule = schedule;
-  out.shape.v = v;
-  out.schedule_params = params;
-  out.strategy = strategy;
-  return out;
 }
 
 }  // namespace ppb

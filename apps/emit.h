@@ -99,10 +99,4 @@ std::string FormatEmissionsText(const std::vector<Emission>& emissions);
 // ...}, "torchtitan": {..., "schedule_csv": ...}}. Same indentation.
 std::string AddEmissionsToJson(const std::string& json, const std::vector<Emission>& emissions);
 
-// The run config of a search's recommendation: `config` with the chosen
-// schedule, v, schedule parameters and strategy (what `ppb-sim search
-// --emit` emits).
-RunConfig WithChoice(const RunConfig& config, const std::string& schedule, int v,
-                     const ScheduleParams& params, const Strategy& strategy);
-
 }  // namespace ppb

@@ -266,7 +266,10 @@ std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
         d, held[d], held_width, ToMs(ds.busy), ToMs(ds.idle), frac,
         ToMs(ds.recompute),
         FormatBytes(ds.peak_memory) + " / " + FormatBytes(ds.capacity),
-        ds.oom ? "OOM" : "");
+        (ds.oom ? std::string("OOM ") : std::string()) +
+            (config.topology && d < static_cast<int>(config.placement.size())
+                 ? DeviceLabel(*config.topology, config.placement[d])
+                 : std::string()));
   }
   out += "\n  bubble breakdown per rank, ms (% of the iteration); each row adds up to the "
          "iteration time:\n";

@@ -215,6 +215,10 @@ RunConfig CandidateConfig(const RunConfig& config, const SearchProblem& problem,
   out.schedule_params = choice.params;
   out.strategy = c.strategy;
   out.allow_empty_chunks = problem.allow_empty_chunks;
+  if (!c.placement.empty() && out.topology) {
+    out.placement = c.placement;
+    out.cluster = ClusterFor(*out.topology, c.placement);
+  }
   return out;
 }
 

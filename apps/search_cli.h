@@ -43,7 +43,7 @@ RankProblem BuildRankProblem(const RunConfig& config,
                              const std::vector<RankCandidate>& candidates);
 
 // `config` with candidate `c` of `problem` in place of its pipeline
-// schedule, v, schedule parameters and strategy (and the problem's
+// schedule, v, schedule parameters, strategy and device order (and the problem's
 // empty-chunk rule), ready for Prepare(): how a search's answer is simulated
 // again in full, e.g. to draw it.
 RunConfig CandidateConfig(const RunConfig& config, const SearchProblem& problem,

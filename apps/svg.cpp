@@ -405,6 +405,12 @@ void DrawSends(Canvas& c, const Layout& l, int d, const std::vector<Interval>& s
   }
 }
 
+// " on h100@n0" for a rank of a heterogeneous cluster, "" otherwise.
+std::string DeviceOf(const RunConfig& config, int rank) {
+  if (!config.topology || rank >= static_cast<int>(config.placement.size())) return "";
+  return " on " + DeviceLabel(*config.topology, config.placement[rank]);
+}
+
 void DrawTimeline(Canvas& c, const Layout& l, const RunConfig& config, const PreparedRun& run,
                   const SimResult& r, bool aggregated) {
   const PipelineSpec& spec = run.spec;
@@ -423,8 +429,9 @@ void DrawTimeline(Canvas& c, const Layout& l, const RunConfig& config, const Pre
   for (int d = 0; d < spec.p; ++d) {
     const DeviceStats& ds = r.devices[d];
     c.out += fmt::format("<g id=\"rank-{}\" class=\"{}\">\n", d, kSvgTimelineRowClass);
-    c.out += fmt::format("<title>rank {}: layers {}; busy {:.3f} ms, idle {:.3f} ms</title>\n", d,
-                         EscapeXml(held[d]), ToMs(ds.busy), ToMs(ds.idle));
+    c.out += fmt::format("<title>rank {}{}: layers {}; busy {:.3f} ms, idle {:.3f} ms</title>\n", d,
+                         EscapeXml(DeviceOf(config, d)), EscapeXml(held[d]), ToMs(ds.busy),
+                         ToMs(ds.idle));
     c.out +=
         fmt::format("<text x=\"{}\" y=\"{}\" class=\"{} end\" font-size=\"{}\">{}</text>\n",
                     Px(kLeft - 6), Px(l.RowTop(d) + (l.op_h + l.comm_h) / 2 + label_font * 0.35),
@@ -441,8 +448,8 @@ void DrawTimeline(Canvas& c, const Layout& l, const RunConfig& config, const Pre
 
 // The memory step chart of device d in the box (x, y, w, h), on the common
 // scale [0, ymax].
-void DrawMemory(Canvas& c, const SimResult& r, int d, double x, double y, double w, double h,
-                Bytes ymax, Nanos span, bool small) {
+void DrawMemory(Canvas& c, const SimResult& r, int d, const std::string& device, double x,
+                double y, double w, double h, Bytes ymax, Nanos span, bool small) {
   const DeviceStats& ds = r.devices[d];
   auto X = [&](Nanos t) {
     return x + w * static_cast<double>(std::clamp<Nanos>(t, 0, span)) / static_cast<double>(span);
@@ -453,7 +460,7 @@ void DrawMemory(Canvas& c, const SimResult& r, int d, double x, double y, double
   c.out += fmt::format("<g id=\"memory-{}\" class=\"{}\">\n", d, kSvgMemoryChartClass);
   c.Rect(x, y, w, h, "frame");
   c.Text(x, y - 4, ds.oom ? "tr" : "t",
-         ds.oom ? fmt::format("rank {} OOM", d) : fmt::format("rank {}", d));
+         fmt::format("rank {}{}{}", d, device, ds.oom ? " OOM" : ""));
   c.Text(x - 3, y + h, "ts end", "0");
   c.Text(x - 3, y + 8, "ts end", ShortBytes(ymax));
   // The step function, one pixel column at a time: each column keeps the
@@ -612,7 +619,7 @@ std::string FormatSvg(const RunConfig& config, const PreparedRun& run, const Sim
     const double w = cols == 1 ? kPlotW : col_w - 56;
     const double y = mem_top + 24 + row * chart_pitch + 14;
     if (d < static_cast<int>(r.memory.size())) {
-      DrawMemory(c, r, d, x, y, w, chart_h, ymax, l.span, cols >= 4);
+      DrawMemory(c, r, d, DeviceOf(config, d), x, y, w, chart_h, ymax, l.span, cols >= 4);
     }
   }
   if (cols == 1) {
