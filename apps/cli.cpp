@@ -294,7 +294,9 @@ std::string EmitJson(const std::string& json, const EmitRequest& req) {
 // The text that follows a text report ("" when there is none to print).
 std::string EmitText(const EmitRequest& req) {
   if (req.emissions.empty() || !req.file.empty()) return "";
-  return "\n" + FormatEmissionsText(req.emissions);
+  std::string text = "\n";
+  text += FormatEmissionsText(req.emissions);
+  return text;
 }
 
 // The pipeline overrides of AddRunOptions (and --schedule-csv when given).

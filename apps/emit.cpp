@@ -90,7 +90,9 @@ std::string StageList(const std::vector<int>& per_stage, int p, int v) {
   for (int c = 0; c < v; ++c) {
     if (c > 0) out += ", ";
     const auto first = per_stage.begin() + static_cast<std::ptrdiff_t>(c) * p;
-    out += "[" + JoinInts(std::vector<int>(first, first + p)) + "]";
+    out += '[';
+    out += JoinInts(std::vector<int>(first, first + p));
+    out += ']';
   }
   return out + "]";
 }

@@ -202,7 +202,10 @@ std::string SimulationSections(const SimulatedRun& sim, const std::string& note)
   out += "</h2>\n" + Summary(config, run, r) + "</section>\n";
   if (r.outcome == Outcome::Deadlock) {
     std::string stuck;
-    for (const Op& op : r.stuck) stuck += " " + ActionString(op);
+    for (const Op& op : r.stuck) {
+      stuck += ' ';
+      stuck += ActionString(op);
+    }
     out += fmt::format("<p class=\"oom\">deadlock; stuck at{}</p>\n", E(stuck));
   }
   out += BreakdownSection(run.spec, r);
