@@ -146,7 +146,9 @@ class LayoutExpander {
 Result<std::vector<int>> ParseMegatronLayout(std::string_view layout,
                                              const std::vector<Layer>& layers,
                                              int p, int v) {
-  const std::string quoted = "\"" + std::string(layout) + "\"";
+  std::string quoted = "\"";
+  quoted += layout;
+  quoted += '"';
   const int stages = p * v;
   std::vector<Token> tokens;
   // A layout that matches has layers + stages - 1 tokens; the slack lets the
@@ -238,7 +240,10 @@ std::string FormatMegatronLayout(const std::vector<int>& layers_per_stage,
         ++run;
       }
       out += symbol;
-      if (run > 1) out += "*" + std::to_string(run);
+      if (run > 1) {
+        out += '*';
+        out += std::to_string(run);
+      }
       layer += run;
     }
   }
