@@ -442,6 +442,37 @@ TEST_CASE("config: heterogeneous cluster errors name file, line and key",
         "cluster.device_types (a heterogeneous cluster); got it without them");
 }
 
+TEST_CASE("config: search.device_order given keeps the config's order", "[placement][config]") {
+  std::string text = kHeteroConfig;
+  text.replace(text.find("  link_classes:"), 0, "  placement: [1, 3, 2, 0]\n");
+  text += "search: {device_order: given}\n";
+  Result<RunConfig> c = test::Parse(text);
+  REQUIRE(c.ok());
+  CHECK_FALSE(c->search.search_device_order);
+  Result<SearchProblem> pr = BuildSearchProblem(*c);
+  REQUIRE(pr.ok());
+  CHECK_FALSE(pr->search_placement);
+  SearchOptions o = Options();
+  Result<SearchResult> r = Search(*pr, o);
+  REQUIRE(r.ok());
+  REQUIRE(r->found);
+  CHECK(r->best.placement.empty());  // the cluster as configured
+  CHECK(r->proved_optimal);
+  // The same order searched as a placement problem can only do as well or
+  // better.
+  SearchProblem free = *pr;
+  free.search_placement = true;
+  Result<SearchResult> rf = Search(free, o);
+  REQUIRE(rf.ok());
+  CHECK(rf->best.makespan <= r->best.makespan);
+
+  CHECK(test::ParseError(text, [] {
+          CliOverrides ov;
+          ov.stages = 3;
+          return ov;
+        }()) == "run.yaml:11: cluster.nodes: must hold one device per rank (--stages 3); got 4 devices");
+}
+
 TEST_CASE("search CLI: the device order, its baselines and JSON", "[placement][search-cli]") {
   const std::string path = std::string(PPB_TEST_DATA_DIR) + "/configs/hetero-4.yaml";
   test::CliRun text = test::Cli({"search", "--config", path, "--threads", "1"});
