@@ -492,7 +492,15 @@ class Searcher {
   void Report(bool force);
 
   Nanos RootBound(std::vector<int>* decoders_per_device, int* decoder_rep);
+  // A path through the program's dependency graph: its length is
+  // sum_s (a[s] * F_s + b[s] * B_s) + c for stage times F_s, B_s.
+  struct Path {
+    std::vector<double> a, b;
+    double c = 0;
+  };
+  std::vector<Path> BuildPaths() const;
   Nanos PathWeights();
+  Nanos TotalsPathBound(Nanos best);
   std::vector<int> RelaxedSplit(const std::vector<int>& per_device, int rep) const;
   std::vector<int> SplitFromQuota(const std::vector<int>& quota, int rep) const;
   std::vector<int> ChunkAwareSplit(const std::vector<int>& per_device, int rep);
@@ -527,6 +535,17 @@ class Searcher {
   std::vector<Nanos> suffix_work_;        // unscaled m-less work of layers >= l
   std::vector<Nanos> level_bounds_;       // pending bound per DFS level
   Nanos root_bound_ = 0;                  // valid for the whole tree
+  // RootBound's relaxation, kept for TotalsPathBound: the largest group of
+  // identical layers ("decoders") and load[d][k], a lower bound on the
+  // makespan when rank d holds k of them (kInf: k cannot fit).
+  struct Totals {
+    int decoders = 0, rep = 0, free_others = 0;
+    bool first_pinned = false, last_pinned = false;
+    std::vector<std::vector<Nanos>> load;
+  } totals_;
+ public:
+  Nanos totals_bound = 0;  // TotalsPathBound after the heuristics (0: none)
+ private:
   // Path bound (PathWeights): T >= sum_s (pa_[s] f_s + pb_[s] b_s) + pconst_
   // for any allocation; pa_min_[s] / pb_min_[s] = least coefficient per unit
   // of unscaled work over stages >= s (for layers not yet placed).
@@ -1372,12 +1391,8 @@ void Searcher::Dfs(int s, int pos) {
 // layers (their total work is fixed) and tightens as stages are placed. For
 // uniform stages it reaches the closed forms' fill-and-drain terms that the
 // per-rank bound misses for interleaved schedules.
-Nanos Searcher::PathWeights() {
-  const int S = c_.S, p = c_.p, L = c_.L;
-  struct Path {
-    std::vector<double> a, b;
-    double c = 0;
-  };
+std::vector<Searcher::Path> Searcher::BuildPaths() const {
+  const int S = c_.S, p = c_.p;
   auto hop = [&](int s, int t) -> double {  // latency of stage s -> t
     const int a = c_.spec.stage_device[s].value, b = c_.spec.stage_device[t].value;
     return a == b ? 0.0 : static_cast<double>(c_.spec.link(DeviceId(a), DeviceId(b)).latency);
@@ -1466,6 +1481,12 @@ Nanos Searcher::PathWeights() {
       }
     }
   }
+  return paths;
+}
+
+Nanos Searcher::PathWeights() {
+  const int S = c_.S, L = c_.L;
+  const std::vector<Path> paths = BuildPaths();
   double F = 0, B = 0;
   for (int l = 0; l < L; ++l) {
     F += static_cast<double>(pb_.layers[l].forward);
@@ -1562,6 +1583,147 @@ Nanos Searcher::PathWeights() {
   // Time scaling rounds each stage's time to the ns: allow for it.
   const double slack = static_cast<double>(c_.m) * (S + 1) * 4;
   return std::max<Nanos>(0, static_cast<Nanos>(std::floor(best - slack)));
+}
+
+// A bound that couples the decoder counts per rank with the fill and drain
+// of the schedule, for the strategies that can still beat `best`.
+//
+// RootBound's load[d][k] bounds the makespan of any strategy in which rank
+// d holds k decoders, so a strategy with makespan <= best gives every rank
+// a count in [lo_d, hi_d] (those k with load <= best, also within what the
+// other ranks can leave: the counts add up to D). Over such allocations
+// (decoders placed on any chunk of their rank, every stage without a pinned
+// first or last layer holding at least one decoder when no other layer
+// could fill it; the other non-decoder layers cost >= 0 and are dropped),
+// the makespan is at least any mixture of the program's paths (BuildPaths);
+// its least value is found exactly by a greedy over ranks, and the mixture
+// is tuned by fictitious play against that greedy. Any mixture is valid.
+// The integrality the per-rank ranges carry is what the allocation-free
+// path bound (PathWeights) misses: e.g. the last rank holding the head
+// must also hold its full share of decoders, and then the fill and drain
+// through the other stages come on top of its work.
+Nanos Searcher::TotalsPathBound(Nanos best) {
+  const int S = c_.S, p = c_.p, v = c_.v;
+  const int D = totals_.decoders;
+  if (D <= 0 || totals_.load.empty() || best >= kInf) return 0;
+  std::vector<int> lo(p, -1), hi(p, -1);
+  for (int d = 0; d < p; ++d) {
+    for (int k = 0; k <= D; ++k) {
+      if (totals_.load[d][k] > best) continue;
+      if (lo[d] < 0) lo[d] = k;
+      hi[d] = k;
+    }
+    if (lo[d] < 0) return 0;  // cannot happen below a real incumbent
+  }
+  // The counts add up to D: tighten each range by the others' ranges.
+  for (int round = 0; round < 2; ++round) {
+    long long slo = 0, shi = 0;
+    for (int d = 0; d < p; ++d) {
+      slo += lo[d];
+      shi += hi[d];
+    }
+    if (slo > D || shi < D) return 0;
+    for (int d = 0; d < p; ++d) {
+      lo[d] = std::max<long long>(lo[d], D - (shi - hi[d]));
+      hi[d] = std::min<long long>(hi[d], D - (slo - lo[d]));
+    }
+  }
+  const Layer& dec = pb_.layers[totals_.rep];
+  const double fd = static_cast<double>(dec.forward);
+  const double bd = static_cast<double>(dec.backward_input + dec.backward_weight);
+  std::vector<double> speed(S);
+  for (int st = 0; st < S; ++st) speed[st] = pb_.cluster.devices[st % p].speed;
+  // Stages that must hold a decoder: all but those of a pinned first or
+  // last layer, unless other non-decoder layers could fill some.
+  std::vector<int> must(S, 0);
+  if (totals_.free_others == 0 && !pb_.allow_empty_chunks) {
+    for (int st = 0; st < S; ++st) must[st] = 1;
+    if (totals_.first_pinned) must[0] = 0;
+    if (totals_.last_pinned) must[S - 1] = 0;
+  }
+  std::vector<Path> paths = BuildPaths();
+  // Pinned layers' work is fixed: fold it into each path's constant.
+  for (Path& P : paths) {
+    auto add = [&](int layer, int st) {
+      const Layer& x = pb_.layers[layer];
+      P.c += (P.a[st] * x.forward + P.b[st] * (x.backward_input + x.backward_weight)) / speed[st];
+    };
+    // (With empty chunks allowed the first layer may sit past stage 0.)
+    if (pb_.allow_empty_chunks) continue;
+    if (totals_.first_pinned) add(0, 0);
+    if (totals_.last_pinned) add(c_.L - 1, S - 1);
+  }
+  const size_t n = paths.size();
+  // Per-decoder cost of each stage under mixture lambda.
+  std::vector<double> cost(S);
+  std::vector<double> alloc(S), avg_alloc(S, 0.0);
+  auto respond = [&](const std::vector<double>& lam, std::vector<double>& x) -> double {
+    double cst = 0;
+    std::fill(cost.begin(), cost.end(), 0.0);
+    for (size_t k = 0; k < n; ++k) {
+      if (lam[k] == 0) continue;
+      cst += lam[k] * paths[k].c;
+      for (int st = 0; st < S; ++st) {
+        cost[st] += lam[k] * (paths[k].a[st] * fd + paths[k].b[st] * bd) / speed[st];
+      }
+    }
+    std::fill(x.begin(), x.end(), 0.0);
+    double total = cst;
+    int placed = 0;
+    std::vector<std::pair<double, int>> extra;  // (unit cost, rank) beyond lo
+    for (int d = 0; d < p; ++d) {
+      int mand = 0, cheap = d;
+      for (int c = 0; c < v; ++c) {
+        const int st = c * p + d;
+        mand += must[st];
+        total += must[st] * cost[st];
+        x[st] += must[st];
+        if (cost[st] < cost[cheap]) cheap = st;
+      }
+      const int base = std::max(lo[d], mand);
+      if (base > hi[d]) return std::numeric_limits<double>::infinity();
+      total += (base - mand) * cost[cheap];
+      x[cheap] += base - mand;
+      placed += base;
+      for (int k = base; k < hi[d]; ++k) extra.emplace_back(cost[cheap], cheap);
+    }
+    if (placed > D) return std::numeric_limits<double>::infinity();
+    std::sort(extra.begin(), extra.end());
+    for (int i = 0; placed < D && i < static_cast<int>(extra.size()); ++i, ++placed) {
+      total += extra[i].first;
+      x[extra[i].second] += 1;
+    }
+    if (placed < D) return std::numeric_limits<double>::infinity();
+    return total;
+  };
+  std::vector<double> count(n, 0.0), lam(n, 0.0);
+  double bound = 0;
+  const int rounds = 3000;
+  // Start from the path longest under the even allocation.
+  std::fill(avg_alloc.begin(), avg_alloc.end(), static_cast<double>(D) / S);
+  for (int it = 1; it <= rounds; ++it) {
+    size_t best_k = 0;
+    double best_len = -1;
+    for (size_t k = 0; k < n; ++k) {
+      double len = paths[k].c;
+      for (int st = 0; st < S; ++st) {
+        len += avg_alloc[st] * (paths[k].a[st] * fd + paths[k].b[st] * bd) / speed[st];
+      }
+      if (len > best_len) {
+        best_len = len;
+        best_k = k;
+      }
+    }
+    count[best_k] += 1;
+    for (size_t k = 0; k < n; ++k) lam[k] = count[k] / it;
+    const double value = respond(lam, alloc);
+    if (!std::isfinite(value)) return 0;
+    bound = std::max(bound, value);
+    for (int st = 0; st < S; ++st) avg_alloc[st] += (alloc[st] - avg_alloc[st]) / it;
+  }
+  // Per-op rounding to whole ns can shave a little; stay safely below.
+  const double slack = static_cast<double>(c_.m) * (S + 1) * 4;
+  return std::max<Nanos>(0, static_cast<Nanos>(std::floor(bound - slack)));
 }
 
 // A bound for the whole tree that accounts for recompute forced by memory,
@@ -1811,6 +1973,11 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
   for (int d = 0; d < p; ++d) {
     for (int k = 0; k <= D; ++k) rt_table[d][k] = least_rt(d, k);
   }
+  totals_.decoders = D;
+  totals_.rep = best_rep;
+  totals_.first_pinned = !same(pb_.layers[0], dec);
+  totals_.last_pinned = L > 1 && !same(pb_.layers[L - 1], dec);
+  totals_.free_others = others - totals_.first_pinned - totals_.last_pinned;
   // Load of device d holding k decoders (or kInf if it cannot fit them).
   auto load = [&](int d, int k) -> Nanos {
     const double speed = pb_.cluster.devices[d].speed;
@@ -1858,6 +2025,10 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
         break;
       }
     }
+  }
+  totals_.load.assign(p, std::vector<Nanos>(D + 1, kInf));
+  for (int d = 0; d < p; ++d) {
+    for (int k = 0; k <= D; ++k) totals_.load[d][k] = load(d, k);
   }
   auto absorbs = [&](Nanos lambda) {
     long long lo_sum = 0, hi_sum = 0;
@@ -2293,6 +2464,9 @@ void Searcher::Run() {
     }
   }
   LocalSearch(BalancedSplit(), rng, opt_.local_search_restarts);
+  // (Not for the placement search's per-order runs, which report to a
+  // cutoff and need their time for the orders.)
+  if (!top.empty() && opt_.cutoff < 0) totals_bound = TotalsPathBound(top.front().makespan);
   if (!limit_hit) {
     pending_bound = kInf;  // from here the tree search tracks what is open
     Dfs(0, 0);
@@ -2524,6 +2698,8 @@ static Result<SearchResult> SearchFixed(const SearchProblem& problem,
     // This choice's bound on its own optimum.
     Nanos own = s->top.empty() ? kInf : s->top.front().makespan;
     own = std::min(own, s->pending_bound);
+    // Whatever can still beat the choice's incumbent obeys TotalsPathBound.
+    if (!s->top.empty()) own = std::max(own, std::min(s->top.front().makespan, s->totals_bound));
     lb = std::min(lb, own);
   }
   std::sort(all.begin(), all.end(), Better);
@@ -2782,7 +2958,7 @@ void PlacementSearcher::PolishOrder(std::int64_t budget) {
         if (OutOfLimits()) return;
         Placement next = current;
         std::swap(next[i], next[j]);
-        Leaf(next, Bound(next), budget);
+        Leaf(next, 0, budget);  // a look: no pruning, so no bound needed
         improved = top_.front().makespan < before;
       }
     }
@@ -2894,12 +3070,11 @@ void PlacementSearcher::Dfs(Placement& prefix, std::vector<char>& used, Nanos bo
   }
 }
 
-// Orders worth a first look: the given one; nodes kept together, the
-// largest-memory devices first (the first ranks hold the most micro-batches
-// in flight under 1F1B), and the same with the fastest first.
+// Orders worth a first look: nodes kept together, the largest-memory
+// devices first (the first ranks hold the most micro-batches in flight
+// under 1F1B); the same with the fastest first; the given order.
 std::vector<Placement> PlacementSearcher::HeuristicOrders() const {
   std::vector<Placement> out;
-  out.push_back(pb_.given_placement);
   const int nodes = static_cast<int>(topo_.node_names.size());
   for (int rule = 0; rule < 2; ++rule) {
     auto key = [&](int d) {
@@ -2922,6 +3097,7 @@ std::vector<Placement> PlacementSearcher::HeuristicOrders() const {
     for (int nd : order) pl.insert(pl.end(), by_node[nd].begin(), by_node[nd].end());
     out.push_back(pl);
   }
+  out.push_back(pb_.given_placement);
   return out;
 }
 
@@ -2930,7 +3106,7 @@ SearchResult PlacementSearcher::Run() {
   constexpr std::int64_t kLook = 64;
   for (const Placement& pl : HeuristicOrders()) {
     if (OutOfLimits()) break;
-    Leaf(pl, Bound(pl), kLook);
+    Leaf(pl, 0, kLook);
   }
   PolishOrder(kLook);
   Placement prefix;
