@@ -1653,14 +1653,13 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
     if (totals_.first_pinned) add(0, 0);
     if (totals_.last_pinned) add(c_.L - 1, S - 1);
   }
-  const size_t n = paths.size();
   // Per-decoder cost of each stage under mixture lambda.
   std::vector<double> cost(S);
   std::vector<double> alloc(S), avg_alloc(S, 0.0);
   auto respond = [&](const std::vector<double>& lam, std::vector<double>& x) -> double {
     double cst = 0;
     std::fill(cost.begin(), cost.end(), 0.0);
-    for (size_t k = 0; k < n; ++k) {
+    for (size_t k = 0; k < lam.size(); ++k) {
       if (lam[k] == 0) continue;
       cst += lam[k] * paths[k].c;
       for (int st = 0; st < S; ++st) {
@@ -1696,30 +1695,73 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
     if (placed < D) return std::numeric_limits<double>::infinity();
     return total;
   };
-  std::vector<double> count(n, 0.0), lam(n, 0.0);
   double bound = 0;
-  const int rounds = 3000;
-  // Start from the path longest under the even allocation.
-  std::fill(avg_alloc.begin(), avg_alloc.end(), static_cast<double>(D) / S);
-  for (int it = 1; it <= rounds; ++it) {
-    size_t best_k = 0;
-    double best_len = -1;
-    for (size_t k = 0; k < n; ++k) {
-      double len = paths[k].c;
-      for (int st = 0; st < S; ++st) {
-        len += avg_alloc[st] * (paths[k].a[st] * fd + paths[k].b[st] * bd) / speed[st];
+  // Fictitious play; then the critical path of the allocation the mixture
+  // is weakest on joins the paths (any chain of the program's dependency
+  // graph is a path for every allocation), and the game is played again.
+  // Only when every layer but a pinned first and last is a decoder, so that
+  // decoder counts per stage are a split.
+  bool generate = totals_.free_others == 0 && !pb_.allow_empty_chunks;
+  const int kRounds = 3000, kColumns = 8;
+  for (int column = 0; column <= kColumns; ++column) {
+    const size_t np = paths.size();
+    std::vector<double> count(np, 0.0), lam(np, 0.0);
+    std::vector<double> worst;  // the response to the best mixture
+    double round_best = -1;
+    // Start from the path longest under the even allocation.
+    std::fill(avg_alloc.begin(), avg_alloc.end(), static_cast<double>(D) / S);
+    for (int it = 1; it <= kRounds; ++it) {
+      size_t best_k = 0;
+      double best_len = -1;
+      for (size_t k = 0; k < np; ++k) {
+        double len = paths[k].c;
+        for (int st = 0; st < S; ++st) {
+          len += avg_alloc[st] * (paths[k].a[st] * fd + paths[k].b[st] * bd) / speed[st];
+        }
+        if (len > best_len) {
+          best_len = len;
+          best_k = k;
+        }
       }
-      if (len > best_len) {
-        best_len = len;
-        best_k = k;
+      count[best_k] += 1;
+      for (size_t k = 0; k < np; ++k) lam[k] = count[k] / it;
+      const double value = respond(lam, alloc);
+      if (!std::isfinite(value)) return 0;
+      if (value > round_best) {
+        round_best = value;
+        worst = alloc;
       }
+      for (int st = 0; st < S; ++st) avg_alloc[st] += (alloc[st] - avg_alloc[st]) / it;
     }
-    count[best_k] += 1;
-    for (size_t k = 0; k < n; ++k) lam[k] = count[k] / it;
-    const double value = respond(lam, alloc);
-    if (!std::isfinite(value)) return 0;
-    bound = std::max(bound, value);
-    for (int st = 0; st < S; ++st) avg_alloc[st] += (alloc[st] - avg_alloc[st]) / it;
+    bound = std::max(bound, round_best);
+    if (!generate || column == kColumns || bound >= static_cast<double>(best)) break;
+    // The split of that allocation, simulated; its critical path.
+    Strategy st;
+    st.layers_per_stage.assign(S, 0);
+    for (int x = 0; x < S; ++x) st.layers_per_stage[x] = static_cast<int>(std::lround(worst[x]));
+    if (totals_.first_pinned) ++st.layers_per_stage[0];
+    if (totals_.last_pinned) ++st.layers_per_stage[S - 1];
+    st.recompute.assign(pb_.layers.size(), 0);
+    auto spec = Lower(pb_.layers, pb_.cluster, PipelineShape{p, v, c_.m, pb_.comm}, st, false);
+    if (!spec.ok()) break;
+    SimOptions so;
+    so.record_ops = true;
+    const SimResult r = engine_.Run(*spec, c_.program, so);
+    if (r.outcome == Outcome::Deadlock) break;
+    Path P{std::vector<double>(S, 0.0), std::vector<double>(S, 0.0), 0};
+    for (const CriticalStep& step : CriticalPath(*spec, c_.program, r)) {
+      if (step.is_transfer) continue;  // >= 0: dropping it keeps a bound
+      if (step.op.kind == OpKind::F) P.a[step.op.stage.value] += 1;
+      if (step.op.kind == OpKind::B) P.b[step.op.stage.value] += 1;
+    }
+    // Pinned layers, as for the other paths.
+    auto add = [&](int layer, int x) {
+      const Layer& y = pb_.layers[layer];
+      P.c += (P.a[x] * y.forward + P.b[x] * (y.backward_input + y.backward_weight)) / speed[x];
+    };
+    if (totals_.first_pinned) add(0, 0);
+    if (totals_.last_pinned) add(c_.L - 1, S - 1);
+    paths.push_back(std::move(P));
   }
   // Per-op rounding to whole ns can shave a little; stay safely below.
   const double slack = static_cast<double>(c_.m) * (S + 1) * 4;
