@@ -1128,7 +1128,10 @@ bool Searcher::CheckLimits() {
   }
   if ((nodes & 255) == 0) {
     const double el = std::chrono::duration<double>(Clock::now() - start_).count();
-    if (opt_.time_limit_s > 0 && el >= opt_.time_limit_s) {
+    // A top-level search leaves the last tenth of its time to the bound
+    // of an open tree (TotalsPathBound).
+    const double share = opt_.cutoff < 0 ? 0.9 : 1.0;
+    if (opt_.time_limit_s > 0 && el >= opt_.time_limit_s * share) {
       limit_hit = true;
       stop_reason = "time limit";
       return true;
@@ -1597,7 +1600,9 @@ Nanos Searcher::PathWeights() {
 // could fill it; the other non-decoder layers cost >= 0 and are dropped),
 // the makespan is at least any mixture of the program's paths (BuildPaths);
 // its least value is found exactly by a greedy over ranks, and the mixture
-// is tuned by fictitious play against that greedy. Any mixture is valid.
+// is tuned by multiplicative weights against that greedy, with critical
+// paths of the allocations it is weakest on added as it goes (column
+// generation). Any mixture is valid.
 // The integrality the per-rank ranges carry is what the allocation-free
 // path bound (PathWeights) misses: e.g. the last rank holding the head
 // must also hold its full share of decoders, and then the fill and drain
@@ -1696,72 +1701,115 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
     return total;
   };
   double bound = 0;
-  // Fictitious play; then the critical path of the allocation the mixture
-  // is weakest on joins the paths (any chain of the program's dependency
-  // graph is a path for every allocation), and the game is played again.
+  // Hedge over the paths; then the critical paths of the allocations the
+  // mixture is weakest on join the paths (any chain of the program's
+  // dependency graph is a path for every allocation), and the game is
+  // played again.
   // Only when every layer but a pinned first and last is a decoder, so that
   // decoder counts per stage are a split.
   bool generate = totals_.free_others == 0 && !pb_.allow_empty_chunks;
-  const int kRounds = 3000, kColumns = 8;
+  const int kRounds = 3000, kColumns = 16;
   for (int column = 0; column <= kColumns; ++column) {
+    // Hedge (multiplicative weights) over the paths against the exact
+    // best-response allocation; every mixture played, and their average,
+    // gives a valid bound.
     const size_t np = paths.size();
-    std::vector<double> count(np, 0.0), lam(np, 0.0);
+    std::vector<double> logw(np, 0.0), lam(np, 0.0), avg(np, 0.0);
     std::vector<double> worst;  // the response to the best mixture
+    std::vector<double> adv_avg(S, 0.0);  // the responses' average
     double round_best = -1;
-    // Start from the path longest under the even allocation.
-    std::fill(avg_alloc.begin(), avg_alloc.end(), static_cast<double>(D) / S);
+    const double eta = std::sqrt(std::log(static_cast<double>(np) + 1) / kRounds) * 10;
+    const double scale = static_cast<double>(best);
     for (int it = 1; it <= kRounds; ++it) {
-      size_t best_k = 0;
-      double best_len = -1;
+      const double mx = *std::max_element(logw.begin(), logw.end());
+      double z = 0;
+      for (size_t k = 0; k < np; ++k) z += lam[k] = std::exp(logw[k] - mx);
       for (size_t k = 0; k < np; ++k) {
-        double len = paths[k].c;
-        for (int st = 0; st < S; ++st) {
-          len += avg_alloc[st] * (paths[k].a[st] * fd + paths[k].b[st] * bd) / speed[st];
-        }
-        if (len > best_len) {
-          best_len = len;
-          best_k = k;
-        }
+        lam[k] /= z;
+        avg[k] += (lam[k] - avg[k]) / it;
       }
-      count[best_k] += 1;
-      for (size_t k = 0; k < np; ++k) lam[k] = count[k] / it;
-      const double value = respond(lam, alloc);
+      double value = respond(lam, alloc);
       if (!std::isfinite(value)) return 0;
+      for (int st = 0; st < S; ++st) adv_avg[st] += (alloc[st] - adv_avg[st]) / it;
       if (value > round_best) {
         round_best = value;
         worst = alloc;
       }
-      for (int st = 0; st < S; ++st) avg_alloc[st] += (alloc[st] - avg_alloc[st]) / it;
+      for (size_t k = 0; k < np; ++k) {
+        double len = paths[k].c;
+        for (int st = 0; st < S; ++st) {
+          len += alloc[st] * (paths[k].a[st] * fd + paths[k].b[st] * bd) / speed[st];
+        }
+        logw[k] += eta * len / scale;
+      }
+      if (it % 64 == 0 || it == kRounds) {
+        value = respond(avg, avg_alloc);
+        if (value > round_best) {
+          round_best = value;
+          worst = avg_alloc;
+        }
+      }
     }
     bound = std::max(bound, round_best);
     if (!generate || column == kColumns || bound >= static_cast<double>(best)) break;
-    // The split of that allocation, simulated; its critical path.
-    Strategy st;
-    st.layers_per_stage.assign(S, 0);
-    for (int x = 0; x < S; ++x) st.layers_per_stage[x] = static_cast<int>(std::lround(worst[x]));
-    if (totals_.first_pinned) ++st.layers_per_stage[0];
-    if (totals_.last_pinned) ++st.layers_per_stage[S - 1];
-    st.recompute.assign(pb_.layers.size(), 0);
-    auto spec = Lower(pb_.layers, pb_.cluster, PipelineShape{p, v, c_.m, pb_.comm}, st, false);
-    if (!spec.ok()) break;
-    SimOptions so;
-    so.record_ops = true;
-    const SimResult r = engine_.Run(*spec, c_.program, so);
-    if (r.outcome == Outcome::Deadlock) break;
-    Path P{std::vector<double>(S, 0.0), std::vector<double>(S, 0.0), 0};
-    for (const CriticalStep& step : CriticalPath(*spec, c_.program, r)) {
-      if (step.is_transfer) continue;  // >= 0: dropping it keeps a bound
-      if (step.op.kind == OpKind::F) P.a[step.op.stage.value] += 1;
-      if (step.op.kind == OpKind::B) P.b[step.op.stage.value] += 1;
+    if (opt_.time_limit_s > 0 &&
+        std::chrono::duration<double>(Clock::now() - start_).count() > opt_.time_limit_s) {
+      break;
     }
-    // Pinned layers, as for the other paths.
-    auto add = [&](int layer, int x) {
-      const Layer& y = pb_.layers[layer];
-      P.c += (P.a[x] * y.forward + P.b[x] * (y.backward_input + y.backward_weight)) / speed[x];
-    };
-    if (totals_.first_pinned) add(0, 0);
-    if (totals_.last_pinned) add(c_.L - 1, S - 1);
-    paths.push_back(std::move(P));
+    // New columns: the critical paths of the allocation the best mixture is
+    // weakest on, and of the adversary's average play rounded to a split
+    // (where the game's value sits: a fractional allocation).
+    std::vector<double> centre(S, 0.0);
+    for (int d = 0; d < p; ++d) {
+      double tot = 0;
+      for (int c = 0; c < v; ++c) tot += adv_avg[c * p + d];
+      int k = static_cast<int>(std::lround(tot));
+      std::vector<std::pair<double, int>> rest;
+      for (int c = 0; c < v; ++c) {
+        const int x = c * p + d;
+        centre[x] = std::max<double>(must[x], std::floor(adv_avg[x]));
+        k -= static_cast<int>(centre[x]);
+        rest.emplace_back(-(adv_avg[x] - std::floor(adv_avg[x])), x);
+      }
+      std::sort(rest.begin(), rest.end());
+      for (int i = 0; k > 0; ++i, --k) centre[rest[i % v].second] += 1;
+    }
+    bool added = false;
+    for (const std::vector<double>* alloc_of : {&worst, &centre}) {
+      Strategy st;
+      st.layers_per_stage.assign(S, 0);
+      int total = 0;
+      for (int x = 0; x < S; ++x) {
+        st.layers_per_stage[x] = static_cast<int>(std::lround((*alloc_of)[x]));
+        total += st.layers_per_stage[x];
+      }
+      if (total != D) continue;
+      if (totals_.first_pinned) ++st.layers_per_stage[0];
+      if (totals_.last_pinned) ++st.layers_per_stage[S - 1];
+      st.recompute.assign(pb_.layers.size(), 0);
+      auto spec = Lower(pb_.layers, pb_.cluster, PipelineShape{p, v, c_.m, pb_.comm}, st, false);
+      if (!spec.ok()) continue;
+      SimOptions so;
+      so.record_ops = true;
+      const SimResult r = engine_.Run(*spec, c_.program, so);
+      if (r.outcome == Outcome::Deadlock) continue;
+      Path P{std::vector<double>(S, 0.0), std::vector<double>(S, 0.0), 0};
+      for (const CriticalStep& step : CriticalPath(*spec, c_.program, r)) {
+        if (step.is_transfer) continue;  // >= 0: dropping it keeps a bound
+        if (step.op.kind == OpKind::F) P.a[step.op.stage.value] += 1;
+        if (step.op.kind == OpKind::B) P.b[step.op.stage.value] += 1;
+      }
+      // Pinned layers, as for the other paths.
+      auto add = [&](int layer, int x) {
+        const Layer& y = pb_.layers[layer];
+        P.c += (P.a[x] * y.forward + P.b[x] * (y.backward_input + y.backward_weight)) / speed[x];
+      };
+      if (totals_.first_pinned) add(0, 0);
+      if (totals_.last_pinned) add(c_.L - 1, S - 1);
+      paths.push_back(std::move(P));
+      added = true;
+    }
+    if (!added) break;
   }
   // Per-op rounding to whole ns can shave a little; stay safely below.
   const double slack = static_cast<double>(c_.m) * (S + 1) * 4;
@@ -2506,9 +2554,7 @@ void Searcher::Run() {
     }
   }
   LocalSearch(BalancedSplit(), rng, opt_.local_search_restarts);
-  // (Not for the placement search's per-order runs, which report to a
-  // cutoff and need their time for the orders.)
-  if (!top.empty() && opt_.cutoff < 0) totals_bound = TotalsPathBound(top.front().makespan);
+
   if (!limit_hit) {
     pending_bound = kInf;  // from here the tree search tracks what is open
     Dfs(0, 0);
@@ -2519,6 +2565,11 @@ void Searcher::Run() {
                         ? "recompute choice not proved (too many distinct layers in a stage)"
                         : "recompute choice not proved";
     }
+  }
+  // A tree left open gets the sharper global bound for its report (not
+  // the placement search's per-order runs, which report to a cutoff).
+  if (!closed && !top.empty() && opt_.cutoff < 0) {
+    totals_bound = TotalsPathBound(top.front().makespan);
   }
   // The top list's ties on time are settled by memory, then recompute.
   std::vector<Candidate> polished;
