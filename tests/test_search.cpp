@@ -511,6 +511,58 @@ TEST_CASE("infeasible problems report the smallest uniform capacity that fits",
   }
 }
 
+// Identical decoders between an embedding and a head: the shape in which
+// the bound of an open tree couples per-rank decoder counts with the
+// schedule's paths and adds critical paths of simulated splits.
+TEST_CASE("lower bounds of an open tree on decoder stacks never exceed the optimum",
+          "[search]") {
+  for (std::uint64_t seed : Seeds(7001, 10)) {
+    std::mt19937_64 rng(seed);
+    SearchProblem pr;
+    pr.p = Uniform(rng, 2, 3);
+    const bool interleaved = Chance(rng, 0.5);
+    pr.m = interleaved ? pr.p * Uniform(rng, 1, 2) : Uniform(rng, 2, 6);
+    ScheduleChoice c;
+    c.schedule = interleaved ? "interleaved" : (Chance(rng, 0.5) ? "1f1b" : "gpipe");
+    c.v = interleaved ? 2 : 1;
+    pr.choices = {c};
+    auto layer = [&](const char* name, LayerKind kind, Nanos f) {
+      Layer x;
+      x.name = name;
+      x.kind = kind;
+      x.forward = f;
+      x.backward_input = 2 * f;
+      x.static_memory = 1 << 20;
+      x.activation = 2 << 20;
+      x.output_bytes = 1 << 16;
+      return x;
+    };
+    pr.layers.push_back(layer("emb", LayerKind::Embedding, Uniform(rng, 1, 3) * 10'000));
+    const int decoders = pr.p * c.v + Uniform(rng, 0, 3);
+    const Nanos fd = Uniform(rng, 5, 9) * 100'000;
+    for (int i = 0; i < decoders; ++i) {
+      Layer d = layer("d", LayerKind::Decoder, fd);
+      d.name = "d" + std::to_string(i);
+      if (i > 0) d.name = pr.layers.back().name + "x";  // names differ, costs do not
+      pr.layers.push_back(d);
+    }
+    pr.layers.push_back(layer("head", LayerKind::Head, Uniform(rng, 2, 6) * 100'000));
+    pr.cluster.devices.assign(pr.p, Device{std::numeric_limits<Bytes>::max() / 4, 1.0});
+    pr.cluster.links.assign(pr.p, Link{Uniform(rng, 0, 50) * 1000, 10'000'000'000});
+    INFO("seed " << seed << "\n" << Describe(pr));
+    const std::optional<Objective> best = Optimum(Enumerate(pr), Capacities(pr));
+    REQUIRE(best.has_value());
+    for (std::int64_t limit : {1, 3}) {
+      SearchOptions opt;
+      opt.node_limit = limit;
+      opt.threads = 1;
+      const SearchResult r = MustSearch(pr, opt);
+      INFO("node limit " << limit << ": " << r.stop_reason << " lb " << r.lower_bound);
+      CHECK(r.lower_bound <= std::get<0>(*best));
+    }
+  }
+}
+
 TEST_CASE("lower bounds never exceed the optimum, also at a node limit",
           "[search]") {
   for (std::uint64_t seed : Seeds(9001, 12)) {
