@@ -1130,7 +1130,7 @@ bool Searcher::CheckLimits() {
     const double el = std::chrono::duration<double>(Clock::now() - start_).count();
     // A top-level search leaves the last tenth of its time to the bound
     // of an open tree (TotalsPathBound).
-    const double share = opt_.cutoff < 0 ? 0.9 : 1.0;
+    const double share = opt_.open_tree_bound ? 0.9 : 1.0;
     if (opt_.time_limit_s > 0 && el >= opt_.time_limit_s * share) {
       limit_hit = true;
       stop_reason = "time limit";
@@ -2568,7 +2568,7 @@ void Searcher::Run() {
   }
   // A tree left open gets the sharper global bound for its report (not
   // the placement search's per-order runs, which report to a cutoff).
-  if (!closed && !top.empty() && opt_.cutoff < 0) {
+  if (!closed && !top.empty() && opt_.open_tree_bound) {
     totals_bound = TotalsPathBound(top.front().makespan);
   }
   // The top list's ties on time are settled by memory, then recompute.
@@ -3073,6 +3073,7 @@ void PlacementSearcher::Leaf(const Placement& order, Nanos bound, std::int64_t b
   SearchOptions o = opt_;
   o.progress = nullptr;
   o.min_capacity = false;
+  o.open_tree_bound = false;  // its bound only decides whether the order is open
   const Nanos cut = Threshold();
   o.cutoff = cut >= kInf ? -1 : cut;
   if (opt_.time_limit_s > 0) o.time_limit_s = std::max(1e-3, opt_.time_limit_s - Elapsed());

@@ -75,6 +75,9 @@ struct SearchOptions {
   Nanos cutoff = -1;
   // When nothing fits, bisect for the least uniform capacity that would.
   bool min_capacity = true;
+  // A tree left open at a limit gets a sharper lower bound for its report,
+  // computed in the last tenth of the time limit.
+  bool open_tree_bound = true;
 };
 
 // A fully evaluated strategy.
