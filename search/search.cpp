@@ -2894,12 +2894,21 @@ class PlacementSearcher {
     work_bound_ = std::max<Nanos>(
         0, static_cast<Nanos>(std::floor(work * pb_.m / speeds)) -
                static_cast<Nanos>(pb_.m) * (max_s + 1) * 2);
+    work_bound_ = std::max(work_bound_, DecoderBound());
     start_ = Clock::now();
   }
 
   SearchResult Run();
 
  private:
+  // Whatever the order: the largest group of identical layers (D
+  // "decoders") is spread over the devices in whole numbers; a device of
+  // type t holding k of them is busy at least m * (k * w + R_t(k)) / speed,
+  // where R_t(k) is the least recompute with which their static memory and
+  // stash fit its memory at the most favourable rank (the least weight of
+  // micro-batches in flight any rank has). The least level every device
+  // can stay under while together they hold all D bounds the optimum.
+  Nanos DecoderBound() const;
   double Elapsed() const {
     return std::chrono::duration<double>(Clock::now() - start_).count();
   }
@@ -2954,6 +2963,108 @@ class PlacementSearcher {
   Clock::time_point last_report_{};
   std::vector<std::pair<double, Nanos>> incumbents_;
 };
+
+Nanos PlacementSearcher::DecoderBound() const {
+  const int L = static_cast<int>(pb_.layers.size());
+  if (L == 0) return 0;
+  int rep = 0, D = 0;
+  for (int i = 0; i < L; ++i) {
+    int cnt = 0;
+    for (int j = 0; j < L; ++j) cnt += SameLayer(pb_.layers[i], pb_.layers[j]);
+    if (cnt > D) {
+      D = cnt;
+      rep = i;
+    }
+  }
+  const Layer& dec = pb_.layers[rep];
+  const Nanos w = dec.forward + dec.backward_input + dec.backward_weight;
+  // Recompute choices of k decoders: (stash, extra time) over the modes,
+  // every count per mode when there are at most two, else free.
+  const auto& opts = dec.recompute;
+  auto least_rt = [&](int k, long double room) -> Nanos {  // room for stash
+    if (static_cast<long double>(k) * dec.activation <= room) return 0;
+    if (opts.empty() || opts.size() > 2) {
+      Bytes least = dec.activation;
+      for (const auto& o : opts) least = std::min(least, o.retained_activation);
+      return static_cast<long double>(k) * least <= room ? 0 : kInf;
+    }
+    Nanos best_t = kInf;
+    for (int a = 0; a <= k; ++a) {
+      for (int b = 0; b <= (opts.size() == 2 ? k - a : 0); ++b) {
+        long double st = static_cast<long double>(k - a - b) * dec.activation +
+                         static_cast<long double>(a) * opts[0].retained_activation;
+        Nanos t = static_cast<Nanos>(a) * opts[0].extra_time;
+        if (opts.size() == 2) {
+          st += static_cast<long double>(b) * opts[1].retained_activation;
+          t += static_cast<Nanos>(b) * opts[1].extra_time;
+        }
+        if (st <= room) best_t = std::min(best_t, t);
+      }
+    }
+    return best_t;
+  };
+  Nanos overall = kInf;
+  for (const ChoiceContext& c : ctxs_) {
+    // The least weight of stash in flight at a rank's peak: max over its
+    // moments of the fewest micro-batches any chunk holds (valid for any
+    // spread of the stash over the chunks), least over the ranks.
+    double weight = std::numeric_limits<double>::infinity();
+    for (int d = 0; d < c.p; ++d) {
+      double mx = 0;
+      for (const Moment& mo : c.profile.moments[d]) {
+        mx = std::max(mx, static_cast<double>(*std::min_element(mo.counts.begin(), mo.counts.end())));
+      }
+      weight = std::min(weight, mx);
+    }
+    if (!std::isfinite(weight)) weight = 0;
+    // load[t][k] per device type.
+    const int T = static_cast<int>(topo_.types.size());
+    std::vector<std::vector<Nanos>> load(T, std::vector<Nanos>(D + 1, kInf));
+    for (int t = 0; t < T; ++t) {
+      const DeviceType& dt = topo_.types[t];
+      for (int k = 0; k <= D; ++k) {
+        const long double room =
+            static_cast<long double>(dt.memory_capacity) - static_cast<long double>(k) * dec.static_memory;
+        if (room < 0) break;
+        const Nanos rt = weight > 0 ? least_rt(k, room / weight) : 0;
+        if (rt >= kInf) break;  // more decoders fit no better
+        load[t][k] = static_cast<Nanos>(
+            std::floor(static_cast<long double>(pb_.m) * (k * w + rt) / dt.speed));
+      }
+    }
+    auto absorbs = [&](Nanos lambda) {
+      long long total = 0;
+      for (int d = 0; d < n_; ++d) {
+        const auto& ld = load[topo_.device_type[d]];
+        int k = 0;
+        while (k < D && ld[k + 1] <= lambda) ++k;
+        total += k;
+      }
+      return total >= D;
+    };
+    Nanos lo = 0, hi = 1;
+    bool ok = true;
+    while (!absorbs(hi)) {
+      if (hi > kInf / 4) {
+        ok = false;
+        break;
+      }
+      hi *= 2;
+    }
+    if (!ok) continue;  // nothing fits this choice: it bounds nothing here
+    while (lo < hi) {
+      const Nanos mid = lo + (hi - lo) / 2;
+      if (absorbs(mid)) hi = mid;
+      else lo = mid + 1;
+    }
+    overall = std::min(overall, lo);
+  }
+  if (overall >= kInf) return 0;
+  // Per-op rounding of scaled times can shave a little.
+  int max_s = 0;
+  for (const ChoiceContext& c : ctxs_) max_s = std::max(max_s, c.S);
+  return std::max<Nanos>(0, overall - static_cast<Nanos>(pb_.m) * (max_s + 1) * 2);
+}
 
 void PlacementSearcher::Offer(Candidate c) {
   if (!c.feasible) return;
