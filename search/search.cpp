@@ -3316,7 +3316,9 @@ SearchResult PlacementSearcher::Run() {
   PolishOrder(kLook);
   Placement prefix;
   std::vector<char> used(n_, 0);
-  if (!OutOfLimits()) Dfs(prefix, used, Bound(prefix));
+  // (Stopped before the tree search, the whole tree is open: its root bound
+  // is what is known.)
+  Dfs(prefix, used, Bound(prefix));
   Report(true);
 
   SearchResult res;

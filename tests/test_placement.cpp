@@ -168,6 +168,17 @@ TEST_CASE("placement search finds the optimum over every device order and proves
     CHECK(ObjectiveOf(r->best) == *ex.best);
     CHECK(r->proved_optimal);
     CHECK(r->lower_bound <= r->best.makespan);
+    // Stopped early, the bound (prefix bounds, the work and decoder-count
+    // bounds over all orders) stays below the optimum.
+    for (std::int64_t limit : {1, 4, 16}) {
+      SearchOptions o = Options();
+      o.node_limit = limit;
+      Result<SearchResult> early = Search(pr, o);
+      REQUIRE(early.ok());
+      INFO("node limit " << limit << ": " << early->stop_reason);
+      CHECK(early->lower_bound <= std::get<0>(*ex.best));
+      if (early->found) CHECK(ObjectiveOf(early->best) >= *ex.best);
+    }
     // The reported order and strategy simulate to what is reported.
     REQUIRE(IsPlacement(pr.topology, r->best.placement));
     Result<Candidate> again = Evaluate(pr, r->best.choice, r->best.strategy, r->best.placement);
