@@ -175,7 +175,12 @@ std::string DevicesSection(const RunConfig& config, const PreparedRun& run, cons
   for (int d = 0; d < spec.p; ++d) {
     const DeviceStats& ds = r.devices[d];
     out += fmt::format("<tr class=\"device{}\">", ds.oom ? " oom" : "");
-    out += fmt::format("<td class=\"l\">{}</td><td class=\"l\">{}</td>", d, E(held[d]));
+    const std::string device =
+        config.topology && d < static_cast<int>(config.placement.size())
+            ? " " + DeviceLabel(*config.topology, config.placement[d])
+            : std::string();
+    out += fmt::format("<td class=\"l\">{}{}</td><td class=\"l\">{}</td>", d, E(device),
+                       E(held[d]));
     for (const std::string& cell :
          {std::to_string(layers[d]), std::to_string(recomputed[d]), Ms(ds.busy), Ms(ds.idle),
           fmt::format("{:.1f} %", Pct(ds.idle, r.makespan)), Ms(ds.recompute), Ms(ds.comm_wait),
