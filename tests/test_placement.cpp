@@ -484,6 +484,26 @@ TEST_CASE("config: search.device_order given keeps the config's order", "[placem
         }()) == "run.yaml:11: cluster.nodes: must hold one device per rank (--stages 3); got 4 devices");
 }
 
+TEST_CASE("config: device types by peak TFLOP/s scale the cost model's layer times",
+          "[placement][config]") {
+  // Llama-3-8B from its config.json with hardware.peak_tflops 989 (H100):
+  // an H100 type runs at speed 1, an A100 (312 TFLOP/s) at 312/989.
+  Result<RunConfig> c =
+      LoadConfig(std::string(PPB_TEST_DATA_DIR) + "/configs/llama3-8b-hetero.yaml", {});
+  REQUIRE(c.ok());
+  REQUIRE(c->topology.has_value());
+  CHECK(c->topology->types[0].speed == 1.0);
+  CHECK(c->topology->types[1].speed == Approx(312.0 / 989.0).epsilon(1e-15));
+  CHECK(c->cluster.devices[2].speed == c->topology->types[1].speed);
+  // The same layers on an A100 rank take 989/312 times as long: rank 2 and
+  // rank 1 hold 8 decoders each.
+  auto run = Prepare(*c);
+  REQUIRE(run.ok());
+  const SimResult r = Engine().Run(run->spec, run->program, SimOptions{false, false});
+  CHECK(static_cast<double>(r.devices[2].busy) / static_cast<double>(r.devices[1].busy) ==
+        Approx(989.0 / 312.0).epsilon(1e-6));
+}
+
 TEST_CASE("search CLI: the device order, its baselines and JSON", "[placement][search-cli]") {
   const std::string path = std::string(PPB_TEST_DATA_DIR) + "/configs/hetero-4.yaml";
   test::CliRun text = test::Cli({"search", "--config", path, "--threads", "1"});
