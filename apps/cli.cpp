@@ -54,6 +54,7 @@ constexpr const char* kUsage =
     "  schedule and reports iteration time, bubble and peak memory per "
     "device.\n"
     "search: finds the layers per (chunk, rank) and the recompute per layer\n"
+    "  (and on a cluster of device types and nodes, the device of each rank)\n"
     "  with the shortest simulated iteration that fits in memory.\n"
     "rank: simulates the strategies of a candidates file and ranks them.\n"
     "compare: one table of time, bubble, peak memory and OOM per schedule\n"
