@@ -941,15 +941,9 @@ class Parser {
       hardware_memory_ = *b;
     }
     if (const Entry* l = Find(*r, "link")) {
-      Result<Entries> fields = Map(l->value, l->path, {"latency", "bandwidth"});
-      if (!fields.ok()) return fields.error();
-      if (Find(*fields, "bandwidth") == nullptr) {
-        return Fail(l->path + ".bandwidth",
-                    "must be given (a positive bandwidth); got nothing");
-      }
-      Link link;
-      PPB_RETURN_IF_ERROR(ParseLinkFields(*fields, link));
-      hardware_link_ = link;
+      Result<Link> link = ParseLink(*l);
+      if (!link.ok()) return link.error();
+      hardware_link_ = *link;
     }
     const Entry* peak = Find(*r, "peak_tflops");
     if (peak == nullptr) {
@@ -1278,14 +1272,9 @@ class Parser {
     // Default: hardware.link, else free (no latency, infinite bandwidth).
     Link link = hardware_link_.value_or(Link{});
     if (const Entry* l = Find(e, "link")) {
-      link = Link{};
-      Result<Entries> fields = Map(l->value, l->path, {"latency", "bandwidth"});
-      if (!fields.ok()) return fields.error();
-      if (Find(*fields, "bandwidth") == nullptr) {
-        return Fail(l->path + ".bandwidth",
-                    "must be given (a positive bandwidth); got nothing");
-      }
-      PPB_RETURN_IF_ERROR(ParseLinkFields(*fields, link));
+      Result<Link> given = ParseLink(*l);
+      if (!given.ok()) return given.error();
+      link = *given;
     }
     cfg_.cluster.links.assign(static_cast<size_t>(p), link);
     if (const Entry* ls = Find(e, "links")) {
@@ -1456,14 +1445,9 @@ class Parser {
       Result<Entries> f = Map(lc->value, lc->path, {"intra_node", "inter_node"});
       if (!f.ok()) return f.error();
       for (const Entry& cls : *f) {
-        Link& link = cls.key == "intra_node" ? t.intra_node : t.inter_node;
-        link = Link{};
-        Result<Entries> fields = Map(cls.value, cls.path, {"latency", "bandwidth"});
-        if (!fields.ok()) return fields.error();
-        if (Find(*fields, "bandwidth") == nullptr) {
-          return Fail(cls.path + ".bandwidth", "must be given (a positive bandwidth); got nothing");
-        }
-        PPB_RETURN_IF_ERROR(ParseLinkFields(*fields, link));
+        Result<Link> link = ParseLink(cls);
+        if (!link.ok()) return link.error();
+        (cls.key == "intra_node" ? t.intra_node : t.inter_node) = *link;
       }
     }
 
@@ -1569,6 +1553,19 @@ class Parser {
       d.speed = *x;
     }
     return Status();
+  }
+
+  // A link map {latency (default 0), bandwidth (required)}.
+  Result<Link> ParseLink(const Entry& entry) {
+    Result<Entries> fields = Map(entry.value, entry.path, {"latency", "bandwidth"});
+    if (!fields.ok()) return fields.error();
+    if (Find(*fields, "bandwidth") == nullptr) {
+      return Fail(entry.path + ".bandwidth",
+                  "must be given (a positive bandwidth); got nothing");
+    }
+    Link link;
+    PPB_RETURN_IF_ERROR(ParseLinkFields(*fields, link));
+    return link;
   }
 
   Status ParseLinkFields(const Entries& fields, Link& link) {
