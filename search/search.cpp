@@ -308,6 +308,95 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j) {
 }
 
 // ---------------------------------------------------------------------------
+// Relaxations over the largest group of identical layers ("decoders").
+
+// A representative of the largest group of identical layers, and its size.
+std::pair<int, int> LargestIdenticalGroup(const std::vector<Layer>& layers) {
+  const int L = static_cast<int>(layers.size());
+  int rep = 0, count = 0;
+  for (int i = 0; i < L; ++i) {
+    int cnt = 0;
+    for (int j = 0; j < L; ++j) cnt += SameLayer(layers[i], layers[j]);
+    if (cnt > count) {
+      count = cnt;
+      rep = i;
+    }
+  }
+  return {rep, count};
+}
+
+// The Pareto points (stash per micro-batch, recompute time), stash up and
+// time down, of k copies of `dec` (at most two recompute modes enumerated;
+// with more, recompute is taken as free at the least stash, which keeps a
+// bound valid).
+std::vector<std::pair<Bytes, Nanos>> StackRecomputeFront(const Layer& dec, int k) {
+  const auto& opts = dec.recompute;
+  std::vector<std::pair<Bytes, Nanos>> v;
+  if (opts.empty()) {
+    v.emplace_back(static_cast<Bytes>(k) * dec.activation, 0);
+  } else if (opts.size() > 2) {
+    Bytes least = dec.activation;
+    for (const auto& o : opts) least = std::min(least, o.retained_activation);
+    v.emplace_back(static_cast<Bytes>(k) * least, 0);
+  } else {
+    const int o2 = static_cast<int>(opts.size());
+    for (int a = 0; a <= k; ++a) {
+      for (int b = 0; b <= (o2 == 2 ? k - a : 0); ++b) {
+        const int none = k - a - b;
+        Bytes st = static_cast<Bytes>(none) * dec.activation +
+                   static_cast<Bytes>(a) * opts[0].retained_activation;
+        Nanos t = static_cast<Nanos>(a) * opts[0].extra_time;
+        if (o2 == 2) {
+          st += static_cast<Bytes>(b) * opts[1].retained_activation;
+          t += static_cast<Nanos>(b) * opts[1].extra_time;
+        }
+        v.emplace_back(st, t);
+      }
+    }
+  }
+  std::sort(v.begin(), v.end());
+  std::vector<std::pair<Bytes, Nanos>> front;
+  for (const auto& x : v) {
+    if (front.empty() || x.second < front.back().second) front.push_back(x);
+  }
+  return front;
+}
+
+// ---------------------------------------------------------------------------
+// The top list (best first, at most top_k distinct strategies), kept by the
+// split search and by the placement search alike.
+
+// Adds a feasible candidate unless top_k better ones are there; one entry
+// per (choice, device order, split), the better kept. True when it became
+// the best.
+bool OfferTop(std::vector<Candidate>& top, Candidate c, int top_k) {
+  if (!c.feasible) return false;
+  for (auto it = top.begin(); it != top.end(); ++it) {
+    if (it->choice == c.choice && it->placement == c.placement &&
+        it->strategy.layers_per_stage == c.strategy.layers_per_stage) {
+      if (!Better(c, *it)) return false;
+      top.erase(it);
+      break;
+    }
+  }
+  const int k = std::max(1, top_k);
+  auto it = std::lower_bound(top.begin(), top.end(), c, Better);
+  if (static_cast<int>(it - top.begin()) >= k) return false;
+  const bool improves = it == top.begin();
+  top.insert(it, std::move(c));
+  if (static_cast<int>(top.size()) > k) top.pop_back();
+  return improves;
+}
+
+// A bound a subtree must not exceed to be explored: the K-th best time
+// once the list is full, and never above `cutoff` (-1: none).
+Nanos TopThreshold(const std::vector<Candidate>& top, int top_k, Nanos cutoff) {
+  const Nanos cut = cutoff >= 0 ? cutoff : kInf;
+  if (static_cast<int>(top.size()) < std::max(1, top_k)) return cut;
+  return std::min(cut, top.back().makespan);
+}
+
+// ---------------------------------------------------------------------------
 // Per-choice search state.
 
 struct ChoiceContext {
@@ -1083,36 +1172,17 @@ void Searcher::RunBatch(std::vector<BatchSlot>& batch) {
   for (auto& th : pool) th.join();
 }
 
+// The alternatives are different splits (the same split keeps its best
+// recompute).
 void Searcher::Offer(Candidate c) {
-  if (!c.feasible) return;
-  // One entry per (choice, split): the alternatives are different splits.
-  for (auto it = top.begin(); it != top.end(); ++it) {
-    if (it->choice == c.choice &&
-        it->strategy.layers_per_stage == c.strategy.layers_per_stage) {
-      if (!Better(c, *it)) return;
-      top.erase(it);
-      break;
-    }
-  }
-  const int k = std::max(1, opt_.top_k);
-  auto it = std::lower_bound(top.begin(), top.end(), c, Better);
-  if (static_cast<int>(it - top.begin()) >= k) return;
-  const bool improves = top.empty() || it == top.begin();
-  top.insert(it, std::move(c));
-  if (static_cast<int>(top.size()) > k) top.pop_back();
-  if (improves) {
+  if (OfferTop(top, std::move(c), opt_.top_k)) {
     incumbents.emplace_back(
         std::chrono::duration<double>(Clock::now() - start_).count(),
         top.front().makespan);
   }
 }
 
-Nanos Searcher::PruneThreshold() const {
-  const int k = std::max(1, opt_.top_k);
-  const Nanos cut = opt_.cutoff >= 0 ? opt_.cutoff : kInf;
-  if (static_cast<int>(top.size()) < k) return cut;
-  return std::min(cut, top.back().makespan);
-}
+Nanos Searcher::PruneThreshold() const { return TopThreshold(top, opt_.top_k, opt_.cutoff); }
 
 // A subtree whose makespan bound exceeds the K-th best cannot enter the top
 // K. A bound equal to it may still tie on makespan and win on memory, so it
@@ -1647,17 +1717,18 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
     if (totals_.last_pinned) must[S - 1] = 0;
   }
   std::vector<Path> paths = BuildPaths();
-  // Pinned layers' work is fixed: fold it into each path's constant.
-  for (Path& P : paths) {
+  // Pinned layers' work is fixed: fold it into a path's constant. (With
+  // empty chunks allowed the first layer may sit past stage 0.)
+  auto fold_pinned = [&](Path& P) {
+    if (pb_.allow_empty_chunks) return;
     auto add = [&](int layer, int st) {
       const Layer& x = pb_.layers[layer];
       P.c += (P.a[st] * x.forward + P.b[st] * (x.backward_input + x.backward_weight)) / speed[st];
     };
-    // (With empty chunks allowed the first layer may sit past stage 0.)
-    if (pb_.allow_empty_chunks) continue;
     if (totals_.first_pinned) add(0, 0);
     if (totals_.last_pinned) add(c_.L - 1, S - 1);
-  }
+  };
+  for (Path& P : paths) fold_pinned(P);
   // Per-decoder cost of each stage under mixture lambda.
   std::vector<double> cost(S);
   std::vector<double> alloc(S), avg_alloc(S, 0.0);
@@ -1799,13 +1870,7 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
         if (step.op.kind == OpKind::F) P.a[step.op.stage.value] += 1;
         if (step.op.kind == OpKind::B) P.b[step.op.stage.value] += 1;
       }
-      // Pinned layers, as for the other paths.
-      auto add = [&](int layer, int x) {
-        const Layer& y = pb_.layers[layer];
-        P.c += (P.a[x] * y.forward + P.b[x] * (y.backward_input + y.backward_weight)) / speed[x];
-      };
-      if (totals_.first_pinned) add(0, 0);
-      if (totals_.last_pinned) add(c_.L - 1, S - 1);
+      fold_pinned(P);
       paths.push_back(std::move(P));
       added = true;
     }
@@ -1835,17 +1900,8 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
 Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
   const int L = c_.L, p = c_.p, m = c_.m;
   if (L == 0) return 0;
-  // Largest group of identical layers.
   auto same = [](const Layer& a, const Layer& b) { return SameLayer(a, b); };
-  int best_rep = 0, best_count = 0;
-  for (int i = 0; i < L; ++i) {
-    int cnt = 0;
-    for (int j = 0; j < L; ++j) cnt += same(pb_.layers[i], pb_.layers[j]);
-    if (cnt > best_count) {
-      best_count = cnt;
-      best_rep = i;
-    }
-  }
+  const auto [best_rep, best_count] = LargestIdenticalGroup(pb_.layers);
   const Layer& dec = pb_.layers[best_rep];
   const int D = best_count, others = L - D;
   // The first layer always sits on stage 0 (rank 0) and the last on stage
@@ -1872,42 +1928,8 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
     b_min = std::min(b_min, l.backward_input + l.backward_weight);
   }
 
-  // Pareto points (stash, time) of k identical decoders, for k = 0..D
-  // (at most two recompute modes enumerated; with more, recompute is taken
-  // as free, which keeps the bound valid).
-  const auto& opts = dec.recompute;
   std::vector<std::vector<std::pair<Bytes, Nanos>>> pts(D + 1);
-  for (int k = 0; k <= D; ++k) {
-    std::vector<std::pair<Bytes, Nanos>> v;
-    if (opts.empty()) {
-      v.emplace_back(static_cast<Bytes>(k) * dec.activation, 0);
-    } else if (opts.size() > 2) {
-      Bytes least = dec.activation;
-      for (const auto& o : opts) least = std::min(least, o.retained_activation);
-      v.emplace_back(static_cast<Bytes>(k) * least, 0);
-    } else {
-      const int o2 = static_cast<int>(opts.size());
-      for (int a = 0; a <= k; ++a) {
-        for (int b = 0; b <= (o2 == 2 ? k - a : 0); ++b) {
-          const int none = k - a - b;
-          Bytes st = static_cast<Bytes>(none) * dec.activation +
-                     static_cast<Bytes>(a) * opts[0].retained_activation;
-          Nanos t = static_cast<Nanos>(a) * opts[0].extra_time;
-          if (o2 == 2) {
-            st += static_cast<Bytes>(b) * opts[1].retained_activation;
-            t += static_cast<Nanos>(b) * opts[1].extra_time;
-          }
-          v.emplace_back(st, t);
-        }
-      }
-    }
-    std::sort(v.begin(), v.end());
-    std::vector<std::pair<Bytes, Nanos>> front;  // stash up, time down
-    for (const auto& x : v) {
-      if (front.empty() || x.second < front.back().second) front.push_back(x);
-    }
-    pts[k] = std::move(front);
-  }
+  for (int k = 0; k <= D; ++k) pts[k] = StackRecomputeFront(dec, k);
 
   // N_d per device.
   std::vector<double> weight(p, 0.0);
@@ -2924,12 +2946,12 @@ class PlacementSearcher {
     }
     return limit_hit_;
   }
-  Nanos Threshold() const {
-    const Nanos cut = opt_.cutoff >= 0 ? opt_.cutoff : kInf;
-    if (static_cast<int>(top_.size()) < std::max(1, opt_.top_k)) return cut;
-    return std::min(cut, top_.back().makespan);
+  Nanos Threshold() const { return TopThreshold(top_, opt_.top_k, opt_.cutoff); }
+  void Offer(Candidate c) {
+    if (OfferTop(top_, std::move(c), opt_.top_k)) {
+      incumbents_.emplace_back(Elapsed(), top_.front().makespan);
+    }
   }
-  void Offer(Candidate c);
   void Report(bool force);
   Cluster Relaxed(const Placement& prefix) const;
   Nanos Bound(const Placement& prefix);
@@ -2965,41 +2987,17 @@ class PlacementSearcher {
 };
 
 Nanos PlacementSearcher::DecoderBound() const {
-  const int L = static_cast<int>(pb_.layers.size());
-  if (L == 0) return 0;
-  int rep = 0, D = 0;
-  for (int i = 0; i < L; ++i) {
-    int cnt = 0;
-    for (int j = 0; j < L; ++j) cnt += SameLayer(pb_.layers[i], pb_.layers[j]);
-    if (cnt > D) {
-      D = cnt;
-      rep = i;
-    }
-  }
+  if (pb_.layers.empty()) return 0;
+  const auto [rep, D] = LargestIdenticalGroup(pb_.layers);
   const Layer& dec = pb_.layers[rep];
   const Nanos w = dec.forward + dec.backward_input + dec.backward_weight;
-  // Recompute choices of k decoders: (stash, extra time) over the modes,
-  // every count per mode when there are at most two, else free.
-  const auto& opts = dec.recompute;
-  auto least_rt = [&](int k, long double room) -> Nanos {  // room for stash
-    if (static_cast<long double>(k) * dec.activation <= room) return 0;
-    if (opts.empty() || opts.size() > 2) {
-      Bytes least = dec.activation;
-      for (const auto& o : opts) least = std::min(least, o.retained_activation);
-      return static_cast<long double>(k) * least <= room ? 0 : kInf;
-    }
+  // Least recompute time of k decoders whose stash fits `room`.
+  std::vector<std::vector<std::pair<Bytes, Nanos>>> fronts(D + 1);
+  for (int k = 0; k <= D; ++k) fronts[k] = StackRecomputeFront(dec, k);
+  auto least_rt = [&](int k, long double room) -> Nanos {
     Nanos best_t = kInf;
-    for (int a = 0; a <= k; ++a) {
-      for (int b = 0; b <= (opts.size() == 2 ? k - a : 0); ++b) {
-        long double st = static_cast<long double>(k - a - b) * dec.activation +
-                         static_cast<long double>(a) * opts[0].retained_activation;
-        Nanos t = static_cast<Nanos>(a) * opts[0].extra_time;
-        if (opts.size() == 2) {
-          st += static_cast<long double>(b) * opts[1].retained_activation;
-          t += static_cast<Nanos>(b) * opts[1].extra_time;
-        }
-        if (st <= room) best_t = std::min(best_t, t);
-      }
+    for (const auto& [st, t] : fronts[k]) {
+      if (static_cast<long double>(st) <= room) best_t = std::min(best_t, t);
     }
     return best_t;
   };
@@ -3064,25 +3062,6 @@ Nanos PlacementSearcher::DecoderBound() const {
   int max_s = 0;
   for (const ChoiceContext& c : ctxs_) max_s = std::max(max_s, c.S);
   return std::max<Nanos>(0, overall - static_cast<Nanos>(pb_.m) * (max_s + 1) * 2);
-}
-
-void PlacementSearcher::Offer(Candidate c) {
-  if (!c.feasible) return;
-  for (auto it = top_.begin(); it != top_.end(); ++it) {
-    if (it->choice == c.choice && it->placement == c.placement &&
-        it->strategy.layers_per_stage == c.strategy.layers_per_stage) {
-      if (!Better(c, *it)) return;
-      top_.erase(it);
-      break;
-    }
-  }
-  const int k = std::max(1, opt_.top_k);
-  auto it = std::lower_bound(top_.begin(), top_.end(), c, Better);
-  if (static_cast<int>(it - top_.begin()) >= k) return;
-  const bool improves = it == top_.begin();
-  top_.insert(it, std::move(c));
-  if (static_cast<int>(top_.size()) > k) top_.pop_back();
-  if (improves) incumbents_.emplace_back(Elapsed(), top_.front().makespan);
 }
 
 void PlacementSearcher::Report(bool force) {
