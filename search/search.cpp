@@ -388,6 +388,15 @@ bool OfferTop(std::vector<Candidate>& top, Candidate c, int top_k) {
   return improves;
 }
 
+// Whether a progress report is due (forced, or `interval` seconds after
+// the last one); records the time when it is.
+bool ReportDue(bool force, double interval, Clock::time_point& last) {
+  const auto now = Clock::now();
+  if (!force && std::chrono::duration<double>(now - last).count() < interval) return false;
+  last = now;
+  return true;
+}
+
 // A bound a subtree must not exceed to be explored: the K-th best time
 // once the list is full, and never above `cutoff` (-1: none).
 Nanos TopThreshold(const std::vector<Candidate>& top, int top_k, Nanos cutoff) {
@@ -1212,15 +1221,9 @@ bool Searcher::CheckLimits() {
 }
 
 void Searcher::Report(bool force) {
-  if (!opt_.progress) return;
-  const auto now = Clock::now();
-  if (!force && std::chrono::duration<double>(now - last_report_).count() <
-                    opt_.progress_interval_s) {
-    return;
-  }
-  last_report_ = now;
+  if (!opt_.progress || !ReportDue(force, opt_.progress_interval_s, last_report_)) return;
   SearchProgress pr;
-  pr.elapsed_s = std::chrono::duration<double>(now - start_).count();
+  pr.elapsed_s = std::chrono::duration<double>(last_report_ - start_).count();
   pr.nodes = nodes;
   pr.evaluations = evaluations;
   pr.incumbent = top.empty() ? -1 : top.front().makespan;
@@ -3065,13 +3068,7 @@ Nanos PlacementSearcher::DecoderBound() const {
 }
 
 void PlacementSearcher::Report(bool force) {
-  if (!opt_.progress) return;
-  const auto now = Clock::now();
-  if (!force && std::chrono::duration<double>(now - last_report_).count() <
-                    opt_.progress_interval_s) {
-    return;
-  }
-  last_report_ = now;
+  if (!opt_.progress || !ReportDue(force, opt_.progress_interval_s, last_report_)) return;
   SearchProgress pr;
   pr.elapsed_s = Elapsed();
   pr.nodes = AllNodes();
