@@ -49,6 +49,7 @@
 
 #include "core/cost.h"
 #include "core/validate.h"
+#include "search/lp.h"
 
 namespace ppb {
 namespace {
@@ -597,6 +598,8 @@ class Searcher {
     double c = 0;
   };
   std::vector<Path> BuildPaths() const;
+  Nanos LeastHop(int a, int b) const;
+  Path PathOf(const std::vector<CriticalStep>& steps) const;
   Nanos PathWeights();
   Nanos TotalsPathBound(Nanos best);
   std::vector<int> RelaxedSplit(const std::vector<int>& per_device, int rep) const;
@@ -650,6 +653,7 @@ class Searcher {
   std::vector<double> pa_, pbw_coef_, pa_min_, pb_min_;
   double pconst_ = 0, path_acc_ = 0;
   Nanos forced_recompute_ = 0;  // RootBound: least total recompute per mb
+  Bytes least_output_ = 0;      // least bytes a stage can send (LeastHop)
   std::vector<Nanos> suffix_f_, suffix_b_;
   std::vector<int> relaxed_per_device_;   // the root relaxation's allocation
   int relaxed_rep_ = 0;
@@ -1467,11 +1471,38 @@ void Searcher::Dfs(int s, int pos) {
 // layers (their total work is fixed) and tightens as stages are placed. For
 // uniform stages it reaches the closed forms' fill-and-drain terms that the
 // per-rank bound misses for interleaved schedules.
+// The least time of a message from device a to device b (0 on one device):
+// the link's latency plus the occupancy of the smallest output any stage
+// can send (a stage's output is its last layer's; the model's last layer
+// sends nothing unless an empty stage may follow it).
+Nanos Searcher::LeastHop(int a, int b) const {
+  if (a == b) return 0;
+  const Link& link = c_.spec.link(DeviceId(a), DeviceId(b));
+  return link.latency + LinkOccupancy(least_output_, link.bandwidth);
+}
+
+// A critical path as a Path: its F and B ops per stage, plus the least
+// message time of every hop between ranks (I and W ops, waits and the
+// excess of a message over its least time count 0: still a bound).
+Searcher::Path Searcher::PathOf(const std::vector<CriticalStep>& steps) const {
+  const int S = c_.S;
+  Path P{std::vector<double>(S, 0.0), std::vector<double>(S, 0.0), 0};
+  int prev = -1;
+  for (const CriticalStep& step : steps) {
+    if (step.is_transfer) continue;
+    if (step.op.kind == OpKind::F) P.a[step.op.stage.value] += 1;
+    if (step.op.kind == OpKind::B) P.b[step.op.stage.value] += 1;
+    if (prev >= 0) P.c += static_cast<double>(LeastHop(prev, step.device));
+    prev = step.device;
+  }
+  return P;
+}
+
 std::vector<Searcher::Path> Searcher::BuildPaths() const {
   const int S = c_.S, p = c_.p;
-  auto hop = [&](int s, int t) -> double {  // latency of stage s -> t
-    const int a = c_.spec.stage_device[s].value, b = c_.spec.stage_device[t].value;
-    return a == b ? 0.0 : static_cast<double>(c_.spec.link(DeviceId(a), DeviceId(b)).latency);
+  auto hop = [&](int s, int t) -> double {  // least message time stage s -> t
+    return static_cast<double>(
+        LeastHop(c_.spec.stage_device[s].value, c_.spec.stage_device[t].value));
   };
   auto fwd_chain = [&](Path& P, int upto) {  // F of stages < upto
     for (int s = 0; s < upto; ++s) {
@@ -1672,10 +1703,10 @@ Nanos Searcher::PathWeights() {
 // first or last layer holding at least one decoder when no other layer
 // could fill it; the other non-decoder layers cost >= 0 and are dropped),
 // the makespan is at least any mixture of the program's paths (BuildPaths);
-// its least value is found exactly by a greedy over ranks, and the mixture
-// is tuned by multiplicative weights against that greedy, with critical
-// paths of the allocations it is weakest on added as it goes (column
-// generation). Any mixture is valid.
+// its least value is found exactly by a greedy over ranks. The best
+// mixture is an exact LP (ColumnLp) whose paths come from the simulator's
+// critical paths at the LP's own minimizing allocation (column generation,
+// below). Any mixture is valid.
 // The integrality the per-rank ranges carry is what the allocation-free
 // path bound (PathWeights) misses: e.g. the last rank holding the head
 // must also hold its full share of decoders, and then the fill and drain
@@ -1734,7 +1765,7 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
   for (Path& P : paths) fold_pinned(P);
   // Per-decoder cost of each stage under mixture lambda.
   std::vector<double> cost(S);
-  std::vector<double> alloc(S), avg_alloc(S, 0.0);
+  std::vector<double> alloc(S);
   auto respond = [&](const std::vector<double>& lam, std::vector<double>& x) -> double {
     double cst = 0;
     std::fill(cost.begin(), cost.end(), 0.0);
@@ -1774,110 +1805,135 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
     if (placed < D) return std::numeric_limits<double>::infinity();
     return total;
   };
-  double bound = 0;
-  // Hedge over the paths; then the critical paths of the allocations the
-  // mixture is weakest on join the paths (any chain of the program's
-  // dependency graph is a path for every allocation), and the game is
-  // played again.
-  // Only when every layer but a pinned first and last is a decoder, so that
-  // decoder counts per stage are a split.
-  bool generate = totals_.free_others == 0 && !pb_.allow_empty_chunks;
-  const int kRounds = 3000, kColumns = 16;
-  for (int column = 0; column <= kColumns; ++column) {
-    // Hedge (multiplicative weights) over the paths against the exact
-    // best-response allocation; every mixture played, and their average,
-    // gives a valid bound.
-    const size_t np = paths.size();
-    std::vector<double> logw(np, 0.0), lam(np, 0.0), avg(np, 0.0);
-    std::vector<double> worst;  // the response to the best mixture
-    std::vector<double> adv_avg(S, 0.0);  // the responses' average
-    double round_best = -1;
-    const double eta = std::sqrt(std::log(static_cast<double>(np) + 1) / kRounds) * 10;
-    const double scale = static_cast<double>(best);
-    for (int it = 1; it <= kRounds; ++it) {
-      const double mx = *std::max_element(logw.begin(), logw.end());
-      double z = 0;
-      for (size_t k = 0; k < np; ++k) z += lam[k] = std::exp(logw[k] - mx);
-      for (size_t k = 0; k < np; ++k) {
-        lam[k] /= z;
-        avg[k] += (lam[k] - avg[k]) / it;
-      }
-      double value = respond(lam, alloc);
-      if (!std::isfinite(value)) return 0;
-      for (int st = 0; st < S; ++st) adv_avg[st] += (alloc[st] - adv_avg[st]) / it;
-      if (value > round_best) {
-        round_best = value;
-        worst = alloc;
-      }
-      for (size_t k = 0; k < np; ++k) {
-        double len = paths[k].c;
-        for (int st = 0; st < S; ++st) {
-          len += alloc[st] * (paths[k].a[st] * fd + paths[k].b[st] * bd) / speed[st];
-        }
-        logw[k] += eta * len / scale;
-      }
-      if (it % 64 == 0 || it == kRounds) {
-        value = respond(avg, avg_alloc);
-        if (value > round_best) {
-          round_best = value;
-          worst = avg_alloc;
-        }
-      }
+  // The best mixture is an LP: max over path weights lambda (summing to 1)
+  // of min over allocations x of sum_P lambda_P len_P(x). The allocations'
+  // hull is {x >= must, lo_d <= sum_c x_cd <= hi_d, sum x = D} (integral),
+  // so its dual is min over that hull of max_P len_P(x): the continuous
+  // relaxation of the fixed program's longest path, a convex function of
+  // x. ColumnLp solves the first form exactly; its shadow prices are the
+  // minimizing x*, where the simulator's critical path is the path that
+  // most violates the current mixture (column generation), until no path
+  // is longer at x* than the LP's value: then the bound is the relaxation's
+  // optimum. Whatever the floating point did, the bound taken is respond()
+  // of the LP's weights: the exact least value over integral allocations.
+  const double scale = static_cast<double>(best);
+  std::vector<int> mand(p, 0);
+  for (int st = 0; st < S; ++st) mand[st % p] += must[st];
+  int d_rest = D;
+  for (int st = 0; st < S; ++st) d_rest -= must[st];
+  // Row 0: sum lambda <= 1 (its price is t); row 1 + st: -sum_P K_P[st]
+  // lambda_P + alpha_d - beta_d + gamma+ - gamma- <= 0 (its price is
+  // x_st - must_st), with K_P[st] path P's time per decoder on stage st.
+  std::vector<double> rhs(S + 1, 0.0);
+  rhs[0] = 1.0;
+  ColumnLp lp(std::move(rhs));
+  std::vector<int> path_column;  // LP column of paths[k]
+  auto add_path = [&](const Path& P) {
+    std::vector<double> col(S + 1, 0.0);
+    col[0] = 1.0;
+    double cst = P.c / scale;
+    for (int st = 0; st < S; ++st) {
+      const double k = (P.a[st] * fd + P.b[st] * bd) / speed[st] / scale;
+      col[1 + st] = -k;
+      cst += k * must[st];
     }
-    bound = std::max(bound, round_best);
-    if (!generate || column == kColumns || bound >= static_cast<double>(best)) break;
+    path_column.push_back(lp.AddColumn(cst, col));
+  };
+  for (int d = 0; d < p; ++d) {
+    const int lo_rest = std::max(lo[d], mand[d]) - mand[d], hi_rest = hi[d] - mand[d];
+    if (hi_rest < lo_rest) return 0;  // no allocation in range
+    std::vector<double> col(S + 1, 0.0);
+    for (int c = 0; c < v; ++c) col[1 + c * p + d] = 1.0;
+    lp.AddColumn(lo_rest, col);  // alpha_d
+    for (double& e : col) e = -e;
+    lp.AddColumn(-hi_rest, col);  // beta_d
+  }
+  {
+    std::vector<double> col(S + 1, 1.0);
+    col[0] = 0.0;
+    lp.AddColumn(d_rest, col);  // gamma+
+    for (double& e : col) e = -e;
+    lp.AddColumn(-d_rest, col);  // gamma-
+  }
+  for (const Path& P : paths) add_path(P);
+  // Only when every layer but a pinned first and last is a decoder are the
+  // decoder counts per stage a split that the simulator can run.
+  const bool generate = totals_.free_others == 0 && !pb_.allow_empty_chunks;
+  const Layer& first = pb_.layers.front();
+  const Layer& last = pb_.layers.back();
+  double bound = 0;
+  std::vector<double> lam;
+  for (int round = 0;; ++round) {
+    if (lp.Solve() != ColumnLp::Status::Optimal) break;
+    const std::vector<double> z = lp.Primal();
+    lam.assign(paths.size(), 0.0);
+    double sum = 0;
+    for (size_t k = 0; k < paths.size(); ++k) sum += lam[k] = z[path_column[k]];
+    if (sum <= 0) break;
+    for (double& l : lam) l /= sum;
+    const double value = respond(lam, alloc);
+    if (!std::isfinite(value)) return 0;
+    bound = std::max(bound, value);
+    if (!generate || round >= 400 || bound >= static_cast<double>(best)) break;
     if (opt_.time_limit_s > 0 &&
         std::chrono::duration<double>(Clock::now() - start_).count() > opt_.time_limit_s) {
       break;
     }
-    // New columns: the critical paths of the allocation the best mixture is
-    // weakest on, and of the adversary's average play rounded to a split
-    // (where the game's value sits: a fractional allocation).
-    std::vector<double> centre(S, 0.0);
-    for (int d = 0; d < p; ++d) {
-      double tot = 0;
-      for (int c = 0; c < v; ++c) tot += adv_avg[c * p + d];
-      int k = static_cast<int>(std::lround(tot));
-      std::vector<std::pair<double, int>> rest;
-      for (int c = 0; c < v; ++c) {
-        const int x = c * p + d;
-        centre[x] = std::max<double>(must[x], std::floor(adv_avg[x]));
-        k -= static_cast<int>(centre[x]);
-        rest.emplace_back(-(adv_avg[x] - std::floor(adv_avg[x])), x);
-      }
-      std::sort(rest.begin(), rest.end());
-      for (int i = 0; k > 0; ++i, --k) centre[rest[i % v].second] += 1;
-    }
-    bool added = false;
-    for (const std::vector<double>* alloc_of : {&worst, &centre}) {
-      Strategy st;
-      st.layers_per_stage.assign(S, 0);
+    // x* from the shadow prices; t* = the LP's value.
+    const std::vector<double> pi = lp.Duals();
+    std::vector<double> x(S);
+    for (int st = 0; st < S; ++st) x[st] = must[st] + std::max(0.0, pi[1 + st]);
+    const double t_star = lp.Objective() * scale;
+    // A split near x* (largest remainders) that Lower accepts, then the
+    // stage times of x* itself.
+    Strategy st;
+    st.layers_per_stage.assign(S, 0);
+    {
       int total = 0;
-      for (int x = 0; x < S; ++x) {
-        st.layers_per_stage[x] = static_cast<int>(std::lround((*alloc_of)[x]));
-        total += st.layers_per_stage[x];
+      std::vector<std::pair<double, int>> frac;
+      for (int s = 0; s < S; ++s) {
+        st.layers_per_stage[s] = static_cast<int>(std::floor(x[s] + 1e-9));
+        total += st.layers_per_stage[s];
+        frac.emplace_back(-(x[s] - std::floor(x[s] + 1e-9)), s);
       }
-      if (total != D) continue;
-      if (totals_.first_pinned) ++st.layers_per_stage[0];
-      if (totals_.last_pinned) ++st.layers_per_stage[S - 1];
-      st.recompute.assign(pb_.layers.size(), 0);
-      auto spec = Lower(pb_.layers, pb_.cluster, PipelineShape{p, v, c_.m, pb_.comm}, st, false);
-      if (!spec.ok()) continue;
-      SimOptions so;
-      so.record_ops = true;
-      const SimResult r = engine_.Run(*spec, c_.program, so);
-      if (r.outcome == Outcome::Deadlock) continue;
-      Path P{std::vector<double>(S, 0.0), std::vector<double>(S, 0.0), 0};
-      for (const CriticalStep& step : CriticalPath(*spec, c_.program, r)) {
-        if (step.is_transfer) continue;  // >= 0: dropping it keeps a bound
-        if (step.op.kind == OpKind::F) P.a[step.op.stage.value] += 1;
-        if (step.op.kind == OpKind::B) P.b[step.op.stage.value] += 1;
-      }
-      fold_pinned(P);
-      paths.push_back(std::move(P));
-      added = true;
+      std::sort(frac.begin(), frac.end());
+      for (int i = 0; total < D && i < S; ++i, ++total) ++st.layers_per_stage[frac[i].second];
+      if (total != D) break;
     }
-    if (!added) break;
+    if (totals_.first_pinned) ++st.layers_per_stage[0];
+    if (totals_.last_pinned) ++st.layers_per_stage[S - 1];
+    st.recompute.assign(pb_.layers.size(), 0);
+    auto spec = Lower(pb_.layers, pb_.cluster, PipelineShape{p, v, c_.m, pb_.comm}, st, false);
+    if (!spec.ok()) break;
+    for (int s = 0; s < S; ++s) {
+      double f = x[s] * static_cast<double>(dec.forward);
+      double bi = x[s] * static_cast<double>(dec.backward_input);
+      double bw = x[s] * static_cast<double>(dec.backward_weight);
+      for (const auto& [pinned, layer] : {std::pair{totals_.first_pinned && s == 0, &first},
+                                          std::pair{totals_.last_pinned && s == S - 1, &last}}) {
+        if (!pinned) continue;
+        f += static_cast<double>(layer->forward);
+        bi += static_cast<double>(layer->backward_input);
+        bw += static_cast<double>(layer->backward_weight);
+      }
+      StageCost& sc = spec->stages[s];
+      sc.forward = std::llround(f / speed[s]);
+      sc.backward_input = std::llround(bi / speed[s]);
+      sc.backward_weight = std::llround(bw / speed[s]);
+      sc.recompute = 0;
+    }
+    SimOptions so;
+    so.record_ops = true;
+    const SimResult r = engine_.Run(*spec, c_.program, so);
+    if (r.outcome == Outcome::Deadlock) break;
+    Path P = PathOf(CriticalPath(*spec, c_.program, r));
+    fold_pinned(P);
+    double len = P.c;
+    for (int s = 0; s < S; ++s) len += x[s] * (P.a[s] * fd + P.b[s] * bd) / speed[s];
+    // No path is longer at x* than the mixture: the relaxation is solved.
+    if (len <= t_star * (1 + 1e-9) + 1.0) break;
+    paths.push_back(std::move(P));
+    add_path(paths.back());
   }
   // Per-op rounding to whole ns can shave a little; stay safely below.
   const double slack = static_cast<double>(c_.m) * (S + 1) * 4;
@@ -2517,6 +2573,13 @@ bool Searcher::AnyFeasibleSplit(std::vector<int>* out) {
 
 bool Searcher::Prepare() {
   const int S = c_.S, L = c_.L, p = c_.p;
+  least_output_ = std::numeric_limits<Bytes>::max();
+  for (int l = 0; l < L; ++l) {
+    if (l + 1 < L || pb_.allow_empty_chunks) {
+      least_output_ = std::min(least_output_, pb_.layers[l].output_bytes);
+    }
+  }
+  if (L <= 1) least_output_ = 0;
   suffix_work_.assign(L + 1, 0);
   for (int l = L - 1; l >= 0; --l) {
     suffix_work_[l] = suffix_work_[l + 1] + pb_.layers[l].forward +
