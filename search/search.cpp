@@ -43,6 +43,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <queue>
 #include <random>
 #include <thread>
 #include <unordered_map>
@@ -1763,10 +1764,21 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
     if (totals_.last_pinned) add(c_.L - 1, S - 1);
   };
   for (Path& P : paths) fold_pinned(P);
-  // Per-decoder cost of each stage under mixture lambda.
+  // A node of the bound's own branch-and-bound: decoders of stage st within
+  // [lb[st], ub[st]] (the root: [must, the rank's hi]).
+  struct Box {
+    std::vector<int> lb, ub;
+  };
+  // respond(): the least value of the mixture lambda over the integral
+  // allocations in a box, exactly. Per rank, taking its k cheapest units
+  // (stage by stage within the box) costs a convex function of k, so
+  // filling each rank's floor (its lbs, then up to lo) and then the
+  // cheapest remaining units over all ranks, each rank up to its hi, until
+  // D are placed, is optimal.
   std::vector<double> cost(S);
-  std::vector<double> alloc(S);
-  auto respond = [&](const std::vector<double>& lam, std::vector<double>& x) -> double {
+  auto respond = [&](const std::vector<double>& lam, const Box& box,
+                     std::vector<double>* x) -> double {
+    constexpr double kNone = std::numeric_limits<double>::infinity();
     double cst = 0;
     std::fill(cost.begin(), cost.end(), 0.0);
     for (size_t k = 0; k < lam.size(); ++k) {
@@ -1776,119 +1788,143 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
         cost[st] += lam[k] * (paths[k].a[st] * fd + paths[k].b[st] * bd) / speed[st];
       }
     }
-    std::fill(x.begin(), x.end(), 0.0);
+    if (x) x->assign(S, 0.0);
     double total = cst;
     int placed = 0;
-    std::vector<std::pair<double, int>> extra;  // (unit cost, rank) beyond lo
+    std::vector<std::pair<double, int>> extra;  // (unit cost, stage) beyond the floors
+    std::vector<std::pair<double, int>> units;
     for (int d = 0; d < p; ++d) {
-      int mand = 0, cheap = d;
+      int count = 0;
+      units.clear();
       for (int c = 0; c < v; ++c) {
         const int st = c * p + d;
-        mand += must[st];
-        total += must[st] * cost[st];
-        x[st] += must[st];
-        if (cost[st] < cost[cheap]) cheap = st;
+        if (box.lb[st] > box.ub[st]) return kNone;
+        count += box.lb[st];
+        total += box.lb[st] * cost[st];
+        if (x) (*x)[st] += box.lb[st];
+        const int room = std::min(box.ub[st] - box.lb[st], std::max(0, hi[d]));
+        for (int u = 0; u < room; ++u) units.emplace_back(cost[st], st);
       }
-      const int base = std::max(lo[d], mand);
-      if (base > hi[d]) return std::numeric_limits<double>::infinity();
-      total += (base - mand) * cost[cheap];
-      x[cheap] += base - mand;
-      placed += base;
-      for (int k = base; k < hi[d]; ++k) extra.emplace_back(cost[cheap], cheap);
+      if (count > hi[d]) return kNone;
+      std::sort(units.begin(), units.end());
+      size_t i = 0;
+      for (; count < lo[d]; ++i, ++count) {
+        if (i >= units.size()) return kNone;
+        total += units[i].first;
+        if (x) (*x)[units[i].second] += 1;
+      }
+      placed += count;
+      for (; count < hi[d] && i < units.size(); ++i, ++count) extra.push_back(units[i]);
     }
-    if (placed > D) return std::numeric_limits<double>::infinity();
+    if (placed > D) return kNone;
     std::sort(extra.begin(), extra.end());
-    for (int i = 0; placed < D && i < static_cast<int>(extra.size()); ++i, ++placed) {
+    for (size_t i = 0; placed < D && i < extra.size(); ++i, ++placed) {
       total += extra[i].first;
-      x[extra[i].second] += 1;
+      if (x) (*x)[extra[i].second] += 1;
     }
-    if (placed < D) return std::numeric_limits<double>::infinity();
-    return total;
+    return placed < D ? kNone : total;
   };
-  // The best mixture is an LP: max over path weights lambda (summing to 1)
-  // of min over allocations x of sum_P lambda_P len_P(x). The allocations'
-  // hull is {x >= must, lo_d <= sum_c x_cd <= hi_d, sum x = D} (integral),
-  // so its dual is min over that hull of max_P len_P(x): the continuous
-  // relaxation of the fixed program's longest path, a convex function of
-  // x. ColumnLp solves the first form exactly; its shadow prices are the
-  // minimizing x*, where the simulator's critical path is the path that
-  // most violates the current mixture (column generation), until no path
-  // is longer at x* than the LP's value: then the bound is the relaxation's
-  // optimum. Whatever the floating point did, the bound taken is respond()
-  // of the LP's weights: the exact least value over integral allocations.
+  // The best mixture for a box is an LP: max over path weights lambda
+  // (summing to 1) of min over the box's allocations x of sum_P lambda_P
+  // len_P(x). The allocations' hull is {lb <= x <= ub, lo_d <= sum_c x_cd
+  // <= hi_d, sum x = D} (integral), so its dual is min over that hull of
+  // max_P len_P(x): the continuous relaxation of the fixed program's
+  // longest path, a convex function of x. ColumnLp solves the first form
+  // exactly; its shadow prices are the minimizing x*, where the simulator's
+  // critical path is the path that most violates the current mixture
+  // (column generation), until no path is longer at x* than the LP's
+  // value: the relaxation is solved. Whatever the floating point did, the
+  // box's bound is respond() of the LP's weights: the exact least value
+  // over its integral allocations.
   const double scale = static_cast<double>(best);
-  std::vector<int> mand(p, 0);
-  for (int st = 0; st < S; ++st) mand[st % p] += must[st];
-  int d_rest = D;
-  for (int st = 0; st < S; ++st) d_rest -= must[st];
-  // Row 0: sum lambda <= 1 (its price is t); row 1 + st: -sum_P K_P[st]
-  // lambda_P + alpha_d - beta_d + gamma+ - gamma- <= 0 (its price is
-  // x_st - must_st), with K_P[st] path P's time per decoder on stage st.
-  std::vector<double> rhs(S + 1, 0.0);
-  rhs[0] = 1.0;
-  ColumnLp lp(std::move(rhs));
-  std::vector<int> path_column;  // LP column of paths[k]
-  auto add_path = [&](const Path& P) {
-    std::vector<double> col(S + 1, 0.0);
-    col[0] = 1.0;
-    double cst = P.c / scale;
-    for (int st = 0; st < S; ++st) {
-      const double k = (P.a[st] * fd + P.b[st] * bd) / speed[st] / scale;
-      col[1 + st] = -k;
-      cst += k * must[st];
-    }
-    path_column.push_back(lp.AddColumn(cst, col));
-  };
-  for (int d = 0; d < p; ++d) {
-    const int lo_rest = std::max(lo[d], mand[d]) - mand[d], hi_rest = hi[d] - mand[d];
-    if (hi_rest < lo_rest) return 0;  // no allocation in range
-    std::vector<double> col(S + 1, 0.0);
-    for (int c = 0; c < v; ++c) col[1 + c * p + d] = 1.0;
-    lp.AddColumn(lo_rest, col);  // alpha_d
-    for (double& e : col) e = -e;
-    lp.AddColumn(-hi_rest, col);  // beta_d
-  }
-  {
-    std::vector<double> col(S + 1, 1.0);
-    col[0] = 0.0;
-    lp.AddColumn(d_rest, col);  // gamma+
-    for (double& e : col) e = -e;
-    lp.AddColumn(-d_rest, col);  // gamma-
-  }
-  for (const Path& P : paths) add_path(P);
   // Only when every layer but a pinned first and last is a decoder are the
   // decoder counts per stage a split that the simulator can run.
   const bool generate = totals_.free_others == 0 && !pb_.allow_empty_chunks;
   const Layer& first = pb_.layers.front();
   const Layer& last = pb_.layers.back();
-  double bound = 0;
-  std::vector<double> lam;
-  for (int round = 0;; ++round) {
-    if (lp.Solve() != ColumnLp::Status::Optimal) break;
-    const std::vector<double> z = lp.Primal();
-    lam.assign(paths.size(), 0.0);
-    double sum = 0;
-    for (size_t k = 0; k < paths.size(); ++k) sum += lam[k] = z[path_column[k]];
-    if (sum <= 0) break;
-    for (double& l : lam) l /= sum;
-    const double value = respond(lam, alloc);
-    if (!std::isfinite(value)) return 0;
-    bound = std::max(bound, value);
-    if (!generate || round >= 400 || bound >= static_cast<double>(best)) break;
-    if (opt_.time_limit_s > 0 &&
-        std::chrono::duration<double>(Clock::now() - start_).count() > opt_.time_limit_s) {
-      break;
+  auto time_up = [&]() {
+    return opt_.time_limit_s > 0 &&
+           std::chrono::duration<double>(Clock::now() - start_).count() > opt_.time_limit_s;
+  };
+  int rounds_left = 2000;  // column generation rounds over the whole tree
+  struct Solved {
+    double bound = 0;  // valid for every integral allocation in the box
+    std::vector<double> x;  // the relaxation's minimizer (empty: none)
+  };
+  auto solve_box = [&](const Box& box) -> Solved {
+    Solved out;
+    // Row 0: sum lambda <= 1 (its price is t); row 1 + st: -sum_P K_P[st]
+    // lambda_P + (duals of the rank and box constraints) <= 0 (its price is
+    // x_st - lb_st), with K_P[st] path P's time per decoder on stage st.
+    std::vector<double> rhs(S + 1, 0.0);
+    rhs[0] = 1.0;
+    ColumnLp lp(std::move(rhs));
+    std::vector<double> col(S + 1);
+    std::vector<int> path_column;
+    auto add_path = [&](const Path& P) {
+      std::fill(col.begin(), col.end(), 0.0);
+      col[0] = 1.0;
+      double cst = P.c / scale;
+      for (int st = 0; st < S; ++st) {
+        const double k = (P.a[st] * fd + P.b[st] * bd) / speed[st] / scale;
+        col[1 + st] = -k;
+        cst += k * box.lb[st];
+      }
+      path_column.push_back(lp.AddColumn(cst, col));
+    };
+    int d_rest = D;
+    for (int st = 0; st < S; ++st) d_rest -= box.lb[st];
+    for (int d = 0; d < p; ++d) {
+      int floor_d = 0;
+      for (int c = 0; c < v; ++c) floor_d += box.lb[c * p + d];
+      std::fill(col.begin(), col.end(), 0.0);
+      for (int c = 0; c < v; ++c) col[1 + c * p + d] = 1.0;
+      lp.AddColumn(std::max(lo[d], floor_d) - floor_d, col);  // sum_c x_cd >= lo_d
+      for (double& e : col) e = -e;
+      lp.AddColumn(-(hi[d] - floor_d), col);  // sum_c x_cd <= hi_d
     }
-    // x* from the shadow prices; t* = the LP's value.
-    const std::vector<double> pi = lp.Duals();
-    std::vector<double> x(S);
-    for (int st = 0; st < S; ++st) x[st] = must[st] + std::max(0.0, pi[1 + st]);
-    const double t_star = lp.Objective() * scale;
-    // A split near x* (largest remainders) that Lower accepts, then the
-    // stage times of x* itself.
-    Strategy st;
-    st.layers_per_stage.assign(S, 0);
-    {
+    std::fill(col.begin(), col.end(), 1.0);
+    col[0] = 0.0;
+    lp.AddColumn(d_rest, col);  // sum x >= D
+    for (double& e : col) e = -e;
+    lp.AddColumn(-d_rest, col);  // sum x <= D
+    for (int st = 0; st < S; ++st) {
+      if (box.ub[st] >= D) continue;
+      std::fill(col.begin(), col.end(), 0.0);
+      col[1 + st] = -1.0;
+      lp.AddColumn(-(box.ub[st] - box.lb[st]), col);  // x_st <= ub_st
+    }
+    for (const Path& P : paths) add_path(P);
+    std::vector<double> lam;
+    for (;;) {
+      const ColumnLp::Status status = lp.Solve();
+      if (status == ColumnLp::Status::Unbounded) {
+        out.bound = std::numeric_limits<double>::infinity();  // an empty box
+        out.x.clear();
+        return out;
+      }
+      if (status != ColumnLp::Status::Optimal) return out;
+      const std::vector<double> z = lp.Primal();
+      lam.assign(paths.size(), 0.0);
+      double sum = 0;
+      for (size_t k = 0; k < path_column.size(); ++k) sum += lam[k] = z[path_column[k]];
+      if (sum <= 0) return out;
+      for (double& l : lam) l /= sum;
+      out.bound = std::max(out.bound, respond(lam, box, nullptr));
+      const std::vector<double> pi = lp.Duals();
+      out.x.assign(S, 0.0);
+      for (int st = 0; st < S; ++st) out.x[st] = box.lb[st] + std::max(0.0, pi[1 + st]);
+      if (!generate || rounds_left <= 0 || out.bound >= static_cast<double>(best) ||
+          time_up()) {
+        return out;
+      }
+      --rounds_left;
+      const std::vector<double>& x = out.x;
+      const double t_star = lp.Objective() * scale;
+      // A split near x* (largest remainders) that Lower accepts, then the
+      // stage times of x* itself.
+      Strategy st;
+      st.layers_per_stage.assign(S, 0);
       int total = 0;
       std::vector<std::pair<double, int>> frac;
       for (int s = 0; s < S; ++s) {
@@ -1898,43 +1934,98 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       }
       std::sort(frac.begin(), frac.end());
       for (int i = 0; total < D && i < S; ++i, ++total) ++st.layers_per_stage[frac[i].second];
-      if (total != D) break;
-    }
-    if (totals_.first_pinned) ++st.layers_per_stage[0];
-    if (totals_.last_pinned) ++st.layers_per_stage[S - 1];
-    st.recompute.assign(pb_.layers.size(), 0);
-    auto spec = Lower(pb_.layers, pb_.cluster, PipelineShape{p, v, c_.m, pb_.comm}, st, false);
-    if (!spec.ok()) break;
-    for (int s = 0; s < S; ++s) {
-      double f = x[s] * static_cast<double>(dec.forward);
-      double bi = x[s] * static_cast<double>(dec.backward_input);
-      double bw = x[s] * static_cast<double>(dec.backward_weight);
-      for (const auto& [pinned, layer] : {std::pair{totals_.first_pinned && s == 0, &first},
-                                          std::pair{totals_.last_pinned && s == S - 1, &last}}) {
-        if (!pinned) continue;
-        f += static_cast<double>(layer->forward);
-        bi += static_cast<double>(layer->backward_input);
-        bw += static_cast<double>(layer->backward_weight);
+      if (total != D) return out;
+      if (totals_.first_pinned) ++st.layers_per_stage[0];
+      if (totals_.last_pinned) ++st.layers_per_stage[S - 1];
+      st.recompute.assign(pb_.layers.size(), 0);
+      auto spec = Lower(pb_.layers, pb_.cluster, PipelineShape{p, v, c_.m, pb_.comm}, st, false);
+      if (!spec.ok()) return out;
+      for (int s = 0; s < S; ++s) {
+        double f = x[s] * static_cast<double>(dec.forward);
+        double bi = x[s] * static_cast<double>(dec.backward_input);
+        double bw = x[s] * static_cast<double>(dec.backward_weight);
+        for (const auto& [pinned, layer] : {std::pair{totals_.first_pinned && s == 0, &first},
+                                            std::pair{totals_.last_pinned && s == S - 1, &last}}) {
+          if (!pinned) continue;
+          f += static_cast<double>(layer->forward);
+          bi += static_cast<double>(layer->backward_input);
+          bw += static_cast<double>(layer->backward_weight);
+        }
+        StageCost& sc = spec->stages[s];
+        sc.forward = std::llround(f / speed[s]);
+        sc.backward_input = std::llround(bi / speed[s]);
+        sc.backward_weight = std::llround(bw / speed[s]);
+        sc.recompute = 0;
       }
-      StageCost& sc = spec->stages[s];
-      sc.forward = std::llround(f / speed[s]);
-      sc.backward_input = std::llround(bi / speed[s]);
-      sc.backward_weight = std::llround(bw / speed[s]);
-      sc.recompute = 0;
+      SimOptions so;
+      so.record_ops = true;
+      const SimResult r = engine_.Run(*spec, c_.program, so);
+      if (r.outcome == Outcome::Deadlock) return out;
+      Path P = PathOf(CriticalPath(*spec, c_.program, r));
+      fold_pinned(P);
+      double len = P.c;
+      for (int s = 0; s < S; ++s) len += x[s] * (P.a[s] * fd + P.b[s] * bd) / speed[s];
+      // No path is longer at x* than the mixture: the relaxation is solved.
+      if (len <= t_star * (1 + 1e-9) + 1.0) return out;
+      paths.push_back(std::move(P));
+      add_path(paths.back());
     }
-    SimOptions so;
-    so.record_ops = true;
-    const SimResult r = engine_.Run(*spec, c_.program, so);
-    if (r.outcome == Outcome::Deadlock) break;
-    Path P = PathOf(CriticalPath(*spec, c_.program, r));
-    fold_pinned(P);
-    double len = P.c;
-    for (int s = 0; s < S; ++s) len += x[s] * (P.a[s] * fd + P.b[s] * bd) / speed[s];
-    // No path is longer at x* than the mixture: the relaxation is solved.
-    if (len <= t_star * (1 + 1e-9) + 1.0) break;
-    paths.push_back(std::move(P));
-    add_path(paths.back());
+  };
+  // Branch-and-bound over boxes, least bound first: a box whose relaxation
+  // has a fractional minimizer splits on its most fractional stage count
+  // (x_st <= floor, x_st >= ceil); one with an integral minimizer is
+  // settled (no allocation in it does better than that relaxation). The
+  // bound is the least over settled and open boxes.
+  Box root{must, std::vector<int>(S, D)};
+  for (int st = 0; st < S; ++st) root.ub[st] = std::min(D, hi[st % p]);
+  Solved at_root = solve_box(root);
+  if (!std::isfinite(at_root.bound)) return 0;  // cannot happen below a real incumbent
+  using Open = std::pair<double, int>;  // (bound, index into boxes)
+  std::vector<std::pair<Box, Solved>> boxes;
+  std::priority_queue<Open, std::vector<Open>, std::greater<Open>> open;
+  boxes.emplace_back(std::move(root), std::move(at_root));
+  open.emplace(boxes.back().second.bound, 0);
+  double settled = std::numeric_limits<double>::infinity();
+  const int kMaxBoxes = 4000;
+  while (!open.empty()) {
+    const auto [b, i] = open.top();
+    if (b >= static_cast<double>(best) || time_up() || rounds_left <= 0 ||
+        static_cast<int>(boxes.size()) + 2 > kMaxBoxes) {
+      break;
+    }
+    open.pop();
+    const std::vector<double> x = boxes[i].second.x;
+    int split = -1;
+    double most = 1e-6;
+    for (int st = 0; st < static_cast<int>(x.size()); ++st) {
+      const double f = std::abs(x[st] - std::round(x[st]));
+      if (f > most) {
+        most = f;
+        split = st;
+      }
+    }
+    if (split < 0) {
+      settled = std::min(settled, b);  // integral (or no minimizer known)
+      continue;
+    }
+    for (int side = 0; side < 2; ++side) {
+      Box child = boxes[i].first;
+      if (side == 0) {
+        child.ub[split] = static_cast<int>(std::floor(x[split]));
+      } else {
+        child.lb[split] = static_cast<int>(std::ceil(x[split]));
+      }
+      Solved s = solve_box(child);
+      s.bound = std::max(s.bound, b);  // a child's bound is at least its parent's
+      if (!std::isfinite(s.bound)) continue;
+      boxes.emplace_back(std::move(child), std::move(s));
+      open.emplace(boxes.back().second.bound, static_cast<int>(boxes.size()) - 1);
+    }
   }
+  double bound = std::min(settled, open.empty() ? std::numeric_limits<double>::infinity()
+                                                 : open.top().first);
+  if (!std::isfinite(bound)) bound = static_cast<double>(best);  // nothing left beats best
+  bound = std::min(bound, static_cast<double>(best));
   // Per-op rounding to whole ns can shave a little; stay safely below.
   const double slack = static_cast<double>(c_.m) * (S + 1) * 4;
   return std::max<Nanos>(0, static_cast<Nanos>(std::floor(bound - slack)));

@@ -639,6 +639,67 @@ TEST_CASE("lower bounds of an open tree on decoder stacks never exceed the optim
   }
 }
 
+TEST_CASE("open-tree bounds on decoder stacks hold with uneven speeds, links, recompute and "
+          "tight memory",
+          "[search]") {
+  // The open-tree bound's branch-and-bound over boxes of decoder counts
+  // (exact LP, column generation from critical paths, least message time on
+  // every hop) must stay at or below the exhaustive optimum when speeds,
+  // links and memory differ per rank and recompute is on offer.
+  for (std::uint64_t seed : Seeds(7301, 40)) {
+    std::mt19937_64 rng(seed);
+    SearchProblem pr;
+    pr.p = Uniform(rng, 2, 3);
+    const bool interleaved = Chance(rng, 0.5);
+    pr.m = interleaved ? pr.p * Uniform(rng, 1, 2) : Uniform(rng, 2, 6);
+    ScheduleChoice c;
+    c.schedule = interleaved ? "interleaved" : (Chance(rng, 0.5) ? "1f1b" : "gpipe");
+    c.v = interleaved ? 2 : 1;
+    pr.choices = {c};
+    pr.comm = Chance(rng, 0.3) ? CommMode::Blocking : CommMode::Overlapped;
+    auto layer = [&](const char* name, LayerKind kind, Nanos f) {
+      Layer x;
+      x.name = name;
+      x.kind = kind;
+      x.forward = f;
+      x.backward_input = 2 * f;
+      x.static_memory = 1 << 20;
+      x.activation = 4 << 20;
+      x.output_bytes = Uniform(rng, 1, 64) << 16;
+      return x;
+    };
+    pr.layers.push_back(layer("emb", LayerKind::Embedding, Uniform(rng, 1, 3) * 10'000));
+    const int decoders = pr.p * c.v + Uniform(rng, 0, 3);
+    Layer d = layer("d", LayerKind::Decoder, Uniform(rng, 5, 9) * 100'000);
+    d.recompute.push_back(RecomputeOption{"selective", 1 << 20, Uniform(rng, 1, 3) * 50'000});
+    for (int i = 0; i < decoders; ++i) {
+      d.name = "d" + std::to_string(i);
+      pr.layers.push_back(d);
+    }
+    pr.layers.push_back(layer("head", LayerKind::Head, Uniform(rng, 2, 6) * 100'000));
+    for (int r = 0; r < pr.p; ++r) {
+      pr.cluster.devices.push_back(Device{kUnlimited, 0.5 * Uniform(rng, 1, 4)});
+      pr.cluster.links.push_back(
+          Link{Uniform(rng, 0, 50) * 1000, Uniform(rng, 1, 20) * 1'000'000'000LL});
+    }
+    const std::vector<Point> points = Enumerate(pr);
+    const std::vector<Bytes> caps = RandomFeasibleCapacities(rng, points, pr.p);
+    SetCapacities(pr, caps);
+    INFO("seed " << seed << "\n" << Describe(pr));
+    const std::optional<Objective> best = Optimum(points, caps);
+    REQUIRE(best.has_value());
+    for (std::int64_t limit : {1, 4, 50}) {
+      SearchOptions opt;
+      opt.node_limit = limit;
+      opt.threads = 1;
+      const SearchResult r = MustSearch(pr, opt);
+      INFO("node limit " << limit << ": " << r.stop_reason << " lb " << r.lower_bound);
+      CHECK(r.lower_bound <= std::get<0>(*best));
+      if (r.found) CHECK(r.best.makespan >= std::get<0>(*best));
+    }
+  }
+}
+
 TEST_CASE("lower bounds never exceed the optimum, also at a node limit",
           "[search]") {
   for (std::uint64_t seed : Seeds(9001, 12)) {
