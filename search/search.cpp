@@ -644,6 +644,7 @@ class Searcher {
     int decoders = 0, rep = 0, free_others = 0;
     bool first_pinned = false, last_pinned = false;
     std::vector<std::vector<Nanos>> load;
+    std::vector<std::vector<Nanos>> rt;  // [d][k] least recompute per mb (speed 1), or kInf
   } totals_;
  public:
   Nanos totals_bound = 0;  // TotalsPathBound after the heuristics (0: none)
@@ -1775,15 +1776,48 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
   // filling each rank's floor (its lbs, then up to lo) and then the
   // cheapest remaining units over all ranks, each rank up to its hi, until
   // D are placed, is optimal.
+  //
+  // Memory forces recompute: a rank whose count can be k runs at least
+  // rt[d][k] of it per micro-batch inside its B ops, spread over its chunks
+  // in some way, so a path with b_P B ops on each of the rank's stages
+  // carries at least min_c b_P * (least rt over the box's counts for d).
   std::vector<double> cost(S);
+  auto least_rt = [&](const Box& box) {
+    std::vector<double> r(p, 0.0);
+    if (totals_.rt.empty()) return r;
+    for (int d = 0; d < p; ++d) {
+      int klo = lo[d], khi = hi[d], floor_d = 0, ceil_d = 0;
+      for (int c = 0; c < v; ++c) {
+        floor_d += box.lb[c * p + d];
+        ceil_d += box.ub[c * p + d];
+      }
+      klo = std::max(klo, floor_d);
+      khi = std::min(khi, ceil_d);
+      Nanos least = kInf;
+      for (int k = std::max(0, klo); k <= khi && k <= D; ++k) least = std::min(least, totals_.rt[d][k]);
+      r[d] = least >= kInf ? 0.0 : static_cast<double>(least) / pb_.cluster.devices[d].speed;
+    }
+    return r;
+  };
+  auto recompute_on = [&](const Path& P, const std::vector<double>& r) {
+    double t = 0;
+    for (int d = 0; d < p; ++d) {
+      if (r[d] == 0) continue;
+      double least = P.b[d];
+      for (int c = 1; c < v; ++c) least = std::min(least, P.b[c * p + d]);
+      t += least * r[d];
+    }
+    return t;
+  };
   auto respond = [&](const std::vector<double>& lam, const Box& box,
                      std::vector<double>* x) -> double {
     constexpr double kNone = std::numeric_limits<double>::infinity();
     double cst = 0;
     std::fill(cost.begin(), cost.end(), 0.0);
+    const std::vector<double> rt = least_rt(box);
     for (size_t k = 0; k < lam.size(); ++k) {
       if (lam[k] == 0) continue;
-      cst += lam[k] * paths[k].c;
+      cst += lam[k] * (paths[k].c + recompute_on(paths[k], rt));
       for (int st = 0; st < S; ++st) {
         cost[st] += lam[k] * (paths[k].a[st] * fd + paths[k].b[st] * bd) / speed[st];
       }
@@ -1861,10 +1895,11 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
     ColumnLp lp(std::move(rhs));
     std::vector<double> col(S + 1);
     std::vector<int> path_column;
+    const std::vector<double> rt = least_rt(box);
     auto add_path = [&](const Path& P) {
       std::fill(col.begin(), col.end(), 0.0);
       col[0] = 1.0;
-      double cst = P.c / scale;
+      double cst = (P.c + recompute_on(P, rt)) / scale;
       for (int st = 0; st < S; ++st) {
         const double k = (P.a[st] * fd + P.b[st] * bd) / speed[st] / scale;
         col[1 + st] = -k;
@@ -1963,7 +1998,7 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       if (r.outcome == Outcome::Deadlock) return out;
       Path P = PathOf(CriticalPath(*spec, c_.program, r));
       fold_pinned(P);
-      double len = P.c;
+      double len = P.c + recompute_on(P, rt);
       for (int s = 0; s < S; ++s) len += x[s] * (P.a[s] * fd + P.b[s] * bd) / speed[s];
       // No path is longer at x* than the mixture: the relaxation is solved.
       if (len <= t_star * (1 + 1e-9) + 1.0) return out;
@@ -2235,6 +2270,7 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
   for (int d = 0; d < p; ++d) {
     for (int k = 0; k <= D; ++k) rt_table[d][k] = least_rt(d, k);
   }
+  totals_.rt = rt_table;
   totals_.decoders = D;
   totals_.rep = best_rep;
   totals_.first_pinned = !same(pb_.layers[0], dec);
