@@ -1,14 +1,13 @@
 // Critical path: the chain of ops and message waits that sets the iteration
-// time. Each op's simulated end equals the longest path to it through the
-// dependency graph when edges carry the simulated delays (message transit,
-// blocking sends) and vertices their durations, because the engine starts an
-// op at the latest of its predecessors' (end + delay). So the longest path
-// (Boost.Graph's dag_shortest_paths on negated weights) ending at the
-// last-finishing op is the critical path.
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/dag_shortest_paths.hpp>
+// time. The engine starts each op at the latest of its predecessors' ready
+// times (program order: the previous op's end, or a blocking send's
+// arrival; data edges: the producer's end, or its message's arrival on
+// another rank), so each op's simulated start is the longest path to it
+// through the dependency graph. Walking back from the last-finishing op to
+// a predecessor whose ready time equals the op's start (ties: the lowest
+// vertex) until an op starts with none (at time 0) gives such a longest
+// path, in time linear in its length.
 #include <algorithm>
-#include <limits>
 #include <vector>
 
 #include "core/engine.h"
@@ -19,17 +18,8 @@ namespace ppb {
 std::vector<CriticalStep> CriticalPath(const PipelineSpec& spec,
                                        const Program& program,
                                        const SimResult& result) {
-  using Graph =
-      boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS,
-                            boost::no_property,
-                            boost::property<boost::edge_weight_t, Nanos>>;
-  using Vertex = boost::graph_traits<Graph>::vertex_descriptor;
-
   const internal::OpIndex ix = internal::OpIndex::Build(spec, program);
   const int n = ix.offset.back();
-  const Vertex source = static_cast<Vertex>(n);
-  Graph g(static_cast<size_t>(n) + 1);
-
   std::vector<OpTiming> timing(n);
   std::vector<int> device_of(n);
   std::vector<Op> op_of(n);
@@ -48,51 +38,38 @@ std::vector<CriticalStep> CriticalPath(const PipelineSpec& spec,
                           t.producer.mb.value);
     if (u >= 0) arrival[u] = t.arrive;
   }
-  auto dur = [&](int v) { return timing[v].end - timing[v].start; };
-  // Weight of u -> v = -(delay + duration of v): shortest = longest path.
-  for (int v = 0; v < n; ++v) {
-    boost::add_edge(source, v, -dur(v), g);  // any op may start at time 0
-  }
-  for (int d = 0; d < spec.p; ++d) {
-    for (size_t k = 1; k < program.ops[d].size(); ++k) {
-      const int v = ix.offset[d] + static_cast<int>(k);
-      // Program order: a blocking send keeps the stream until arrival.
-      Nanos ready = timing[v - 1].end;
-      if (spec.comm == CommMode::Blocking && arrival[v - 1] >= 0) {
-        ready = std::max(ready, arrival[v - 1]);
-      }
-      boost::add_edge(v - 1, v, -((ready - timing[v - 1].end) + dur(v)), g);
-    }
-    for (size_t k = 0; k < program.ops[d].size(); ++k) {
-      const int v = ix.offset[d] + static_cast<int>(k);
-      internal::ForEachDependency(
-          spec, ix, op_of[v], v, [&](std::int32_t u, std::int32_t w) {
-            Nanos ready = timing[u].end;
-            if (device_of[u] != device_of[w] && arrival[u] >= 0) {
-              ready = arrival[u];
-            }
-            boost::add_edge(u, w, -((ready - timing[u].end) + dur(w)), g);
-          });
-    }
-  }
-
-  std::vector<Nanos> dist(static_cast<size_t>(n) + 1);
-  std::vector<Vertex> pred(static_cast<size_t>(n) + 1);
-  boost::dag_shortest_paths(
-      g, source,
-      boost::distance_map(dist.data())
-          .predecessor_map(pred.data())
-          .distance_inf(std::numeric_limits<Nanos>::max())
-          .distance_zero(Nanos{0}));
-
   // The op with the latest end (ties: the lowest vertex).
   int last = -1;
   for (int v = 0; v < n; ++v) {
     if (last < 0 || timing[v].end > timing[last].end) last = v;
   }
   std::vector<int> chain;
-  for (Vertex x = last; last >= 0 && x != source; x = pred[x]) {
-    chain.push_back(static_cast<int>(x));
+  for (int v = last; v >= 0;) {
+    chain.push_back(v);
+    int best = -1;
+    Nanos best_ready = -1;
+    auto consider = [&](int u, Nanos ready) {
+      if (ready > best_ready || (ready == best_ready && u < best)) {
+        best = u;
+        best_ready = ready;
+      }
+    };
+    const int d = device_of[v];
+    if (v > ix.offset[d]) {
+      Nanos ready = timing[v - 1].end;
+      if (spec.comm == CommMode::Blocking && arrival[v - 1] >= 0) {
+        ready = std::max(ready, arrival[v - 1]);
+      }
+      consider(v - 1, ready);
+    }
+    internal::ForEachDependency(spec, ix, op_of[v], v, [&](std::int32_t u, std::int32_t w) {
+      Nanos ready = timing[u].end;
+      if (device_of[u] != device_of[w] && arrival[u] >= 0) ready = arrival[u];
+      consider(u, ready);
+    });
+    // No predecessor holds the op back: it starts the path.
+    if (best < 0 || best_ready < timing[v].start || timing[v].start == 0) break;
+    v = best;
   }
   std::vector<CriticalStep> steps;
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {

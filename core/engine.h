@@ -151,8 +151,9 @@ struct CriticalStep {
 };
 
 // The chain of ops and waits that sets the iteration time, first to last.
-// Found as the longest path (Boost.Graph) through the ops' dependency graph
-// weighted by the simulated durations and message delays.
+// A longest path through the ops' dependency graph weighted by the simulated
+// durations and message delays, found by walking back from the last op
+// through predecessors whose ready time equals the op's start.
 // REQUIRES: result came from Run with record_ops on the same spec/program,
 // outcome != Deadlock.
 std::vector<CriticalStep> CriticalPath(const PipelineSpec& spec,

@@ -26,11 +26,15 @@ ColumnLp::ColumnLp(std::vector<double> rhs)
 int ColumnLp::AddColumn(double cost, const std::vector<double>& column) {
   // Tableau column B^-1 a; reduced cost c - pi.a with pi = -rc_slack.
   double rc = cost;
-  for (int k = 0; k < m_; ++k) rc += rc_slack_[k] * column[k];
-  for (int i = 0; i < m_; ++i) {
-    double t = 0;
-    for (int k = 0; k < m_; ++k) t += binv_[i][k] * column[k];
-    tab_[i].push_back(t);
+  if (pivots_ == 0) {  // B^-1 = I and the slack prices are 0
+    for (int i = 0; i < m_; ++i) tab_[i].push_back(column[i]);
+  } else {
+    for (int k = 0; k < m_; ++k) rc += rc_slack_[k] * column[k];
+    for (int i = 0; i < m_; ++i) {
+      double t = 0;
+      for (int k = 0; k < m_; ++k) t += binv_[i][k] * column[k];
+      tab_[i].push_back(t);
+    }
   }
   cost_.push_back(cost);
   rc_.push_back(rc);

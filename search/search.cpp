@@ -473,11 +473,31 @@ class Searcher {
     Prepare();
     return pending_bound;
   }
+  // The root bound raised by the open-tree bound for strategies that can
+  // beat `best` (kInf: no split exists at all).
+  // A path through the program's dependency graph: its length is
+  // sum_s (a[s] * F_s + b[s] * B_s) + c for stage times F_s, B_s.
+  struct Path {
+    std::vector<double> a, b;
+    double c = 0;
+  };
+  // Paths (as PathOf gives them) shared by searchers of one program on
+  // clusters with the same links: TotalsPathBound starts from them and adds
+  // the ones it generates.
+  void SharePaths(std::vector<Path>* pool) { path_pool_ = pool; }
+  Nanos RootAndTotals(Nanos best) {
+    const auto a = Clock::now();
+    if (!Prepare(false)) return kInf;
+    const auto b = Clock::now();
+    const Nanos t = TotalsPathBound(best);
+    if (getenv("PPB_CERT")) fprintf(stderr, "prepare %.3f totals %.3f\n", std::chrono::duration<double>(b - a).count(), std::chrono::duration<double>(Clock::now() - b).count());
+    return std::max(pending_bound, t);
+  }
 
  private:
   // Prefix sums and the root bound (pending_bound); false when no split
   // exists at all (closed then).
-  bool Prepare();
+  bool Prepare(bool path_weights = true);
   const Menu& GetMenu(int i, int j) {
     const std::uint64_t key = static_cast<std::uint64_t>(i) * (c_.L + 1) + j;
     auto it = menus_.find(key);
@@ -592,17 +612,12 @@ class Searcher {
   void Report(bool force);
 
   Nanos RootBound(std::vector<int>* decoders_per_device, int* decoder_rep);
-  // A path through the program's dependency graph: its length is
-  // sum_s (a[s] * F_s + b[s] * B_s) + c for stage times F_s, B_s.
-  struct Path {
-    std::vector<double> a, b;
-    double c = 0;
-  };
   std::vector<Path> BuildPaths() const;
   Nanos LeastHop(int a, int b) const;
   Path PathOf(const std::vector<CriticalStep>& steps) const;
   Nanos PathWeights();
   Nanos TotalsPathBound(Nanos best);
+  std::vector<Path>* path_pool_ = nullptr;
   std::vector<int> RelaxedSplit(const std::vector<int>& per_device, int rep) const;
   std::vector<int> SplitFromQuota(const std::vector<int>& quota, int rep) const;
   std::vector<int> ChunkAwareSplit(const std::vector<int>& per_device, int rep);
@@ -1753,6 +1768,9 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
     if (totals_.last_pinned) must[S - 1] = 0;
   }
   std::vector<Path> paths = BuildPaths();
+  const int own_paths = static_cast<int>(paths.size());
+  if (path_pool_) paths.insert(paths.end(), path_pool_->begin(), path_pool_->end());
+  std::vector<Path> raw_paths(paths);  // before the pinned layers are folded in
   // Pinned layers' work is fixed: fold it into a path's constant. (With
   // empty chunks allowed the first layer may sit past stage 0.)
   auto fold_pinned = [&](Path& P) {
@@ -1881,11 +1899,26 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
            std::chrono::duration<double>(Clock::now() - start_).count() > opt_.time_limit_s;
   };
   int rounds_left = 2000;  // column generation rounds over the whole tree
+  // Boxes are searched until every open one is bound at `target`: then no
+  // strategy in range beats `best` even after the rounding allowance.
+  const double slack = static_cast<double>(c_.m) * (S + 1) * 4;
+  const double target = static_cast<double>(best) + slack;
   struct Solved {
     double bound = 0;  // valid for every integral allocation in the box
     std::vector<double> x;  // the relaxation's minimizer (empty: none)
+    std::vector<int> support;  // paths with weight in its LP's solution
   };
-  auto solve_box = [&](const Box& box) -> Solved {
+  // The paths each box's LP starts from: the program's own (BuildPaths)
+  // and its parent's support; the simulator adds what is missing.
+  std::map<std::vector<double>, int> path_index;  // a ++ b ++ {c} -> index
+  auto key_of = [](const Path& P) {
+    std::vector<double> k(P.a);
+    k.insert(k.end(), P.b.begin(), P.b.end());
+    k.push_back(P.c);
+    return k;
+  };
+  for (int k = 0; k < static_cast<int>(paths.size()); ++k) path_index.emplace(key_of(paths[k]), k);
+  auto solve_box = [&](const Box& box, const std::vector<int>& start) -> Solved {
     Solved out;
     // Row 0: sum lambda <= 1 (its price is t); row 1 + st: -sum_P K_P[st]
     // lambda_P + (duals of the rank and box constraints) <= 0 (its price is
@@ -1894,18 +1927,23 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
     rhs[0] = 1.0;
     ColumnLp lp(std::move(rhs));
     std::vector<double> col(S + 1);
-    std::vector<int> path_column;
+    std::vector<int> path_column, path_of_column;
+    std::vector<char> in_lp(paths.size(), 0);
     const std::vector<double> rt = least_rt(box);
-    auto add_path = [&](const Path& P) {
+    auto add_path = [&](int k) {
+      const Path& P = paths[k];
       std::fill(col.begin(), col.end(), 0.0);
       col[0] = 1.0;
       double cst = (P.c + recompute_on(P, rt)) / scale;
       for (int st = 0; st < S; ++st) {
-        const double k = (P.a[st] * fd + P.b[st] * bd) / speed[st] / scale;
-        col[1 + st] = -k;
-        cst += k * box.lb[st];
+        const double kk = (P.a[st] * fd + P.b[st] * bd) / speed[st] / scale;
+        col[1 + st] = -kk;
+        cst += kk * box.lb[st];
       }
       path_column.push_back(lp.AddColumn(cst, col));
+      path_of_column.push_back(k);
+      if (k >= static_cast<int>(in_lp.size())) in_lp.resize(k + 1, 0);
+      in_lp[k] = 1;
     };
     int d_rest = D;
     for (int st = 0; st < S; ++st) d_rest -= box.lb[st];
@@ -1929,7 +1967,9 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       col[1 + st] = -1.0;
       lp.AddColumn(-(box.ub[st] - box.lb[st]), col);  // x_st <= ub_st
     }
-    for (const Path& P : paths) add_path(P);
+    for (int k : start) {
+      if (k >= static_cast<int>(in_lp.size()) || !in_lp[k]) add_path(k);
+    }
     std::vector<double> lam;
     for (;;) {
       const ColumnLp::Status status = lp.Solve();
@@ -1942,17 +1982,21 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       const std::vector<double> z = lp.Primal();
       lam.assign(paths.size(), 0.0);
       double sum = 0;
-      for (size_t k = 0; k < path_column.size(); ++k) sum += lam[k] = z[path_column[k]];
+      out.support.clear();
+      for (size_t j = 0; j < path_column.size(); ++j) {
+        const double w = z[path_column[j]];
+        if (w <= 0) continue;
+        lam[path_of_column[j]] = w;
+        sum += w;
+        out.support.push_back(path_of_column[j]);
+      }
       if (sum <= 0) return out;
       for (double& l : lam) l /= sum;
       out.bound = std::max(out.bound, respond(lam, box, nullptr));
       const std::vector<double> pi = lp.Duals();
       out.x.assign(S, 0.0);
       for (int st = 0; st < S; ++st) out.x[st] = box.lb[st] + std::max(0.0, pi[1 + st]);
-      if (!generate || rounds_left <= 0 || out.bound >= static_cast<double>(best) ||
-          time_up()) {
-        return out;
-      }
+      if (!generate || rounds_left <= 0 || out.bound >= target || time_up()) return out;
       --rounds_left;
       const std::vector<double>& x = out.x;
       const double t_star = lp.Objective() * scale;
@@ -1997,13 +2041,20 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       const SimResult r = engine_.Run(*spec, c_.program, so);
       if (r.outcome == Outcome::Deadlock) return out;
       Path P = PathOf(CriticalPath(*spec, c_.program, r));
+      const Path raw = P;
       fold_pinned(P);
       double len = P.c + recompute_on(P, rt);
       for (int s = 0; s < S; ++s) len += x[s] * (P.a[s] * fd + P.b[s] * bd) / speed[s];
       // No path is longer at x* than the mixture: the relaxation is solved.
       if (len <= t_star * (1 + 1e-9) + 1.0) return out;
-      paths.push_back(std::move(P));
-      add_path(paths.back());
+      auto [it, fresh] = path_index.emplace(key_of(P), static_cast<int>(paths.size()));
+      if (fresh) {
+        paths.push_back(std::move(P));
+        raw_paths.push_back(raw);
+      } else if (it->second < static_cast<int>(in_lp.size()) && in_lp[it->second]) {
+        return out;  // already in: the LP is solved up to rounding
+      }
+      add_path(it->second);
     }
   };
   // Branch-and-bound over boxes, least bound first: a box whose relaxation
@@ -2013,7 +2064,9 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
   // bound is the least over settled and open boxes.
   Box root{must, std::vector<int>(S, D)};
   for (int st = 0; st < S; ++st) root.ub[st] = std::min(D, hi[st % p]);
-  Solved at_root = solve_box(root);
+  std::vector<int> all(paths.size());
+  for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int>(k);
+  Solved at_root = solve_box(root, all);
   if (!std::isfinite(at_root.bound)) return 0;  // cannot happen below a real incumbent
   using Open = std::pair<double, int>;  // (bound, index into boxes)
   std::vector<std::pair<Box, Solved>> boxes;
@@ -2024,7 +2077,7 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
   const int kMaxBoxes = 4000;
   while (!open.empty()) {
     const auto [b, i] = open.top();
-    if (b >= static_cast<double>(best) || time_up() || rounds_left <= 0 ||
+    if (b >= target || time_up() || rounds_left <= 0 ||
         static_cast<int>(boxes.size()) + 2 > kMaxBoxes) {
       break;
     }
@@ -2043,6 +2096,8 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       settled = std::min(settled, b);  // integral (or no minimizer known)
       continue;
     }
+    std::vector<int> start(paths.size());
+    for (size_t k = 0; k < start.size(); ++k) start[k] = static_cast<int>(k);
     for (int side = 0; side < 2; ++side) {
       Box child = boxes[i].first;
       if (side == 0) {
@@ -2050,19 +2105,30 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       } else {
         child.lb[split] = static_cast<int>(std::ceil(x[split]));
       }
-      Solved s = solve_box(child);
+      Solved s = solve_box(child, start);
       s.bound = std::max(s.bound, b);  // a child's bound is at least its parent's
       if (!std::isfinite(s.bound)) continue;
       boxes.emplace_back(std::move(child), std::move(s));
       open.emplace(boxes.back().second.bound, static_cast<int>(boxes.size()) - 1);
     }
   }
+  if (getenv("PPB_CERT")) fprintf(stderr, "rounds %d boxes %zu paths %zu\n", 2000 - rounds_left, boxes.size(), paths.size());
+  if (path_pool_) {
+    // What the next searcher starts from: the paths any box's LP used.
+    std::vector<char> used(paths.size(), 0);
+    for (const auto& bx : boxes) {
+      for (int k : bx.second.support) used[k] = 1;
+    }
+    path_pool_->clear();
+    for (size_t k = own_paths; k < paths.size(); ++k) {
+      if (used[k]) path_pool_->push_back(raw_paths[k]);
+    }
+  }
   double bound = std::min(settled, open.empty() ? std::numeric_limits<double>::infinity()
                                                  : open.top().first);
-  if (!std::isfinite(bound)) bound = static_cast<double>(best);  // nothing left beats best
-  bound = std::min(bound, static_cast<double>(best));
+  // Nothing open below the target: no strategy in range beats `best`.
+  bound = std::min(bound, target);
   // Per-op rounding to whole ns can shave a little; stay safely below.
-  const double slack = static_cast<double>(c_.m) * (S + 1) * 4;
   return std::max<Nanos>(0, static_cast<Nanos>(std::floor(bound - slack)));
 }
 
@@ -2698,7 +2764,7 @@ bool Searcher::AnyFeasibleSplit(std::vector<int>* out) {
   return true;
 }
 
-bool Searcher::Prepare() {
+bool Searcher::Prepare(bool path_weights) {
   const int S = c_.S, L = c_.L, p = c_.p;
   least_output_ = std::numeric_limits<Bytes>::max();
   for (int l = 0; l < L; ++l) {
@@ -2746,7 +2812,7 @@ bool Searcher::Prepare() {
         0, std::max(static_cast<Nanos>(std::floor(total / speeds)) - slack,
                     static_cast<Nanos>(std::floor(suffix_work_[0] / max_speed_)) - S));
     root_bound_ = RootBound(&relaxed_per_device_, &relaxed_rep_);
-    root_bound_ = std::max(root_bound_, PathWeights());
+    if (path_weights) root_bound_ = std::max(root_bound_, PathWeights());
     pending_bound = std::max(pending_bound, root_bound_);
   }
   return true;
@@ -3156,6 +3222,7 @@ class PlacementSearcher {
   // Swaps of two ranks' devices from the best order while they improve it
   // (each order searched with a small node budget).
   void PolishOrder(std::int64_t budget);
+  Nanos FastestTypeBound(Nanos best);
 
   const SearchProblem& pb_;
   const SearchOptions& opt_;
@@ -3472,6 +3539,72 @@ std::vector<Placement> PlacementSearcher::HeuristicOrders() const {
   return out;
 }
 
+Nanos PlacementSearcher::FastestTypeBound(Nanos best) {
+  // Which type is fastest, and the super device of the others.
+  const int T = static_cast<int>(topo_.types.size());
+  int fast = 0;
+  for (int t = 1; t < T; ++t) {
+    if (topo_.types[t].speed > topo_.types[fast].speed) fast = t;
+  }
+  int k = 0;
+  Device rest;
+  rest.speed = 0;
+  rest.memory_capacity = 0;
+  for (int d = 0; d < n_; ++d) {
+    const DeviceType& t = topo_.types[topo_.device_type[d]];
+    if (topo_.device_type[d] == fast) {
+      ++k;
+    } else {
+      rest.speed = std::max(rest.speed, t.speed);
+      rest.memory_capacity = std::max(rest.memory_capacity, t.memory_capacity);
+    }
+  }
+  const DeviceType& ft = topo_.types[fast];
+  Device fastd;
+  fastd.speed = ft.speed;
+  fastd.memory_capacity = ft.memory_capacity;
+  std::vector<int> pick(k);
+  for (int i = 0; i < k; ++i) pick[i] = i;
+  Nanos least = kInf;
+  int sets = 0;
+  const auto t0 = Clock::now();
+  std::vector<std::vector<Searcher::Path>> pools(ctxs_.size());
+  while (true) {
+    Cluster c = ClusterFor(topo_, pb_.given_placement);
+    for (int r = 0; r < n_; ++r) c.devices[r] = rest;
+    for (int i : pick) c.devices[i] = fastd;
+    for (auto& l : c.links) l = best_link_;
+    SearchProblem q = pb_;
+    q.search_placement = false;
+    q.cluster = c;
+    SearchOptions o = opt_;
+    o.progress = nullptr;
+    Nanos b = kInf;
+    for (size_t ci = 0; ci < ctxs_.size(); ++ci) {
+      ChoiceContext cc = ctxs_[ci];
+      for (int d = 0; d < pb_.p; ++d) cc.spec.device_capacity[d] = q.cluster.devices[d].memory_capacity;
+      cc.spec.link_matrix = RingLinkMatrix(pb_.p, q.cluster.links);
+      Searcher s(q, o, std::move(cc));
+      s.SharePaths(&pools[ci]);
+      b = std::min(b, s.RootAndTotals(std::min(best, least)));
+    }
+    least = std::min(least, b);
+    ++sets;
+    if (getenv("PPB_CERT")) {
+      fprintf(stderr, "set");
+      for (int i : pick) fprintf(stderr, " %d", i);
+      fprintf(stderr, ": %.3f (%.3f s)\n", b / 1e6, std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    // Next k-subset in lexicographic order.
+    int i = k - 1;
+    while (i >= 0 && pick[i] == n_ - k + i) --i;
+    if (i < 0) break;
+    ++pick[i];
+    for (int j = i + 1; j < k; ++j) pick[j] = pick[j - 1] + 1;
+  }
+  return least;
+}
+
 SearchResult PlacementSearcher::Run() {
   // A short look at a few natural orders gives an incumbent for pruning.
   constexpr std::int64_t kLook = 64;
@@ -3486,6 +3619,10 @@ SearchResult PlacementSearcher::Run() {
   // is what is known.)
   Dfs(prefix, used, Bound(prefix));
   Report(true);
+  if (getenv("PPB_CERT") && !top_.empty()) {
+    const Nanos cert = FastestTypeBound(top_.front().makespan);
+    fprintf(stderr, "certificate %.3f\n", cert / 1e6);
+  }
 
   SearchResult res;
   res.nodes = AllNodes();
