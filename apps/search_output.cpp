@@ -434,6 +434,15 @@ std::string FormatSearchText(const RunConfig& config,
   if (problem.search_placement) {
     out += fmt::format("placement: {} device orders searched in full, {} order prefixes bounded\n",
                        result.placements_searched, result.placement_nodes);
+    if (result.fast_sets > 0) {
+      out += result.fast_sets_bounded == result.fast_sets
+                 ? fmt::format("placement bound: every order, through the {} sets of ranks the "
+                               "fastest device type can take: >= {:.3f} ms\n",
+                               result.fast_sets, ToMs(result.fast_sets_bound))
+                 : fmt::format("placement bound: {} of the {} sets of ranks the fastest device "
+                               "type can take bounded in the time share (no bound from them)\n",
+                               result.fast_sets_bounded, result.fast_sets);
+    }
   }
   if (!result.top.empty()) {
     out += fmt::format("\ntop {}:\n", result.top.size());
@@ -478,6 +487,11 @@ std::string FormatSearchJson(const RunConfig& config,
   if (problem.search_placement) {
     j["placements_searched"] = result.placements_searched;
     j["placement_nodes"] = result.placement_nodes;
+    j["fastest_type_sets"] = result.fast_sets;
+    j["fastest_type_sets_bounded"] = result.fast_sets_bounded;
+    if (result.fast_sets > 0 && result.fast_sets_bounded == result.fast_sets) {
+      j["fastest_type_sets_bound_ms"] = ToMs(result.fast_sets_bound);
+    }
   }
   if (!result.found && !problem.search_placement) {
     j["min_capacity_needed_bytes"] = result.min_capacity_needed;

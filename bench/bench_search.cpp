@@ -58,6 +58,19 @@ void BM_Search(benchmark::State& state, const char* config_name,
       }
     }
     state.counters["time_to_best_s"] = last.incumbents.back().first;
+    // When the incumbent was provably within 1 % of the optimum: at most
+    // 1.01 times the final lower bound (-1: never).
+    state.counters["proved_within_1pct_s"] = -1;
+    const double proved_target = 1.01 * static_cast<double>(last.lower_bound);
+    for (const auto& [t, ms] : last.incumbents) {
+      if (last.lower_bound > 0 && static_cast<double>(ms) <= proved_target) {
+        state.counters["proved_within_1pct_s"] = t;
+        break;
+      }
+    }
+  }
+  if (problem->search_placement) {
+    state.counters["fast_sets_bound_ms"] = ToMs(last.fast_sets_bound);
   }
   if (problem->search_placement && last.found) {
     // Speedup over the best fitting variant of each baseline family.

@@ -486,12 +486,8 @@ class Searcher {
   // the ones it generates.
   void SharePaths(std::vector<Path>* pool) { path_pool_ = pool; }
   Nanos RootAndTotals(Nanos best) {
-    const auto a = Clock::now();
     if (!Prepare(false)) return kInf;
-    const auto b = Clock::now();
-    const Nanos t = TotalsPathBound(best);
-    if (getenv("PPB_CERT")) fprintf(stderr, "prepare %.3f totals %.3f\n", std::chrono::duration<double>(b - a).count(), std::chrono::duration<double>(Clock::now() - b).count());
-    return std::max(pending_bound, t);
+    return std::max(pending_bound, TotalsPathBound(best));
   }
 
  private:
@@ -2112,7 +2108,6 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       open.emplace(boxes.back().second.bound, static_cast<int>(boxes.size()) - 1);
     }
   }
-  if (getenv("PPB_CERT")) fprintf(stderr, "rounds %d boxes %zu paths %zu\n", 2000 - rounds_left, boxes.size(), paths.size());
   if (path_pool_) {
     // What the next searcher starts from: the paths any box's LP used.
     std::vector<char> used(paths.size(), 0);
@@ -3222,7 +3217,7 @@ class PlacementSearcher {
   // Swaps of two ranks' devices from the best order while they improve it
   // (each order searched with a small node budget).
   void PolishOrder(std::int64_t budget);
-  Nanos FastestTypeBound(Nanos best);
+  void BoundFastestPlacements();
 
   const SearchProblem& pb_;
   const SearchOptions& opt_;
@@ -3244,6 +3239,10 @@ class PlacementSearcher {
   Clock::time_point start_;
   Clock::time_point last_report_{};
   std::vector<std::pair<double, Nanos>> incumbents_;
+  // BoundFastestPlacements: sets of ranks for the fastest type, how many
+  // were bounded, and the least bound when all were (0: none).
+  std::int64_t fast_sets_total_ = 0, fast_sets_done_ = 0;
+  Nanos fast_bound_ = 0;
 };
 
 Nanos PlacementSearcher::DecoderBound() const {
@@ -3539,70 +3538,120 @@ std::vector<Placement> PlacementSearcher::HeuristicOrders() const {
   return out;
 }
 
-Nanos PlacementSearcher::FastestTypeBound(Nanos best) {
-  // Which type is fastest, and the super device of the others.
+// A bound for every order at once. Each order puts the fastest device type
+// on some set of ranks; over all such sets (when there are few enough), a
+// cluster with that type on the set, every other rank given the fastest
+// speed and the largest memory of the other types, and every link the best
+// class is a relaxation of each order with that set (the simulated time of
+// a fixed program cannot rise when a device gets faster or a link better,
+// and more memory only adds choices). Its root and open-tree bounds (the
+// exact LP over decoder counts with the program's critical paths) bound
+// those orders; the least over the sets bounds them all. Each set only has
+// to reach the least found so far, and the sets share the paths their LPs
+// used (same program, same links). Sets are spread over the threads; the
+// bound counts only when every set was bounded within the time share.
+void PlacementSearcher::BoundFastestPlacements() {
+  if (top_.empty() || ctxs_.empty()) return;
   const int T = static_cast<int>(topo_.types.size());
+  if (T < 2) return;
   int fast = 0;
   for (int t = 1; t < T; ++t) {
     if (topo_.types[t].speed > topo_.types[fast].speed) fast = t;
   }
-  int k = 0;
-  Device rest;
+  Device fastd, rest;
+  fastd.speed = topo_.types[fast].speed;
+  fastd.memory_capacity = topo_.types[fast].memory_capacity;
   rest.speed = 0;
   rest.memory_capacity = 0;
+  int k = 0;
   for (int d = 0; d < n_; ++d) {
     const DeviceType& t = topo_.types[topo_.device_type[d]];
     if (topo_.device_type[d] == fast) {
       ++k;
-    } else {
-      rest.speed = std::max(rest.speed, t.speed);
-      rest.memory_capacity = std::max(rest.memory_capacity, t.memory_capacity);
+      continue;
     }
+    rest.speed = std::max(rest.speed, t.speed);
+    rest.memory_capacity = std::max(rest.memory_capacity, t.memory_capacity);
   }
-  const DeviceType& ft = topo_.types[fast];
-  Device fastd;
-  fastd.speed = ft.speed;
-  fastd.memory_capacity = ft.memory_capacity;
-  std::vector<int> pick(k);
-  for (int i = 0; i < k; ++i) pick[i] = i;
-  Nanos least = kInf;
-  int sets = 0;
-  const auto t0 = Clock::now();
-  std::vector<std::vector<Searcher::Path>> pools(ctxs_.size());
-  while (true) {
-    Cluster c = ClusterFor(topo_, pb_.given_placement);
-    for (int r = 0; r < n_; ++r) c.devices[r] = rest;
-    for (int i : pick) c.devices[i] = fastd;
-    for (auto& l : c.links) l = best_link_;
-    SearchProblem q = pb_;
-    q.search_placement = false;
-    q.cluster = c;
-    SearchOptions o = opt_;
-    o.progress = nullptr;
-    Nanos b = kInf;
-    for (size_t ci = 0; ci < ctxs_.size(); ++ci) {
-      ChoiceContext cc = ctxs_[ci];
-      for (int d = 0; d < pb_.p; ++d) cc.spec.device_capacity[d] = q.cluster.devices[d].memory_capacity;
-      cc.spec.link_matrix = RingLinkMatrix(pb_.p, q.cluster.links);
-      Searcher s(q, o, std::move(cc));
-      s.SharePaths(&pools[ci]);
-      b = std::min(b, s.RootAndTotals(std::min(best, least)));
+  if (k == 0 || k == n_) return;
+  // All k-subsets of the n ranks, in lexicographic order (few enough).
+  std::vector<std::vector<int>> sets;
+  constexpr size_t kMaxSets = 5000;
+  {
+    std::vector<int> pick(k);
+    for (int i = 0; i < k; ++i) pick[i] = i;
+    while (sets.size() <= kMaxSets) {
+      sets.push_back(pick);
+      int i = k - 1;
+      while (i >= 0 && pick[i] == n_ - k + i) --i;
+      if (i < 0) break;
+      ++pick[i];
+      for (int j = i + 1; j < k; ++j) pick[j] = pick[j - 1] + 1;
     }
-    least = std::min(least, b);
-    ++sets;
-    if (getenv("PPB_CERT")) {
-      fprintf(stderr, "set");
-      for (int i : pick) fprintf(stderr, " %d", i);
-      fprintf(stderr, ": %.3f (%.3f s)\n", b / 1e6, std::chrono::duration<double>(Clock::now() - t0).count());
-    }
-    // Next k-subset in lexicographic order.
-    int i = k - 1;
-    while (i >= 0 && pick[i] == n_ - k + i) --i;
-    if (i < 0) break;
-    ++pick[i];
-    for (int j = i + 1; j < k; ++j) pick[j] = pick[j - 1] + 1;
+    if (sets.size() > kMaxSets) return;
   }
-  return least;
+  fast_sets_total_ = static_cast<std::int64_t>(sets.size());
+  // Each set counts as a placement node: a node limit that cannot cover
+  // them all leaves the bound out (and its nodes to the tree search).
+  if (opt_.node_limit != 0 &&
+      AllNodes() + fast_sets_total_ > std::max<std::int64_t>(0, opt_.node_limit)) {
+    return;
+  }
+  // Time share: up to 60% of the limit from the start of the search.
+  const double share = opt_.time_limit_s > 0 ? 0.6 * opt_.time_limit_s : 0;
+  if (opt_.time_limit_s > 0 && Elapsed() >= share) return;
+  const Nanos best = top_.front().makespan;
+  std::atomic<Nanos> least{best};
+  std::atomic<std::int64_t> done{0};
+  std::atomic<bool> stop{false};
+  const Cluster base = ClusterFor(topo_, pb_.given_placement);
+  auto work = [&](int thread, int threads) {
+    std::vector<std::vector<Searcher::Path>> pools(ctxs_.size());
+    for (size_t si = thread; si < sets.size() && !stop; si += threads) {
+      if (opt_.time_limit_s > 0 && Elapsed() >= share) {
+        stop = true;
+        break;
+      }
+      SearchProblem q = pb_;
+      q.search_placement = false;
+      q.cluster = base;
+      for (int r = 0; r < n_; ++r) q.cluster.devices[r] = rest;
+      for (int r : sets[si]) q.cluster.devices[r] = fastd;
+      for (Link& l : q.cluster.links) l = best_link_;
+      SearchOptions o = opt_;
+      o.progress = nullptr;
+      if (opt_.time_limit_s > 0) o.time_limit_s = std::max(1e-3, share - Elapsed());
+      Nanos b = kInf;
+      for (size_t ci = 0; ci < ctxs_.size(); ++ci) {
+        ChoiceContext c = ctxs_[ci];
+        for (int d = 0; d < pb_.p; ++d) c.spec.device_capacity[d] = q.cluster.devices[d].memory_capacity;
+        c.spec.link_matrix = RingLinkMatrix(pb_.p, q.cluster.links);
+        Searcher s(q, o, std::move(c));
+        s.SharePaths(&pools[ci]);
+        b = std::min(b, s.RootAndTotals(least.load()));
+      }
+      Nanos cur = least.load();
+      while (b < cur && !least.compare_exchange_weak(cur, b)) {
+      }
+      ++done;
+    }
+  };
+  // Without a time limit the sets run in order on one thread, so that the
+  // bound (each set's target is the least so far) does not depend on
+  // thread timing; with one, the sets are spread over the threads.
+  const int threads = opt_.time_limit_s > 0
+                          ? std::max(1, std::min<int>(opt_.threads, static_cast<int>(sets.size())))
+                          : 1;
+  if (threads == 1) {
+    work(0, 1);
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back(work, t, threads);
+    for (auto& th : pool) th.join();
+  }
+  fast_sets_done_ = done.load();
+  placement_nodes_ += fast_sets_done_;
+  if (fast_sets_done_ == fast_sets_total_) fast_bound_ = std::min(least.load(), best);
 }
 
 SearchResult PlacementSearcher::Run() {
@@ -3612,6 +3661,9 @@ SearchResult PlacementSearcher::Run() {
     if (OutOfLimits()) break;
     Leaf(pl, 0, kLook);
   }
+  // The bound over every order comes before the polish: it needs only an
+  // incumbent, and the polish would take its time.
+  BoundFastestPlacements();
   PolishOrder(kLook);
   Placement prefix;
   std::vector<char> used(n_, 0);
@@ -3619,10 +3671,6 @@ SearchResult PlacementSearcher::Run() {
   // is what is known.)
   Dfs(prefix, used, Bound(prefix));
   Report(true);
-  if (getenv("PPB_CERT") && !top_.empty()) {
-    const Nanos cert = FastestTypeBound(top_.front().makespan);
-    fprintf(stderr, "certificate %.3f\n", cert / 1e6);
-  }
 
   SearchResult res;
   res.nodes = AllNodes();
@@ -3641,6 +3689,13 @@ SearchResult PlacementSearcher::Run() {
   res.proved_optimal = res.found && closed;
   res.proved_infeasible = !res.found && closed;
   res.lower_bound = res.found ? std::min(open_bound_, res.best.makespan) : 0;
+  // The bound over every order from the fastest type's rank sets.
+  if (res.found && fast_bound_ > 0) {
+    res.lower_bound = std::max(res.lower_bound, std::min(fast_bound_, res.best.makespan));
+  }
+  res.fast_sets = fast_sets_total_;
+  res.fast_sets_bounded = fast_sets_done_;
+  res.fast_sets_bound = fast_bound_;
   if (res.found && res.best.makespan > 0) {
     res.gap = static_cast<double>(res.best.makespan - res.lower_bound) /
               static_cast<double>(res.best.makespan);

@@ -120,6 +120,13 @@ struct SearchResult {
   // searched, and prefixes of orders visited.
   std::int64_t placements_searched = 0;
   std::int64_t placement_nodes = 0;
+  // Placement search: the bound over every order from the sets of ranks
+  // the fastest device type can take (fast_sets of them; 0: not tried),
+  // fast_sets_bounded of which were bounded in the time share; when all
+  // were, fast_sets_bound is the least (a bound on the optimum).
+  std::int64_t fast_sets = 0;
+  std::int64_t fast_sets_bounded = 0;
+  Nanos fast_sets_bound = 0;
 };
 
 // REQUIRES: the problem's layers/cluster passed config validation.

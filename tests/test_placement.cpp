@@ -168,6 +168,10 @@ TEST_CASE("placement search finds the optimum over every device order and proves
     CHECK(ObjectiveOf(r->best) == *ex.best);
     CHECK(r->proved_optimal);
     CHECK(r->lower_bound <= r->best.makespan);
+    // The bound over every order from the fastest type's rank sets.
+    if (r->fast_sets > 0 && r->fast_sets_bounded == r->fast_sets) {
+      CHECK(r->fast_sets_bound <= std::get<0>(*ex.best));
+    }
     // Stopped early, the bound (prefix bounds, the work and decoder-count
     // bounds over all orders) stays below the optimum.
     for (std::int64_t limit : {1, 4, 16}) {
@@ -204,8 +208,102 @@ TEST_CASE("placement search on six devices matches every one of the 720 orders",
     if (!ex.best) continue;
     CHECK(ObjectiveOf(r->best) == *ex.best);
     CHECK(r->proved_optimal);
+    if (r->fast_sets > 0 && r->fast_sets_bounded == r->fast_sets) {
+      CHECK(r->fast_sets_bound <= std::get<0>(*ex.best));
+    }
     // Symmetry breaking: fewer orders searched in full than there are.
     CHECK(r->placements_searched < 720);
+  }
+}
+
+TEST_CASE("the bound over every order closes on the optimum when the other devices are alike",
+          "[placement]") {
+  // A stack of identical decoders between an embedding and a head; k fast
+  // devices (speed 2) among n, the others alike (speed 1), one link class,
+  // memory unlimited. Then the relaxed cluster of each set of ranks for the
+  // fast type is exactly the cluster of the orders with that set, so the
+  // least over the sets is the optimum, up to the open-tree bound's rounding
+  // allowance (4 ns per micro-batch and stage).
+  int checked = 0;
+  for (std::uint64_t seed = 301; seed <= 312; ++seed) {
+    std::mt19937_64 rng(seed);
+    SearchProblem pr;
+    const int n = Pick(rng, 3, 5), k = Pick(rng, 1, 2);
+    pr.p = n;
+    pr.m = Pick(rng, 2, 6);
+    Topology& t = pr.topology;
+    t.types = {DeviceType{"fast", 2.0, std::numeric_limits<Bytes>::max() / 4},
+               DeviceType{"slow", 1.0, std::numeric_limits<Bytes>::max() / 4}};
+    t.node_names = {"n0"};
+    for (int d = 0; d < n; ++d) {
+      t.device_type.push_back(d < k ? 0 : 1);
+      t.device_node.push_back(0);
+    }
+    t.intra_node = t.inter_node = Link{Pick(rng, 0, 20) * 1000, 10'000'000'000};
+    auto layer = [&](const std::string& name, Nanos f) {
+      Layer x;
+      x.name = name;
+      x.forward = f;
+      x.backward_input = 2 * f;
+      x.static_memory = 1 << 20;
+      x.activation = 1 << 20;
+      x.output_bytes = 1 << 16;
+      return x;
+    };
+    pr.layers.push_back(layer("emb", Pick(rng, 1, 3) * 10'000));
+    const Nanos fd = Pick(rng, 2, 6) * 100'000;
+    for (int i = 0, D = n + Pick(rng, 1, 4); i < D; ++i) pr.layers.push_back(layer("d" + std::to_string(i), fd));
+    pr.layers.push_back(layer("head", Pick(rng, 1, 5) * 100'000));
+    ScheduleChoice c;
+    c.schedule = Pick(rng, 0, 1) ? "1f1b" : "gpipe";
+    pr.choices = {c};
+    pr.given_placement.resize(n);
+    std::iota(pr.given_placement.begin(), pr.given_placement.end(), 0);
+    pr.search_placement = true;
+    pr.cluster = ClusterFor(t, pr.given_placement);
+    INFO("seed " << seed << "\n" << Describe(pr) << ShowTopology(pr.topology));
+    const Exhaustive ex = ExhaustiveOverOrders(pr);
+    REQUIRE(ex.best.has_value());
+    Result<SearchResult> r = Search(pr, Options());
+    REQUIRE(r.ok());
+    int sets = 1;
+    for (int i = 0; i < k; ++i) sets = sets * (n - i) / (i + 1);
+    CHECK(r->fast_sets == sets);
+    REQUIRE(r->fast_sets_bounded == r->fast_sets);
+    const Nanos opt = std::get<0>(*ex.best);
+    const Nanos allowance = static_cast<Nanos>(pr.m) * (n + 1) * 4 + 1;
+    CHECK(r->fast_sets_bound <= opt);
+    CHECK(r->fast_sets_bound >= opt - allowance);
+    ++checked;
+  }
+  CHECK(checked == 12);
+}
+
+TEST_CASE("placement search is deterministic without a time limit, on any number of threads",
+          "[placement]") {
+  for (std::uint64_t seed : {7, 11, 19}) {
+    const SearchProblem pr = RandomPlacementProblem(seed, 5);
+    INFO("seed " << seed);
+    std::vector<SearchResult> runs;
+    for (int threads : {1, 2, 1}) {
+      SearchOptions o = Options();
+      o.threads = threads;
+      o.node_limit = 400;
+      Result<SearchResult> r = Search(pr, o);
+      REQUIRE(r.ok());
+      runs.push_back(*r);
+    }
+    for (const SearchResult& r : runs) {
+      CHECK(r.found == runs[0].found);
+      CHECK(r.lower_bound == runs[0].lower_bound);
+      CHECK(r.nodes == runs[0].nodes);
+      CHECK(r.fast_sets_bound == runs[0].fast_sets_bound);
+      if (r.found) {
+        CHECK(r.best.makespan == runs[0].best.makespan);
+        CHECK(r.best.placement == runs[0].best.placement);
+        CHECK(r.best.strategy.layers_per_stage == runs[0].best.strategy.layers_per_stage);
+      }
+    }
   }
 }
 
