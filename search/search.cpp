@@ -3634,6 +3634,7 @@ void PlacementSearcher::BoundFastestPlacements() {
       while (b < cur && !least.compare_exchange_weak(cur, b)) {
       }
       ++done;
+      if (thread == 0) Report(false);  // progress (the other threads touch none of it)
     }
   };
   // Without a time limit the sets run in order on one thread, so that the
