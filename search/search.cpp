@@ -485,6 +485,9 @@ class Searcher {
   // clusters with the same links: TotalsPathBound starts from them and adds
   // the ones it generates.
   void SharePaths(std::vector<Path>* pool) { path_pool_ = pool; }
+  // RootBound's recompute fronts of k decoders, k = 0..D, shared by
+  // searchers of one problem (same layers).
+  void ShareFronts(std::vector<std::vector<std::pair<Bytes, Nanos>>>* fronts) { fronts_ = fronts; }
   Nanos RootAndTotals(Nanos best) {
     if (!Prepare(false)) return kInf;
     return std::max(pending_bound, TotalsPathBound(best));
@@ -614,6 +617,7 @@ class Searcher {
   Nanos PathWeights();
   Nanos TotalsPathBound(Nanos best);
   std::vector<Path>* path_pool_ = nullptr;
+  std::vector<std::vector<std::pair<Bytes, Nanos>>>* fronts_ = nullptr;
   std::vector<int> RelaxedSplit(const std::vector<int>& per_device, int rep) const;
   std::vector<int> SplitFromQuota(const std::vector<int>& quota, int rep) const;
   std::vector<int> ChunkAwareSplit(const std::vector<int>& per_device, int rep);
@@ -2174,8 +2178,14 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
     b_min = std::min(b_min, l.backward_input + l.backward_weight);
   }
 
-  std::vector<std::vector<std::pair<Bytes, Nanos>>> pts(D + 1);
-  for (int k = 0; k <= D; ++k) pts[k] = StackRecomputeFront(dec, k);
+  // The fronts depend on the decoder alone: searchers of one problem may
+  // share them (ShareFronts).
+  std::vector<std::vector<std::pair<Bytes, Nanos>>> own;
+  std::vector<std::vector<std::pair<Bytes, Nanos>>>& pts = fronts_ ? *fronts_ : own;
+  if (static_cast<int>(pts.size()) != D + 1) {
+    pts.assign(D + 1, {});
+    for (int k = 0; k <= D; ++k) pts[k] = StackRecomputeFront(dec, k);
+  }
 
   // N_d per device.
   std::vector<double> weight(p, 0.0);
@@ -3607,6 +3617,7 @@ void PlacementSearcher::BoundFastestPlacements() {
   const Cluster base = ClusterFor(topo_, pb_.given_placement);
   auto work = [&](int thread, int threads) {
     std::vector<std::vector<Searcher::Path>> pools(ctxs_.size());
+    std::vector<std::vector<std::pair<Bytes, Nanos>>> fronts;
     for (size_t si = thread; si < sets.size() && !stop; si += threads) {
       if (opt_.time_limit_s > 0 && Elapsed() >= share) {
         stop = true;
@@ -3628,6 +3639,7 @@ void PlacementSearcher::BoundFastestPlacements() {
         c.spec.link_matrix = RingLinkMatrix(pb_.p, q.cluster.links);
         Searcher s(q, o, std::move(c));
         s.SharePaths(&pools[ci]);
+        s.ShareFronts(&fronts);
         b = std::min(b, s.RootAndTotals(least.load()));
       }
       Nanos cur = least.load();
