@@ -488,6 +488,10 @@ class Searcher {
   // RootBound's recompute fronts of k decoders, k = 0..D, shared by
   // searchers of one problem (same layers).
   void ShareFronts(std::vector<std::vector<std::pair<Bytes, Nanos>>>* fronts) { fronts_ = fronts; }
+  // RootBound's least recompute per (rank, capacity), for k = 0..D, shared
+  // by searchers of one problem and schedule choice.
+  using RecomputeRows = std::map<std::pair<int, Bytes>, std::vector<Nanos>>;
+  void ShareRecompute(RecomputeRows* rows) { rt_cache_ = rows; }
   Nanos RootAndTotals(Nanos best) {
     if (!Prepare(false)) return kInf;
     return std::max(pending_bound, TotalsPathBound(best));
@@ -618,6 +622,7 @@ class Searcher {
   Nanos TotalsPathBound(Nanos best);
   std::vector<Path>* path_pool_ = nullptr;
   std::vector<std::vector<std::pair<Bytes, Nanos>>>* fronts_ = nullptr;
+  RecomputeRows* rt_cache_ = nullptr;
   std::vector<int> RelaxedSplit(const std::vector<int>& per_device, int rep) const;
   std::vector<int> SplitFromQuota(const std::vector<int>& quota, int rep) const;
   std::vector<int> ChunkAwareSplit(const std::vector<int>& per_device, int rep);
@@ -2339,7 +2344,18 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
   };
   std::vector<std::vector<Nanos>> rt_table(p, std::vector<Nanos>(D + 1, kInf));
   for (int d = 0; d < p; ++d) {
+    // A rank's row depends on the problem, the program and its capacity
+    // alone: searchers of one problem and choice may share it (ShareRecompute).
+    const std::pair<int, Bytes> key{d, c_.spec.device_capacity[d]};
+    if (rt_cache_) {
+      auto it = rt_cache_->find(key);
+      if (it != rt_cache_->end()) {
+        rt_table[d] = it->second;
+        continue;
+      }
+    }
     for (int k = 0; k <= D; ++k) rt_table[d][k] = least_rt(d, k);
+    if (rt_cache_) rt_cache_->emplace(key, rt_table[d]);
   }
   totals_.rt = rt_table;
   totals_.decoders = D;
@@ -3618,6 +3634,7 @@ void PlacementSearcher::BoundFastestPlacements() {
   auto work = [&](int thread, int threads) {
     std::vector<std::vector<Searcher::Path>> pools(ctxs_.size());
     std::vector<std::vector<std::pair<Bytes, Nanos>>> fronts;
+    std::vector<Searcher::RecomputeRows> rows(ctxs_.size());
     for (size_t si = thread; si < sets.size() && !stop; si += threads) {
       if (opt_.time_limit_s > 0 && Elapsed() >= share) {
         stop = true;
@@ -3640,6 +3657,7 @@ void PlacementSearcher::BoundFastestPlacements() {
         Searcher s(q, o, std::move(c));
         s.SharePaths(&pools[ci]);
         s.ShareFronts(&fronts);
+        s.ShareRecompute(&rows[ci]);
         b = std::min(b, s.RootAndTotals(least.load()));
       }
       Nanos cur = least.load();
