@@ -473,8 +473,6 @@ class Searcher {
     Prepare();
     return pending_bound;
   }
-  // The root bound raised by the open-tree bound for strategies that can
-  // beat `best` (kInf: no split exists at all).
   // A path through the program's dependency graph: its length is
   // sum_s (a[s] * F_s + b[s] * B_s) + c for stage times F_s, B_s.
   struct Path {
@@ -492,6 +490,8 @@ class Searcher {
   // by searchers of one problem and schedule choice.
   using RecomputeRows = std::map<std::pair<int, Bytes>, std::vector<Nanos>>;
   void ShareRecompute(RecomputeRows* rows) { rt_cache_ = rows; }
+  // The root bound raised by the open-tree bound for strategies that can
+  // beat `best` (kInf: no split exists at all).
   Nanos RootAndTotals(Nanos best) {
     if (!Prepare(false)) return kInf;
     return std::max(pending_bound, TotalsPathBound(best));
@@ -1478,21 +1478,6 @@ void Searcher::Dfs(int s, int pos) {
   level_bounds_[s] = kInf;
 }
 
-// A bound from paths through the program's dependency graph. Whatever the
-// allocation, the iteration time is at least the length of any path, and so
-// of any convex combination of paths; a path's length is linear in the
-// stages' forward and backward times. Paths used, per rank d and chunk c
-// (stage sigma = c*p + d): (1) the forward chain of one micro-batch up to
-// rank d's first F of sigma, then every op rank d runs from there on, then
-// the backward chain below its last op; (2) the forward chain to rank d's
-// first op, its ops up to its last B of sigma, then the backward chain below
-// sigma; and the chain of one micro-batch through every stage. Link latency
-// counts on every hop between ranks. Weights are tuned by multiplicative
-// updates so that the least per-stage coefficient (per unit of work at the
-// stage's speed) is large: then the bound holds for any allocation of the
-// layers (their total work is fixed) and tightens as stages are placed. For
-// uniform stages it reaches the closed forms' fill-and-drain terms that the
-// per-rank bound misses for interleaved schedules.
 // The least time of a message from device a to device b (0 on one device):
 // the link's latency plus the occupancy of the smallest output any stage
 // can send (a stage's output is its last layer's; the model's last layer
@@ -1520,6 +1505,21 @@ Searcher::Path Searcher::PathOf(const std::vector<CriticalStep>& steps) const {
   return P;
 }
 
+// A bound from paths through the program's dependency graph. Whatever the
+// allocation, the iteration time is at least the length of any path, and so
+// of any convex combination of paths; a path's length is linear in the
+// stages' forward and backward times. Paths used, per rank d and chunk c
+// (stage sigma = c*p + d): (1) the forward chain of one micro-batch up to
+// rank d's first F of sigma, then every op rank d runs from there on, then
+// the backward chain below its last op; (2) the forward chain to rank d's
+// first op, its ops up to its last B of sigma, then the backward chain below
+// sigma; and the chain of one micro-batch through every stage. Link latency
+// counts on every hop between ranks. Weights are tuned by multiplicative
+// updates so that the least per-stage coefficient (per unit of work at the
+// stage's speed) is large: then the bound holds for any allocation of the
+// layers (their total work is fixed) and tightens as stages are placed. For
+// uniform stages it reaches the closed forms' fill-and-drain terms that the
+// per-rank bound misses for interleaved schedules.
 std::vector<Searcher::Path> Searcher::BuildPaths() const {
   const int S = c_.S, p = c_.p;
   auto hop = [&](int s, int t) -> double {  // least message time stage s -> t
@@ -1804,6 +1804,8 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
   // rt[d][k] of it per micro-batch inside its B ops, spread over its chunks
   // in some way, so a path with b_P B ops on each of the rank's stages
   // carries at least min_c b_P * (least rt over the box's counts for d).
+  // Time path P spends per decoder on stage st.
+  auto unit = [&](const Path& P, int st) { return (P.a[st] * fd + P.b[st] * bd) / speed[st]; };
   std::vector<double> cost(S);
   auto least_rt = [&](const Box& box) {
     std::vector<double> r(p, 0.0);
@@ -1832,8 +1834,7 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
     }
     return t;
   };
-  auto respond = [&](const std::vector<double>& lam, const Box& box,
-                     std::vector<double>* x) -> double {
+  auto respond = [&](const std::vector<double>& lam, const Box& box) -> double {
     constexpr double kNone = std::numeric_limits<double>::infinity();
     double cst = 0;
     std::fill(cost.begin(), cost.end(), 0.0);
@@ -1842,10 +1843,9 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       if (lam[k] == 0) continue;
       cst += lam[k] * (paths[k].c + recompute_on(paths[k], rt));
       for (int st = 0; st < S; ++st) {
-        cost[st] += lam[k] * (paths[k].a[st] * fd + paths[k].b[st] * bd) / speed[st];
+        cost[st] += lam[k] * unit(paths[k], st);
       }
     }
-    if (x) x->assign(S, 0.0);
     double total = cst;
     int placed = 0;
     std::vector<std::pair<double, int>> extra;  // (unit cost, stage) beyond the floors
@@ -1858,7 +1858,6 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
         if (box.lb[st] > box.ub[st]) return kNone;
         count += box.lb[st];
         total += box.lb[st] * cost[st];
-        if (x) (*x)[st] += box.lb[st];
         const int room = std::min(box.ub[st] - box.lb[st], std::max(0, hi[d]));
         for (int u = 0; u < room; ++u) units.emplace_back(cost[st], st);
       }
@@ -1868,7 +1867,6 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       for (; count < lo[d]; ++i, ++count) {
         if (i >= units.size()) return kNone;
         total += units[i].first;
-        if (x) (*x)[units[i].second] += 1;
       }
       placed += count;
       for (; count < hi[d] && i < units.size(); ++i, ++count) extra.push_back(units[i]);
@@ -1877,7 +1875,6 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
     std::sort(extra.begin(), extra.end());
     for (size_t i = 0; placed < D && i < extra.size(); ++i, ++placed) {
       total += extra[i].first;
-      if (x) (*x)[extra[i].second] += 1;
     }
     return placed < D ? kNone : total;
   };
@@ -1913,8 +1910,8 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
     std::vector<double> x;  // the relaxation's minimizer (empty: none)
     std::vector<int> support;  // paths with weight in its LP's solution
   };
-  // The paths each box's LP starts from: the program's own (BuildPaths)
-  // and its parent's support; the simulator adds what is missing.
+  // Every box's LP starts from every path known so far; the simulator's
+  // critical paths join them (once each).
   std::map<std::vector<double>, int> path_index;  // a ++ b ++ {c} -> index
   auto key_of = [](const Path& P) {
     std::vector<double> k(P.a);
@@ -1923,7 +1920,7 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
     return k;
   };
   for (int k = 0; k < static_cast<int>(paths.size()); ++k) path_index.emplace(key_of(paths[k]), k);
-  auto solve_box = [&](const Box& box, const std::vector<int>& start) -> Solved {
+  auto solve_box = [&](const Box& box) -> Solved {
     Solved out;
     // Row 0: sum lambda <= 1 (its price is t); row 1 + st: -sum_P K_P[st]
     // lambda_P + (duals of the rank and box constraints) <= 0 (its price is
@@ -1933,7 +1930,6 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
     ColumnLp lp(std::move(rhs));
     std::vector<double> col(S + 1);
     std::vector<int> path_column, path_of_column;
-    std::vector<char> in_lp(paths.size(), 0);
     const std::vector<double> rt = least_rt(box);
     auto add_path = [&](int k) {
       const Path& P = paths[k];
@@ -1941,14 +1937,12 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       col[0] = 1.0;
       double cst = (P.c + recompute_on(P, rt)) / scale;
       for (int st = 0; st < S; ++st) {
-        const double kk = (P.a[st] * fd + P.b[st] * bd) / speed[st] / scale;
+        const double kk = unit(P, st) / scale;
         col[1 + st] = -kk;
         cst += kk * box.lb[st];
       }
       path_column.push_back(lp.AddColumn(cst, col));
       path_of_column.push_back(k);
-      if (k >= static_cast<int>(in_lp.size())) in_lp.resize(k + 1, 0);
-      in_lp[k] = 1;
     };
     int d_rest = D;
     for (int st = 0; st < S; ++st) d_rest -= box.lb[st];
@@ -1972,9 +1966,7 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       col[1 + st] = -1.0;
       lp.AddColumn(-(box.ub[st] - box.lb[st]), col);  // x_st <= ub_st
     }
-    for (int k : start) {
-      if (k >= static_cast<int>(in_lp.size()) || !in_lp[k]) add_path(k);
-    }
+    for (int k = 0; k < static_cast<int>(paths.size()); ++k) add_path(k);
     std::vector<double> lam;
     for (;;) {
       const ColumnLp::Status status = lp.Solve();
@@ -1997,7 +1989,7 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       }
       if (sum <= 0) return out;
       for (double& l : lam) l /= sum;
-      out.bound = std::max(out.bound, respond(lam, box, nullptr));
+      out.bound = std::max(out.bound, respond(lam, box));
       const std::vector<double> pi = lp.Duals();
       out.x.assign(S, 0.0);
       for (int st = 0; st < S; ++st) out.x[st] = box.lb[st] + std::max(0.0, pi[1 + st]);
@@ -2049,17 +2041,14 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       const Path raw = P;
       fold_pinned(P);
       double len = P.c + recompute_on(P, rt);
-      for (int s = 0; s < S; ++s) len += x[s] * (P.a[s] * fd + P.b[s] * bd) / speed[s];
+      for (int s = 0; s < S; ++s) len += x[s] * unit(P, s);
       // No path is longer at x* than the mixture: the relaxation is solved.
       if (len <= t_star * (1 + 1e-9) + 1.0) return out;
-      auto [it, fresh] = path_index.emplace(key_of(P), static_cast<int>(paths.size()));
-      if (fresh) {
-        paths.push_back(std::move(P));
-        raw_paths.push_back(raw);
-      } else if (it->second < static_cast<int>(in_lp.size()) && in_lp[it->second]) {
-        return out;  // already in: the LP is solved up to rounding
-      }
-      add_path(it->second);
+      // A path the LP already has: it is solved up to rounding.
+      if (!path_index.emplace(key_of(P), static_cast<int>(paths.size())).second) return out;
+      paths.push_back(std::move(P));
+      raw_paths.push_back(raw);
+      add_path(static_cast<int>(paths.size()) - 1);
     }
   };
   // Branch-and-bound over boxes, least bound first: a box whose relaxation
@@ -2069,9 +2058,7 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
   // bound is the least over settled and open boxes.
   Box root{must, std::vector<int>(S, D)};
   for (int st = 0; st < S; ++st) root.ub[st] = std::min(D, hi[st % p]);
-  std::vector<int> all(paths.size());
-  for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int>(k);
-  Solved at_root = solve_box(root, all);
+  Solved at_root = solve_box(root);
   if (!std::isfinite(at_root.bound)) return 0;  // cannot happen below a real incumbent
   using Open = std::pair<double, int>;  // (bound, index into boxes)
   std::vector<std::pair<Box, Solved>> boxes;
@@ -2101,8 +2088,6 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       settled = std::min(settled, b);  // integral (or no minimizer known)
       continue;
     }
-    std::vector<int> start(paths.size());
-    for (size_t k = 0; k < start.size(); ++k) start[k] = static_cast<int>(k);
     for (int side = 0; side < 2; ++side) {
       Box child = boxes[i].first;
       if (side == 0) {
@@ -2110,7 +2095,7 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       } else {
         child.lb[split] = static_cast<int>(std::ceil(x[split]));
       }
-      Solved s = solve_box(child, start);
+      Solved s = solve_box(child);
       s.bound = std::max(s.bound, b);  // a child's bound is at least its parent's
       if (!std::isfinite(s.bound)) continue;
       boxes.emplace_back(std::move(child), std::move(s));
@@ -3234,6 +3219,10 @@ class PlacementSearcher {
   }
   void Report(bool force);
   Cluster Relaxed(const Placement& prefix) const;
+  // The problem on one fixed cluster (no placement search), and a schedule
+  // choice's context with that cluster's capacities and links.
+  SearchProblem FixedProblem(Cluster cluster) const;
+  ChoiceContext ContextOn(size_t choice, const Cluster& cluster) const;
   Nanos Bound(const Placement& prefix);
   // Searches the split and recompute of a full order; `budget` > 0 caps
   // its nodes (a heuristic look, which leaves the order open).
@@ -3386,20 +3375,27 @@ Cluster PlacementSearcher::Relaxed(const Placement& prefix) const {
   return c;
 }
 
-Nanos PlacementSearcher::Bound(const Placement& prefix) {
+SearchProblem PlacementSearcher::FixedProblem(Cluster cluster) const {
   SearchProblem q = pb_;
   q.search_placement = false;
-  q.cluster = Relaxed(prefix);
+  q.cluster = std::move(cluster);
+  return q;
+}
+
+ChoiceContext PlacementSearcher::ContextOn(size_t choice, const Cluster& cluster) const {
+  ChoiceContext c = ctxs_[choice];
+  for (int d = 0; d < pb_.p; ++d) c.spec.device_capacity[d] = cluster.devices[d].memory_capacity;
+  c.spec.link_matrix = RingLinkMatrix(pb_.p, cluster.links);
+  return c;
+}
+
+Nanos PlacementSearcher::Bound(const Placement& prefix) {
+  const SearchProblem q = FixedProblem(Relaxed(prefix));
   SearchOptions o = opt_;
   o.progress = nullptr;
   Nanos best = kInf;
-  for (const ChoiceContext& c0 : ctxs_) {
-    ChoiceContext c = c0;
-    for (int d = 0; d < pb_.p; ++d) {
-      c.spec.device_capacity[d] = q.cluster.devices[d].memory_capacity;
-    }
-    c.spec.link_matrix = RingLinkMatrix(pb_.p, q.cluster.links);
-    Searcher s(q, o, std::move(c));
+  for (size_t ci = 0; ci < ctxs_.size(); ++ci) {
+    Searcher s(q, o, ContextOn(ci, q.cluster));
     best = std::min(best, s.RootOnly());
   }
   return std::max(best, work_bound_);
@@ -3436,9 +3432,7 @@ void PlacementSearcher::Leaf(const Placement& order, Nanos bound, std::int64_t b
     seen_[key] = true;  // cannot enter the top list
     return;
   }
-  SearchProblem q = pb_;
-  q.search_placement = false;
-  q.cluster = ClusterFor(topo_, order);
+  const SearchProblem q = FixedProblem(ClusterFor(topo_, order));
   SearchOptions o = opt_;
   o.progress = nullptr;
   o.min_capacity = false;
@@ -3640,21 +3634,17 @@ void PlacementSearcher::BoundFastestPlacements() {
         stop = true;
         break;
       }
-      SearchProblem q = pb_;
-      q.search_placement = false;
-      q.cluster = base;
-      for (int r = 0; r < n_; ++r) q.cluster.devices[r] = rest;
-      for (int r : sets[si]) q.cluster.devices[r] = fastd;
-      for (Link& l : q.cluster.links) l = best_link_;
+      Cluster relaxed = base;
+      for (int r = 0; r < n_; ++r) relaxed.devices[r] = rest;
+      for (int r : sets[si]) relaxed.devices[r] = fastd;
+      for (Link& l : relaxed.links) l = best_link_;
+      const SearchProblem q = FixedProblem(std::move(relaxed));
       SearchOptions o = opt_;
       o.progress = nullptr;
       if (opt_.time_limit_s > 0) o.time_limit_s = std::max(1e-3, share - Elapsed());
       Nanos b = kInf;
       for (size_t ci = 0; ci < ctxs_.size(); ++ci) {
-        ChoiceContext c = ctxs_[ci];
-        for (int d = 0; d < pb_.p; ++d) c.spec.device_capacity[d] = q.cluster.devices[d].memory_capacity;
-        c.spec.link_matrix = RingLinkMatrix(pb_.p, q.cluster.links);
-        Searcher s(q, o, std::move(c));
+        Searcher s(q, o, ContextOn(ci, q.cluster));
         s.SharePaths(&pools[ci]);
         s.ShareFronts(&fronts);
         s.ShareRecompute(&rows[ci]);
