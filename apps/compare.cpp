@@ -1,6 +1,7 @@
 #include "apps/compare.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -315,12 +316,7 @@ std::vector<std::string> LayerFields(const YAML::Node& item) {
 }
 
 std::string JoinComma(const std::vector<std::string>& xs) {
-  std::string out;
-  for (const std::string& x : xs) {
-    if (!out.empty()) out += ", ";
-    out += x;
-  }
-  return out;
+  return fmt::format("{}", fmt::join(xs, ", "));
 }
 
 // What --vary accepts for this config, for the unknown-key error.

@@ -5,6 +5,8 @@
 // complete "file:line: key: expected; got given" text (FormatError).
 #include "apps/config.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -72,21 +74,11 @@ std::string Given(const YAML::Node& node) {
 }
 
 std::string Join(std::initializer_list<std::string_view> words) {
-  std::string out;
-  for (std::string_view w : words) {
-    if (!out.empty()) out += ", ";
-    out += w;
-  }
-  return out;
+  return fmt::format("{}", fmt::join(words, ", "));
 }
 
 std::string Join(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& w : words) {
-    if (!out.empty()) out += ", ";
-    out += w;
-  }
-  return out;
+  return fmt::format("{}", fmt::join(words, ", "));
 }
 
 std::string Lower(std::string s) {
