@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Output snapshots: every subcommand of ppb-sim on the shipped configs.
+#
+#   scripts/snapshots.sh check  [PPB_SIM]   compare against tests/data/snapshots/
+#   scripts/snapshots.sh update [PPB_SIM]   rewrite tests/data/snapshots/
+#
+# PPB_SIM defaults to build/apps/ppb-sim. Each case is one file under
+# tests/data/snapshots/: the command line, its exit status, its stdout, its
+# stderr and every file it wrote, each under a header line. Commands run in a
+# scratch folder that links configs/ and data/ (tests/data), so every path in
+# the output is relative and the same on every machine. Search runs under a
+# node limit on one thread; `solve_time_s` (the one figure that depends on the
+# clock) is masked. `check` names the first snapshot that differs and its first
+# differing line, and exits 1; a change to output is a deliberate `update`,
+# reviewed in the commit that makes it.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+MODE=${1:-check}
+SIM=$(realpath "${2:-$ROOT/build/apps/ppb-sim}")
+SNAP=$ROOT/tests/data/snapshots
+case "$MODE" in check|update) ;; *) echo "usage: scripts/snapshots.sh check|update [PPB_SIM]" >&2; exit 2 ;; esac
+[ -x "$SIM" ] || { echo "snapshots: no ppb-sim binary at $SIM" >&2; exit 2; }
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+GOT=$WORK/got
+mkdir -p "$GOT" "$WORK/run"
+ln -s "$ROOT/configs" "$WORK/run/configs"
+ln -s "$ROOT/tests/data" "$WORK/run/data"
+
+# case NAME ARGS...: runs ppb-sim ARGS in the scratch folder; files the
+# command writes go to out/ and are appended to the snapshot in name order.
+case_() {
+  local name=$1
+  shift
+  local run=$WORK/run
+  rm -rf "$run/out" && mkdir "$run/out"
+  local rc=0
+  (cd "$run" && "$SIM" "$@" >"$WORK/stdout" 2>"$WORK/stderr") || rc=$?
+  {
+    echo "### ppb-sim $*"
+    echo "### exit $rc"
+    echo "### stdout"
+    cat "$WORK/stdout"
+    echo "### stderr"
+    cat "$WORK/stderr"
+    local f
+    for f in $(cd "$run/out" && find . -type f | LC_ALL=C sort); do
+      echo "### file ${f#./}"
+      cat "$run/out/$f"
+    done
+  } | sed -E -e 's/"solve_time_s": [-0-9.eE+]+/"solve_time_s": "<masked>"/' \
+      -e 's/(nodes, [0-9]+ evaluations, )[0-9.]+ s,/\1<masked> s,/' >"$GOT/$name"
+}
+
+# ---- simulate: text and JSON on every shipped config
+for cfg in "$ROOT"/configs/*.yaml; do
+  base=$(basename "$cfg" .yaml)
+  case_ "simulate-$base.txt" --config "configs/$base.yaml"
+  case_ "simulate-$base.json" --config "configs/$base.yaml" --format json
+done
+case_ simulate-example-interleaved.txt --config configs/example.yaml --schedule interleaved --virtual-stages 2
+case_ simulate-example-gpipe.txt --config configs/example.yaml --schedule gpipe
+case_ simulate-custom-csv.txt --config configs/custom.yaml --schedule-csv configs/custom-p2.csv
+
+# ---- schedule dumps, critical paths, pictures, traces
+for base in example interleaved heterogeneous tight-memory; do
+  case_ "dump-schedule-$base.txt" --config "configs/$base.yaml" --dump-schedule out/schedule.csv
+  case_ "critical-path-$base.txt" --config "configs/$base.yaml" --critical-path
+done
+case_ svg-report-example.txt --config configs/example.yaml --svg out/run.svg --report out/run.html
+case_ svg-report-interleaved.txt --config configs/interleaved.yaml --svg out/run.svg --report out/run.html
+case_ trace-example.txt --config configs/example.yaml --trace out/trace.json
+
+# ---- framework output: every --emit form, text and JSON, and to a file
+for base in example interleaved llama3-8b; do
+  for fw in megatron mindformers torchtitan deepspeed; do
+    case_ "emit-$fw-$base.txt" --config "configs/$base.yaml" --emit "$fw"
+  done
+  case_ "emit-all-$base.json" --config "configs/$base.yaml" --format json \
+    --emit megatron,mindformers,torchtitan,deepspeed
+done
+case_ emit-file-interleaved.txt --config configs/interleaved.yaml --emit megatron --emit-file out/emit.txt
+
+# ---- search under a node limit, one thread
+for base in example search-80l-p8 tight-memory interleaved heterogeneous; do
+  case_ "search-$base.json" search --config "configs/$base.yaml" --node-limit 300 --threads 1 --format json
+done
+case_ search-search-80l-p8-emit.json search --config configs/search-80l-p8.yaml --node-limit 300 \
+  --threads 1 --format json --emit megatron,deepspeed
+case_ search-example-closed.txt search --config configs/example.yaml --node-limit 100000 --threads 1
+case_ search-example-multi.json search --config configs/example.yaml --node-limit 200 --threads 1 \
+  --format json --schedules 1f1b,interleaved --virtual-stages-list 2,4
+
+# ---- rank
+case_ rank-example.txt rank --config configs/example.yaml --candidates data/snapshots/inputs/candidates.yaml
+case_ rank-example.json rank --config configs/example.yaml --candidates data/snapshots/inputs/candidates.yaml --format json
+
+# ---- compare: text, JSON, CSV
+for fmt in text json csv; do
+  case_ "compare-example.$fmt" compare --config configs/example.yaml --format "$fmt"
+  case_ "compare-interleaved-vary.$fmt" compare --config configs/interleaved.yaml --format "$fmt" \
+    --schedules 1f1b,interleaved --vary pipeline.virtual_stages=2,4 --vary cluster.link.bandwidth=x0.5,x1
+done
+
+# ---- model: every HF-derived shipped config
+for cfg in "$ROOT"/configs/*.yaml; do
+  base=$(basename "$cfg" .yaml)
+  grep -qE "^ +(hf_config|architecture):" "$cfg" || continue
+  case_ "model-$base.txt" model --config "configs/$base.yaml"
+  case_ "model-$base.json" model --config "configs/$base.yaml" --format json
+done
+case_ model-example.txt model --config configs/example.yaml      # refused: layers, not an architecture
+
+# ---- calibrate: SAPP's measurement inputs
+case_ calibrate-hp_init_demo.txt calibrate --measurements data/sapp/hp_init_demo.yaml --memory-unit 1MiB \
+  --time-unit 1ms --no-constant --output out/layers.yaml
+case_ calibrate-hp_init_demo.json calibrate --measurements data/sapp/hp_init_demo.yaml --memory-unit 1MiB \
+  --time-unit 1ms --no-constant --format json
+case_ calibrate-hp_init_demo-constant.txt calibrate --measurements data/sapp/hp_init_demo.yaml \
+  --memory-unit 1MiB --time-unit 1ms    # refused: negative per-stage constant
+case_ calibrate-hp_init_demo-no-unit.txt calibrate --measurements data/sapp/hp_init_demo.yaml   # refused
+case_ calibrate-mf_mem.txt calibrate --measurements data/sapp/mf_mem.yaml --memory-unit 1MiB --no-constant
+case_ calibrate-mf_mem.json calibrate --measurements data/sapp/mf_mem.yaml --memory-unit 1MiB --no-constant \
+  --format json
+
+# ---- bad input: the messages are output too
+case_ error-missing-config.txt --config configs/does-not-exist.yaml
+case_ error-bad-schedule.txt --config configs/example.yaml --schedule zigzag
+case_ error-bad-flag.txt search --config configs/example.yaml --time-limit soon
+
+if [ "$MODE" = update ]; then
+  mkdir -p "$SNAP"
+  find "$SNAP" -maxdepth 1 -type f -delete
+  cp "$GOT"/* "$SNAP"/
+  echo "snapshots: wrote $(ls "$GOT" | wc -l) files to tests/data/snapshots/"
+  exit 0
+fi
+
+status=0
+for f in "$GOT"/*; do
+  name=$(basename "$f")
+  want=$SNAP/$name
+  if [ ! -f "$want" ]; then
+    echo "snapshot tests/data/snapshots/$name: missing (run scripts/snapshots.sh update)"
+    status=1
+    continue
+  fi
+  if ! cmp -s "$want" "$f"; then
+    line=$(cmp "$want" "$f" 2>/dev/null | sed -nE 's/.*line ([0-9]+).*/\1/p' || true)
+    [ -n "$line" ] || line=$(($(wc -l <"$want") + 1))
+    echo "snapshot tests/data/snapshots/$name: differs first at line $line"
+    echo "  expected: $(sed -n "${line}p" "$want" | cut -c1-200)"
+    echo "  got:      $(sed -n "${line}p" "$f" | cut -c1-200)"
+    status=1
+  fi
+done
+for want in "$SNAP"/*; do
+  [ -f "$want" ] || continue
+  name=$(basename "$want")
+  if [ ! -f "$GOT/$name" ]; then
+    echo "snapshot tests/data/snapshots/$name: no longer produced"
+    status=1
+  fi
+done
+[ $status -eq 0 ] && echo "snapshots: $(ls "$GOT" | wc -l) match"
+exit $status
