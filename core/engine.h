@@ -75,7 +75,7 @@ struct DeviceStats {
   bool oom = false;
 };
 
-// Where the iteration time goes (see README "bubble breakdown"); the five
+// Where the iteration time goes (see docs/model.md, "bubble breakdown"); the five
 // parts sum to the makespan. Measured on the busiest device d*; the
 // definitions, and the same parts for every device, are in core/breakdown.h.
 struct BubbleBreakdown {

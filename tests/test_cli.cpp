@@ -157,11 +157,26 @@ TEST_CASE("bad command lines exit with status 2 and say why", "[cli][errors]") {
 
 namespace ppb {
 
-TEST_CASE("the README shows the config format file verbatim", "[cli][docs]") {
+TEST_CASE("docs/config.md shows the config format file verbatim", "[cli][docs]") {
   const std::string format = Slurp(std::string(PPB_CONFIGS_DIR) + "/README-format.yaml");
-  const std::string readme = Slurp(std::string(PPB_CONFIGS_DIR) + "/../README.md");
+  const std::string doc = Slurp(std::string(PPB_CONFIGS_DIR) + "/../docs/config.md");
   REQUIRE_FALSE(format.empty());
-  CHECK(readme.find("```yaml\n" + format) != std::string::npos);
+  CHECK(doc.find("```yaml\n" + format) != std::string::npos);
+}
+
+TEST_CASE("the README's worked example is what simulate prints", "[cli][docs]") {
+  // The snapshot holds ppb-sim's stdout on configs/example.yaml between its
+  // "### stdout" and "### stderr" lines; the README shows it in its first
+  // text block.
+  const std::string snap = Slurp(std::string(PPB_TEST_DATA_DIR) + "/snapshots/simulate-example.txt");
+  const std::string readme = Slurp(std::string(PPB_CONFIGS_DIR) + "/../README.md");
+  const size_t a = snap.find("### stdout\n");
+  const size_t b = snap.find("### stderr\n");
+  REQUIRE(a != std::string::npos);
+  REQUIRE(b != std::string::npos);
+  const std::string out = snap.substr(a + 11, b - a - 11);
+  REQUIRE(out.find("iteration time    1384.237 ms") != std::string::npos);
+  CHECK(readme.find("```text\n" + out + "```") != std::string::npos);
 }
 
 }  // namespace ppb
