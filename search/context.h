@@ -4,14 +4,19 @@
 // a template PipelineSpec with the cluster's placement, links and
 // capacities, and the program's memory profile); it is built once per
 // choice (MakeContext) and only read afterwards. StageFixed is what a stage
-// costs on its device apart from recompute. kInf is the "no bound / no
+// costs on its device apart from recompute. ChoiceProblem is everything
+// the search of one choice on one cluster reads and never writes (the
+// problem, the options, the context, sums over the layers), passed
+// explicitly to the bounds and heuristics. kInf is the "no bound / no
 // time" sentinel: far below overflow when a few are added.
 #pragma once
 
 #include <chrono>
 #include <limits>
+#include <vector>
 
 #include "search/memory_profile.h"
+#include "search/recompute_menu.h"
 #include "search/search.h"
 
 namespace ppb::search_detail {
@@ -38,6 +43,34 @@ struct StageFixed {
   Bytes static_mem = 0;
   Bytes workspace = 0;
   Bytes output = 0;
+};
+
+// Read-only for the whole search of one choice on one cluster: the problem,
+// the options, the choice's context and sums over the layers. The bounds
+// and heuristics take it explicitly; the searcher holds one.
+struct ChoiceProblem {
+  ChoiceProblem(const SearchProblem& problem, const SearchOptions& options, ChoiceContext ctx);
+
+  const SearchProblem& pb;
+  const SearchOptions& opt;
+  ChoiceContext c;
+  std::vector<Nanos> pf, pbi, pbw;  // prefix sums: forward, backward input / weight
+  std::vector<Bytes> pst;           // prefix sums: static memory
+  double max_speed = 1.0;           // the fastest device's speed
+  std::vector<Nanos> suffix_work;   // unscaled m-less work of layers >= l
+  std::vector<Nanos> suffix_f, suffix_b;  // the same, forward / backward only
+  Bytes least_output = 0;           // least bytes a stage can send (LeastHop)
+
+  // The fixed parts of stage s holding layers [i, j) on its device.
+  StageFixed Fixed(int s, int i, int j, Bytes prev_output) const;
+  // One message of `bytes` from stage s to s+1 (forward) or back (0 on one
+  // device or past the last stage).
+  Nanos CommFwd(int s, Bytes bytes) const;
+  Nanos CommBwd(int s, Bytes bytes) const;  // gradient from s+1 to s
+  // Peak memory of device d for menu points pts[c] (one per chunk) of stages
+  // with the given fixed parts.
+  Bytes DevicePeak(int d, const std::vector<const StageFixed*>& fx,
+                   const std::vector<const MenuPoint*>& pts) const;
 };
 
 }  // namespace ppb::search_detail

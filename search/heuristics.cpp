@@ -24,26 +24,27 @@ namespace ppb::search_detail {
 // kept with the stage that is open when the walk through the model meets
 // them (so a leading embedding lands on stage 0, a trailing head on the
 // last stage). Empty when it cannot give every chunk its minimum.
-std::vector<int> Searcher::RelaxedSplit(const std::vector<int>& per_device,
-                                        int rep) const {
-  const int S = c_.S, p = c_.p, v = c_.v;
+std::vector<int> RelaxedSplit(const ChoiceProblem& cp, const std::vector<int>& per_device,
+                              int rep) {
+  const int S = cp.c.S, p = cp.c.p, v = cp.c.v;
   std::vector<int> quota(S, 0);
   for (int d = 0; d < p; ++d) {
     for (int c = 0; c < v; ++c) {
       quota[c * p + d] = per_device[d] / v + (c < per_device[d] % v ? 1 : 0);
     }
   }
-  return SplitFromQuota(quota, rep);
+  return SplitFromQuota(cp, quota, rep);
 }
 
 // The split whose stage s holds quota[s] decoders (layers like `rep`), the
 // other layers staying with the stage that is open when the walk through
 // the model meets them. Empty when a stage would get too few layers.
-std::vector<int> Searcher::SplitFromQuota(const std::vector<int>& quota, int rep) const {
-  const int S = c_.S, L = c_.L;
-  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
-  const Layer& dec = pb_.layers[rep];
-  auto is_dec = [&](int l) { return SameLayer(pb_.layers[l], dec); };
+std::vector<int> SplitFromQuota(const ChoiceProblem& cp, const std::vector<int>& quota,
+                                int rep) {
+  const int S = cp.c.S, L = cp.c.L;
+  const int kmin = cp.pb.allow_empty_chunks ? 0 : 1;
+  const Layer& dec = cp.pb.layers[rep];
+  auto is_dec = [&](int l) { return SameLayer(cp.pb.layers[l], dec); };
   std::vector<int> split(S, 0);
   int l = 0;
   for (int s = 0; s < S; ++s) {
@@ -69,12 +70,13 @@ std::vector<int> Searcher::SplitFromQuota(const std::vector<int>& quota, int rep
 // hold in flight (the last stage holds one), so a rank can keep more layers
 // un-recomputed in its lightly loaded chunks. Every composition of the
 // rank's count over its chunks is tried on the rank's exact memory model.
-std::vector<int> Searcher::ChunkAwareSplit(const std::vector<int>& per_device, int rep) {
-  const int S = c_.S, L = c_.L, p = c_.p, v = c_.v;
-  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
-  const Layer& dec = pb_.layers[rep];
-  const bool first_pinned = !SameLayer(pb_.layers[0], dec);
-  const bool last_pinned = L > 1 && !SameLayer(pb_.layers[L - 1], dec);
+std::vector<int> ChunkAwareSplit(const ChoiceProblem& cp, const std::vector<int>& per_device,
+                                 int rep) {
+  const int S = cp.c.S, L = cp.c.L, p = cp.c.p, v = cp.c.v;
+  const int kmin = cp.pb.allow_empty_chunks ? 0 : 1;
+  const Layer& dec = cp.pb.layers[rep];
+  const bool first_pinned = !SameLayer(cp.pb.layers[0], dec);
+  const bool last_pinned = L > 1 && !SameLayer(cp.pb.layers[L - 1], dec);
   // Synthetic layer lists: x decoders, with the pinned layer where it sits.
   std::map<std::pair<int, int>, std::pair<std::vector<Layer>, Menu>> cache;
   auto chunk = [&](int x, int pin) -> const std::pair<std::vector<Layer>, Menu>& {
@@ -82,9 +84,9 @@ std::vector<int> Searcher::ChunkAwareSplit(const std::vector<int>& per_device, i
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
     std::vector<Layer> ls;
-    if (pin == 1) ls.push_back(pb_.layers[0]);
+    if (pin == 1) ls.push_back(cp.pb.layers[0]);
     for (int i = 0; i < x; ++i) ls.push_back(dec);
-    if (pin == 2) ls.push_back(pb_.layers[L - 1]);
+    if (pin == 2) ls.push_back(cp.pb.layers[L - 1]);
     Menu menu = BuildMenu(ls, 0, static_cast<int>(ls.size()));
     return cache.emplace(key, std::make_pair(std::move(ls), std::move(menu))).first->second;
   };
@@ -94,7 +96,7 @@ std::vector<int> Searcher::ChunkAwareSplit(const std::vector<int>& per_device, i
     std::vector<int> pin(v, 0);
     if (d == 0 && first_pinned) pin[0] = 1;
     if (d == p - 1 && last_pinned) pin[v - 1] = 2;
-    const Bytes cap = c_.spec.device_capacity[d];
+    const Bytes cap = cp.c.spec.device_capacity[d];
     std::vector<int> x(v, 0), best_x;
     Nanos best_t = kInf;
     Bytes best_peak = 0;
@@ -119,7 +121,7 @@ std::vector<int> Searcher::ChunkAwareSplit(const std::vector<int>& per_device, i
         // Least total recompute that fits.
         Nanos t_best = kInf;
         Bytes peak_best = 0;
-        WalkFits(d, menus, fxp, cap, budget, [&] { return t_best; },
+        WalkFits(cp, d, menus, fxp, cap, budget, [&] { return t_best; },
                  [&](const std::vector<const MenuPoint*>&, Nanos t, Bytes peak) {
                    if (t < t_best || (t == t_best && peak < peak_best)) {
                      t_best = t;
@@ -142,21 +144,21 @@ std::vector<int> Searcher::ChunkAwareSplit(const std::vector<int>& per_device, i
     if (best_x.empty()) return {};
     for (int c = 0; c < v; ++c) quota[c * p + d] = best_x[c];
   }
-  return SplitFromQuota(quota, rep);
+  return SplitFromQuota(cp, quota, rep);
 }
 
-std::vector<int> Searcher::EvenSplit() const {
-  return EvenStrategy(pb_.layers, c_.p, c_.v).layers_per_stage;
+std::vector<int> EvenSplit(const ChoiceProblem& cp) {
+  return EvenStrategy(cp.pb.layers, cp.c.p, cp.c.v).layers_per_stage;
 }
 
 // Contiguous split minimizing the largest per-device share of work (speed
 // aware) by bisection on the bottleneck; a good incumbent for the B&B.
-std::vector<int> Searcher::BalancedSplit() const {
-  const int S = c_.S, L = c_.L;
-  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
+std::vector<int> BalancedSplit(const ChoiceProblem& cp) {
+  const int S = cp.c.S, L = cp.c.L;
+  const int kmin = cp.pb.allow_empty_chunks ? 0 : 1;
   auto work = [&](int s, int i, int j) {
-    const double sp = pb_.cluster.devices[s % c_.p].speed;
-    return ScaleTime(pf_[j] - pf_[i] + pbi_[j] - pbi_[i] + pbw_[j] - pbw_[i], sp);
+    const double sp = cp.pb.cluster.devices[s % cp.c.p].speed;
+    return ScaleTime(cp.pf[j] - cp.pf[i] + cp.pbi[j] - cp.pbi[i] + cp.pbw[j] - cp.pbw[i], sp);
   };
   auto try_cap = [&](Nanos cap, std::vector<int>& out) {
     out.assign(S, 0);
@@ -180,7 +182,7 @@ std::vector<int> Searcher::BalancedSplit() const {
   // Every layer on the slowest device is a cap every split meets.
   Nanos lo = 0, hi = 1;
   for (int s = 0; s < S; ++s) hi = std::max(hi, work(s, 0, L) + 1);
-  std::vector<int> best = EvenSplit(), tmp;
+  std::vector<int> best = EvenSplit(cp), tmp;
   while (lo < hi) {
     const Nanos mid = lo + (hi - lo) / 2;
     if (try_cap(mid, tmp)) {
@@ -195,8 +197,8 @@ std::vector<int> Searcher::BalancedSplit() const {
 
 void Searcher::LocalSearch(std::vector<int> split, std::mt19937_64& rng,
                            int restarts) {
-  const int S = c_.S;
-  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
+  const int S = cp_.c.S;
+  const int kmin = cp_.pb.allow_empty_chunks ? 0 : 1;
   auto eval = [&](const std::vector<int>& sp, Candidate& out) {
     bool exact = true;
     if (!EvaluateSplit(sp, &out, exact)) return false;
@@ -216,17 +218,17 @@ void Searcher::LocalSearch(std::vector<int> split, std::mt19937_64& rng,
       improved = false;
       std::vector<std::pair<int, int>> moves;  // (from stage, to stage)
       if (best.feasible) {
-        std::vector<int> order(c_.p);
-        for (int d = 0; d < c_.p; ++d) order[d] = d;
+        std::vector<int> order(cp_.c.p);
+        for (int d = 0; d < cp_.c.p; ++d) order[d] = d;
         std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
           return best.devices[a].busy > best.devices[b].busy;
         });
-        for (int di = 0; di < std::min(2, c_.p); ++di) {
-          for (int c = 0; c < c_.v; ++c) {
-            const int from = c * c_.p + order[di];
-            for (int ti = c_.p - 1; ti >= 0; --ti) {
-              for (int c2 = 0; c2 < c_.v; ++c2) {
-                const int to = c2 * c_.p + order[ti];
+        for (int di = 0; di < std::min(2, cp_.c.p); ++di) {
+          for (int c = 0; c < cp_.c.v; ++c) {
+            const int from = c * cp_.c.p + order[di];
+            for (int ti = cp_.c.p - 1; ti >= 0; --ti) {
+              for (int c2 = 0; c2 < cp_.c.v; ++c2) {
+                const int to = c2 * cp_.c.p + order[ti];
                 if (to != from) moves.emplace_back(from, to);
               }
             }
@@ -300,8 +302,8 @@ void Searcher::LocalSearch(std::vector<int> split, std::mt19937_64& rng,
 }
 
 bool Searcher::AnyFeasibleSplit(std::vector<int>* out) {
-  const int S = c_.S, L = c_.L, p = c_.p;
-  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
+  const int S = cp_.c.S, L = cp_.c.L, p = cp_.c.p;
+  const int kmin = cp_.pb.allow_empty_chunks ? 0 : 1;
   split_.assign(S, 0);
   first_layer_.assign(S, 0);
   fixed_.assign(S, StageFixed{});
@@ -319,9 +321,9 @@ bool Searcher::AnyFeasibleSplit(std::vector<int>* out) {
     for (int k = klo; k <= khi; ++k) {
       split_[s] = k;
       first_layer_[s] = pos;
-      fixed_[s] = Fixed(s, pos, pos + k, prev);
-      if (DevicePeakLowerBound(d, s + 1) > c_.spec.device_capacity[d]) break;
-      if (s / p == c_.v - 1) {
+      fixed_[s] = cp_.Fixed(s, pos, pos + k, prev);
+      if (DevicePeakLowerBound(d, s + 1) > cp_.c.spec.device_capacity[d]) break;
+      if (s / p == cp_.c.v - 1) {
         std::vector<const MenuPoint*> pts;
         bool ex = true;
         if (DeviceRecompute(d, first_layer_, split_, fixed_, pts, ex) < 0) continue;

@@ -23,10 +23,10 @@
 namespace ppb::search_detail {
 
 Bytes Searcher::DevicePeakLowerBound(int d, int assigned) const {
-  std::vector<Bytes> stash(c_.v, 0), remat(c_.v, 0), ws(c_.v, 0);
+  std::vector<Bytes> stash(cp_.c.v, 0), remat(cp_.c.v, 0), ws(cp_.c.v, 0);
   Bytes stat = 0;
-  for (int c = 0; c < c_.v; ++c) {
-    const int s = c * c_.p + d;
+  for (int c = 0; c < cp_.c.v; ++c) {
+    const int s = c * cp_.c.p + d;
     if (s >= assigned) continue;
     const int i = first_layer_[s], j = i + split_[s];
     const Menu& menu = const_cast<Searcher*>(this)->GetMenu(i, j);
@@ -36,9 +36,9 @@ Bytes Searcher::DevicePeakLowerBound(int d, int assigned) const {
     stat += fixed_[s].static_mem;
   }
   Bytes best = stat;
-  for (const Moment& mo : c_.profile.moments[d]) {
+  for (const Moment& mo : cp_.c.profile.moments[d]) {
     Bytes x = stat;
-    for (int c = 0; c < c_.v; ++c) x += static_cast<Bytes>(mo.counts[c]) * stash[c];
+    for (int c = 0; c < cp_.c.v; ++c) x += static_cast<Bytes>(mo.counts[c]) * stash[c];
     const int c = mo.chunk;
     x += mo.forward ? stash[c] + ws[c] : ws[c] + remat[c];
     best = std::max(best, x);
@@ -52,12 +52,13 @@ Bytes Searcher::DevicePeakLowerBound(int d, int assigned) const {
 // (the caller's best so far); a partial choice whose memory floor (the
 // remaining chunks at their least stash) does not fit is skipped. Every
 // step spends one unit of `budget`; false once it has run out.
-bool Searcher::WalkFits(
-    int d, const std::vector<const Menu*>& menus, const std::vector<const StageFixed*>& fxp,
-    Bytes cap, std::int64_t& budget, const std::function<Nanos()>& limit,
-    const std::function<void(const std::vector<const MenuPoint*>&, Nanos, Bytes)>& leaf) const {
+bool WalkFits(
+    const ChoiceProblem& cp, int d, const std::vector<const Menu*>& menus,
+    const std::vector<const StageFixed*>& fxp, Bytes cap, std::int64_t& budget,
+    const std::function<Nanos()>& limit,
+    const std::function<void(const std::vector<const MenuPoint*>&, Nanos, Bytes)>& leaf) {
   const int v = static_cast<int>(menus.size());
-  const double speed = pb_.cluster.devices[d].speed;
+  const double speed = cp.pb.cluster.devices[d].speed;
   std::vector<MenuPoint> floor_pts(v);
   for (int c = 0; c < v; ++c) {
     floor_pts[c].stash = menus[c]->min_stash;
@@ -67,7 +68,7 @@ bool Searcher::WalkFits(
   std::function<void(int, Nanos)> rec = [&](int c, Nanos t) {
     if (--budget < 0) return;
     if (c == v) {
-      const Bytes peak = DevicePeak(d, fxp, cur);
+      const Bytes peak = cp.DevicePeak(d, fxp, cur);
       if (peak <= cap) leaf(cur, t, peak);
       return;
     }
@@ -76,7 +77,7 @@ bool Searcher::WalkFits(
       if (t2 > limit()) break;  // sorted by time
       cur[c] = &q;
       for (int r = c + 1; r < v; ++r) cur[r] = &floor_pts[r];
-      if (DevicePeak(d, fxp, cur) > cap) continue;
+      if (cp.DevicePeak(d, fxp, cur) > cap) continue;
       rec(c + 1, t2);
     }
   };
@@ -97,18 +98,18 @@ Nanos Searcher::DeviceRecompute(int d, const std::vector<int>& first,
                                 std::vector<const MenuPoint*>& pts,
                                 bool& exact, Bytes cap_limit,
                                 bool fewest_recomputed) {
-  const Bytes cap = cap_limit >= 0 ? std::min(cap_limit, c_.spec.device_capacity[d])
-                                   : c_.spec.device_capacity[d];
+  const Bytes cap = cap_limit >= 0 ? std::min(cap_limit, cp_.c.spec.device_capacity[d])
+                                   : cp_.c.spec.device_capacity[d];
   // The answer depends only on the device and its chunks' layer ranges (the
   // output size does not enter memory): memoize, the tree revisits them.
   std::vector<std::int32_t> key;
-  key.reserve(2 * c_.v + 4);
+  key.reserve(2 * cp_.c.v + 4);
   key.push_back(d);
   key.push_back(static_cast<std::int32_t>(cap >> 32));
   key.push_back(static_cast<std::int32_t>(cap & 0xffffffff));
   key.push_back(fewest_recomputed ? 1 : 0);
-  for (int c = 0; c < c_.v; ++c) {
-    const int s = c * c_.p + d;
+  for (int c = 0; c < cp_.c.v; ++c) {
+    const int s = c * cp_.c.p + d;
     key.push_back(first[s]);
     key.push_back(split[s]);
   }
@@ -117,10 +118,10 @@ Nanos Searcher::DeviceRecompute(int d, const std::vector<int>& first,
     exact = exact && it->second.exact;
     return it->second.time;
   }
-  std::vector<const Menu*> menus(c_.v);
-  std::vector<const StageFixed*> fxp(c_.v);
-  for (int c = 0; c < c_.v; ++c) {
-    const int s = c * c_.p + d;
+  std::vector<const Menu*> menus(cp_.c.v);
+  std::vector<const StageFixed*> fxp(cp_.c.v);
+  for (int c = 0; c < cp_.c.v; ++c) {
+    const int s = c * cp_.c.p + d;
     menus[c] = &GetMenu(first[s], first[s] + split[s]);
     fxp[c] = &fx[s];
   }
@@ -129,7 +130,7 @@ Nanos Searcher::DeviceRecompute(int d, const std::vector<int>& first,
   Bytes best_peak = 0;
   int best_rc = 0;
   std::int64_t budget = 200000;
-  WalkFits(d, menus, fxp, cap, budget, [&] { return best_time; },
+  WalkFits(cp_, d, menus, fxp, cap, budget, [&] { return best_time; },
            [&](const std::vector<const MenuPoint*>& cur, Nanos t, Bytes peak) {
              int rc = 0;
              for (auto* q : cur) rc += q->recomputed;
@@ -145,9 +146,9 @@ Nanos Searcher::DeviceRecompute(int d, const std::vector<int>& first,
              }
            });
   bool my_exact = budget >= 0;
-  if (c_.v > 1 && !pts.empty() && best_time > 0) my_exact = false;
-  for (int c = 0; c < c_.v && !pts.empty(); ++c) {
-    if (menus[c]->truncated && (c_.v > 1 || pts[c]->time > menus[c]->exact_up_to)) {
+  if (cp_.c.v > 1 && !pts.empty() && best_time > 0) my_exact = false;
+  for (int c = 0; c < cp_.c.v && !pts.empty(); ++c) {
+    if (menus[c]->truncated && (cp_.c.v > 1 || pts[c]->time > menus[c]->exact_up_to)) {
       my_exact = false;
     }
   }
@@ -160,7 +161,7 @@ Nanos Searcher::DeviceRecompute(int d, const std::vector<int>& first,
 bool Searcher::ChooseRecompute(const std::vector<int>& split, bool& exact,
                                int* failed_device) {
   exact = true;
-  const int S = c_.S;
+  const int S = cp_.c.S;
   chosen_.assign(S, nullptr);
   rtime_.assign(S, 0);
   std::vector<int> first(S, 0);
@@ -168,7 +169,7 @@ bool Searcher::ChooseRecompute(const std::vector<int>& split, bool& exact,
   std::vector<StageFixed> fx(S);
   Bytes prev = 0;
   for (int s = 0; s < S; ++s) {
-    fx[s] = Fixed(s, first[s], first[s] + split[s], prev);
+    fx[s] = cp_.Fixed(s, first[s], first[s] + split[s], prev);
     prev = fx[s].output;
   }
   // Pass 1: each device's least recompute time, and its least peak at that
@@ -176,8 +177,8 @@ bool Searcher::ChooseRecompute(const std::vector<int>& split, bool& exact,
   // below the largest of those peaks (M), so pass 2 lets every device take
   // the fewest recomputed layers at its least time within peak M.
   Bytes max_peak = 0;
-  std::vector<Nanos> least(c_.p, 0);
-  for (int d = 0; d < c_.p; ++d) {
+  std::vector<Nanos> least(cp_.c.p, 0);
+  for (int d = 0; d < cp_.c.p; ++d) {
     std::vector<const MenuPoint*> pts;
     bool dev_exact = true;
     least[d] = DeviceRecompute(d, first, split, fx, pts, dev_exact);
@@ -186,19 +187,19 @@ bool Searcher::ChooseRecompute(const std::vector<int>& split, bool& exact,
       return false;
     }
     exact &= dev_exact;
-    std::vector<const StageFixed*> fxp(c_.v);
-    for (int c = 0; c < c_.v; ++c) fxp[c] = &fx[c * c_.p + d];
-    max_peak = std::max(max_peak, DevicePeak(d, fxp, pts));
+    std::vector<const StageFixed*> fxp(cp_.c.v);
+    for (int c = 0; c < cp_.c.v; ++c) fxp[c] = &fx[c * cp_.c.p + d];
+    max_peak = std::max(max_peak, cp_.DevicePeak(d, fxp, pts));
   }
-  for (int d = 0; d < c_.p; ++d) {
+  for (int d = 0; d < cp_.c.p; ++d) {
     std::vector<const MenuPoint*> pts;
     bool dev_exact = true;
     const Nanos t = DeviceRecompute(d, first, split, fx, pts, dev_exact, max_peak,
                                     /*fewest_recomputed=*/true);
     exact &= dev_exact && t == least[d];
-    const double speed = pb_.cluster.devices[d].speed;
-    for (int c = 0; c < c_.v; ++c) {
-      const int s = c * c_.p + d;
+    const double speed = cp_.pb.cluster.devices[d].speed;
+    for (int c = 0; c < cp_.c.v; ++c) {
+      const int s = c * cp_.c.p + d;
       chosen_[s] = pts[c];
       rtime_[s] = ScaleTime(pts[c]->time, speed);
     }
@@ -220,13 +221,13 @@ bool Searcher::EvaluateSplit(const std::vector<int>& split, Candidate* out,
 // Per-split data every recompute enumeration needs.
 void Searcher::SplitLayout(const std::vector<int>& split, std::vector<int>& first,
                            std::vector<StageFixed>& fx) const {
-  const int S = c_.S;
+  const int S = cp_.c.S;
   first.assign(S, 0);
   for (int s = 1; s < S; ++s) first[s] = first[s - 1] + split[s - 1];
   fx.assign(S, StageFixed{});
   Bytes prev = 0;
   for (int s = 0; s < S; ++s) {
-    fx[s] = Fixed(s, first[s], first[s] + split[s], prev);
+    fx[s] = cp_.Fixed(s, first[s], first[s] + split[s], prev);
     prev = fx[s].output;
   }
 }
@@ -237,9 +238,9 @@ bool Searcher::EnumerateDevice(int d, const std::vector<int>& first,
                                const std::vector<int>& split,
                                const std::vector<StageFixed>& fx,
                                std::vector<DeviceChoice>& found) {
-  const int p = c_.p, v = c_.v;
-  const double speed = pb_.cluster.devices[d].speed;
-  const Bytes cap = c_.spec.device_capacity[d];
+  const int p = cp_.c.p, v = cp_.c.v;
+  const double speed = cp_.pb.cluster.devices[d].speed;
+  const Bytes cap = cp_.c.spec.device_capacity[d];
   std::vector<const Menu*> menus(v);
   std::vector<const StageFixed*> fxp(v);
   for (int c = 0; c < v; ++c) {
@@ -250,7 +251,7 @@ bool Searcher::EnumerateDevice(int d, const std::vector<int>& first,
   }
   found.clear();
   std::int64_t budget = 20000;
-  return WalkFits(d, menus, fxp, cap, budget, [] { return kInf; },
+  return WalkFits(cp_, d, menus, fxp, cap, budget, [] { return kInf; },
                   [&](const std::vector<const MenuPoint*>& cur, Nanos, Bytes peak) {
                     DeviceChoice ch;
                     ch.peak = peak;
@@ -272,7 +273,7 @@ bool Searcher::EnumerateDevice(int d, const std::vector<int>& first,
 // peaks on offer; the time can only grow as M falls), then let each device
 // in turn take the fewest recomputed layers within M that keep the time.
 void Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
-  const int S = c_.S, p = c_.p, v = c_.v;
+  const int S = cp_.c.S, p = cp_.c.p, v = cp_.c.v;
   if (!cand.feasible) return;
   std::vector<int> first;
   std::vector<StageFixed> fx;
@@ -358,7 +359,7 @@ void Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
 }
 
 bool Searcher::ExhaustLeaf(const std::vector<int>& split) {
-  const int S = c_.S, p = c_.p, v = c_.v;
+  const int S = cp_.c.S, p = cp_.c.p, v = cp_.c.v;
   std::vector<int> first;
   std::vector<StageFixed> fx;
   SplitLayout(split, first, fx);
@@ -447,15 +448,15 @@ bool Searcher::ExhaustLeaf(const std::vector<int>& split) {
 // and simulated on several threads.
 void Searcher::BuildChosen(const std::vector<int>& split, PipelineSpec& spec, Strategy& st,
                            int& recomputed) {
-  const int S = c_.S;
-  spec = c_.spec;
+  const int S = cp_.c.S;
+  spec = cp_.c.spec;
   int first = 0;
   Bytes prev = 0;
   st.layers_per_stage = split;
-  st.recompute.assign(c_.L, 0);
+  st.recompute.assign(cp_.c.L, 0);
   recomputed = 0;
   for (int s = 0; s < S; ++s) {
-    const StageFixed fx = Fixed(s, first, first + split[s], prev);
+    const StageFixed fx = cp_.Fixed(s, first, first + split[s], prev);
     prev = fx.output;
     const MenuPoint& q = *chosen_[s];
     StageCost& sc = spec.stages[s];
@@ -491,7 +492,7 @@ void Searcher::BuildChosen(const std::vector<int>& split, PipelineSpec& spec, St
 
 void Searcher::ToCandidate(Strategy st, int recomputed, const SimResult& sim, Candidate* out) const {
   Candidate& cand = *out;
-  cand.choice = c_.index;
+  cand.choice = cp_.c.index;
   cand.strategy = std::move(st);
   cand.makespan = sim.makespan;
   cand.bubble_fraction = sim.bubble_fraction();
@@ -509,7 +510,7 @@ void Searcher::SimulateChosen(const std::vector<int>& split, Candidate* out) {
   ++evaluations;
   SimOptions so;
   so.record_ops = false;
-  engine_.RunInto(work_spec_, c_.program, so, sim_);
+  engine_.RunInto(work_spec_, cp_.c.program, so, sim_);
   ToCandidate(std::move(st), recomputed, sim_, out);
 }
 
@@ -517,10 +518,10 @@ void Searcher::RunBatch(std::vector<BatchSlot>& batch) {
   evaluations += static_cast<std::int64_t>(batch.size());
   SimOptions so;
   so.record_ops = false;
-  const int threads = std::max(1, std::min<int>(opt_.threads, static_cast<int>(batch.size())));
+  const int threads = std::max(1, std::min<int>(cp_.opt.threads, static_cast<int>(batch.size())));
   // Below a few thousand ops a run takes microseconds: threads cost more.
-  if (threads == 1 || c_.program.total_ops() < 4096) {
-    for (BatchSlot& slot : batch) engine_.RunInto(slot.spec, c_.program, so, slot.sim);
+  if (threads == 1 || cp_.c.program.total_ops() < 4096) {
+    for (BatchSlot& slot : batch) engine_.RunInto(slot.spec, cp_.c.program, so, slot.sim);
     return;
   }
   if (static_cast<int>(batch_engines_.size()) < threads) batch_engines_.resize(threads);
@@ -528,7 +529,7 @@ void Searcher::RunBatch(std::vector<BatchSlot>& batch) {
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t]() {
       for (size_t k = t; k < batch.size(); k += threads) {
-        batch_engines_[t].RunInto(batch[k].spec, c_.program, so, batch[k].sim);
+        batch_engines_[t].RunInto(batch[k].spec, cp_.c.program, so, batch[k].sim);
       }
     });
   }

@@ -3,7 +3,7 @@
 //
 // Contract: whatever the allocation of layers to stages, the iteration time
 // is at least the length of any path, and so of any convex combination of
-// paths. PathWeights gives a mixture (pa_, pbw_coef_, pconst_) valid for
+// paths. PathWeights gives a mixture (PathMixture) valid for
 // every split of the choice, and a root value valid for all of them.
 // TotalsPathBound(best) is valid for every strategy of the choice with
 // makespan <= best (the open-tree bound): it returns a value <= the
@@ -24,24 +24,24 @@ namespace ppb::search_detail {
 // the link's latency plus the occupancy of the smallest output any stage
 // can send (a stage's output is its last layer's; the model's last layer
 // sends nothing unless an empty stage may follow it).
-Nanos Searcher::LeastHop(int a, int b) const {
+Nanos LeastHop(const ChoiceProblem& cp, int a, int b) {
   if (a == b) return 0;
-  const Link& link = c_.spec.link(DeviceId(a), DeviceId(b));
-  return link.latency + LinkOccupancy(least_output_, link.bandwidth);
+  const Link& link = cp.c.spec.link(DeviceId(a), DeviceId(b));
+  return link.latency + LinkOccupancy(cp.least_output, link.bandwidth);
 }
 
 // A critical path as a Path: its F and B ops per stage, plus the least
 // message time of every hop between ranks (I and W ops, waits and the
 // excess of a message over its least time count 0: still a bound).
-Searcher::Path Searcher::PathOf(const std::vector<CriticalStep>& steps) const {
-  const int S = c_.S;
+Path PathOf(const ChoiceProblem& cp, const std::vector<CriticalStep>& steps) {
+  const int S = cp.c.S;
   Path P{std::vector<double>(S, 0.0), std::vector<double>(S, 0.0), 0};
   int prev = -1;
   for (const CriticalStep& step : steps) {
     if (step.is_transfer) continue;
     if (step.op.kind == OpKind::F) P.a[step.op.stage.value] += 1;
     if (step.op.kind == OpKind::B) P.b[step.op.stage.value] += 1;
-    if (prev >= 0) P.c += static_cast<double>(LeastHop(prev, step.device));
+    if (prev >= 0) P.c += static_cast<double>(LeastHop(cp, prev, step.device));
     prev = step.device;
   }
   return P;
@@ -62,11 +62,11 @@ Searcher::Path Searcher::PathOf(const std::vector<CriticalStep>& steps) const {
 // layers (their total work is fixed) and tightens as stages are placed. For
 // uniform stages it reaches the closed forms' fill-and-drain terms that the
 // per-rank bound misses for interleaved schedules.
-std::vector<Searcher::Path> Searcher::BuildPaths() const {
-  const int S = c_.S, p = c_.p;
+std::vector<Path> BuildPaths(const ChoiceProblem& cp) {
+  const int S = cp.c.S, p = cp.c.p;
   auto hop = [&](int s, int t) -> double {  // least message time stage s -> t
     return static_cast<double>(
-        LeastHop(c_.spec.stage_device[s].value, c_.spec.stage_device[t].value));
+        LeastHop(cp, cp.c.spec.stage_device[s].value, cp.c.spec.stage_device[t].value));
   };
   auto fwd_chain = [&](Path& P, int upto) {  // F of stages < upto
     for (int s = 0; s < upto; ++s) {
@@ -93,9 +93,9 @@ std::vector<Searcher::Path> Searcher::BuildPaths() const {
     paths.push_back(std::move(P));
   }
   for (int d = 0; d < p; ++d) {
-    const std::vector<Op>& ops = c_.program.ops[d];
+    const std::vector<Op>& ops = cp.c.program.ops[d];
     if (ops.empty()) continue;
-    for (int c = 0; c < c_.v; ++c) {
+    for (int c = 0; c < cp.c.v; ++c) {
       const int sigma = c * p + d;
       int first_f = -1, last_b = -1;
       for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
@@ -155,16 +155,16 @@ std::vector<Searcher::Path> Searcher::BuildPaths() const {
   return paths;
 }
 
-Nanos Searcher::PathWeights() {
-  const int S = c_.S, L = c_.L;
-  const std::vector<Path> paths = BuildPaths();
+Nanos PathWeights(const ChoiceProblem& cp, Nanos forced_recompute, PathMixture& out) {
+  const int S = cp.c.S, L = cp.c.L;
+  const std::vector<Path> paths = BuildPaths(cp);
   double F = 0, B = 0;
   for (int l = 0; l < L; ++l) {
-    F += static_cast<double>(pb_.layers[l].forward);
-    B += static_cast<double>(pb_.layers[l].backward_input + pb_.layers[l].backward_weight);
+    F += static_cast<double>(cp.pb.layers[l].forward);
+    B += static_cast<double>(cp.pb.layers[l].backward_input + cp.pb.layers[l].backward_weight);
   }
   std::vector<double> speed(S);
-  for (int s = 0; s < S; ++s) speed[s] = pb_.cluster.devices[c_.spec.stage_device[s].value].speed;
+  for (int s = 0; s < S; ++s) speed[s] = cp.pb.cluster.devices[cp.c.spec.stage_device[s].value].speed;
   // The weights solve max over path mixtures of min over stages: a zero-sum
   // game, approached by multiplicative weights on the stages (the side that
   // puts the work where the mixture is weakest) against best-response
@@ -232,27 +232,27 @@ Nanos Searcher::PathWeights() {
     }
     best = amin * F + bmin * B + cst;
   }
-  pa_.assign(S, 0.0);
-  pbw_coef_.assign(S, 0.0);
-  pconst_ = 0;
+  out.pa.assign(S, 0.0);
+  out.pbw_coef.assign(S, 0.0);
+  out.pconst = 0;
   for (size_t k = 0; k < n; ++k) {
     for (int s = 0; s < S; ++s) {
-      pa_[s] += best_lam[k] * paths[k].a[s];
-      pbw_coef_[s] += best_lam[k] * paths[k].b[s];
+      out.pa[s] += best_lam[k] * paths[k].a[s];
+      out.pbw_coef[s] += best_lam[k] * paths[k].b[s];
     }
-    pconst_ += best_lam[k] * paths[k].c;
+    out.pconst += best_lam[k] * paths[k].c;
   }
-  pa_min_.assign(S + 1, std::numeric_limits<double>::infinity());
-  pb_min_.assign(S + 1, std::numeric_limits<double>::infinity());
+  out.pa_min.assign(S + 1, std::numeric_limits<double>::infinity());
+  out.pb_min.assign(S + 1, std::numeric_limits<double>::infinity());
   for (int s = S - 1; s >= 0; --s) {
-    pa_min_[s] = std::min(pa_min_[s + 1], pa_[s] / speed[s]);
-    pb_min_[s] = std::min(pb_min_[s + 1], pbw_coef_[s] / speed[s]);
+    out.pa_min[s] = std::min(out.pa_min[s + 1], out.pa[s] / speed[s]);
+    out.pb_min[s] = std::min(out.pb_min[s + 1], out.pbw_coef[s] / speed[s]);
   }
   // Recompute runs inside backward ops: memory forces at least
-  // forced_recompute_ per micro-batch, wherever it lands.
-  best += pb_min_[0] * static_cast<double>(forced_recompute_);
+  // forced_recompute per micro-batch, wherever it lands.
+  best += out.pb_min[0] * static_cast<double>(forced_recompute);
   // Time scaling rounds each stage's time to the ns: allow for it.
-  const double slack = static_cast<double>(c_.m) * (S + 1) * 4;
+  const double slack = static_cast<double>(cp.c.m) * (S + 1) * 4;
   return std::max<Nanos>(0, static_cast<Nanos>(std::floor(best - slack)));
 }
 
@@ -275,14 +275,16 @@ Nanos Searcher::PathWeights() {
 // path bound (PathWeights) misses: e.g. the last rank holding the head
 // must also hold its full share of decoders, and then the fill and drain
 // through the other stages come on top of its work.
-Nanos Searcher::TotalsPathBound(Nanos best) {
-  const int S = c_.S, p = c_.p, v = c_.v;
-  const int D = totals_.decoders;
-  if (D <= 0 || totals_.load.empty() || best >= kInf) return 0;
+Nanos TotalsPathBound(const ChoiceProblem& cp, const Totals& totals,
+                      std::vector<Path>* path_pool, Engine& engine,
+                      Clock::time_point start, Nanos best) {
+  const int S = cp.c.S, p = cp.c.p, v = cp.c.v;
+  const int D = totals.decoders;
+  if (D <= 0 || totals.load.empty() || best >= kInf) return 0;
   std::vector<int> lo(p, -1), hi(p, -1);
   for (int d = 0; d < p; ++d) {
     for (int k = 0; k <= D; ++k) {
-      if (totals_.load[d][k] > best) continue;
+      if (totals.load[d][k] > best) continue;
       if (lo[d] < 0) lo[d] = k;
       hi[d] = k;
     }
@@ -301,33 +303,33 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       hi[d] = std::min<long long>(hi[d], D - (slo - lo[d]));
     }
   }
-  const Layer& dec = pb_.layers[totals_.rep];
+  const Layer& dec = cp.pb.layers[totals.rep];
   const double fd = static_cast<double>(dec.forward);
   const double bd = static_cast<double>(dec.backward_input + dec.backward_weight);
   std::vector<double> speed(S);
-  for (int st = 0; st < S; ++st) speed[st] = pb_.cluster.devices[st % p].speed;
+  for (int st = 0; st < S; ++st) speed[st] = cp.pb.cluster.devices[st % p].speed;
   // Stages that must hold a decoder: all but those of a pinned first or
   // last layer, unless other non-decoder layers could fill some.
   std::vector<int> must(S, 0);
-  if (totals_.free_others == 0 && !pb_.allow_empty_chunks) {
+  if (totals.free_others == 0 && !cp.pb.allow_empty_chunks) {
     for (int st = 0; st < S; ++st) must[st] = 1;
-    if (totals_.first_pinned) must[0] = 0;
-    if (totals_.last_pinned) must[S - 1] = 0;
+    if (totals.first_pinned) must[0] = 0;
+    if (totals.last_pinned) must[S - 1] = 0;
   }
-  std::vector<Path> paths = BuildPaths();
+  std::vector<Path> paths = BuildPaths(cp);
   const int own_paths = static_cast<int>(paths.size());
-  if (path_pool_) paths.insert(paths.end(), path_pool_->begin(), path_pool_->end());
+  if (path_pool) paths.insert(paths.end(), path_pool->begin(), path_pool->end());
   std::vector<Path> raw_paths(paths);  // before the pinned layers are folded in
   // Pinned layers' work is fixed: fold it into a path's constant. (With
   // empty chunks allowed the first layer may sit past stage 0.)
   auto fold_pinned = [&](Path& P) {
-    if (pb_.allow_empty_chunks) return;
+    if (cp.pb.allow_empty_chunks) return;
     auto add = [&](int layer, int st) {
-      const Layer& x = pb_.layers[layer];
+      const Layer& x = cp.pb.layers[layer];
       P.c += (P.a[st] * x.forward + P.b[st] * (x.backward_input + x.backward_weight)) / speed[st];
     };
-    if (totals_.first_pinned) add(0, 0);
-    if (totals_.last_pinned) add(c_.L - 1, S - 1);
+    if (totals.first_pinned) add(0, 0);
+    if (totals.last_pinned) add(cp.c.L - 1, S - 1);
   };
   for (Path& P : paths) fold_pinned(P);
   // A node of the bound's own branch-and-bound: decoders of stage st within
@@ -351,7 +353,7 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
   std::vector<double> cost(S);
   auto least_rt = [&](const Box& box) {
     std::vector<double> r(p, 0.0);
-    if (totals_.rt.empty()) return r;
+    if (totals.rt.empty()) return r;
     for (int d = 0; d < p; ++d) {
       int klo = lo[d], khi = hi[d], floor_d = 0, ceil_d = 0;
       for (int c = 0; c < v; ++c) {
@@ -361,8 +363,8 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       klo = std::max(klo, floor_d);
       khi = std::min(khi, ceil_d);
       Nanos least = kInf;
-      for (int k = std::max(0, klo); k <= khi && k <= D; ++k) least = std::min(least, totals_.rt[d][k]);
-      r[d] = least >= kInf ? 0.0 : static_cast<double>(least) / pb_.cluster.devices[d].speed;
+      for (int k = std::max(0, klo); k <= khi && k <= D; ++k) least = std::min(least, totals.rt[d][k]);
+      r[d] = least >= kInf ? 0.0 : static_cast<double>(least) / cp.pb.cluster.devices[d].speed;
     }
     return r;
   };
@@ -435,17 +437,17 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
   const double scale = static_cast<double>(best);
   // Only when every layer but a pinned first and last is a decoder are the
   // decoder counts per stage a split that the simulator can run.
-  const bool generate = totals_.free_others == 0 && !pb_.allow_empty_chunks;
-  const Layer& first = pb_.layers.front();
-  const Layer& last = pb_.layers.back();
+  const bool generate = totals.free_others == 0 && !cp.pb.allow_empty_chunks;
+  const Layer& first = cp.pb.layers.front();
+  const Layer& last = cp.pb.layers.back();
   auto time_up = [&]() {
-    return opt_.time_limit_s > 0 &&
-           std::chrono::duration<double>(Clock::now() - start_).count() > opt_.time_limit_s;
+    return cp.opt.time_limit_s > 0 &&
+           std::chrono::duration<double>(Clock::now() - start).count() > cp.opt.time_limit_s;
   };
   int rounds_left = 2000;  // column generation rounds over the whole tree
   // Boxes are searched until every open one is bound at `target`: then no
   // strategy in range beats `best` even after the rounding allowance.
-  const double slack = static_cast<double>(c_.m) * (S + 1) * 4;
+  const double slack = static_cast<double>(cp.c.m) * (S + 1) * 4;
   const double target = static_cast<double>(best) + slack;
   struct Solved {
     double bound = 0;  // valid for every integral allocation in the box
@@ -553,17 +555,17 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       std::sort(frac.begin(), frac.end());
       for (int i = 0; total < D && i < S; ++i, ++total) ++st.layers_per_stage[frac[i].second];
       if (total != D) return out;
-      if (totals_.first_pinned) ++st.layers_per_stage[0];
-      if (totals_.last_pinned) ++st.layers_per_stage[S - 1];
-      st.recompute.assign(pb_.layers.size(), 0);
-      auto spec = Lower(pb_.layers, pb_.cluster, PipelineShape{p, v, c_.m, pb_.comm}, st, false);
+      if (totals.first_pinned) ++st.layers_per_stage[0];
+      if (totals.last_pinned) ++st.layers_per_stage[S - 1];
+      st.recompute.assign(cp.pb.layers.size(), 0);
+      auto spec = Lower(cp.pb.layers, cp.pb.cluster, PipelineShape{p, v, cp.c.m, cp.pb.comm}, st, false);
       if (!spec.ok()) return out;
       for (int s = 0; s < S; ++s) {
         double f = x[s] * static_cast<double>(dec.forward);
         double bi = x[s] * static_cast<double>(dec.backward_input);
         double bw = x[s] * static_cast<double>(dec.backward_weight);
-        for (const auto& [pinned, layer] : {std::pair{totals_.first_pinned && s == 0, &first},
-                                            std::pair{totals_.last_pinned && s == S - 1, &last}}) {
+        for (const auto& [pinned, layer] : {std::pair{totals.first_pinned && s == 0, &first},
+                                            std::pair{totals.last_pinned && s == S - 1, &last}}) {
           if (!pinned) continue;
           f += static_cast<double>(layer->forward);
           bi += static_cast<double>(layer->backward_input);
@@ -577,9 +579,9 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       }
       SimOptions so;
       so.record_ops = true;
-      const SimResult r = engine_.Run(*spec, c_.program, so);
+      const SimResult r = engine.Run(*spec, cp.c.program, so);
       if (r.outcome == Outcome::Deadlock) return out;
-      Path P = PathOf(CriticalPath(*spec, c_.program, r));
+      Path P = PathOf(cp, CriticalPath(*spec, cp.c.program, r));
       const Path raw = P;
       fold_pinned(P);
       double len = P.c + recompute_on(P, rt);
@@ -644,15 +646,15 @@ Nanos Searcher::TotalsPathBound(Nanos best) {
       open.emplace(boxes.back().second.bound, static_cast<int>(boxes.size()) - 1);
     }
   }
-  if (path_pool_) {
+  if (path_pool) {
     // What the next searcher starts from: the paths any box's LP used.
     std::vector<char> used(paths.size(), 0);
     for (const auto& bx : boxes) {
       for (int k : bx.second.support) used[k] = 1;
     }
-    path_pool_->clear();
+    path_pool->clear();
     for (size_t k = own_paths; k < paths.size(); ++k) {
-      if (used[k]) path_pool_->push_back(raw_paths[k]);
+      if (used[k]) path_pool->push_back(raw_paths[k]);
     }
   }
   double bound = std::min(settled, open.empty() ? std::numeric_limits<double>::infinity()

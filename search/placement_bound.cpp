@@ -162,9 +162,9 @@ void PlacementSearcher::BoundFastestPlacements() {
   std::atomic<bool> stop{false};
   const Cluster base = ClusterFor(topo_, pb_.given_placement);
   auto work = [&](int thread, int threads) {
-    std::vector<std::vector<Searcher::Path>> pools(ctxs_.size());
+    std::vector<std::vector<Path>> pools(ctxs_.size());
     std::vector<std::vector<std::pair<Bytes, Nanos>>> fronts;
-    std::vector<Searcher::RecomputeRows> rows(ctxs_.size());
+    std::vector<RecomputeRows> rows(ctxs_.size());
     for (size_t si = thread; si < sets.size() && !stop; si += threads) {
       if (opt_.time_limit_s > 0 && Elapsed() >= share) {
         stop = true;

@@ -2,8 +2,8 @@
 //
 // Contract: RootBound's value is a lower bound on the makespan of every
 // split of this choice on this cluster (with any recompute); its tables
-// (totals_: load[d][k], rt[d][k]) bound every strategy in which rank d
-// holds k decoders, and forced_recompute_ is the least total recompute per
+// (out.totals: load[d][k], rt[d][k]) bound every strategy in which rank d
+// holds k decoders, and out.forced_recompute is the least total recompute per
 // micro-batch that memory forces on any allocation. The allocation it
 // returns (per device) is a heuristic start, not part of the bound.
 #include <algorithm>
@@ -30,12 +30,15 @@ namespace ppb::search_detail {
 // by the backward chain (each such stage holds at least one layer, at most
 // L - D of which are not decoders). T >= lambda where lambda is the least
 // level at which the devices can absorb all D decoders.
-Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
-  const int L = c_.L, p = c_.p, m = c_.m;
+Nanos RootBound(const ChoiceProblem& cp, Fronts* fronts, RecomputeRows* rt_cache,
+                RootRelaxation& out) {
+  std::vector<int>* per_device = &out.per_device;
+  int* decoder_rep = &out.rep;
+  const int L = cp.c.L, p = cp.c.p, m = cp.c.m;
   if (L == 0) return 0;
   auto same = [](const Layer& a, const Layer& b) { return SameLayer(a, b); };
-  const auto [best_rep, best_count] = LargestIdenticalGroup(pb_.layers);
-  const Layer& dec = pb_.layers[best_rep];
+  const auto [best_rep, best_count] = LargestIdenticalGroup(cp.pb.layers);
+  const Layer& dec = cp.pb.layers[best_rep];
   const int D = best_count, others = L - D;
   // The first layer always sits on stage 0 (rank 0) and the last on stage
   // S-1 (rank p-1): when they are not decoders, their work and memory are
@@ -43,7 +46,7 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
   std::vector<Nanos> pinned_work(p, 0);
   std::vector<Bytes> pinned_static(p, 0), pinned_stash(p, 0);
   auto pin = [&](int l, int d) {
-    const Layer& x = pb_.layers[l];
+    const Layer& x = cp.pb.layers[l];
     if (same(x, dec)) return;
     pinned_work[d] += x.forward + x.backward_input + x.backward_weight;
     pinned_static[d] += x.static_memory;
@@ -54,9 +57,9 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
   pin(0, 0);
   if (L > 1) pin(L - 1, p - 1);
   const Nanos w1 = dec.forward + dec.backward_input + dec.backward_weight;
-  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
+  const int kmin = cp.pb.allow_empty_chunks ? 0 : 1;
   Nanos f_min = kInf, b_min = kInf;
-  for (const Layer& l : pb_.layers) {
+  for (const Layer& l : cp.pb.layers) {
     f_min = std::min(f_min, l.forward);
     b_min = std::min(b_min, l.backward_input + l.backward_weight);
   }
@@ -64,7 +67,7 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
   // The fronts depend on the decoder alone: searchers of one problem may
   // share them (ShareFronts).
   std::vector<std::vector<std::pair<Bytes, Nanos>>> own;
-  std::vector<std::vector<std::pair<Bytes, Nanos>>>& pts = fronts_ ? *fronts_ : own;
+  std::vector<std::vector<std::pair<Bytes, Nanos>>>& pts = fronts ? *fronts : own;
   if (static_cast<int>(pts.size()) != D + 1) {
     pts.assign(D + 1, {});
     for (int k = 0; k <= D; ++k) pts[k] = StackRecomputeFront(dec, k);
@@ -73,11 +76,11 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
   // N_d per device.
   std::vector<double> weight(p, 0.0);
   for (int d = 0; d < p; ++d) {
-    const auto& mos = c_.profile.moments[d];
+    const auto& mos = cp.c.profile.moments[d];
     double best = 0;
-    if (c_.v == 1) {
+    if (cp.c.v == 1) {
       for (const auto& mo : mos) best = std::max(best, static_cast<double>(mo.counts[0]));
-    } else if (c_.v == 2) {
+    } else if (cp.c.v == 2) {
       // min over t in [0,1] of max over moments of n0 t + n1 (1 - t): a
       // convex piecewise-linear function; its minimum is at t = 0, t = 1
       // or a crossing of two lines.
@@ -118,13 +121,13 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
         std::vector<double> q(nm, 1.0);
         const int rounds = 500;
         const double eta = std::sqrt(std::log(static_cast<double>(nm) + 1) / rounds);
-        std::vector<double> avg_sum(c_.v, 0.0);
+        std::vector<double> avg_sum(cp.c.v, 0.0);
         for (int it = 0; it < rounds; ++it) {
           double z = 0;
           for (double x : q) z += x;
-          std::vector<double> avg(c_.v, 0.0);
+          std::vector<double> avg(cp.c.v, 0.0);
           for (size_t i = 0; i < nm; ++i) {
-            for (int c = 0; c < c_.v; ++c) avg[c] += q[i] / z * mos[i].counts[c];
+            for (int c = 0; c < cp.c.v; ++c) avg[c] += q[i] / z * mos[i].counts[c];
           }
           best = std::max(best, *std::min_element(avg.begin(), avg.end()));
           const int cstar = static_cast<int>(std::min_element(avg.begin(), avg.end()) - avg.begin());
@@ -154,27 +157,27 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
   // non-decoder layers (the adversary's choice: those with most in flight).
   std::vector<std::vector<int>> pinned_chunks(p);
   int pinned_total = 0;
-  const bool first_pinned = !same(pb_.layers[0], dec);
-  const bool last_pinned = L > 1 && !same(pb_.layers[L - 1], dec);
+  const bool first_pinned = !same(cp.pb.layers[0], dec);
+  const bool last_pinned = L > 1 && !same(cp.pb.layers[L - 1], dec);
   if (first_pinned) {
     ++pinned_total;
     pinned_chunks[0].push_back(0);
   }
   if (last_pinned) {
     ++pinned_total;
-    pinned_chunks[p - 1].push_back(c_.v - 1);
+    pinned_chunks[p - 1].push_back(cp.c.v - 1);
   }
   const int free_others = std::max(0, others - pinned_total);
   auto peak_floor = [&](int d, int k, Bytes st) -> long double {
-    const int v = c_.v;
+    const int v = cp.c.v;
     const long double stat = static_cast<long double>(k) * dec.static_memory + pinned_static[d];
-    const auto& mos = c_.profile.moments[d];
+    const auto& mos = cp.c.profile.moments[d];
     long double worst = 0;
     for (const auto& mo : mos) {
       const std::vector<int>& cnt = mo.counts;
       long double x = 0;
       if (d == 0 && first_pinned) {
-        const Layer& x1 = pb_.layers[0];
+        const Layer& x1 = cp.pb.layers[0];
         Bytes least = x1.activation;
         for (const auto& o : x1.recompute) least = std::min(least, o.retained_activation);
         x += static_cast<long double>(cnt[0]) * least;
@@ -182,7 +185,7 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
       if (d == p - 1 && last_pinned) {
         // The last layer's own stash, when rank p-1 is not rank 0's twin.
         const Bytes last_least = [&] {
-          const Layer& x2 = pb_.layers[L - 1];
+          const Layer& x2 = cp.pb.layers[L - 1];
           Bytes least = x2.activation;
           for (const auto& o : x2.recompute) least = std::min(least, o.retained_activation);
           return least;
@@ -213,7 +216,7 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
   };
   // Least recompute time of device d holding k decoders, or kInf.
   auto least_rt = [&](int d, int k) -> Nanos {
-    const Bytes cap = c_.spec.device_capacity[d];
+    const Bytes cap = cp.c.spec.device_capacity[d];
     Nanos rt = kInf;
     for (const auto& [st, t] : pts[k]) {
       if (peak_floor(d, k, st) <= static_cast<long double>(cap)) rt = std::min(rt, t);
@@ -224,38 +227,38 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
   for (int d = 0; d < p; ++d) {
     // A rank's row depends on the problem, the program and its capacity
     // alone: searchers of one problem and choice may share it (ShareRecompute).
-    const std::pair<int, Bytes> key{d, c_.spec.device_capacity[d]};
-    if (rt_cache_) {
-      auto it = rt_cache_->find(key);
-      if (it != rt_cache_->end()) {
+    const std::pair<int, Bytes> key{d, cp.c.spec.device_capacity[d]};
+    if (rt_cache) {
+      auto it = rt_cache->find(key);
+      if (it != rt_cache->end()) {
         rt_table[d] = it->second;
         continue;
       }
     }
     for (int k = 0; k <= D; ++k) rt_table[d][k] = least_rt(d, k);
-    if (rt_cache_) rt_cache_->emplace(key, rt_table[d]);
+    if (rt_cache) rt_cache->emplace(key, rt_table[d]);
   }
-  totals_.rt = rt_table;
-  totals_.decoders = D;
-  totals_.rep = best_rep;
-  totals_.first_pinned = !same(pb_.layers[0], dec);
-  totals_.last_pinned = L > 1 && !same(pb_.layers[L - 1], dec);
-  totals_.free_others = others - totals_.first_pinned - totals_.last_pinned;
+  out.totals.rt = rt_table;
+  out.totals.decoders = D;
+  out.totals.rep = best_rep;
+  out.totals.first_pinned = !same(cp.pb.layers[0], dec);
+  out.totals.last_pinned = L > 1 && !same(cp.pb.layers[L - 1], dec);
+  out.totals.free_others = others - out.totals.first_pinned - out.totals.last_pinned;
   // Load of device d holding k decoders (or kInf if it cannot fit them).
   auto load = [&](int d, int k) -> Nanos {
-    const double speed = pb_.cluster.devices[d].speed;
+    const double speed = cp.pb.cluster.devices[d].speed;
     const Nanos rt = rt_table[d][k];
     if (rt >= kInf) return kInf;
     // Chains before and after: stages 0 .. d-1 hold >= d*kmin layers, at
     // most `others` of them not decoders.
     const int chain_dec = std::max(0, d * kmin - others);
-    const Nanos head = static_cast<Nanos>(chain_dec) * ScaleTime(dec.forward, max_speed_) +
+    const Nanos head = static_cast<Nanos>(chain_dec) * ScaleTime(dec.forward, cp.max_speed) +
                        static_cast<Nanos>(std::max(0, d * kmin - chain_dec)) *
-                           ScaleTime(f_min, max_speed_);
+                           ScaleTime(f_min, cp.max_speed);
     const Nanos tail = static_cast<Nanos>(chain_dec) *
-                           ScaleTime(dec.backward_input + dec.backward_weight, max_speed_) +
+                           ScaleTime(dec.backward_input + dec.backward_weight, cp.max_speed) +
                        static_cast<Nanos>(std::max(0, d * kmin - chain_dec)) *
-                           ScaleTime(b_min, max_speed_);
+                           ScaleTime(b_min, cp.max_speed);
     return head + tail + static_cast<Nanos>(m) * ScaleTime(k * w1 + rt + pinned_work[d], speed);
   };
   // Least total recompute (per micro-batch, speed 1.0) that memory forces
@@ -274,7 +277,7 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
       }
       best.swap(next);
     }
-    forced_recompute_ = best[D] < kInf ? best[D] : 0;
+    out.forced_recompute = best[D] < kInf ? best[D] : 0;
   }
   // Least lambda at which every device can take a feasible number of
   // decoders within lambda and together they can take all D: each device d
@@ -289,9 +292,9 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
       }
     }
   }
-  totals_.load.assign(p, std::vector<Nanos>(D + 1, kInf));
+  out.totals.load.assign(p, std::vector<Nanos>(D + 1, kInf));
   for (int d = 0; d < p; ++d) {
-    for (int k = 0; k <= D; ++k) totals_.load[d][k] = load(d, k);
+    for (int k = 0; k <= D; ++k) out.totals.load[d][k] = load(d, k);
   }
   auto absorbs = [&](Nanos lambda) {
     long long lo_sum = 0, hi_sum = 0;
@@ -343,7 +346,7 @@ Nanos Searcher::RootBound(std::vector<int>* per_device, int* decoder_rep) {
     *decoder_rep = best_rep;
   }
   // Per-op rounding to whole ns can shave a little; stay safely below.
-  const Nanos slack = static_cast<Nanos>(m) * (c_.S + 1) * 2;
+  const Nanos slack = static_cast<Nanos>(m) * (cp.c.S + 1) * 2;
   return std::max<Nanos>(0, lo - slack);
 }
 

@@ -47,29 +47,27 @@
 #include <vector>
 
 #include "core/cost.h"
+#include "search/bounds.h"
 #include "search/context.h"
+#include "search/heuristics.h"
 #include "search/recompute_menu.h"
 
 namespace ppb::search_detail {
+
+// Walks one menu point per chunk of device d (each menu sorted by time) and
+// calls leaf(points, total scaled time, peak) for every combination that
+// fits `cap` (leaf.cpp).
+bool WalkFits(const ChoiceProblem& cp, int d, const std::vector<const Menu*>& menus,
+              const std::vector<const StageFixed*>& fxp, Bytes cap, std::int64_t& budget,
+              const std::function<Nanos()>& limit,
+              const std::function<void(const std::vector<const MenuPoint*>&, Nanos, Bytes)>&
+                  leaf);
 
 class Searcher {
  public:
   Searcher(const SearchProblem& problem, const SearchOptions& options,
            ChoiceContext ctx)
-      : pb_(problem), opt_(options), c_(std::move(ctx)) {
-    const int L = c_.L;
-    pf_.assign(L + 1, 0);
-    pbi_.assign(L + 1, 0);
-    pbw_.assign(L + 1, 0);
-    pst_.assign(L + 1, 0);
-    for (int l = 0; l < L; ++l) {
-      pf_[l + 1] = pf_[l] + pb_.layers[l].forward;
-      pbi_[l + 1] = pbi_[l] + pb_.layers[l].backward_input;
-      pbw_[l + 1] = pbw_[l] + pb_.layers[l].backward_weight;
-      pst_[l + 1] = pst_[l] + pb_.layers[l].static_memory;
-    }
-    max_speed_ = 0;
-    for (const auto& d : pb_.cluster.devices) max_speed_ = std::max(max_speed_, d.speed);
+      : cp_(problem, options, std::move(ctx)) {
     start_ = Clock::now();
   }
 
@@ -80,6 +78,8 @@ class Searcher {
   // split found goes to *split. Depth-first with memory pruning only.
   bool AnyFeasibleSplit(std::vector<int>* split);
 
+  // Picks the recompute of every device for a full split. Returns false if
+  // some device cannot fit. Fills chosen_[s] and rtime_[s] (scaled).
   bool ChooseRecompute(const std::vector<int>& split, bool& exact,
                        int* failed_device = nullptr);
 
@@ -97,99 +97,43 @@ class Searcher {
     Prepare();
     return pending_bound;
   }
-  // A path through the program's dependency graph: its length is
-  // sum_s (a[s] * F_s + b[s] * B_s) + c for stage times F_s, B_s.
-  struct Path {
-    std::vector<double> a, b;
-    double c = 0;
-  };
   // Paths (as PathOf gives them) shared by searchers of one program on
   // clusters with the same links: TotalsPathBound starts from them and adds
   // the ones it generates.
   void SharePaths(std::vector<Path>* pool) { path_pool_ = pool; }
   // RootBound's recompute fronts of k decoders, k = 0..D, shared by
   // searchers of one problem (same layers).
-  void ShareFronts(std::vector<std::vector<std::pair<Bytes, Nanos>>>* fronts) { fronts_ = fronts; }
+  void ShareFronts(Fronts* fronts) { fronts_ = fronts; }
   // RootBound's least recompute per (rank, capacity), for k = 0..D, shared
   // by searchers of one problem and schedule choice.
-  using RecomputeRows = std::map<std::pair<int, Bytes>, std::vector<Nanos>>;
   void ShareRecompute(RecomputeRows* rows) { rt_cache_ = rows; }
   // The root bound raised by the open-tree bound for strategies that can
   // beat `best` (kInf: no split exists at all).
   Nanos RootAndTotals(Nanos best) {
     if (!Prepare(false)) return kInf;
-    return std::max(pending_bound, TotalsPathBound(best));
+    return std::max(pending_bound,
+                    TotalsPathBound(cp_, root_.totals, path_pool_, engine_, start_, best));
   }
 
+  Nanos totals_bound = 0;  // TotalsPathBound after the heuristics (0: none)
+
  private:
-  // Prefix sums and the root bound (pending_bound); false when no split
+  // The DFS state and the root bound (pending_bound); false when no split
   // exists at all (closed then).
   bool Prepare(bool path_weights = true);
   const Menu& GetMenu(int i, int j) {
-    const std::uint64_t key = static_cast<std::uint64_t>(i) * (c_.L + 1) + j;
+    const std::uint64_t key = static_cast<std::uint64_t>(i) * (cp_.c.L + 1) + j;
     auto it = menus_.find(key);
     if (it != menus_.end()) return it->second;
-    const Menu& menu = menus_.emplace(key, BuildMenu(pb_.layers, i, j)).first->second;
+    const Menu& menu = menus_.emplace(key, BuildMenu(cp_.pb.layers, i, j)).first->second;
     if (menu.truncated) menus_truncated_ = true;
     return menu;
-  }
-
-  StageFixed Fixed(int s, int i, int j, Bytes prev_output) const {
-    const double speed = pb_.cluster.devices[s % c_.p].speed;
-    StageFixed x;
-    x.f = ScaleTime(pf_[j] - pf_[i], speed);
-    x.bi = ScaleTime(pbi_[j] - pbi_[i], speed);
-    x.bw = ScaleTime(pbw_[j] - pbw_[i], speed);
-    x.static_mem = pst_[j] - pst_[i];
-    for (int l = i; l < j; ++l) x.workspace = std::max(x.workspace, pb_.layers[l].workspace);
-    x.output = j > i ? pb_.layers[j - 1].output_bytes : prev_output;
-    return x;
-  }
-
-  Nanos CommFwd(int s, Bytes bytes) const {
-    if (s + 1 >= c_.S) return 0;
-    const int a = s % c_.p, b = (s + 1) % c_.p;
-    if (a == b) return 0;
-    const Link& l = c_.spec.link(DeviceId(a), DeviceId(b));
-    return l.latency + LinkOccupancy(bytes, l.bandwidth);
-  }
-  Nanos CommBwd(int s, Bytes bytes) const {  // gradient from s+1 to s
-    if (s + 1 >= c_.S) return 0;
-    const int a = (s + 1) % c_.p, b = s % c_.p;
-    if (a == b) return 0;
-    const Link& l = c_.spec.link(DeviceId(a), DeviceId(b));
-    return l.latency + LinkOccupancy(bytes, l.bandwidth);
-  }
-
-  // Peak memory of device d for menu points pts[c] (one per chunk) of stages
-  // with the given fixed parts.
-  Bytes DevicePeak(int d, const std::vector<const StageFixed*>& fx,
-                   const std::vector<const MenuPoint*>& pts) const {
-    Bytes stat = 0;
-    for (int c = 0; c < c_.v; ++c) stat += fx[c]->static_mem;
-    Bytes best = stat;
-    for (const Moment& mo : c_.profile.moments[d]) {
-      Bytes x = stat;
-      for (int c = 0; c < c_.v; ++c) x += static_cast<Bytes>(mo.counts[c]) * pts[c]->stash;
-      const int c = mo.chunk;
-      x += mo.forward ? pts[c]->stash + fx[c]->workspace
-                      : fx[c]->workspace + pts[c]->remat;
-      best = std::max(best, x);
-    }
-    return best;
   }
 
   // Lower bound on device d's peak from the chunks assigned so far (others
   // empty), using each chunk's least stash and re-materialization.
   Bytes DevicePeakLowerBound(int d, int assigned_stages) const;
 
-  // Picks the recompute of every device for a full split. Returns false if
-  // some device cannot fit. Fills chosen_[s] and rtime_[s] (scaled).
-  bool WalkFits(int d, const std::vector<const Menu*>& menus,
-                const std::vector<const StageFixed*>& fxp, Bytes cap, std::int64_t& budget,
-                const std::function<Nanos()>& limit,
-                const std::function<void(const std::vector<const MenuPoint*>&, Nanos, Bytes)>&
-                    leaf) const;
   Nanos DeviceRecompute(int d, const std::vector<int>& first,
                         const std::vector<int>& split,
                         const std::vector<StageFixed>& fx,
@@ -207,7 +151,7 @@ class Searcher {
     int recomputed = 0;
     SimResult sim;
   };
-  // Simulates every slot (on opt_.threads threads when the runs are big
+  // Simulates every slot (on opt.threads threads when the runs are big
   // enough to pay for them).
   void RunBatch(std::vector<BatchSlot>& batch);
   std::vector<Engine> batch_engines_;
@@ -238,28 +182,12 @@ class Searcher {
   bool CheckLimits();
   void Report(bool force);
 
-  Nanos RootBound(std::vector<int>* decoders_per_device, int* decoder_rep);
-  std::vector<Path> BuildPaths() const;
-  Nanos LeastHop(int a, int b) const;
-  Path PathOf(const std::vector<CriticalStep>& steps) const;
-  Nanos PathWeights();
-  Nanos TotalsPathBound(Nanos best);
-  std::vector<Path>* path_pool_ = nullptr;
-  std::vector<std::vector<std::pair<Bytes, Nanos>>>* fronts_ = nullptr;
-  RecomputeRows* rt_cache_ = nullptr;
-  std::vector<int> RelaxedSplit(const std::vector<int>& per_device, int rep) const;
-  std::vector<int> SplitFromQuota(const std::vector<int>& quota, int rep) const;
-  std::vector<int> ChunkAwareSplit(const std::vector<int>& per_device, int rep);
-  std::vector<int> EvenSplit() const;
-  std::vector<int> BalancedSplit() const;
   void LocalSearch(std::vector<int> split, std::mt19937_64& rng, int restarts);
 
-  const SearchProblem& pb_;
-  const SearchOptions& opt_;
-  ChoiceContext c_;
-  std::vector<Nanos> pf_, pbi_, pbw_;
-  std::vector<Bytes> pst_;
-  double max_speed_ = 1.0;
+  const ChoiceProblem cp_;  // read-only for the whole search
+  std::vector<Path>* path_pool_ = nullptr;
+  Fronts* fronts_ = nullptr;
+  RecomputeRows* rt_cache_ = nullptr;
   std::unordered_map<std::uint64_t, Menu> menus_;
   bool menus_truncated_ = false;
   Engine engine_;
@@ -277,32 +205,11 @@ class Searcher {
   Nanos chain_ = 0;                   // one micro-batch through assigned stages
   std::vector<const MenuPoint*> chosen_;  // per stage after ChooseRecompute
   std::vector<Nanos> rtime_;              // per stage, scaled recompute time
-  std::vector<Nanos> min_rtime_;          // v=1: least feasible recompute
-  std::vector<Nanos> suffix_work_;        // unscaled m-less work of layers >= l
   std::vector<Nanos> level_bounds_;       // pending bound per DFS level
   Nanos root_bound_ = 0;                  // valid for the whole tree
-  // RootBound's relaxation, kept for TotalsPathBound: the largest group of
-  // identical layers ("decoders") and load[d][k], a lower bound on the
-  // makespan when rank d holds k of them (kInf: k cannot fit).
-  struct Totals {
-    int decoders = 0, rep = 0, free_others = 0;
-    bool first_pinned = false, last_pinned = false;
-    std::vector<std::vector<Nanos>> load;
-    std::vector<std::vector<Nanos>> rt;  // [d][k] least recompute per mb (speed 1), or kInf
-  } totals_;
- public:
-  Nanos totals_bound = 0;  // TotalsPathBound after the heuristics (0: none)
- private:
-  // Path bound (PathWeights): T >= sum_s (pa_[s] f_s + pb_[s] b_s) + pconst_
-  // for any allocation; pa_min_[s] / pb_min_[s] = least coefficient per unit
-  // of unscaled work over stages >= s (for layers not yet placed).
-  std::vector<double> pa_, pbw_coef_, pa_min_, pb_min_;
-  double pconst_ = 0, path_acc_ = 0;
-  Nanos forced_recompute_ = 0;  // RootBound: least total recompute per mb
-  Bytes least_output_ = 0;      // least bytes a stage can send (LeastHop)
-  std::vector<Nanos> suffix_f_, suffix_b_;
-  std::vector<int> relaxed_per_device_;   // the root relaxation's allocation
-  int relaxed_rep_ = 0;
+  RootRelaxation root_;                   // RootBound's relaxation
+  PathMixture mix_;                       // PathWeights' mixture (empty: none)
+  double path_acc_ = 0;                   // the mixture over the placed stages
   struct RecomputeMemo {
     Nanos time;
     std::vector<const MenuPoint*> pts;  // point into menus_ (stable nodes)

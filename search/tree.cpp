@@ -32,14 +32,14 @@ namespace ppb::search_detail {
 // The alternatives are different splits (the same split keeps its best
 // recompute).
 void Searcher::Offer(Candidate c) {
-  if (OfferTop(top, std::move(c), opt_.top_k)) {
+  if (OfferTop(top, std::move(c), cp_.opt.top_k)) {
     incumbents.emplace_back(
         std::chrono::duration<double>(Clock::now() - start_).count(),
         top.front().makespan);
   }
 }
 
-Nanos Searcher::PruneThreshold() const { return TopThreshold(top, opt_.top_k, opt_.cutoff); }
+Nanos Searcher::PruneThreshold() const { return TopThreshold(top, cp_.opt.top_k, cp_.opt.cutoff); }
 
 // A subtree whose makespan bound exceeds the K-th best cannot enter the top
 // K. A bound equal to it may still tie on makespan and win on memory, so it
@@ -48,7 +48,7 @@ bool Searcher::ShouldPrune(Nanos bound) const { return bound > PruneThreshold();
 
 bool Searcher::CheckLimits() {
   if (limit_hit) return true;
-  if (opt_.node_limit != 0 && nodes >= std::max<std::int64_t>(0, opt_.node_limit)) {
+  if (cp_.opt.node_limit != 0 && nodes >= std::max<std::int64_t>(0, cp_.opt.node_limit)) {
     limit_hit = true;
     stop_reason = "node limit";
     return true;
@@ -57,8 +57,8 @@ bool Searcher::CheckLimits() {
     const double el = std::chrono::duration<double>(Clock::now() - start_).count();
     // A top-level search leaves the last tenth of its time to the bound
     // of an open tree (TotalsPathBound).
-    const double share = opt_.open_tree_bound ? 0.9 : 1.0;
-    if (opt_.time_limit_s > 0 && el >= opt_.time_limit_s * share) {
+    const double share = cp_.opt.open_tree_bound ? 0.9 : 1.0;
+    if (cp_.opt.time_limit_s > 0 && el >= cp_.opt.time_limit_s * share) {
       limit_hit = true;
       stop_reason = "time limit";
       return true;
@@ -69,7 +69,7 @@ bool Searcher::CheckLimits() {
 }
 
 void Searcher::Report(bool force) {
-  if (!opt_.progress || !ReportDue(force, opt_.progress_interval_s, last_report_)) return;
+  if (!cp_.opt.progress || !ReportDue(force, cp_.opt.progress_interval_s, last_report_)) return;
   SearchProgress pr;
   pr.elapsed_s = std::chrono::duration<double>(last_report_ - start_).count();
   pr.nodes = nodes;
@@ -79,13 +79,13 @@ void Searcher::Report(bool force) {
   for (Nanos b : level_bounds_) lb = std::min(lb, b);
   lb = std::min(lb, pending_bound);
   pr.lower_bound = lb;  // kInf: this choice holds no strategy at all
-  pr.choice = c_.index;
-  opt_.progress(pr);
+  pr.choice = cp_.c.index;
+  cp_.opt.progress(pr);
 }
 
 void Searcher::Dfs(int s, int pos) {
-  const int S = c_.S, L = c_.L, p = c_.p, m = c_.m;
-  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
+  const int S = cp_.c.S, L = cp_.c.L, p = cp_.c.p, m = cp_.c.m;
+  const int kmin = cp_.pb.allow_empty_chunks ? 0 : 1;
   const int remaining_after = S - s - 1;
   const int kmax_total = L - pos - remaining_after * kmin;
   const int d = s % p;
@@ -101,11 +101,11 @@ void Searcher::Dfs(int s, int pos) {
   };
   std::vector<Child> children;
   const Bytes prev_out = s > 0 ? fixed_[s - 1].output : 0;
-  const double speed = pb_.cluster.devices[d].speed;
+  const double speed = cp_.pb.cluster.devices[d].speed;
   const Nanos ideal_k = (L - pos) / std::max(1, S - s);
 
   for (int k = klo; k <= khi; ++k) {
-    const StageFixed fx = Fixed(s, pos, pos + k, prev_out);
+    const StageFixed fx = cp_.Fixed(s, pos, pos + k, prev_out);
     // Recompute for this stage: for v = 1 exact now (the device has only this
     // stage); for v > 1 known when the device's last chunk is placed.
     split_[s] = k;
@@ -114,14 +114,14 @@ void Searcher::Dfs(int s, int pos) {
     Nanos rt = 0;
     // Memory feasibility (monotone in k: more layers never need less).
     const Bytes floor_peak = DevicePeakLowerBound(d, s + 1);
-    if (floor_peak > c_.spec.device_capacity[d]) break;
-    if (c_.v == 1) {
+    if (floor_peak > cp_.c.spec.device_capacity[d]) break;
+    if (cp_.c.v == 1) {
       const Menu& menu = GetMenu(pos, pos + k);
       std::vector<const StageFixed*> fxp{&fixed_[s]};
       rt = -1;
       for (const MenuPoint& q : menu.points) {  // sorted by time
         std::vector<const MenuPoint*> pts{&q};
-        if (DevicePeak(d, fxp, pts) <= c_.spec.device_capacity[d]) {
+        if (cp_.DevicePeak(d, fxp, pts) <= cp_.c.spec.device_capacity[d]) {
           // Beyond a truncated menu's exact range only that range's end
           // is a valid lower bound.
           rt = ScaleTime(std::min(q.time, menu.exact_up_to), speed);
@@ -133,12 +133,12 @@ void Searcher::Dfs(int s, int pos) {
     // v > 1: once the device's last chunk is placed, its least total
     // recompute is known; it adds to the device's work (not to the chains).
     Nanos dev_rt = 0;
-    if (c_.v > 1 && s / p == c_.v - 1) {
+    if (cp_.c.v > 1 && s / p == cp_.c.v - 1) {
       std::vector<const MenuPoint*> pts;
       bool ex = true;
       dev_rt = DeviceRecompute(d, first_layer_, split_, fixed_, pts, ex);
       bool truncated = false;
-      for (int c = 0; c < c_.v; ++c) {
+      for (int c = 0; c < cp_.c.v; ++c) {
         const int sc = c * p + d;
         truncated |= GetMenu(first_layer_[sc], first_layer_[sc] + split_[sc]).truncated;
       }
@@ -151,7 +151,7 @@ void Searcher::Dfs(int s, int pos) {
     // Bound: per-device head + work + tail, plus water-filling of the
     // layers not yet placed over devices with open stages.
     const Nanos w = fx.f + fx.bi + fx.bw + rt;
-    const Nanos cf = CommFwd(s, fx.output), cb = CommBwd(s, fx.output);
+    const Nanos cf = cp_.CommFwd(s, fx.output), cb = cp_.CommBwd(s, fx.output);
     Nanos bound = 0;
     // Device-level parts after adding this stage.
     // head/tail increments apply to devices d' with d' > s (only for s < p).
@@ -170,17 +170,17 @@ void Searcher::Dfs(int s, int pos) {
     bound = max_fixed;
     // Chain of one micro-batch: assigned stages plus the rest at best speed.
     const int next = pos + k;
-    const Nanos rest_work = suffix_work_[next];
+    const Nanos rest_work = cp_.suffix_work[next];
     const Nanos chain = chain_ + w + cf + cb +
-                        static_cast<Nanos>(std::floor(static_cast<double>(rest_work) / max_speed_));
+                        static_cast<Nanos>(std::floor(static_cast<double>(rest_work) / cp_.max_speed));
     bound = std::max(bound, chain);
     // Water-filling: devices with stages still open absorb the remaining
     // work m * rest_work (speed-1 units) at their speeds.
     if (rest_work > 0) {
       std::vector<std::pair<Nanos, double>> open;  // (base, speed)
       for (int dd = 0; dd < p; ++dd) {
-        const int last_stage = (c_.v - 1) * p + dd;
-        if (last_stage > s) open.emplace_back(base[dd], pb_.cluster.devices[dd].speed);
+        const int last_stage = (cp_.c.v - 1) * p + dd;
+        if (last_stage > s) open.emplace_back(base[dd], cp_.pb.cluster.devices[dd].speed);
       }
       if (!open.empty()) {
         std::sort(open.begin(), open.end());
@@ -211,16 +211,16 @@ void Searcher::Dfs(int s, int pos) {
       }
     }
     bound = std::max(bound, root_bound_);
-    if (!pa_.empty()) {
+    if (!mix_.pa.empty()) {
       // Path bound: placed stages at their times, the rest at the least
       // coefficient of the stages still open.
-      const double placed = path_acc_ + pa_[s] * static_cast<double>(fx.f) +
-                            pbw_coef_[s] * static_cast<double>(fx.bi + fx.bw + rt);
-      const double rest = s + 1 < S ? pa_min_[s + 1] * static_cast<double>(suffix_f_[next]) +
-                                          pb_min_[s + 1] * static_cast<double>(suffix_b_[next])
+      const double placed = path_acc_ + mix_.pa[s] * static_cast<double>(fx.f) +
+                            mix_.pbw_coef[s] * static_cast<double>(fx.bi + fx.bw + rt);
+      const double rest = s + 1 < S ? mix_.pa_min[s + 1] * static_cast<double>(cp_.suffix_f[next]) +
+                                          mix_.pb_min[s + 1] * static_cast<double>(cp_.suffix_b[next])
                                     : 0.0;
       const double slack = static_cast<double>(m) * (S + 1) * 4;
-      bound = std::max(bound, static_cast<Nanos>(std::floor(placed + rest + pconst_ - slack)));
+      bound = std::max(bound, static_cast<Nanos>(std::floor(placed + rest + mix_.pconst - slack)));
     }
     children.push_back(Child{k, bound, rt, dev_rt});
   }
@@ -246,7 +246,7 @@ void Searcher::Dfs(int s, int pos) {
     const int k = ch.k;
     split_[s] = k;
     first_layer_[s] = pos;
-    fixed_[s] = Fixed(s, pos, pos + k, prev_out);
+    fixed_[s] = cp_.Fixed(s, pos, pos + k, prev_out);
     if (s == S - 1) {
       std::vector<int> split(split_.begin(), split_.end());
       Candidate cand;
@@ -269,7 +269,7 @@ void Searcher::Dfs(int s, int pos) {
     // Push the stage into the partial sums.
     const StageFixed& fx = fixed_[s];
     const Nanos w = fx.f + fx.bi + fx.bw + ch.rtime;
-    const Nanos cf = CommFwd(s, fx.output), cb = CommBwd(s, fx.output);
+    const Nanos cf = cp_.CommFwd(s, fx.output), cb = cp_.CommBwd(s, fx.output);
     std::vector<Nanos> saved_head = head_, saved_tail = tail_;
     const Nanos saved_work = work_[d], saved_chain = chain_;
     for (int dd = s + 1; dd < p; ++dd) {
@@ -279,9 +279,9 @@ void Searcher::Dfs(int s, int pos) {
     work_[d] += static_cast<Nanos>(m) * (w + ch.dev_rt);
     chain_ += w + cf + cb;
     const double saved_acc = path_acc_;
-    if (!pa_.empty()) {
-      path_acc_ += pa_[s] * static_cast<double>(fx.f) +
-                   pbw_coef_[s] * static_cast<double>(fx.bi + fx.bw + ch.rtime);
+    if (!mix_.pa.empty()) {
+      path_acc_ += mix_.pa[s] * static_cast<double>(fx.f) +
+                   mix_.pbw_coef[s] * static_cast<double>(fx.bi + fx.bw + ch.rtime);
     }
     Dfs(s + 1, pos + k);
     head_ = std::move(saved_head);
@@ -301,25 +301,8 @@ void Searcher::Dfs(int s, int pos) {
 }
 
 bool Searcher::Prepare(bool path_weights) {
-  const int S = c_.S, L = c_.L, p = c_.p;
-  least_output_ = std::numeric_limits<Bytes>::max();
-  for (int l = 0; l < L; ++l) {
-    if (l + 1 < L || pb_.allow_empty_chunks) {
-      least_output_ = std::min(least_output_, pb_.layers[l].output_bytes);
-    }
-  }
-  if (L <= 1) least_output_ = 0;
-  suffix_work_.assign(L + 1, 0);
-  for (int l = L - 1; l >= 0; --l) {
-    suffix_work_[l] = suffix_work_[l + 1] + pb_.layers[l].forward +
-                      pb_.layers[l].backward_input + pb_.layers[l].backward_weight;
-  }
-  suffix_f_.assign(L + 1, 0);
-  suffix_b_.assign(L + 1, 0);
-  for (int l = L - 1; l >= 0; --l) {
-    suffix_f_[l] = suffix_f_[l + 1] + pb_.layers[l].forward;
-    suffix_b_[l] = suffix_b_[l + 1] + pb_.layers[l].backward_input + pb_.layers[l].backward_weight;
-  }
+  const int S = cp_.c.S, L = cp_.c.L, p = cp_.c.p;
+  // (Sums over the layers and the least output are in cp_: ChoiceProblem.)
   path_acc_ = 0;
   split_.assign(S, 0);
   first_layer_.assign(S, 0);
@@ -329,7 +312,7 @@ bool Searcher::Prepare(bool path_weights) {
   work_.assign(p, 0);
   level_bounds_.assign(S, kInf);
   chain_ = 0;
-  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
+  const int kmin = cp_.pb.allow_empty_chunks ? 0 : 1;
   if (L < S * kmin) {
     closed = true;
     stop_reason = "no split: fewer layers than chunks";
@@ -341,14 +324,14 @@ bool Searcher::Prepare(bool path_weights) {
   // micro-batch through all layers at the best speed.
   {
     double speeds = 0;
-    for (const auto& dv : pb_.cluster.devices) speeds += dv.speed;
-    const long double total = static_cast<long double>(c_.m) * suffix_work_[0];
-    const Nanos slack = static_cast<Nanos>(c_.m) * (S + 1) * 2;
+    for (const auto& dv : cp_.pb.cluster.devices) speeds += dv.speed;
+    const long double total = static_cast<long double>(cp_.c.m) * cp_.suffix_work[0];
+    const Nanos slack = static_cast<Nanos>(cp_.c.m) * (S + 1) * 2;
     pending_bound = std::max<Nanos>(
         0, std::max(static_cast<Nanos>(std::floor(total / speeds)) - slack,
-                    static_cast<Nanos>(std::floor(suffix_work_[0] / max_speed_)) - S));
-    root_bound_ = RootBound(&relaxed_per_device_, &relaxed_rep_);
-    if (path_weights) root_bound_ = std::max(root_bound_, PathWeights());
+                    static_cast<Nanos>(std::floor(cp_.suffix_work[0] / cp_.max_speed)) - S));
+    root_bound_ = RootBound(cp_, fronts_, rt_cache_, root_);
+    if (path_weights) root_bound_ = std::max(root_bound_, PathWeights(cp_, root_.forced_recompute, mix_));
     pending_bound = std::max(pending_bound, root_bound_);
   }
   return true;
@@ -356,21 +339,21 @@ bool Searcher::Prepare(bool path_weights) {
 
 void Searcher::Run() {
   if (!Prepare()) return;
-  const int kmin = pb_.allow_empty_chunks ? 0 : 1;
-  std::mt19937_64 rng(opt_.seed ^ (0x9E3779B97F4A7C15ULL * (c_.index + 1)));
-  std::vector<int> even = EvenSplit();
+  const int kmin = cp_.pb.allow_empty_chunks ? 0 : 1;
+  std::mt19937_64 rng(cp_.opt.seed ^ (0x9E3779B97F4A7C15ULL * (cp_.c.index + 1)));
+  std::vector<int> even = EvenSplit(cp_);
   bool even_ok = true;
   for (int x : even) even_ok &= x >= kmin;
   if (even_ok) LocalSearch(even, rng, 0);
-  if (!relaxed_per_device_.empty()) {
-    const std::vector<int> relaxed = RelaxedSplit(relaxed_per_device_, relaxed_rep_);
+  if (!root_.per_device.empty()) {
+    const std::vector<int> relaxed = RelaxedSplit(cp_, root_.per_device, root_.rep);
     if (!relaxed.empty()) LocalSearch(relaxed, rng, 0);
-    if (c_.v > 1) {
-      const std::vector<int> aware = ChunkAwareSplit(relaxed_per_device_, relaxed_rep_);
+    if (cp_.c.v > 1) {
+      const std::vector<int> aware = ChunkAwareSplit(cp_, root_.per_device, root_.rep);
       if (!aware.empty() && aware != relaxed) LocalSearch(aware, rng, 0);
     }
   }
-  LocalSearch(BalancedSplit(), rng, opt_.local_search_restarts);
+  LocalSearch(BalancedSplit(cp_), rng, cp_.opt.local_search_restarts);
 
   if (!limit_hit) {
     pending_bound = kInf;  // from here the tree search tracks what is open
@@ -385,8 +368,9 @@ void Searcher::Run() {
   }
   // A tree left open gets the sharper global bound for its report (not
   // the placement search's per-order runs, which report to a cutoff).
-  if (!closed && !top.empty() && opt_.open_tree_bound) {
-    totals_bound = TotalsPathBound(top.front().makespan);
+  if (!closed && !top.empty() && cp_.opt.open_tree_bound) {
+    totals_bound = TotalsPathBound(cp_, root_.totals, path_pool_, engine_, start_,
+                                   top.front().makespan);
   }
   // The top list's ties on time are settled by memory, then recompute.
   std::vector<Candidate> polished;
