@@ -7,12 +7,14 @@
 // costs on its device apart from recompute. ChoiceProblem is everything
 // the search of one choice on one cluster reads and never writes (the
 // problem, the options, the context, sums over the layers), passed
-// explicitly to the bounds and heuristics. kInf is the "no bound / no
+// explicitly to the bounds and heuristics; SearchLimits is one search's
+// clock and stop state. kInf is the "no bound / no
 // time" sentinel: far below overflow when a few are added.
 #pragma once
 
 #include <chrono>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "search/memory_profile.h"
@@ -43,6 +45,16 @@ struct StageFixed {
   Bytes static_mem = 0;
   Bytes workspace = 0;
   Bytes output = 0;
+};
+
+// The clock of one search, its progress throttle (ReportDue), and whether
+// and why it stopped.
+struct SearchLimits {
+  Clock::time_point start;
+  Clock::time_point last_report{};
+  bool hit = false;        // a node or time limit stopped it
+  std::string stop_reason;
+  double Elapsed() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
 };
 
 // Read-only for the whole search of one choice on one cluster: the problem,

@@ -214,7 +214,7 @@ void Searcher::LocalSearch(std::vector<int> split, std::mt19937_64& rng,
     if (!eval(cur, best)) best.feasible = false;
     bool improved = true;
     int rounds = 0;
-    while (improved && rounds++ < 400 && !limit_hit) {
+    while (improved && rounds++ < 400 && !limits.hit) {
       improved = false;
       std::vector<std::pair<int, int>> moves;  // (from stage, to stage)
       if (best.feasible) {
@@ -285,8 +285,9 @@ void Searcher::LocalSearch(std::vector<int> split, std::mt19937_64& rng,
     }
   };
   climb(split);
-  for (int r = 0; r < restarts && !limit_hit; ++r) {
-    std::vector<int> cur = top.empty() ? split : top.front().strategy.layers_per_stage;
+  for (int r = 0; r < restarts && !limits.hit; ++r) {
+    std::vector<int> cur =
+        top_list.top.empty() ? split : top_list.top.front().strategy.layers_per_stage;
     // Perturb: move a few random layers across random boundaries.
     std::uniform_int_distribution<int> pick(0, std::max(0, S - 2));
     for (int moves = 0; moves < 1 + r % 4 && S > 1; ++moves) {

@@ -54,5 +54,12 @@ Nanos TopThreshold(const std::vector<Candidate>& top, int top_k, Nanos cutoff) {
   return std::min(cut, top.back().makespan);
 }
 
+void TopList::Offer(Candidate c, Clock::time_point start) {
+  if (OfferTop(top, std::move(c), top_k)) {
+    incumbents.emplace_back(std::chrono::duration<double>(Clock::now() - start).count(),
+                            top.front().makespan);
+  }
+}
+
 }  // namespace search_detail
 }  // namespace ppb

@@ -4,10 +4,12 @@
 // top_k feasible candidates, and one per (choice, device order, split),
 // the better of two kept. TopThreshold is the bound a subtree must not
 // exceed to be explored (a subtree bounded above it cannot enter the list).
-// ReportDue throttles progress reports to one per interval. Better() itself
+// ReportDue throttles progress reports to one per interval. TopList holds
+// a list with its top_k and cutoff, and when its best improved. Better() itself
 // is public (search.h).
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "search/context.h"
@@ -30,5 +32,18 @@ bool ReportDue(bool force, double interval, Clock::time_point& last);
 // A bound a subtree must not exceed to be explored: the K-th best time
 // once the list is full, and never above `cutoff` (-1: none).
 Nanos TopThreshold(const std::vector<Candidate>& top, int top_k, Nanos cutoff);
+
+// The top list of one search with its threshold, and each time its best
+// improved; kept by the split search and the placement search alike.
+struct TopList {
+  int top_k = 1;
+  Nanos cutoff = -1;                                 // -1: none
+  std::vector<Candidate> top;                        // sorted by Better, distinct
+  std::vector<std::pair<double, Nanos>> incumbents;  // (s since start, makespan)
+
+  // OfferTop; a new best is recorded with its time since `start`.
+  void Offer(Candidate c, Clock::time_point start);
+  Nanos Threshold() const { return TopThreshold(top, top_k, cutoff); }
+};
 
 }  // namespace ppb::search_detail

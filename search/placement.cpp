@@ -12,12 +12,12 @@
 namespace ppb::search_detail {
 
 void PlacementSearcher::Report(bool force) {
-  if (!opt_.progress || !ReportDue(force, opt_.progress_interval_s, last_report_)) return;
+  if (!opt_.progress || !ReportDue(force, opt_.progress_interval_s, limits_.last_report)) return;
   SearchProgress pr;
   pr.elapsed_s = Elapsed();
   pr.nodes = AllNodes();
   pr.evaluations = evaluations_;
-  pr.incumbent = top_.empty() ? -1 : top_.front().makespan;
+  pr.incumbent = top_list_.top.empty() ? -1 : top_list_.top.front().makespan;
   pr.lower_bound = std::min(open_bound_, pr.incumbent < 0 ? kInf : pr.incumbent);
   if (pr.lower_bound >= kInf) pr.lower_bound = 0;
   pr.gap = pr.incumbent > 0 ? static_cast<double>(pr.incumbent - pr.lower_bound) /
@@ -75,9 +75,9 @@ Nanos PlacementSearcher::Bound(const Placement& prefix) {
 }
 
 void PlacementSearcher::PolishOrder(std::int64_t budget) {
-  for (int round = 0; round < 4 * n_ && !top_.empty(); ++round) {
-    const Placement current = top_.front().placement;
-    const Nanos before = top_.front().makespan;
+  for (int round = 0; round < 4 * n_ && !top_list_.top.empty(); ++round) {
+    const Placement current = top_list_.top.front().placement;
+    const Nanos before = top_list_.top.front().makespan;
     bool improved = false;
     for (int i = 0; i < n_ && !improved; ++i) {
       for (int j = i + 1; j < n_ && !improved; ++j) {
@@ -90,7 +90,7 @@ void PlacementSearcher::PolishOrder(std::int64_t budget) {
         Placement next = current;
         std::swap(next[i], next[j]);
         Leaf(next, 0, budget);  // a look: no pruning, so no bound needed
-        improved = top_.front().makespan < before;
+        improved = top_list_.top.front().makespan < before;
       }
     }
     if (!improved) return;
@@ -142,8 +142,8 @@ void PlacementSearcher::Leaf(const Placement& order, Nanos bound, std::int64_t b
   seen_[key] = true;
   if (!closed) {
     if (r->stop_reason == "node limit" || r->stop_reason == "time limit") {
-      limit_hit_ = true;
-      stop_reason_ = r->stop_reason;
+      limits_.hit = true;
+      limits_.stop_reason = r->stop_reason;
       open_bound_ = std::min(open_bound_, r->found ? r->lower_bound : bound);
     } else {
       inexact_ = true;
@@ -254,15 +254,15 @@ SearchResult PlacementSearcher::Run() {
   res.evaluations = evaluations_;
   res.placements_searched = searched_;
   res.placement_nodes = placement_nodes_;
-  res.incumbents = incumbents_;
-  res.top = top_;
-  res.found = !top_.empty();
+  res.incumbents = top_list_.incumbents;
+  res.top = top_list_.top;
+  res.found = !top_list_.top.empty();
   for (auto& c : res.top) {
     auto e = Evaluate(pb_, c.choice, c.strategy, c.placement);
     if (e.ok()) c = std::move(e).value();
   }
   if (res.found) res.best = res.top.front();
-  const bool closed = !limit_hit_ && !inexact_;
+  const bool closed = !limits_.hit && !inexact_;
   res.proved_optimal = res.found && closed;
   res.proved_infeasible = !res.found && closed;
   res.lower_bound = res.found ? std::min(open_bound_, res.best.makespan) : 0;
@@ -278,7 +278,7 @@ SearchResult PlacementSearcher::Run() {
               static_cast<double>(res.best.makespan);
   }
   res.stop_reason = closed ? (res.found ? "proved optimal" : "proved infeasible")
-                           : limit_hit_ ? stop_reason_ : inexact_reason_;
+                           : limits_.hit ? limits_.stop_reason : inexact_reason_;
   return res;
 }
 

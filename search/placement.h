@@ -46,6 +46,8 @@ class PlacementSearcher {
   PlacementSearcher(const SearchProblem& pb, const SearchOptions& opt,
                     std::vector<ChoiceContext> ctxs)
       : pb_(pb), opt_(opt), topo_(pb.topology), ctxs_(std::move(ctxs)) {
+    top_list_.top_k = opt_.top_k;
+    top_list_.cutoff = opt_.cutoff;
     n_ = topo_.num_devices();
     ring_ = false;
     for (const ChoiceContext& c : ctxs_) ring_ |= c.v > 1;
@@ -81,7 +83,7 @@ class PlacementSearcher {
         0, static_cast<Nanos>(std::floor(work * pb_.m / speeds)) -
                static_cast<Nanos>(pb_.m) * (max_s + 1) * 2);
     work_bound_ = std::max(work_bound_, DecoderBound());
-    start_ = Clock::now();
+    limits_.start = Clock::now();
   }
 
   SearchResult Run();
@@ -95,27 +97,21 @@ class PlacementSearcher {
   // micro-batches in flight any rank has). The least level every device
   // can stay under while together they hold all D bounds the optimum.
   Nanos DecoderBound() const;
-  double Elapsed() const {
-    return std::chrono::duration<double>(Clock::now() - start_).count();
-  }
+  double Elapsed() const { return limits_.Elapsed(); }
   std::int64_t AllNodes() const { return nodes_ + placement_nodes_; }
   bool OutOfLimits() {
-    if (limit_hit_) return true;
+    if (limits_.hit) return true;
     if (opt_.node_limit != 0 && AllNodes() >= std::max<std::int64_t>(0, opt_.node_limit)) {
-      limit_hit_ = true;
-      stop_reason_ = "node limit";
+      limits_.hit = true;
+      limits_.stop_reason = "node limit";
     } else if (opt_.time_limit_s > 0 && Elapsed() >= opt_.time_limit_s) {
-      limit_hit_ = true;
-      stop_reason_ = "time limit";
+      limits_.hit = true;
+      limits_.stop_reason = "time limit";
     }
-    return limit_hit_;
+    return limits_.hit;
   }
-  Nanos Threshold() const { return TopThreshold(top_, opt_.top_k, opt_.cutoff); }
-  void Offer(Candidate c) {
-    if (OfferTop(top_, std::move(c), opt_.top_k)) {
-      incumbents_.emplace_back(Elapsed(), top_.front().makespan);
-    }
-  }
+  Nanos Threshold() const { return top_list_.Threshold(); }
+  void Offer(Candidate c) { top_list_.Offer(std::move(c), limits_.start); }
   void Report(bool force);
   Cluster Relaxed(const Placement& prefix) const;
   // The problem on one fixed cluster (no placement search), and a schedule
@@ -142,17 +138,13 @@ class PlacementSearcher {
   Link best_link_;
   Nanos work_bound_ = 0;
   std::vector<int> node_class_;
-  std::vector<Candidate> top_;
+  TopList top_list_;      // the K best (choice, order, split) found
   std::map<std::vector<std::int32_t>, bool> seen_;  // key -> closed
   Nanos open_bound_ = kInf;  // least bound over what was left open
-  bool limit_hit_ = false;
   bool inexact_ = false;     // some leaf closed without a proof
-  std::string stop_reason_;
   std::string inexact_reason_;
   std::int64_t nodes_ = 0, evaluations_ = 0, placement_nodes_ = 0, searched_ = 0;
-  Clock::time_point start_;
-  Clock::time_point last_report_{};
-  std::vector<std::pair<double, Nanos>> incumbents_;
+  SearchLimits limits_;   // clock, progress throttle, why it stopped
   // BoundFastestPlacements: sets of ranks for the fastest type, how many
   // were bounded, and the least bound when all were (0: none).
   std::int64_t fast_sets_total_ = 0, fast_sets_done_ = 0;

@@ -107,7 +107,7 @@ Nanos PlacementSearcher::DecoderBound() const {
 // used (same program, same links). Sets are spread over the threads; the
 // bound counts only when every set was bounded within the time share.
 void PlacementSearcher::BoundFastestPlacements() {
-  if (top_.empty() || ctxs_.empty()) return;
+  if (top_list_.top.empty() || ctxs_.empty()) return;
   const int T = static_cast<int>(topo_.types.size());
   if (T < 2) return;
   int fast = 0;
@@ -156,7 +156,7 @@ void PlacementSearcher::BoundFastestPlacements() {
   // Time share: up to 60% of the limit from the start of the search.
   const double share = opt_.time_limit_s > 0 ? 0.6 * opt_.time_limit_s : 0;
   if (opt_.time_limit_s > 0 && Elapsed() >= share) return;
-  const Nanos best = top_.front().makespan;
+  const Nanos best = top_list_.top.front().makespan;
   std::atomic<Nanos> least{best};
   std::atomic<std::int64_t> done{0};
   std::atomic<bool> stop{false};

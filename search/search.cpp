@@ -196,7 +196,7 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   Nanos lb = kInf;
   std::vector<std::pair<double, Nanos>> events;
   for (auto& s : searchers) {
-    events.insert(events.end(), s->incumbents.begin(), s->incumbents.end());
+    events.insert(events.end(), s->top_list.incumbents.begin(), s->top_list.incumbents.end());
   }
   std::sort(events.begin(), events.end());
   for (const auto& e : events) {
@@ -207,13 +207,15 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   for (auto& s : searchers) {
     res.nodes += s->nodes;
     res.evaluations += s->evaluations;
-    for (auto& c : s->top) all.push_back(c);
+    for (auto& c : s->top_list.top) all.push_back(c);
     all_closed &= s->closed;
     // This choice's bound on its own optimum.
-    Nanos own = s->top.empty() ? kInf : s->top.front().makespan;
+    Nanos own = s->top_list.top.empty() ? kInf : s->top_list.top.front().makespan;
     own = std::min(own, s->pending_bound);
     // Whatever can still beat the choice's incumbent obeys TotalsPathBound.
-    if (!s->top.empty()) own = std::max(own, std::min(s->top.front().makespan, s->totals_bound));
+    if (!s->top_list.top.empty()) {
+      own = std::max(own, std::min(s->top_list.top.front().makespan, s->totals_bound));
+    }
     lb = std::min(lb, own);
   }
   std::sort(all.begin(), all.end(), Better);
@@ -240,7 +242,7 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   }
   std::string reason;
   for (auto& s : searchers) {
-    if (!s->closed && reason.empty()) reason = s->stop_reason;
+    if (!s->closed && reason.empty()) reason = s->limits.stop_reason;
   }
   res.stop_reason = all_closed ? (res.found ? "proved optimal" : "proved infeasible")
                                : reason;

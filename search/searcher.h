@@ -50,6 +50,7 @@
 #include "search/bounds.h"
 #include "search/context.h"
 #include "search/heuristics.h"
+#include "search/incumbent.h"
 #include "search/recompute_menu.h"
 
 namespace ppb::search_detail {
@@ -68,7 +69,9 @@ class Searcher {
   Searcher(const SearchProblem& problem, const SearchOptions& options,
            ChoiceContext ctx)
       : cp_(problem, options, std::move(ctx)) {
-    start_ = Clock::now();
+    top_list.top_k = cp_.opt.top_k;
+    top_list.cutoff = cp_.opt.cutoff;
+    limits.start = Clock::now();
   }
 
   // Runs heuristics, local search and branch-and-bound.
@@ -83,13 +86,11 @@ class Searcher {
   bool ChooseRecompute(const std::vector<int>& split, bool& exact,
                        int* failed_device = nullptr);
 
-  std::vector<Candidate> top;  // sorted by Better, distinct strategies
+  TopList top_list;            // sorted by Better, distinct strategies
+  SearchLimits limits;         // clock, progress throttle, why it stopped
   Nanos pending_bound = kInf;  // min bound of what was left unexplored
   bool closed = false;
-  bool limit_hit = false;
-  std::string stop_reason;
   std::int64_t nodes = 0, evaluations = 0;
-  std::vector<std::pair<double, Nanos>> incumbents;  // (s, makespan)
 
   // The bound Run() starts its tree search from (valid for every split of
   // this choice on this cluster), without searching.
@@ -112,7 +113,7 @@ class Searcher {
   Nanos RootAndTotals(Nanos best) {
     if (!Prepare(false)) return kInf;
     return std::max(pending_bound,
-                    TotalsPathBound(cp_, root_.totals, path_pool_, engine_, start_, best));
+                    TotalsPathBound(cp_, root_.totals, path_pool_, engine_, limits.start, best));
   }
 
   Nanos totals_bound = 0;  // TotalsPathBound after the heuristics (0: none)
@@ -193,8 +194,6 @@ class Searcher {
   Engine engine_;
   SimResult sim_;
   PipelineSpec work_spec_;
-  Clock::time_point start_;
-  Clock::time_point last_report_{};
 
   // DFS state.
   std::vector<int> split_;            // counts of stages assigned so far

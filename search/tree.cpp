@@ -31,15 +31,9 @@ namespace ppb::search_detail {
 
 // The alternatives are different splits (the same split keeps its best
 // recompute).
-void Searcher::Offer(Candidate c) {
-  if (OfferTop(top, std::move(c), cp_.opt.top_k)) {
-    incumbents.emplace_back(
-        std::chrono::duration<double>(Clock::now() - start_).count(),
-        top.front().makespan);
-  }
-}
+void Searcher::Offer(Candidate c) { top_list.Offer(std::move(c), limits.start); }
 
-Nanos Searcher::PruneThreshold() const { return TopThreshold(top, cp_.opt.top_k, cp_.opt.cutoff); }
+Nanos Searcher::PruneThreshold() const { return top_list.Threshold(); }
 
 // A subtree whose makespan bound exceeds the K-th best cannot enter the top
 // K. A bound equal to it may still tie on makespan and win on memory, so it
@@ -47,20 +41,20 @@ Nanos Searcher::PruneThreshold() const { return TopThreshold(top, cp_.opt.top_k,
 bool Searcher::ShouldPrune(Nanos bound) const { return bound > PruneThreshold(); }
 
 bool Searcher::CheckLimits() {
-  if (limit_hit) return true;
+  if (limits.hit) return true;
   if (cp_.opt.node_limit != 0 && nodes >= std::max<std::int64_t>(0, cp_.opt.node_limit)) {
-    limit_hit = true;
-    stop_reason = "node limit";
+    limits.hit = true;
+    limits.stop_reason = "node limit";
     return true;
   }
   if ((nodes & 255) == 0) {
-    const double el = std::chrono::duration<double>(Clock::now() - start_).count();
+    const double el = std::chrono::duration<double>(Clock::now() - limits.start).count();
     // A top-level search leaves the last tenth of its time to the bound
     // of an open tree (TotalsPathBound).
     const double share = cp_.opt.open_tree_bound ? 0.9 : 1.0;
     if (cp_.opt.time_limit_s > 0 && el >= cp_.opt.time_limit_s * share) {
-      limit_hit = true;
-      stop_reason = "time limit";
+      limits.hit = true;
+      limits.stop_reason = "time limit";
       return true;
     }
     Report(false);
@@ -69,13 +63,13 @@ bool Searcher::CheckLimits() {
 }
 
 void Searcher::Report(bool force) {
-  if (!cp_.opt.progress || !ReportDue(force, cp_.opt.progress_interval_s, last_report_)) return;
+  if (!cp_.opt.progress || !ReportDue(force, cp_.opt.progress_interval_s, limits.last_report)) return;
   SearchProgress pr;
-  pr.elapsed_s = std::chrono::duration<double>(last_report_ - start_).count();
+  pr.elapsed_s = std::chrono::duration<double>(limits.last_report - limits.start).count();
   pr.nodes = nodes;
   pr.evaluations = evaluations;
-  pr.incumbent = top.empty() ? -1 : top.front().makespan;
-  Nanos lb = top.empty() ? kInf : top.front().makespan;
+  pr.incumbent = top_list.top.empty() ? -1 : top_list.top.front().makespan;
+  Nanos lb = top_list.top.empty() ? kInf : top_list.top.front().makespan;
   for (Nanos b : level_bounds_) lb = std::min(lb, b);
   lb = std::min(lb, pending_bound);
   pr.lower_bound = lb;  // kInf: this choice holds no strategy at all
@@ -253,7 +247,7 @@ void Searcher::Dfs(int s, int pos) {
       bool exact = true;
       if (EvaluateSplit(split, &cand, exact)) {
         const Nanos got = cand.makespan;
-        if (cand.feasible && (top.empty() || got <= top.front().makespan)) {
+        if (cand.feasible && (top_list.top.empty() || got <= top_list.top.front().makespan)) {
           PolishTies(split, cand);
         }
         Offer(std::move(cand));
@@ -289,7 +283,7 @@ void Searcher::Dfs(int s, int pos) {
     work_[d] = saved_work;
     chain_ = saved_chain;
     path_acc_ = saved_acc;
-    if (limit_hit) {
+    if (limits.hit) {
       // Unexplored siblings stay pending at their bounds (>= this one's).
       if (ci + 1 < children.size()) {
         pending_bound = std::min(pending_bound, children[ci + 1].bound);
@@ -315,7 +309,7 @@ bool Searcher::Prepare(bool path_weights) {
   const int kmin = cp_.pb.allow_empty_chunks ? 0 : 1;
   if (L < S * kmin) {
     closed = true;
-    stop_reason = "no split: fewer layers than chunks";
+    limits.stop_reason = "no split: fewer layers than chunks";
     pending_bound = kInf;
     return false;
   }
@@ -355,30 +349,30 @@ void Searcher::Run() {
   }
   LocalSearch(BalancedSplit(cp_), rng, cp_.opt.local_search_restarts);
 
-  if (!limit_hit) {
+  if (!limits.hit) {
     pending_bound = kInf;  // from here the tree search tracks what is open
     Dfs(0, 0);
-    if (!limit_hit) {
+    if (!limits.hit) {
       closed = pending_bound >= kInf;
-      stop_reason = closed ? "proved optimal"
-                    : menus_truncated_
-                        ? "recompute choice not proved (too many distinct layers in a stage)"
-                        : "recompute choice not proved";
+      limits.stop_reason = closed ? "proved optimal"
+                           : menus_truncated_
+                               ? "recompute choice not proved (too many distinct layers in a stage)"
+                               : "recompute choice not proved";
     }
   }
   // A tree left open gets the sharper global bound for its report (not
   // the placement search's per-order runs, which report to a cutoff).
-  if (!closed && !top.empty() && cp_.opt.open_tree_bound) {
-    totals_bound = TotalsPathBound(cp_, root_.totals, path_pool_, engine_, start_,
-                                   top.front().makespan);
+  if (!closed && !top_list.top.empty() && cp_.opt.open_tree_bound) {
+    totals_bound = TotalsPathBound(cp_, root_.totals, path_pool_, engine_, limits.start,
+                                   top_list.top.front().makespan);
   }
   // The top list's ties on time are settled by memory, then recompute.
   std::vector<Candidate> polished;
-  for (Candidate c : top) {
+  for (Candidate c : top_list.top) {
     PolishTies(c.strategy.layers_per_stage, c);
     polished.push_back(std::move(c));
   }
-  top.clear();
+  top_list.top.clear();
   for (auto& c : polished) Offer(std::move(c));
   Report(true);
 }
