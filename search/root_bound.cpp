@@ -14,6 +14,166 @@
 
 namespace ppb::search_detail {
 
+// N_d per device: the least possible weight of the device's stash at its
+// peak moment when the stash is split over its chunks in the most
+// favourable way (see RootBound).
+std::vector<double> StashWeights(const ChoiceContext& ctx) {
+  const int p = ctx.p;
+  std::vector<double> weight(p, 0.0);
+  for (int d = 0; d < p; ++d) {
+    const auto& mos = ctx.profile.moments[d];
+    double best = 0;
+    if (ctx.v == 1) {
+      for (const auto& mo : mos) best = std::max(best, static_cast<double>(mo.counts[0]));
+    } else if (ctx.v == 2) {
+      // min over t in [0,1] of max over moments of n0 t + n1 (1 - t): a
+      // convex piecewise-linear function; its minimum is at t = 0, t = 1
+      // or a crossing of two lines.
+      std::vector<double> ts{0.0, 1.0};
+      for (size_t i = 0; i < mos.size(); ++i) {
+        for (size_t j = i + 1; j < mos.size(); ++j) {
+          const double a1 = mos[i].counts[0] - mos[i].counts[1];
+          const double a2 = mos[j].counts[0] - mos[j].counts[1];
+          if (a1 != a2) {
+            const double t = (mos[j].counts[1] - mos[i].counts[1]) / (a1 - a2);
+            if (t > 0 && t < 1) ts.push_back(t);
+          }
+        }
+      }
+      best = std::numeric_limits<double>::infinity();
+      for (double t : ts) {
+        double mx = 0;
+        for (const auto& mo : mos) mx = std::max(mx, mo.counts[0] * t + mo.counts[1] * (1 - t));
+        best = std::min(best, mx);
+      }
+    } else {
+      // For any distribution q over the moments, min over splits s of
+      // max over moments of counts . s >= min over chunks c of the
+      // q-average of counts[c] (minimax). Each q gives a valid weight;
+      // multiplicative weights look for a good one (the split side answers
+      // with its best chunk).
+      for (const auto& mo : mos) {
+        int mn = std::numeric_limits<int>::max();
+        for (int c : mo.counts) mn = std::min(mn, c);
+        best = std::max(best, static_cast<double>(mn));
+      }
+      const size_t nm = mos.size();
+      if (nm > 0) {
+        double most = 1;
+        for (const auto& mo : mos) {
+          for (int c : mo.counts) most = std::max(most, static_cast<double>(c));
+        }
+        std::vector<double> q(nm, 1.0);
+        const int rounds = 500;
+        const double eta = std::sqrt(std::log(static_cast<double>(nm) + 1) / rounds);
+        std::vector<double> avg_sum(ctx.v, 0.0);
+        for (int it = 0; it < rounds; ++it) {
+          double z = 0;
+          for (double x : q) z += x;
+          std::vector<double> avg(ctx.v, 0.0);
+          for (size_t i = 0; i < nm; ++i) {
+            for (int c = 0; c < ctx.v; ++c) avg[c] += q[i] / z * mos[i].counts[c];
+          }
+          best = std::max(best, *std::min_element(avg.begin(), avg.end()));
+          const int cstar = static_cast<int>(std::min_element(avg.begin(), avg.end()) - avg.begin());
+          double mx = 0;
+          for (size_t i = 0; i < nm; ++i) {
+            q[i] *= std::exp(eta * mos[i].counts[cstar] / most);
+            mx = std::max(mx, q[i]);
+          }
+          for (double& x : q) x /= mx;
+        }
+      }
+    }
+    weight[d] = best;
+  }
+  return weight;
+}
+
+// Least total recompute (per micro-batch, speed 1.0) that memory forces on
+// any allocation of D decoders, given each rank's least recompute rt[d][k]
+// with k decoders (kInf: k cannot fit): a knapsack over the ranks; 0 when
+// no allocation fits.
+Nanos ForcedRecompute(const std::vector<std::vector<Nanos>>& rt_table, int D) {
+  const int p = static_cast<int>(rt_table.size());
+  std::vector<Nanos> best(D + 1, kInf), next(D + 1);
+  best[0] = 0;
+  for (int d = 0; d < p; ++d) {
+    const std::vector<Nanos>& rt = rt_table[d];
+    std::fill(next.begin(), next.end(), kInf);
+    for (int j = 0; j <= D; ++j) {
+      if (best[j] >= kInf) continue;
+      for (int k = 0; j + k <= D; ++k) {
+        if (rt[k] < kInf) next[j + k] = std::min(next[j + k], best[j] + rt[k]);
+      }
+    }
+    best.swap(next);
+  }
+  return best[D] < kInf ? best[D] : 0;
+}
+
+// The least level lambda at which every rank can take a feasible number of
+// decoders within lambda (load[d][k] <= lambda, from its least feasible
+// count kmin_dev[d] on; load is monotone in k) and together they can take
+// all D; -1 when no level works.
+Nanos LeastLevel(const std::vector<std::vector<Nanos>>& load, const std::vector<int>& kmin_dev,
+                 int D) {
+  const int p = static_cast<int>(load.size());
+  auto absorbs = [&](Nanos lambda) {
+    long long lo_sum = 0, hi_sum = 0;
+    for (int d = 0; d < p; ++d) {
+      if (kmin_dev[d] < 0 || load[d][kmin_dev[d]] > lambda) return false;
+      int k = kmin_dev[d];
+      while (k < D && load[d][k + 1] <= lambda) ++k;  // load is monotone in k
+      lo_sum += kmin_dev[d];
+      hi_sum += k;
+    }
+    return lo_sum <= D && D <= hi_sum;
+  };
+  Nanos lo = 0, hi = 1;
+  while (!absorbs(hi)) {
+    if (hi > kInf / 4) return -1;  // decoders cannot fit at all: no bound
+    hi *= 2;
+  }
+  while (lo < hi) {
+    const Nanos mid = lo + (hi - lo) / 2;
+    if (absorbs(mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+// The relaxation's allocation at lambda (lo): as many decoders as each
+// device absorbs, trimmed to D from the most loaded devices.
+void RelaxedAllocation(const std::vector<std::vector<Nanos>>& load,
+                       const std::vector<int>& kmin_dev, int D, Nanos lo,
+                       std::vector<int>* per_device) {
+  const int p = static_cast<int>(load.size());
+  per_device->assign(p, 0);
+  int total = 0;
+  for (int d = 0; d < p; ++d) {
+    int k = std::max(0, kmin_dev[d]);
+    while (k < D && load[d][k + 1] <= lo) ++k;
+    (*per_device)[d] = k;
+    total += k;
+  }
+  while (total > D) {
+    int worst = -1;
+    Nanos worst_load = -1;
+    for (int d = 0; d < p; ++d) {
+      if ((*per_device)[d] <= std::max(0, kmin_dev[d])) continue;
+      const Nanos l = load[d][(*per_device)[d]];
+      if (l > worst_load) {
+        worst_load = l;
+        worst = d;
+      }
+    }
+    if (worst < 0) break;  // every device at its least: nothing to trim
+    --(*per_device)[worst];
+    --total;
+  }
+}
+
 // A bound for the whole tree that accounts for recompute forced by memory,
 // which the per-node bounds only see once a device's stages are placed.
 //
@@ -74,74 +234,7 @@ Nanos RootBound(const ChoiceProblem& cp, Fronts* fronts, RecomputeRows* rt_cache
   }
 
   // N_d per device.
-  std::vector<double> weight(p, 0.0);
-  for (int d = 0; d < p; ++d) {
-    const auto& mos = cp.c.profile.moments[d];
-    double best = 0;
-    if (cp.c.v == 1) {
-      for (const auto& mo : mos) best = std::max(best, static_cast<double>(mo.counts[0]));
-    } else if (cp.c.v == 2) {
-      // min over t in [0,1] of max over moments of n0 t + n1 (1 - t): a
-      // convex piecewise-linear function; its minimum is at t = 0, t = 1
-      // or a crossing of two lines.
-      std::vector<double> ts{0.0, 1.0};
-      for (size_t i = 0; i < mos.size(); ++i) {
-        for (size_t j = i + 1; j < mos.size(); ++j) {
-          const double a1 = mos[i].counts[0] - mos[i].counts[1];
-          const double a2 = mos[j].counts[0] - mos[j].counts[1];
-          if (a1 != a2) {
-            const double t = (mos[j].counts[1] - mos[i].counts[1]) / (a1 - a2);
-            if (t > 0 && t < 1) ts.push_back(t);
-          }
-        }
-      }
-      best = std::numeric_limits<double>::infinity();
-      for (double t : ts) {
-        double mx = 0;
-        for (const auto& mo : mos) mx = std::max(mx, mo.counts[0] * t + mo.counts[1] * (1 - t));
-        best = std::min(best, mx);
-      }
-    } else {
-      // For any distribution q over the moments, min over splits s of
-      // max over moments of counts . s >= min over chunks c of the
-      // q-average of counts[c] (minimax). Each q gives a valid weight;
-      // multiplicative weights look for a good one (the split side answers
-      // with its best chunk).
-      for (const auto& mo : mos) {
-        int mn = std::numeric_limits<int>::max();
-        for (int c : mo.counts) mn = std::min(mn, c);
-        best = std::max(best, static_cast<double>(mn));
-      }
-      const size_t nm = mos.size();
-      if (nm > 0) {
-        double most = 1;
-        for (const auto& mo : mos) {
-          for (int c : mo.counts) most = std::max(most, static_cast<double>(c));
-        }
-        std::vector<double> q(nm, 1.0);
-        const int rounds = 500;
-        const double eta = std::sqrt(std::log(static_cast<double>(nm) + 1) / rounds);
-        std::vector<double> avg_sum(cp.c.v, 0.0);
-        for (int it = 0; it < rounds; ++it) {
-          double z = 0;
-          for (double x : q) z += x;
-          std::vector<double> avg(cp.c.v, 0.0);
-          for (size_t i = 0; i < nm; ++i) {
-            for (int c = 0; c < cp.c.v; ++c) avg[c] += q[i] / z * mos[i].counts[c];
-          }
-          best = std::max(best, *std::min_element(avg.begin(), avg.end()));
-          const int cstar = static_cast<int>(std::min_element(avg.begin(), avg.end()) - avg.begin());
-          double mx = 0;
-          for (size_t i = 0; i < nm; ++i) {
-            q[i] *= std::exp(eta * mos[i].counts[cstar] / most);
-            mx = std::max(mx, q[i]);
-          }
-          for (double& x : q) x /= mx;
-        }
-      }
-    }
-    weight[d] = best;
-  }
+  const std::vector<double> weight = StashWeights(cp.c);
 
   // A sharper floor on a rank's peak with k decoders of total stash st:
   // every chunk holds at least one layer, so all but the chunks that may
@@ -263,22 +356,7 @@ Nanos RootBound(const ChoiceProblem& cp, Fronts* fronts, RecomputeRows* rt_cache
   };
   // Least total recompute (per micro-batch, speed 1.0) that memory forces
   // on any allocation of the decoders: a knapsack over the devices.
-  {
-    std::vector<Nanos> best(D + 1, kInf), next(D + 1);
-    best[0] = 0;
-    for (int d = 0; d < p; ++d) {
-      const std::vector<Nanos>& rt = rt_table[d];
-      std::fill(next.begin(), next.end(), kInf);
-      for (int j = 0; j <= D; ++j) {
-        if (best[j] >= kInf) continue;
-        for (int k = 0; j + k <= D; ++k) {
-          if (rt[k] < kInf) next[j + k] = std::min(next[j + k], best[j] + rt[k]);
-        }
-      }
-      best.swap(next);
-    }
-    out.forced_recompute = best[D] < kInf ? best[D] : 0;
-  }
+  out.forced_recompute = ForcedRecompute(rt_table, D);
   // Least lambda at which every device can take a feasible number of
   // decoders within lambda and together they can take all D: each device d
   // has a least feasible count kmin_d (chunks need layers, memory) and a
@@ -296,53 +374,10 @@ Nanos RootBound(const ChoiceProblem& cp, Fronts* fronts, RecomputeRows* rt_cache
   for (int d = 0; d < p; ++d) {
     for (int k = 0; k <= D; ++k) out.totals.load[d][k] = load(d, k);
   }
-  auto absorbs = [&](Nanos lambda) {
-    long long lo_sum = 0, hi_sum = 0;
-    for (int d = 0; d < p; ++d) {
-      if (kmin_dev[d] < 0 || load(d, kmin_dev[d]) > lambda) return false;
-      int k = kmin_dev[d];
-      while (k < D && load(d, k + 1) <= lambda) ++k;  // load is monotone in k
-      lo_sum += kmin_dev[d];
-      hi_sum += k;
-    }
-    return lo_sum <= D && D <= hi_sum;
-  };
-  Nanos lo = 0, hi = 1;
-  while (!absorbs(hi)) {
-    if (hi > kInf / 4) return 0;  // decoders cannot fit at all: no bound
-    hi *= 2;
-  }
-  while (lo < hi) {
-    const Nanos mid = lo + (hi - lo) / 2;
-    if (absorbs(mid)) hi = mid;
-    else lo = mid + 1;
-  }
+  const Nanos lo = LeastLevel(out.totals.load, kmin_dev, D);
+  if (lo < 0) return 0;  // decoders cannot fit at all: no bound
   if (per_device != nullptr) {
-    // The relaxation's allocation at lambda: as many decoders as each
-    // device absorbs, trimmed to D from the most loaded devices.
-    per_device->assign(p, 0);
-    int total = 0;
-    for (int d = 0; d < p; ++d) {
-      int k = std::max(0, kmin_dev[d]);
-      while (k < D && load(d, k + 1) <= lo) ++k;
-      (*per_device)[d] = k;
-      total += k;
-    }
-    while (total > D) {
-      int worst = -1;
-      Nanos worst_load = -1;
-      for (int d = 0; d < p; ++d) {
-        if ((*per_device)[d] <= std::max(0, kmin_dev[d])) continue;
-        const Nanos l = load(d, (*per_device)[d]);
-        if (l > worst_load) {
-          worst_load = l;
-          worst = d;
-        }
-      }
-      if (worst < 0) break;  // every device at its least: nothing to trim
-      --(*per_device)[worst];
-      --total;
-    }
+    RelaxedAllocation(out.totals.load, kmin_dev, D, lo, per_device);
     *decoder_rep = best_rep;
   }
   // Per-op rounding to whole ns can shave a little; stay safely below.

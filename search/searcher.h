@@ -180,6 +180,7 @@ class Searcher {
   bool ShouldPrune(Nanos bound) const;
 
   void Dfs(int s, int pos);
+  Nanos ChildBound(int s, int pos, int k, const StageFixed& fx, Nanos rt, Nanos dev_rt) const;
   bool CheckLimits();
   void Report(bool force);
 

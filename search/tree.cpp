@@ -77,6 +77,99 @@ void Searcher::Report(bool force) {
   cp_.opt.progress(pr);
 }
 
+// Water-filling: the least level lam such that devices starting at
+// open[i].first and absorbing work at speed open[i].second take `need`
+// units of work by lam (sorts `open`).
+long double WaterLevel(std::vector<std::pair<Nanos, double>>& open, long double need) {
+  std::sort(open.begin(), open.end());
+  long double cap_rate = 0;  // sum of speeds of devices below level
+  long double filled = 0;
+  long double level = static_cast<long double>(open[0].first);
+  size_t idx = 0;
+  long double lam = level;
+  while (true) {
+    while (idx < open.size() && static_cast<long double>(open[idx].first) <= level) {
+      cap_rate += open[idx].second;
+      ++idx;
+    }
+    const long double next_level =
+        idx < open.size() ? static_cast<long double>(open[idx].first) : -1;
+    if (next_level < 0 || filled + cap_rate * (next_level - level) >= need) {
+      lam = level + (need - filled) / cap_rate;
+      break;
+    }
+    filled += cap_rate * (next_level - level);
+    level = next_level;
+  }
+  return lam;
+}
+
+// The bound of the child that gives stage s layers [pos, pos + k) with fixed
+// parts fx and recompute rt (v = 1) / dev_rt (v > 1, the device's last
+// chunk): per-device head + work + tail, the chain of one micro-batch, the
+// water-filling of the layers not yet placed, the root bound and the path
+// bound. Valid for every split below that child.
+Nanos Searcher::ChildBound(int s, int pos, int k, const StageFixed& fx, Nanos rt,
+                           Nanos dev_rt) const {
+  const int S = cp_.c.S, p = cp_.c.p, m = cp_.c.m;
+  const int d = s % p;
+  // Bound: per-device head + work + tail, plus water-filling of the
+  // layers not yet placed over devices with open stages.
+  const Nanos w = fx.f + fx.bi + fx.bw + rt;
+  const Nanos cf = cp_.CommFwd(s, fx.output), cb = cp_.CommBwd(s, fx.output);
+  Nanos bound = 0;
+  // Device-level parts after adding this stage.
+  // head/tail increments apply to devices d' with d' > s (only for s < p).
+  Nanos max_fixed = 0;
+  std::vector<Nanos> base(p);
+  for (int dd = 0; dd < p; ++dd) {
+    Nanos h = head_[dd], t = tail_[dd], wk = work_[dd];
+    if (s < dd) {
+      h += fx.f + cf;
+      t += fx.bi + fx.bw + rt + cb;
+    }
+    if (dd == d) wk += static_cast<Nanos>(m) * (w + dev_rt);
+    base[dd] = h + wk + t;
+    max_fixed = std::max(max_fixed, base[dd]);
+  }
+  bound = max_fixed;
+  // Chain of one micro-batch: assigned stages plus the rest at best speed.
+  const int next = pos + k;
+  const Nanos rest_work = cp_.suffix_work[next];
+  const Nanos chain = chain_ + w + cf + cb +
+                      static_cast<Nanos>(std::floor(static_cast<double>(rest_work) / cp_.max_speed));
+  bound = std::max(bound, chain);
+  // Water-filling: devices with stages still open absorb the remaining
+  // work m * rest_work (speed-1 units) at their speeds.
+  if (rest_work > 0) {
+    std::vector<std::pair<Nanos, double>> open;  // (base, speed)
+    for (int dd = 0; dd < p; ++dd) {
+      const int last_stage = (cp_.c.v - 1) * p + dd;
+      if (last_stage > s) open.emplace_back(base[dd], cp_.pb.cluster.devices[dd].speed);
+    }
+    if (!open.empty()) {
+      const long double lam = WaterLevel(open, static_cast<long double>(m) * rest_work);
+      // Rounding of per-stage times to ns can shave at most a few ns per
+      // op; keep the bound safely below.
+      const Nanos slack = static_cast<Nanos>(m) * (S + 1) * 2;
+      bound = std::max(bound, static_cast<Nanos>(std::floor(lam)) - slack);
+    }
+  }
+  bound = std::max(bound, root_bound_);
+  if (!mix_.pa.empty()) {
+    // Path bound: placed stages at their times, the rest at the least
+    // coefficient of the stages still open.
+    const double placed = path_acc_ + mix_.pa[s] * static_cast<double>(fx.f) +
+                          mix_.pbw_coef[s] * static_cast<double>(fx.bi + fx.bw + rt);
+    const double rest = s + 1 < S ? mix_.pa_min[s + 1] * static_cast<double>(cp_.suffix_f[next]) +
+                                        mix_.pb_min[s + 1] * static_cast<double>(cp_.suffix_b[next])
+                                  : 0.0;
+    const double slack = static_cast<double>(m) * (S + 1) * 4;
+    bound = std::max(bound, static_cast<Nanos>(std::floor(placed + rest + mix_.pconst - slack)));
+  }
+  return bound;
+}
+
 void Searcher::Dfs(int s, int pos) {
   const int S = cp_.c.S, L = cp_.c.L, p = cp_.c.p, m = cp_.c.m;
   const int kmin = cp_.pb.allow_empty_chunks ? 0 : 1;
@@ -142,80 +235,7 @@ void Searcher::Dfs(int s, int pos) {
         continue;  // does not fit with any recompute
       }
     }
-    // Bound: per-device head + work + tail, plus water-filling of the
-    // layers not yet placed over devices with open stages.
-    const Nanos w = fx.f + fx.bi + fx.bw + rt;
-    const Nanos cf = cp_.CommFwd(s, fx.output), cb = cp_.CommBwd(s, fx.output);
-    Nanos bound = 0;
-    // Device-level parts after adding this stage.
-    // head/tail increments apply to devices d' with d' > s (only for s < p).
-    Nanos max_fixed = 0;
-    std::vector<Nanos> base(p);
-    for (int dd = 0; dd < p; ++dd) {
-      Nanos h = head_[dd], t = tail_[dd], wk = work_[dd];
-      if (s < dd) {
-        h += fx.f + cf;
-        t += fx.bi + fx.bw + rt + cb;
-      }
-      if (dd == d) wk += static_cast<Nanos>(m) * (w + dev_rt);
-      base[dd] = h + wk + t;
-      max_fixed = std::max(max_fixed, base[dd]);
-    }
-    bound = max_fixed;
-    // Chain of one micro-batch: assigned stages plus the rest at best speed.
-    const int next = pos + k;
-    const Nanos rest_work = cp_.suffix_work[next];
-    const Nanos chain = chain_ + w + cf + cb +
-                        static_cast<Nanos>(std::floor(static_cast<double>(rest_work) / cp_.max_speed));
-    bound = std::max(bound, chain);
-    // Water-filling: devices with stages still open absorb the remaining
-    // work m * rest_work (speed-1 units) at their speeds.
-    if (rest_work > 0) {
-      std::vector<std::pair<Nanos, double>> open;  // (base, speed)
-      for (int dd = 0; dd < p; ++dd) {
-        const int last_stage = (cp_.c.v - 1) * p + dd;
-        if (last_stage > s) open.emplace_back(base[dd], cp_.pb.cluster.devices[dd].speed);
-      }
-      if (!open.empty()) {
-        std::sort(open.begin(), open.end());
-        const long double need = static_cast<long double>(m) * rest_work;
-        long double cap_rate = 0;  // sum of speeds of devices below level
-        long double filled = 0;
-        long double level = static_cast<long double>(open[0].first);
-        size_t idx = 0;
-        long double lam = level;
-        while (true) {
-          while (idx < open.size() && static_cast<long double>(open[idx].first) <= level) {
-            cap_rate += open[idx].second;
-            ++idx;
-          }
-          const long double next_level =
-              idx < open.size() ? static_cast<long double>(open[idx].first) : -1;
-          if (next_level < 0 || filled + cap_rate * (next_level - level) >= need) {
-            lam = level + (need - filled) / cap_rate;
-            break;
-          }
-          filled += cap_rate * (next_level - level);
-          level = next_level;
-        }
-        // Rounding of per-stage times to ns can shave at most a few ns per
-        // op; keep the bound safely below.
-        const Nanos slack = static_cast<Nanos>(m) * (S + 1) * 2;
-        bound = std::max(bound, static_cast<Nanos>(std::floor(lam)) - slack);
-      }
-    }
-    bound = std::max(bound, root_bound_);
-    if (!mix_.pa.empty()) {
-      // Path bound: placed stages at their times, the rest at the least
-      // coefficient of the stages still open.
-      const double placed = path_acc_ + mix_.pa[s] * static_cast<double>(fx.f) +
-                            mix_.pbw_coef[s] * static_cast<double>(fx.bi + fx.bw + rt);
-      const double rest = s + 1 < S ? mix_.pa_min[s + 1] * static_cast<double>(cp_.suffix_f[next]) +
-                                          mix_.pb_min[s + 1] * static_cast<double>(cp_.suffix_b[next])
-                                    : 0.0;
-      const double slack = static_cast<double>(m) * (S + 1) * 4;
-      bound = std::max(bound, static_cast<Nanos>(std::floor(placed + rest + mix_.pconst - slack)));
-    }
+    const Nanos bound = ChildBound(s, pos, k, fx, rt, dev_rt);
     children.push_back(Child{k, bound, rt, dev_rt});
   }
   std::stable_sort(children.begin(), children.end(), [&](const Child& a, const Child& b) {
