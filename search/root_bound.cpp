@@ -14,6 +14,8 @@
 
 namespace ppb::search_detail {
 
+namespace {
+
 // N_d per device: the least possible weight of the device's stash at its
 // peak moment when the stash is split over its chunks in the most
 // favourable way (see RootBound).
@@ -174,65 +176,17 @@ void RelaxedAllocation(const std::vector<std::vector<Nanos>>& load,
   }
 }
 
-// A bound for the whole tree that accounts for recompute forced by memory,
-// which the per-node bounds only see once a device's stages are placed.
-//
-// Relaxation: the largest group of identical layers ("decoders", D of them)
-// must be spread over the devices; other layers are free (they cost >= 0).
-// A device holding k decoders runs at least m * (k * w + R_d(k)), where
-// R_d(k) is the least recompute time with which k decoders fit its memory:
-// static k * st + N_d * stash <= capacity. N_d = the least possible weight
-// of the device's stash at its peak moment when the stash is split over its
-// chunks in the most favourable way: min over splits s (summing to 1) of
-// max over program moments of counts . s (exact for v <= 2; for v > 2 the
-// smaller max over moments of min_c counts_c). Its first op also waits for
-// the forward chain through the stages before it and its last op is followed
-// by the backward chain (each such stage holds at least one layer, at most
-// L - D of which are not decoders). T >= lambda where lambda is the least
-// level at which the devices can absorb all D decoders.
-Nanos RootBound(const ChoiceProblem& cp, Fronts* fronts, RecomputeRows* rt_cache,
-                RootRelaxation& out) {
-  std::vector<int>* per_device = &out.per_device;
-  int* decoder_rep = &out.rep;
-  const int L = cp.c.L, p = cp.c.p, m = cp.c.m;
-  if (L == 0) return 0;
+// R_d(k), the least recompute time (per micro-batch, speed 1.0) with which
+// device d holding k decoders fits its memory, or kInf (see RootBound): the
+// peak floor below against the device's capacity, over the recompute front
+// of k decoders. Rows come from `rt_cache` when it has them.
+std::vector<std::vector<Nanos>> RecomputeTable(const ChoiceProblem& cp, const Layer& dec, int D,
+                                               int kmin, const std::vector<Bytes>& pinned_static,
+                                               const std::vector<Bytes>& pinned_stash,
+                                               const Fronts& pts, RecomputeRows* rt_cache) {
+  const int L = cp.c.L, p = cp.c.p;
+  const int others = L - D;
   auto same = [](const Layer& a, const Layer& b) { return SameLayer(a, b); };
-  const auto [best_rep, best_count] = LargestIdenticalGroup(cp.pb.layers);
-  const Layer& dec = cp.pb.layers[best_rep];
-  const int D = best_count, others = L - D;
-  // The first layer always sits on stage 0 (rank 0) and the last on stage
-  // S-1 (rank p-1): when they are not decoders, their work and memory are
-  // pinned to those ranks (an embedding, a head with its loss).
-  std::vector<Nanos> pinned_work(p, 0);
-  std::vector<Bytes> pinned_static(p, 0), pinned_stash(p, 0);
-  auto pin = [&](int l, int d) {
-    const Layer& x = cp.pb.layers[l];
-    if (same(x, dec)) return;
-    pinned_work[d] += x.forward + x.backward_input + x.backward_weight;
-    pinned_static[d] += x.static_memory;
-    Bytes least = x.activation;  // the least it can stash
-    for (const auto& o : x.recompute) least = std::min(least, o.retained_activation);
-    pinned_stash[d] += least;
-  };
-  pin(0, 0);
-  if (L > 1) pin(L - 1, p - 1);
-  const Nanos w1 = dec.forward + dec.backward_input + dec.backward_weight;
-  const int kmin = cp.pb.allow_empty_chunks ? 0 : 1;
-  Nanos f_min = kInf, b_min = kInf;
-  for (const Layer& l : cp.pb.layers) {
-    f_min = std::min(f_min, l.forward);
-    b_min = std::min(b_min, l.backward_input + l.backward_weight);
-  }
-
-  // The fronts depend on the decoder alone: searchers of one problem may
-  // share them (ShareFronts).
-  std::vector<std::vector<std::pair<Bytes, Nanos>>> own;
-  std::vector<std::vector<std::pair<Bytes, Nanos>>>& pts = fronts ? *fronts : own;
-  if (static_cast<int>(pts.size()) != D + 1) {
-    pts.assign(D + 1, {});
-    for (int k = 0; k <= D; ++k) pts[k] = StackRecomputeFront(dec, k);
-  }
-
   // N_d per device.
   const std::vector<double> weight = StashWeights(cp.c);
 
@@ -331,6 +285,73 @@ Nanos RootBound(const ChoiceProblem& cp, Fronts* fronts, RecomputeRows* rt_cache
     for (int k = 0; k <= D; ++k) rt_table[d][k] = least_rt(d, k);
     if (rt_cache) rt_cache->emplace(key, rt_table[d]);
   }
+  return rt_table;
+}
+
+}  // namespace
+
+// A bound for the whole tree that accounts for recompute forced by memory,
+// which the per-node bounds only see once a device's stages are placed.
+//
+// Relaxation: the largest group of identical layers ("decoders", D of them)
+// must be spread over the devices; other layers are free (they cost >= 0).
+// A device holding k decoders runs at least m * (k * w + R_d(k)), where
+// R_d(k) is the least recompute time with which k decoders fit its memory:
+// static k * st + N_d * stash <= capacity. N_d = the least possible weight
+// of the device's stash at its peak moment when the stash is split over its
+// chunks in the most favourable way: min over splits s (summing to 1) of
+// max over program moments of counts . s (exact for v <= 2; for v > 2 the
+// smaller max over moments of min_c counts_c). Its first op also waits for
+// the forward chain through the stages before it and its last op is followed
+// by the backward chain (each such stage holds at least one layer, at most
+// L - D of which are not decoders). T >= lambda where lambda is the least
+// level at which the devices can absorb all D decoders.
+Nanos RootBound(const ChoiceProblem& cp, Fronts* fronts, RecomputeRows* rt_cache,
+                RootRelaxation& out) {
+  std::vector<int>* per_device = &out.per_device;
+  int* decoder_rep = &out.rep;
+  const int L = cp.c.L, p = cp.c.p, m = cp.c.m;
+  if (L == 0) return 0;
+  auto same = [](const Layer& a, const Layer& b) { return SameLayer(a, b); };
+  const auto [best_rep, best_count] = LargestIdenticalGroup(cp.pb.layers);
+  const Layer& dec = cp.pb.layers[best_rep];
+  const int D = best_count, others = L - D;
+  // The first layer always sits on stage 0 (rank 0) and the last on stage
+  // S-1 (rank p-1): when they are not decoders, their work and memory are
+  // pinned to those ranks (an embedding, a head with its loss).
+  std::vector<Nanos> pinned_work(p, 0);
+  std::vector<Bytes> pinned_static(p, 0), pinned_stash(p, 0);
+  auto pin = [&](int l, int d) {
+    const Layer& x = cp.pb.layers[l];
+    if (same(x, dec)) return;
+    pinned_work[d] += x.forward + x.backward_input + x.backward_weight;
+    pinned_static[d] += x.static_memory;
+    Bytes least = x.activation;  // the least it can stash
+    for (const auto& o : x.recompute) least = std::min(least, o.retained_activation);
+    pinned_stash[d] += least;
+  };
+  pin(0, 0);
+  if (L > 1) pin(L - 1, p - 1);
+  const Nanos w1 = dec.forward + dec.backward_input + dec.backward_weight;
+  const int kmin = cp.pb.allow_empty_chunks ? 0 : 1;
+  Nanos f_min = kInf, b_min = kInf;
+  for (const Layer& l : cp.pb.layers) {
+    f_min = std::min(f_min, l.forward);
+    b_min = std::min(b_min, l.backward_input + l.backward_weight);
+  }
+
+  // The fronts depend on the decoder alone: searchers of one problem may
+  // share them (ShareFronts).
+  std::vector<std::vector<std::pair<Bytes, Nanos>>> own;
+  std::vector<std::vector<std::pair<Bytes, Nanos>>>& pts = fronts ? *fronts : own;
+  if (static_cast<int>(pts.size()) != D + 1) {
+    pts.assign(D + 1, {});
+    for (int k = 0; k <= D; ++k) pts[k] = StackRecomputeFront(dec, k);
+  }
+
+  // R_d(k) per device: the least recompute with which k decoders fit.
+  const std::vector<std::vector<Nanos>> rt_table =
+      RecomputeTable(cp, dec, D, kmin, pinned_static, pinned_stash, pts, rt_cache);
   out.totals.rt = rt_table;
   out.totals.decoders = D;
   out.totals.rep = best_rep;

@@ -59,6 +59,8 @@ Result<ChoiceContext> MakeContext(const SearchProblem& pb, int index) {
   return c;
 }
 
+namespace {
+
 // Smallest uniform capacity at which some split fits, by bisection over an
 // exact feasibility search; the binding device is one that cannot fit that
 // split with a byte less.
@@ -98,6 +100,8 @@ void MinCapacity(const SearchProblem& pb, const SearchOptions& options,
     res.binding_device = binding;
   }
 }
+
+}  // namespace
 
 // The contexts of the choices the schedules accept; the first refusal when
 // they accept none.

@@ -77,6 +77,8 @@ void Searcher::Report(bool force) {
   cp_.opt.progress(pr);
 }
 
+namespace {
+
 // Water-filling: the least level lam such that devices starting at
 // open[i].first and absorbing work at speed open[i].second take `need`
 // units of work by lam (sorts `open`).
@@ -103,6 +105,8 @@ long double WaterLevel(std::vector<std::pair<Nanos, double>>& open, long double 
   }
   return lam;
 }
+
+}  // namespace
 
 // The bound of the child that gives stage s layers [pos, pos + k) with fixed
 // parts fx and recompute rt (v = 1) / dev_rt (v > 1, the device's last
