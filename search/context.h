@@ -8,8 +8,8 @@
 // the search of one choice on one cluster reads and never writes (the
 // problem, the options, the context, sums over the layers), passed
 // explicitly to the bounds and heuristics; SearchLimits is one search's
-// clock and stop state. kInf is the "no bound / no
-// time" sentinel: far below overflow when a few are added.
+// clock, progress throttle and stop state. kInf is the "no bound / no time"
+// sentinel: far below overflow when a few are added.
 #pragma once
 
 #include <chrono>

@@ -1,8 +1,11 @@
 // The recompute choice of a split, and the simulation of leaves.
 //
-// Contract: DevicePeak is the engine's peak of a device for given menu
-// points (exact, from the memory profile); DevicePeakLowerBound never
-// exceeds the peak of any completion of a partial split. DeviceRecompute
+// Contract: peaks come from ChoiceProblem::DevicePeak (the engine's peak of
+// a device for given menu points, exact from the memory profile);
+// DevicePeakLowerBound never exceeds the peak of any completion of a
+// partial split. WalkFits visits, while its budget lasts, every
+// combination of menu points that fits and is not slower than its limit
+// (chunk menus sorted by time, memory floors pruned). DeviceRecompute
 // and ChooseRecompute pick, per device, the least recompute time that fits
 // its memory (then the least peak, then the fewest recomputed layers), and
 // say (`exact`) whether that choice is provably best for the makespan.
