@@ -323,11 +323,14 @@ bool Searcher::AnyFeasibleSplit(std::vector<int>* out) {
       split_[s] = k;
       first_layer_[s] = pos;
       fixed_[s] = cp_.Fixed(s, pos, pos + k, prev);
-      if (DevicePeakLowerBound(d, s + 1) > cp_.c.spec.device_capacity[d]) break;
+      if (rc_.DevicePeakLowerBound(d, s + 1, split_, first_layer_, fixed_) >
+          cp_.c.spec.device_capacity[d]) {
+        break;
+      }
       if (s / p == cp_.c.v - 1) {
         std::vector<const MenuPoint*> pts;
         bool ex = true;
-        if (DeviceRecompute(d, first_layer_, split_, fixed_, pts, ex) < 0) continue;
+        if (rc_.DeviceRecompute(d, first_layer_, split_, fixed_, pts, ex) < 0) continue;
       }
       if (rec(s + 1, pos + k)) return true;
     }

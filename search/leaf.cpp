@@ -1,19 +1,14 @@
-// The recompute choice of a split, and the simulation of leaves.
+// The recompute choice of a whole split, and the simulation of leaves.
 //
-// Contract: peaks come from ChoiceProblem::DevicePeak (the engine's peak of
-// a device for given menu points, exact from the memory profile);
-// DevicePeakLowerBound never exceeds the peak of any completion of a
-// partial split. WalkFits visits, while its budget lasts, every
-// combination of menu points that fits and is not slower than its limit
-// (chunk menus sorted by time, memory floors pruned). DeviceRecompute
-// and ChooseRecompute pick, per device, the least recompute time that fits
-// its memory (then the least peak, then the fewest recomputed layers), and
-// say (`exact`) whether that choice is provably best for the makespan.
-// ExhaustLeaf simulates every Pareto-minimal combination when it is not;
-// PolishTies only ever replaces a candidate by a Better one of the same
-// split. Every simulation counts in `evaluations`; batches are simulated on
-// threads but read and offered in a fixed order, so results do not depend
-// on the thread count.
+// Contract: ChooseRecompute picks, per device (RecomputeChoice), the least
+// recompute time that fits its memory, then lets every device take the
+// fewest recomputed layers at that time within the largest of those
+// peaks; it says (`exact`) whether the choice is provably best for the
+// makespan. ExhaustLeaf simulates every Pareto-minimal combination when it
+// is not; PolishTies only ever replaces a candidate by a Better one of the
+// same split. Every simulation counts in `evaluations`; batches are
+// simulated on threads but read and offered in a fixed order, so results
+// do not depend on the thread count.
 #include <algorithm>
 #include <functional>
 #include <thread>
@@ -24,142 +19,6 @@
 #include "search/searcher.h"
 
 namespace ppb::search_detail {
-
-Bytes Searcher::DevicePeakLowerBound(int d, int assigned) const {
-  std::vector<Bytes> stash(cp_.c.v, 0), remat(cp_.c.v, 0), ws(cp_.c.v, 0);
-  Bytes stat = 0;
-  for (int c = 0; c < cp_.c.v; ++c) {
-    const int s = c * cp_.c.p + d;
-    if (s >= assigned) continue;
-    const int i = first_layer_[s], j = i + split_[s];
-    const Menu& menu = const_cast<Searcher*>(this)->GetMenu(i, j);
-    stash[c] = menu.min_stash;
-    remat[c] = menu.min_remat;
-    ws[c] = fixed_[s].workspace;
-    stat += fixed_[s].static_mem;
-  }
-  Bytes best = stat;
-  for (const Moment& mo : cp_.c.profile.moments[d]) {
-    Bytes x = stat;
-    for (int c = 0; c < cp_.c.v; ++c) x += static_cast<Bytes>(mo.counts[c]) * stash[c];
-    const int c = mo.chunk;
-    x += mo.forward ? stash[c] + ws[c] : ws[c] + remat[c];
-    best = std::max(best, x);
-  }
-  return best;
-}
-
-// Walks one menu point per chunk of device d (each menu sorted by time) and
-// calls leaf(points, total scaled time, peak) for every combination that
-// fits `cap`. A chunk's loop stops once the running time passes limit()
-// (the caller's best so far); a partial choice whose memory floor (the
-// remaining chunks at their least stash) does not fit is skipped. Every
-// step spends one unit of `budget`; false once it has run out.
-bool WalkFits(
-    const ChoiceProblem& cp, int d, const std::vector<const Menu*>& menus,
-    const std::vector<const StageFixed*>& fxp, Bytes cap, std::int64_t& budget,
-    const std::function<Nanos()>& limit,
-    const std::function<void(const std::vector<const MenuPoint*>&, Nanos, Bytes)>& leaf) {
-  const int v = static_cast<int>(menus.size());
-  const double speed = cp.pb.cluster.devices[d].speed;
-  std::vector<MenuPoint> floor_pts(v);
-  for (int c = 0; c < v; ++c) {
-    floor_pts[c].stash = menus[c]->min_stash;
-    floor_pts[c].remat = menus[c]->min_remat;
-  }
-  std::vector<const MenuPoint*> cur(v);
-  std::function<void(int, Nanos)> rec = [&](int c, Nanos t) {
-    if (--budget < 0) return;
-    if (c == v) {
-      const Bytes peak = cp.DevicePeak(d, fxp, cur);
-      if (peak <= cap) leaf(cur, t, peak);
-      return;
-    }
-    for (const MenuPoint& q : menus[c]->points) {
-      const Nanos t2 = t + ScaleTime(q.time, speed);
-      if (t2 > limit()) break;  // sorted by time
-      cur[c] = &q;
-      for (int r = c + 1; r < v; ++r) cur[r] = &floor_pts[r];
-      if (cp.DevicePeak(d, fxp, cur) > cap) continue;
-      rec(c + 1, t2);
-    }
-  };
-  rec(0, 0);
-  return budget >= 0;
-}
-
-// Least total recompute time (scaled) of device d's chunks such that the
-// device fits in memory: an exact search over the chunks' menus (sorted by
-// time) with memory pruning from each chunk's least stash. Returns -1 when
-// nothing fits. `pts` gets the chosen point per chunk. `exact` is cleared
-// when that choice is not provably the best for the makespan: with several
-// chunks, the least total is not necessarily the best per-chunk vector (only
-// an all-zero choice dominates every other), or the search ran out of budget.
-Nanos Searcher::DeviceRecompute(int d, const std::vector<int>& first,
-                                const std::vector<int>& split,
-                                const std::vector<StageFixed>& fx,
-                                std::vector<const MenuPoint*>& pts,
-                                bool& exact, Bytes cap_limit,
-                                bool fewest_recomputed) {
-  const Bytes cap = cap_limit >= 0 ? std::min(cap_limit, cp_.c.spec.device_capacity[d])
-                                   : cp_.c.spec.device_capacity[d];
-  // The answer depends only on the device and its chunks' layer ranges (the
-  // output size does not enter memory): memoize, the tree revisits them.
-  std::vector<std::int32_t> key;
-  key.reserve(2 * cp_.c.v + 4);
-  key.push_back(d);
-  key.push_back(static_cast<std::int32_t>(cap >> 32));
-  key.push_back(static_cast<std::int32_t>(cap & 0xffffffff));
-  key.push_back(fewest_recomputed ? 1 : 0);
-  for (int c = 0; c < cp_.c.v; ++c) {
-    const int s = c * cp_.c.p + d;
-    key.push_back(first[s]);
-    key.push_back(split[s]);
-  }
-  if (auto it = recompute_memo_.find(key); it != recompute_memo_.end()) {
-    pts = it->second.pts;
-    exact = exact && it->second.exact;
-    return it->second.time;
-  }
-  std::vector<const Menu*> menus(cp_.c.v);
-  std::vector<const StageFixed*> fxp(cp_.c.v);
-  for (int c = 0; c < cp_.c.v; ++c) {
-    const int s = c * cp_.c.p + d;
-    menus[c] = &GetMenu(first[s], first[s] + split[s]);
-    fxp[c] = &fx[s];
-  }
-  pts.clear();
-  Nanos best_time = kInf;
-  Bytes best_peak = 0;
-  int best_rc = 0;
-  std::int64_t budget = 200000;
-  WalkFits(cp_, d, menus, fxp, cap, budget, [&] { return best_time; },
-           [&](const std::vector<const MenuPoint*>& cur, Nanos t, Bytes peak) {
-             int rc = 0;
-             for (auto* q : cur) rc += q->recomputed;
-             const bool better =
-                 fewest_recomputed
-                     ? std::tie(t, rc, peak) < std::tie(best_time, best_rc, best_peak)
-                     : std::tie(t, peak, rc) < std::tie(best_time, best_peak, best_rc);
-             if (pts.empty() || better) {
-               best_time = t;
-               best_peak = peak;
-               best_rc = rc;
-               pts = cur;
-             }
-           });
-  bool my_exact = budget >= 0;
-  if (cp_.c.v > 1 && !pts.empty() && best_time > 0) my_exact = false;
-  for (int c = 0; c < cp_.c.v && !pts.empty(); ++c) {
-    if (menus[c]->truncated && (cp_.c.v > 1 || pts[c]->time > menus[c]->exact_up_to)) {
-      my_exact = false;
-    }
-  }
-  const Nanos result = pts.empty() ? -1 : best_time;
-  recompute_memo_.emplace(std::move(key), RecomputeMemo{result, pts, my_exact});
-  exact = exact && my_exact;
-  return result;
-}
 
 bool Searcher::ChooseRecompute(const std::vector<int>& split, bool& exact,
                                int* failed_device) {
@@ -184,7 +43,7 @@ bool Searcher::ChooseRecompute(const std::vector<int>& split, bool& exact,
   for (int d = 0; d < cp_.c.p; ++d) {
     std::vector<const MenuPoint*> pts;
     bool dev_exact = true;
-    least[d] = DeviceRecompute(d, first, split, fx, pts, dev_exact);
+    least[d] = rc_.DeviceRecompute(d, first, split, fx, pts, dev_exact);
     if (least[d] < 0) {
       if (failed_device != nullptr) *failed_device = d;
       return false;
@@ -197,7 +56,7 @@ bool Searcher::ChooseRecompute(const std::vector<int>& split, bool& exact,
   for (int d = 0; d < cp_.c.p; ++d) {
     std::vector<const MenuPoint*> pts;
     bool dev_exact = true;
-    const Nanos t = DeviceRecompute(d, first, split, fx, pts, dev_exact, max_peak,
+    const Nanos t = rc_.DeviceRecompute(d, first, split, fx, pts, dev_exact, max_peak,
                                     /*fewest_recomputed=*/true);
     exact &= dev_exact && t == least[d];
     const double speed = cp_.pb.cluster.devices[d].speed;
@@ -217,57 +76,6 @@ bool Searcher::EvaluateSplit(const std::vector<int>& split, Candidate* out,
   return true;
 }
 
-// Enumerates, for every device, the feasible recompute choices whose
-// per-chunk time vectors are Pareto-minimal (for equal vectors: the least
-// peak, then the fewest recomputed layers), and simulates every combination
-// across devices. Returns false (nothing offered) when that is too many.
-// Per-split data every recompute enumeration needs.
-void Searcher::SplitLayout(const std::vector<int>& split, std::vector<int>& first,
-                           std::vector<StageFixed>& fx) const {
-  const int S = cp_.c.S;
-  first.assign(S, 0);
-  for (int s = 1; s < S; ++s) first[s] = first[s - 1] + split[s - 1];
-  fx.assign(S, StageFixed{});
-  Bytes prev = 0;
-  for (int s = 0; s < S; ++s) {
-    fx[s] = cp_.Fixed(s, first[s], first[s] + split[s], prev);
-    prev = fx[s].output;
-  }
-}
-
-// Every recompute choice of device d (one menu point per chunk) that fits
-// its memory, or false when there are more than `budget` to look at.
-bool Searcher::EnumerateDevice(int d, const std::vector<int>& first,
-                               const std::vector<int>& split,
-                               const std::vector<StageFixed>& fx,
-                               std::vector<DeviceChoice>& found) {
-  const int p = cp_.c.p, v = cp_.c.v;
-  const double speed = cp_.pb.cluster.devices[d].speed;
-  const Bytes cap = cp_.c.spec.device_capacity[d];
-  std::vector<const Menu*> menus(v);
-  std::vector<const StageFixed*> fxp(v);
-  for (int c = 0; c < v; ++c) {
-    const int s = c * p + d;
-    menus[c] = &GetMenu(first[s], first[s] + split[s]);
-    fxp[c] = &fx[s];
-    if (menus[c]->truncated) return false;
-  }
-  found.clear();
-  std::int64_t budget = 20000;
-  return WalkFits(cp_, d, menus, fxp, cap, budget, [] { return kInf; },
-                  [&](const std::vector<const MenuPoint*>& cur, Nanos, Bytes peak) {
-                    DeviceChoice ch;
-                    ch.peak = peak;
-                    for (int x = 0; x < v; ++x) {
-                      ch.times.push_back(ScaleTime(cur[x]->time, speed));
-                      ch.total += ch.times.back();
-                      ch.rc += cur[x]->recomputed;
-                    }
-                    ch.pts = cur;
-                    found.push_back(std::move(ch));
-                  });
-}
-
 // Ties on the iteration time are broken by the max peak, then the number of
 // recomputed layers. Recomputing on a device off the critical path can
 // lower the peak for free, so for a candidate good enough for the top list:
@@ -280,11 +88,11 @@ void Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
   if (!cand.feasible) return;
   std::vector<int> first;
   std::vector<StageFixed> fx;
-  SplitLayout(split, first, fx);
+  rc_.SplitLayout(split, first, fx);
   std::vector<std::vector<DeviceChoice>> opts(p);
   std::vector<Bytes> peaks;
   for (int d = 0; d < p; ++d) {
-    if (!EnumerateDevice(d, first, split, fx, opts[d])) return;
+    if (!rc_.EnumerateDevice(d, first, split, fx, opts[d])) return;
     for (const auto& ch : opts[d]) peaks.push_back(ch.peak);
   }
   std::sort(peaks.begin(), peaks.end());
@@ -361,17 +169,21 @@ void Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
   if (Better(best, cand)) cand = std::move(best);
 }
 
+// Enumerates, for every device, the feasible recompute choices whose
+// per-chunk time vectors are Pareto-minimal (for equal vectors: the least
+// peak, then the fewest recomputed layers), and simulates every combination
+// across devices. Returns false (nothing offered) when that is too many.
 bool Searcher::ExhaustLeaf(const std::vector<int>& split) {
   const int S = cp_.c.S, p = cp_.c.p, v = cp_.c.v;
   std::vector<int> first;
   std::vector<StageFixed> fx;
-  SplitLayout(split, first, fx);
+  rc_.SplitLayout(split, first, fx);
   using Choice = DeviceChoice;
   std::vector<std::vector<std::vector<Choice>>> per_device(p);
   std::int64_t combos = 1;
   for (int d = 0; d < p; ++d) {
     std::vector<Choice> found;
-    if (!EnumerateDevice(d, first, split, fx, found) || found.empty()) return false;
+    if (!rc_.EnumerateDevice(d, first, split, fx, found) || found.empty()) return false;
     // Keep Pareto-minimal time vectors (timing depends on nothing else);
     // for each, all (peak, recomputed) options that are Pareto-minimal.
     std::vector<Choice> keep;
@@ -479,7 +291,7 @@ void Searcher::BuildChosen(const std::vector<int>& split, PipelineSpec& spec, St
     // Per-layer modes: within each group of identical layers, the first
     // n_1 layers take option 1, the next n_2 option 2, and so on; the rest
     // keep everything (like Megatron's "block" method: the first N layers).
-    const Menu& menu = GetMenu(first, first + split[s]);
+    const Menu& menu = rc_.GetMenu(first, first + split[s]);
     for (size_t g = 0; g < menu.groups.size(); ++g) {
       const Group& grp = menu.groups[g];
       size_t li = 0;
@@ -540,3 +352,4 @@ void Searcher::RunBatch(std::vector<BatchSlot>& batch) {
 }
 
 }  // namespace ppb::search_detail
+

@@ -2,9 +2,10 @@
 // cluster). Its parts live in their own files:
 //   tree.cpp        Run, Prepare, the depth-first branch-and-bound (Dfs),
 //                   pruning, limits and progress
-//   leaf.cpp        the recompute choice of a split (memory model, exact
-//                   per-device choice), exhausting and tie polishing at
-//                   leaves, simulation of leaves (single and batched)
+//   leaf.cpp        the recompute choice of a whole split (per device:
+//                   RecomputeChoice, recompute_choice.h), exhausting and tie
+//                   polishing at leaves, simulation of leaves (single and
+//                   batched)
 //   root_bound.cpp  the root relaxation over the decoders (RootBound)
 //   path_bound.cpp  path bounds: the allocation-free path mixture
 //                   (PathWeights) and the open-tree bound (TotalsPathBound)
@@ -51,24 +52,16 @@
 #include "search/context.h"
 #include "search/heuristics.h"
 #include "search/incumbent.h"
+#include "search/recompute_choice.h"
 #include "search/recompute_menu.h"
 
 namespace ppb::search_detail {
-
-// Walks one menu point per chunk of device d (each menu sorted by time) and
-// calls leaf(points, total scaled time, peak) for every combination that
-// fits `cap` (leaf.cpp).
-bool WalkFits(const ChoiceProblem& cp, int d, const std::vector<const Menu*>& menus,
-              const std::vector<const StageFixed*>& fxp, Bytes cap, std::int64_t& budget,
-              const std::function<Nanos()>& limit,
-              const std::function<void(const std::vector<const MenuPoint*>&, Nanos, Bytes)>&
-                  leaf);
 
 class Searcher {
  public:
   Searcher(const SearchProblem& problem, const SearchOptions& options,
            ChoiceContext ctx)
-      : cp_(problem, options, std::move(ctx)) {
+      : cp_(problem, options, std::move(ctx)), rc_(cp_) {
     top_list.top_k = cp_.opt.top_k;
     top_list.cutoff = cp_.opt.cutoff;
     limits.start = Clock::now();
@@ -122,25 +115,6 @@ class Searcher {
   // The DFS state and the root bound (pending_bound); false when no split
   // exists at all (closed then).
   bool Prepare(bool path_weights = true);
-  const Menu& GetMenu(int i, int j) {
-    const std::uint64_t key = static_cast<std::uint64_t>(i) * (cp_.c.L + 1) + j;
-    auto it = menus_.find(key);
-    if (it != menus_.end()) return it->second;
-    const Menu& menu = menus_.emplace(key, BuildMenu(cp_.pb.layers, i, j)).first->second;
-    if (menu.truncated) menus_truncated_ = true;
-    return menu;
-  }
-
-  // Lower bound on device d's peak from the chunks assigned so far (others
-  // empty), using each chunk's least stash and re-materialization.
-  Bytes DevicePeakLowerBound(int d, int assigned_stages) const;
-
-  Nanos DeviceRecompute(int d, const std::vector<int>& first,
-                        const std::vector<int>& split,
-                        const std::vector<StageFixed>& fx,
-                        std::vector<const MenuPoint*>& pts, bool& exact,
-                        Bytes cap_limit = -1, bool fewest_recomputed = false);
-
   // Full evaluation of a split: recompute choice + simulation. Returns
   // false when infeasible in memory.
   bool EvaluateSplit(const std::vector<int>& split, Candidate* out, bool& exact);
@@ -160,19 +134,6 @@ class Searcher {
                    int& recomputed);
   void ToCandidate(Strategy st, int recomputed, const SimResult& sim, Candidate* out) const;
   bool ExhaustLeaf(const std::vector<int>& split);
-  struct DeviceChoice {
-    std::vector<Nanos> times;  // per chunk, scaled
-    Nanos total = 0;
-    Bytes peak = 0;
-    int rc = 0;
-    std::vector<const MenuPoint*> pts;
-  };
-  void SplitLayout(const std::vector<int>& split, std::vector<int>& first,
-                   std::vector<StageFixed>& fx) const;
-  bool EnumerateDevice(int d, const std::vector<int>& first,
-                       const std::vector<int>& split,
-                       const std::vector<StageFixed>& fx,
-                       std::vector<DeviceChoice>& found);
   void PolishTies(const std::vector<int>& split, Candidate& cand);
 
   void Offer(Candidate c);
@@ -187,11 +148,10 @@ class Searcher {
   void LocalSearch(std::vector<int> split, std::mt19937_64& rng, int restarts);
 
   const ChoiceProblem cp_;  // read-only for the whole search
+  RecomputeChoice rc_;      // menus and the recompute choice per device
   std::vector<Path>* path_pool_ = nullptr;
   Fronts* fronts_ = nullptr;
   RecomputeRows* rt_cache_ = nullptr;
-  std::unordered_map<std::uint64_t, Menu> menus_;
-  bool menus_truncated_ = false;
   Engine engine_;
   SimResult sim_;
   PipelineSpec work_spec_;
@@ -210,19 +170,6 @@ class Searcher {
   RootRelaxation root_;                   // RootBound's relaxation
   PathMixture mix_;                       // PathWeights' mixture (empty: none)
   double path_acc_ = 0;                   // the mixture over the placed stages
-  struct RecomputeMemo {
-    Nanos time;
-    std::vector<const MenuPoint*> pts;  // point into menus_ (stable nodes)
-    bool exact;
-  };
-  struct KeyHash {
-    size_t operator()(const std::vector<std::int32_t>& k) const {
-      std::uint64_t h = 1469598103934665603ULL;
-      for (std::int32_t x : k) h = (h ^ static_cast<std::uint32_t>(x)) * 1099511628211ULL;
-      return static_cast<size_t>(h);
-    }
-  };
-  std::unordered_map<std::vector<std::int32_t>, RecomputeMemo, KeyHash> recompute_memo_;
 };
 
 }  // namespace ppb::search_detail

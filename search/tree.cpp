@@ -204,10 +204,10 @@ void Searcher::Dfs(int s, int pos) {
     fixed_[s] = fx;
     Nanos rt = 0;
     // Memory feasibility (monotone in k: more layers never need less).
-    const Bytes floor_peak = DevicePeakLowerBound(d, s + 1);
+    const Bytes floor_peak = rc_.DevicePeakLowerBound(d, s + 1, split_, first_layer_, fixed_);
     if (floor_peak > cp_.c.spec.device_capacity[d]) break;
     if (cp_.c.v == 1) {
-      const Menu& menu = GetMenu(pos, pos + k);
+      const Menu& menu = rc_.GetMenu(pos, pos + k);
       std::vector<const StageFixed*> fxp{&fixed_[s]};
       rt = -1;
       for (const MenuPoint& q : menu.points) {  // sorted by time
@@ -227,11 +227,11 @@ void Searcher::Dfs(int s, int pos) {
     if (cp_.c.v > 1 && s / p == cp_.c.v - 1) {
       std::vector<const MenuPoint*> pts;
       bool ex = true;
-      dev_rt = DeviceRecompute(d, first_layer_, split_, fixed_, pts, ex);
+      dev_rt = rc_.DeviceRecompute(d, first_layer_, split_, fixed_, pts, ex);
       bool truncated = false;
       for (int c = 0; c < cp_.c.v; ++c) {
         const int sc = c * p + d;
-        truncated |= GetMenu(first_layer_[sc], first_layer_[sc] + split_[sc]).truncated;
+        truncated |= rc_.GetMenu(first_layer_[sc], first_layer_[sc] + split_[sc]).truncated;
       }
       if (truncated) {
         dev_rt = 0;  // its least total over kept points is no valid bound
@@ -379,7 +379,7 @@ void Searcher::Run() {
     if (!limits.hit) {
       closed = pending_bound >= kInf;
       limits.stop_reason = closed ? "proved optimal"
-                           : menus_truncated_
+                           : rc_.truncated()
                                ? "recompute choice not proved (too many distinct layers in a stage)"
                                : "recompute choice not proved";
     }
