@@ -3,7 +3,7 @@
 // thread, the least capacity that fits, and the public entry points.
 //
 // Contract: Search dispatches to the placement search or the fixed-cluster
-// search; every strategy in a result was simulated by Evaluate (Lower +
+// search; every strategy in a result is simulated again by Evaluate (Lower +
 // Engine), so what is reported is what the engine computes. The per-choice
 // searcher is in searcher.h, the placement search in placement.h, the
 // baselines in baselines.cpp.
@@ -18,7 +18,6 @@
 
 #include "core/validate.h"
 #include "search/driver.h"
-#include "search/placement.h"
 #include "search/searcher.h"
 
 namespace ppb::search_detail {
