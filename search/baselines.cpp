@@ -1,0 +1,109 @@
+// The baselines users would otherwise run (see search.h), each simulated
+// by Evaluate.
+//
+// Contract: a baseline is applicable when its rule yields a strategy; it
+// is then simulated as given (no search, no memory repair), so it may be
+// infeasible. why_not says why a rule does not apply.
+#include <algorithm>
+#include <cmath>
+
+#include "search/search.h"
+
+namespace ppb {
+
+std::vector<Baseline> Baselines(const SearchProblem& problem, int choice) {
+  std::vector<Baseline> out;
+  const ScheduleChoice& ch = problem.choices[choice];
+  const int p = problem.p, v = ch.v, S = p * v;
+  const int L = static_cast<int>(problem.layers.size());
+  auto add = [&](std::string name, Result<Strategy> st) {
+    Baseline b;
+    b.name = std::move(name);
+    if (!st.ok()) {
+      b.why_not = st.error().message;
+      out.push_back(std::move(b));
+      return;
+    }
+    auto c = Evaluate(problem, choice, *st);
+    if (!c.ok()) {
+      b.why_not = c.error().message;
+    } else {
+      b.applicable = true;
+      b.candidate = std::move(c).value();
+    }
+    out.push_back(std::move(b));
+  };
+  const Strategy even = EvenStrategy(problem.layers, p, v);
+  add("even split, no recompute", even);
+
+  Strategy full = even;
+  int with_full = 0;
+  for (int l = 0; l < L; ++l) {
+    const auto& opts = problem.layers[l].recompute;
+    for (size_t k = 0; k < opts.size(); ++k) {
+      if (opts[k].name == "full") {
+        full.recompute[l] = static_cast<std::uint8_t>(k + 1);
+        ++with_full;
+      }
+    }
+  }
+  if (with_full == 0) {
+    add("even split, full recompute",
+        Error{"", "no layer offers a recompute mode named \"full\""});
+  } else {
+    add("even split, full recompute", full);
+  }
+
+  // Megatron's hand-tuned split: one decoder layer fewer on the first and
+  // last stages (--decoder-first/last-pipeline-num-layers), the rest even.
+  Result<Strategy> meg = Error{"", "needs at least 3 stages"};
+  if (S >= 3) {
+    Strategy s = even;
+    if (even.layers_per_stage.front() < 2 || even.layers_per_stage.back() < 2) {
+      meg = Error{"", "the first or last stage has too few layers"};
+    } else {
+      s.layers_per_stage.front() -= 1;
+      s.layers_per_stage.back() -= 1;
+      // Spread the two freed layers over the middle stages, fewest first.
+      for (int extra = 0; extra < 2; ++extra) {
+        int best = 1;
+        for (int x = 1; x + 1 < S; ++x) {
+          if (s.layers_per_stage[x] < s.layers_per_stage[best]) best = x;
+        }
+        s.layers_per_stage[best] += 1;
+      }
+      meg = s;
+    }
+  }
+  add("Megatron: one layer fewer on first and last stage", meg);
+
+  // Metis (Um et al., USENIX ATC'24) splits layers in proportion to each
+  // device's compute speed, in the order the devices are given; the same
+  // split with full recompute when that does not fit.
+  if (problem.topology.num_devices() == p) {
+    Strategy prop = even;
+    const int kmin = problem.allow_empty_chunks ? 0 : 1;
+    double total = 0;
+    for (int s = 0; s < S; ++s) total += problem.cluster.devices[s % p].speed;
+    std::vector<std::pair<double, int>> rest;
+    int given = 0;
+    for (int s = 0; s < S; ++s) {
+      const double share = (L - kmin * S) * problem.cluster.devices[s % p].speed / total;
+      const int whole = static_cast<int>(std::floor(share));
+      prop.layers_per_stage[s] = kmin + whole;
+      given += kmin + whole;
+      rest.emplace_back(-(share - whole), s);
+    }
+    std::sort(rest.begin(), rest.end());
+    for (int i = 0; given < L; ++i, ++given) ++prop.layers_per_stage[rest[i % S].second];
+    std::fill(prop.recompute.begin(), prop.recompute.end(), 0);
+    add("Metis-style: layers in proportion to speed, given order", prop);
+    if (with_full > 0) {
+      prop.recompute = full.recompute;
+      add("Metis-style, full recompute", prop);
+    }
+  }
+  return out;
+}
+
+}  // namespace ppb

@@ -1,0 +1,76 @@
+// Internal to search/: the lower bounds that hold for a whole tree (one
+// schedule choice on one cluster), as functions of what they read.
+//
+// Contract: RootBound (root_bound.cpp) is a lower bound on the makespan of
+// every split of the choice; its relaxation (RootRelaxation::totals) bounds
+// every strategy in which rank d holds k decoders. PathWeights
+// (path_bound.cpp) gives a path mixture valid for every split and its value
+// at the root; TotalsPathBound is valid for every strategy that can beat
+// `best`. Every value is floored and lowered by a rounding slack.
+#pragma once
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "search/context.h"
+
+namespace ppb::search_detail {
+
+// A path through the program's dependency graph: its length is
+// sum_s (a[s] * F_s + b[s] * B_s) + c for stage times F_s, B_s.
+struct Path {
+  std::vector<double> a, b;
+  double c = 0;
+};
+
+// RootBound's recompute fronts of k decoders, k = 0..D (they depend on the
+// layers alone).
+using Fronts = std::vector<std::vector<std::pair<Bytes, Nanos>>>;
+// RootBound's least recompute per (rank, capacity), for k = 0..D (they
+// depend on the problem, the program and the capacity alone).
+using RecomputeRows = std::map<std::pair<int, Bytes>, std::vector<Nanos>>;
+
+// RootBound's relaxation, kept for TotalsPathBound: the largest group of
+// identical layers ("decoders") and load[d][k], a lower bound on the
+// makespan when rank d holds k of them (kInf: k cannot fit).
+struct Totals {
+  int decoders = 0, rep = 0, free_others = 0;
+  bool first_pinned = false, last_pinned = false;
+  std::vector<std::vector<Nanos>> load;
+  std::vector<std::vector<Nanos>> rt;  // [d][k] least recompute per mb (speed 1), or kInf
+};
+
+// What RootBound learns besides its value.
+struct RootRelaxation {
+  Totals totals;
+  Nanos forced_recompute = 0;   // least total recompute per mb memory forces
+  std::vector<int> per_device;  // the relaxation's allocation (empty: none)
+  int rep = 0;                  // a decoder
+};
+
+// Path bound (PathWeights): T >= sum_s (pa[s] f_s + pbw_coef[s] b_s) + pconst
+// for any allocation; pa_min[s] / pb_min[s] = least coefficient per unit
+// of unscaled work over stages >= s (for layers not yet placed).
+struct PathMixture {
+  std::vector<double> pa, pbw_coef, pa_min, pb_min;
+  double pconst = 0;
+};
+
+// root_bound.cpp. `fronts` and `rt_cache` may be null (no sharing).
+Nanos RootBound(const ChoiceProblem& cp, Fronts* fronts, RecomputeRows* rt_cache,
+                RootRelaxation& out);
+
+// path_bound.cpp.
+Nanos LeastHop(const ChoiceProblem& cp, int a, int b);
+Path PathOf(const ChoiceProblem& cp, const std::vector<CriticalStep>& steps);
+std::vector<Path> BuildPaths(const ChoiceProblem& cp);
+Nanos PathWeights(const ChoiceProblem& cp, Nanos forced_recompute, PathMixture& out);
+// `path_pool` (may be null): paths shared by searchers of one program on
+// clusters with the same links; `engine` simulates the critical paths;
+// `start` is the search's start (the time limit counts from it).
+Nanos TotalsPathBound(const ChoiceProblem& cp, const Totals& totals,
+                      std::vector<Path>* path_pool, Engine& engine,
+                      Clock::time_point start, Nanos best);
+
+}  // namespace ppb::search_detail

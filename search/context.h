@@ -1,0 +1,88 @@
+// Internal to search/: what every part of the strategy search shares.
+//
+// Contract: ChoiceContext is one schedule choice made concrete (its program,
+// a template PipelineSpec with the cluster's placement, links and
+// capacities, and the program's memory profile); it is built once per
+// choice (MakeContext) and only read afterwards. StageFixed is what a stage
+// costs on its device apart from recompute. ChoiceProblem is everything
+// the search of one choice on one cluster reads and never writes (the
+// problem, the options, the context, sums over the layers), passed
+// explicitly to the bounds and heuristics; SearchLimits is one search's
+// clock, progress throttle and stop state. kInf is the "no bound / no time"
+// sentinel: far below overflow when a few are added.
+#pragma once
+
+#include <chrono>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "search/memory_profile.h"
+#include "search/recompute_menu.h"
+#include "search/search.h"
+
+namespace ppb::search_detail {
+
+using Clock = std::chrono::steady_clock;
+constexpr Nanos kInf = std::numeric_limits<Nanos>::max() / 4;
+
+// ---------------------------------------------------------------------------
+// Per-choice search state.
+
+struct ChoiceContext {
+  int index = 0;
+  ScheduleChoice choice;
+  int p = 1, v = 1, m = 1, S = 1, L = 0;
+  Program program;
+  PipelineSpec spec;  // template: shape, placement, links, capacities
+  MemoryProfile profile;
+};
+
+// What a stage costs on its device with the cheapest-memory recompute, and
+// the fixed parts that do not depend on recompute.
+struct StageFixed {
+  Nanos f = 0, bi = 0, bw = 0;  // scaled to the device
+  Bytes static_mem = 0;
+  Bytes workspace = 0;
+  Bytes output = 0;
+};
+
+// The clock of one search, its progress throttle (ReportDue), and whether
+// and why it stopped.
+struct SearchLimits {
+  Clock::time_point start;
+  Clock::time_point last_report{};
+  bool hit = false;        // a node or time limit stopped it
+  std::string stop_reason;
+  double Elapsed() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
+};
+
+// Read-only for the whole search of one choice on one cluster: the problem,
+// the options, the choice's context and sums over the layers. The bounds
+// and heuristics take it explicitly; the searcher holds one.
+struct ChoiceProblem {
+  ChoiceProblem(const SearchProblem& problem, const SearchOptions& options, ChoiceContext ctx);
+
+  const SearchProblem& pb;
+  const SearchOptions& opt;
+  ChoiceContext c;
+  std::vector<Nanos> pf, pbi, pbw;  // prefix sums: forward, backward input / weight
+  std::vector<Bytes> pst;           // prefix sums: static memory
+  double max_speed = 1.0;           // the fastest device's speed
+  std::vector<Nanos> suffix_work;   // unscaled m-less work of layers >= l
+  std::vector<Nanos> suffix_f, suffix_b;  // the same, forward / backward only
+  Bytes least_output = 0;           // least bytes a stage can send (LeastHop)
+
+  // The fixed parts of stage s holding layers [i, j) on its device.
+  StageFixed Fixed(int s, int i, int j, Bytes prev_output) const;
+  // One message of `bytes` from stage s to s+1 (forward) or back (0 on one
+  // device or past the last stage).
+  Nanos CommFwd(int s, Bytes bytes) const;
+  Nanos CommBwd(int s, Bytes bytes) const;  // gradient from s+1 to s
+  // Peak memory of device d for menu points pts[c] (one per chunk) of stages
+  // with the given fixed parts.
+  Bytes DevicePeak(int d, const std::vector<const StageFixed*>& fx,
+                   const std::vector<const MenuPoint*>& pts) const;
+};
+
+}  // namespace ppb::search_detail

@@ -1,0 +1,206 @@
+// The recompute choice of one schedule choice's splits (see
+// recompute_choice.h for the contract).
+#include "search/recompute_choice.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "core/cost.h"
+
+namespace ppb::search_detail {
+
+const Menu& RecomputeChoice::GetMenu(int i, int j) {
+  const std::uint64_t key = static_cast<std::uint64_t>(i) * (cp_.c.L + 1) + j;
+  auto it = menus_.find(key);
+  if (it != menus_.end()) return it->second;
+  const Menu& menu = menus_.emplace(key, BuildMenu(cp_.pb.layers, i, j)).first->second;
+  if (menu.truncated) menus_truncated_ = true;
+  return menu;
+}
+
+Bytes RecomputeChoice::DevicePeakLowerBound(int d, int assigned, const std::vector<int>& split,
+                                            const std::vector<int>& first_layer,
+                                            const std::vector<StageFixed>& fixed) {
+  std::vector<Bytes> stash(cp_.c.v, 0), remat(cp_.c.v, 0), ws(cp_.c.v, 0);
+  Bytes stat = 0;
+  for (int c = 0; c < cp_.c.v; ++c) {
+    const int s = c * cp_.c.p + d;
+    if (s >= assigned) continue;
+    const int i = first_layer[s], j = i + split[s];
+    const Menu& menu = GetMenu(i, j);
+    stash[c] = menu.min_stash;
+    remat[c] = menu.min_remat;
+    ws[c] = fixed[s].workspace;
+    stat += fixed[s].static_mem;
+  }
+  Bytes best = stat;
+  for (const Moment& mo : cp_.c.profile.moments[d]) {
+    Bytes x = stat;
+    for (int c = 0; c < cp_.c.v; ++c) x += static_cast<Bytes>(mo.counts[c]) * stash[c];
+    const int c = mo.chunk;
+    x += mo.forward ? stash[c] + ws[c] : ws[c] + remat[c];
+    best = std::max(best, x);
+  }
+  return best;
+}
+
+// Walks one menu point per chunk of device d (each menu sorted by time) and
+// calls leaf(points, total scaled time, peak) for every combination that
+// fits `cap`. A chunk's loop stops once the running time passes limit()
+// (the caller's best so far); a partial choice whose memory floor (the
+// remaining chunks at their least stash) does not fit is skipped. Every
+// step spends one unit of `budget`; false once it has run out.
+bool WalkFits(
+    const ChoiceProblem& cp, int d, const std::vector<const Menu*>& menus,
+    const std::vector<const StageFixed*>& fxp, Bytes cap, std::int64_t& budget,
+    const std::function<Nanos()>& limit,
+    const std::function<void(const std::vector<const MenuPoint*>&, Nanos, Bytes)>& leaf) {
+  const int v = static_cast<int>(menus.size());
+  const double speed = cp.pb.cluster.devices[d].speed;
+  std::vector<MenuPoint> floor_pts(v);
+  for (int c = 0; c < v; ++c) {
+    floor_pts[c].stash = menus[c]->min_stash;
+    floor_pts[c].remat = menus[c]->min_remat;
+  }
+  std::vector<const MenuPoint*> cur(v);
+  std::function<void(int, Nanos)> rec = [&](int c, Nanos t) {
+    if (--budget < 0) return;
+    if (c == v) {
+      const Bytes peak = cp.DevicePeak(d, fxp, cur);
+      if (peak <= cap) leaf(cur, t, peak);
+      return;
+    }
+    for (const MenuPoint& q : menus[c]->points) {
+      const Nanos t2 = t + ScaleTime(q.time, speed);
+      if (t2 > limit()) break;  // sorted by time
+      cur[c] = &q;
+      for (int r = c + 1; r < v; ++r) cur[r] = &floor_pts[r];
+      if (cp.DevicePeak(d, fxp, cur) > cap) continue;
+      rec(c + 1, t2);
+    }
+  };
+  rec(0, 0);
+  return budget >= 0;
+}
+
+// Least total recompute time (scaled) of device d's chunks such that the
+// device fits in memory: an exact search over the chunks' menus (sorted by
+// time) with memory pruning from each chunk's least stash. Returns -1 when
+// nothing fits. `pts` gets the chosen point per chunk. `exact` is cleared
+// when that choice is not provably the best for the makespan: with several
+// chunks, the least total is not necessarily the best per-chunk vector (only
+// an all-zero choice dominates every other), or the search ran out of budget.
+Nanos RecomputeChoice::DeviceRecompute(int d, const std::vector<int>& first,
+                                       const std::vector<int>& split,
+                                       const std::vector<StageFixed>& fx,
+                                       std::vector<const MenuPoint*>& pts,
+                                       bool& exact, Bytes cap_limit,
+                                       bool fewest_recomputed) {
+  const Bytes cap = cap_limit >= 0 ? std::min(cap_limit, cp_.c.spec.device_capacity[d])
+                                   : cp_.c.spec.device_capacity[d];
+  // The answer depends only on the device and its chunks' layer ranges (the
+  // output size does not enter memory): memoize, the tree revisits them.
+  std::vector<std::int32_t> key;
+  key.reserve(2 * cp_.c.v + 4);
+  key.push_back(d);
+  key.push_back(static_cast<std::int32_t>(cap >> 32));
+  key.push_back(static_cast<std::int32_t>(cap & 0xffffffff));
+  key.push_back(fewest_recomputed ? 1 : 0);
+  for (int c = 0; c < cp_.c.v; ++c) {
+    const int s = c * cp_.c.p + d;
+    key.push_back(first[s]);
+    key.push_back(split[s]);
+  }
+  if (auto it = recompute_memo_.find(key); it != recompute_memo_.end()) {
+    pts = it->second.pts;
+    exact = exact && it->second.exact;
+    return it->second.time;
+  }
+  std::vector<const Menu*> menus(cp_.c.v);
+  std::vector<const StageFixed*> fxp(cp_.c.v);
+  for (int c = 0; c < cp_.c.v; ++c) {
+    const int s = c * cp_.c.p + d;
+    menus[c] = &GetMenu(first[s], first[s] + split[s]);
+    fxp[c] = &fx[s];
+  }
+  pts.clear();
+  Nanos best_time = kInf;
+  Bytes best_peak = 0;
+  int best_rc = 0;
+  std::int64_t budget = 200000;
+  WalkFits(cp_, d, menus, fxp, cap, budget, [&] { return best_time; },
+           [&](const std::vector<const MenuPoint*>& cur, Nanos t, Bytes peak) {
+             int rc = 0;
+             for (auto* q : cur) rc += q->recomputed;
+             const bool better =
+                 fewest_recomputed
+                     ? std::tie(t, rc, peak) < std::tie(best_time, best_rc, best_peak)
+                     : std::tie(t, peak, rc) < std::tie(best_time, best_peak, best_rc);
+             if (pts.empty() || better) {
+               best_time = t;
+               best_peak = peak;
+               best_rc = rc;
+               pts = cur;
+             }
+           });
+  bool my_exact = budget >= 0;
+  if (cp_.c.v > 1 && !pts.empty() && best_time > 0) my_exact = false;
+  for (int c = 0; c < cp_.c.v && !pts.empty(); ++c) {
+    if (menus[c]->truncated && (cp_.c.v > 1 || pts[c]->time > menus[c]->exact_up_to)) {
+      my_exact = false;
+    }
+  }
+  const Nanos result = pts.empty() ? -1 : best_time;
+  recompute_memo_.emplace(std::move(key), RecomputeMemo{result, pts, my_exact});
+  exact = exact && my_exact;
+  return result;
+}
+
+// Per-split data every recompute enumeration needs.
+void RecomputeChoice::SplitLayout(const std::vector<int>& split, std::vector<int>& first,
+                                  std::vector<StageFixed>& fx) const {
+  const int S = cp_.c.S;
+  first.assign(S, 0);
+  for (int s = 1; s < S; ++s) first[s] = first[s - 1] + split[s - 1];
+  fx.assign(S, StageFixed{});
+  Bytes prev = 0;
+  for (int s = 0; s < S; ++s) {
+    fx[s] = cp_.Fixed(s, first[s], first[s] + split[s], prev);
+    prev = fx[s].output;
+  }
+}
+
+// Every recompute choice of device d (one menu point per chunk) that fits
+// its memory, or false when there are more than `budget` to look at.
+bool RecomputeChoice::EnumerateDevice(int d, const std::vector<int>& first,
+                                      const std::vector<int>& split,
+                                      const std::vector<StageFixed>& fx,
+                                      std::vector<DeviceChoice>& found) {
+  const int p = cp_.c.p, v = cp_.c.v;
+  const double speed = cp_.pb.cluster.devices[d].speed;
+  const Bytes cap = cp_.c.spec.device_capacity[d];
+  std::vector<const Menu*> menus(v);
+  std::vector<const StageFixed*> fxp(v);
+  for (int c = 0; c < v; ++c) {
+    const int s = c * p + d;
+    menus[c] = &GetMenu(first[s], first[s] + split[s]);
+    fxp[c] = &fx[s];
+    if (menus[c]->truncated) return false;
+  }
+  found.clear();
+  std::int64_t budget = 20000;
+  return WalkFits(cp_, d, menus, fxp, cap, budget, [] { return kInf; },
+                  [&](const std::vector<const MenuPoint*>& cur, Nanos, Bytes peak) {
+                    DeviceChoice ch;
+                    ch.peak = peak;
+                    for (int x = 0; x < v; ++x) {
+                      ch.times.push_back(ScaleTime(cur[x]->time, speed));
+                      ch.total += ch.times.back();
+                      ch.rc += cur[x]->recomputed;
+                    }
+                    ch.pts = cur;
+                    found.push_back(std::move(ch));
+                  });
+}
+
+}  // namespace ppb::search_detail

@@ -1,0 +1,211 @@
+// Recompute menus and fronts (see recompute_menu.h for the contract).
+#include "search/recompute_menu.h"
+
+#include <algorithm>
+#include <functional>
+#include <tuple>
+
+#include "search/context.h"
+
+namespace ppb::search_detail {
+
+bool Dominates(const MenuPoint& a, const MenuPoint& b) {
+  return a.stash <= b.stash && a.remat <= b.remat && a.time <= b.time &&
+         a.recomputed <= b.recomputed;
+}
+
+void ParetoFilter(std::vector<MenuPoint>& pts) {
+  std::sort(pts.begin(), pts.end(), [](const MenuPoint& a, const MenuPoint& b) {
+    return std::tie(a.time, a.stash, a.remat, a.recomputed, a.counts) <
+           std::tie(b.time, b.stash, b.remat, b.recomputed, b.counts);
+  });
+  std::vector<MenuPoint> out;
+  for (auto& p : pts) {
+    bool dom = false;
+    for (const auto& q : out) {
+      if (Dominates(q, p)) {
+        dom = true;
+        break;
+      }
+    }
+    if (!dom) out.push_back(std::move(p));
+  }
+  pts = std::move(out);
+}
+
+bool SameCosts(const Layer& a, const Layer& b) {
+  if (a.activation != b.activation || a.recompute.size() != b.recompute.size()) {
+    return false;
+  }
+  for (size_t k = 0; k < a.recompute.size(); ++k) {
+    if (a.recompute[k].retained_activation != b.recompute[k].retained_activation ||
+        a.recompute[k].extra_time != b.recompute[k].extra_time) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool SameLayer(const Layer& a, const Layer& b) {
+  return a.forward == b.forward && a.backward_input == b.backward_input &&
+         a.backward_weight == b.backward_weight && a.static_memory == b.static_memory &&
+         SameCosts(a, b);
+}
+
+Menu BuildMenu(const std::vector<Layer>& layers, int i, int j) {
+  Menu menu;
+  for (int l = i; l < j; ++l) {
+    if (layers[l].recompute.empty()) {
+      menu.min_stash += 0;  // accounted below with the fixed part
+    }
+    bool placed = false;
+    for (auto& g : menu.groups) {
+      if (SameCosts(layers[g.layers.front()], layers[l])) {
+        g.layers.push_back(l);
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) {
+      Group g;
+      g.layers = {l};
+      g.activation = layers[l].activation;
+      g.options = layers[l].recompute;
+      menu.groups.push_back(std::move(g));
+    }
+  }
+  int total_opts = 0;
+  for (const auto& g : menu.groups) {
+    menu.offsets.push_back(total_opts);
+    total_opts += static_cast<int>(g.options.size()) + 1;
+  }
+  MenuPoint base;
+  base.counts.assign(total_opts, 0);
+  std::vector<MenuPoint> acc{base};
+  for (size_t gi = 0; gi < menu.groups.size(); ++gi) {
+    const Group& g = menu.groups[gi];
+    const int k = static_cast<int>(g.layers.size());
+    const int o = static_cast<int>(g.options.size());
+    // All count vectors (n_0 .. n_o) with sum k for this group.
+    std::vector<MenuPoint> local;
+    std::vector<int> n(o + 1, 0);
+    auto emit = [&]() {
+      MenuPoint p;
+      p.counts.assign(total_opts, 0);
+      for (int x = 0; x <= o; ++x) {
+        p.counts[menu.offsets[gi] + x] = static_cast<std::uint8_t>(n[x]);
+      }
+      p.stash = static_cast<Bytes>(n[0]) * g.activation;
+      for (int x = 1; x <= o; ++x) {
+        const RecomputeOption& opt = g.options[x - 1];
+        p.stash += static_cast<Bytes>(n[x]) * opt.retained_activation;
+        p.time += static_cast<Nanos>(n[x]) * opt.extra_time;
+        p.recomputed += n[x];
+        if (n[x] > 0) p.remat = std::max(p.remat, g.activation - opt.retained_activation);
+      }
+      local.push_back(std::move(p));
+    };
+    // Enumerate compositions of k into o+1 parts.
+    std::function<void(int, int)> rec = [&](int x, int left) {
+      if (x == o) {
+        n[o] = left;
+        emit();
+        return;
+      }
+      for (int c = left; c >= 0; --c) {
+        n[x] = c;
+        rec(x + 1, left - c);
+      }
+    };
+    rec(0, k);
+    ParetoFilter(local);
+    std::vector<MenuPoint> next;
+    next.reserve(acc.size() * local.size());
+    for (const auto& a : acc) {
+      for (const auto& b : local) {
+        MenuPoint p = a;
+        p.stash += b.stash;
+        p.remat = std::max(p.remat, b.remat);
+        p.time += b.time;
+        p.recomputed += b.recomputed;
+        for (int x = 0; x <= o; ++x) {
+          p.counts[menu.offsets[gi] + x] = b.counts[menu.offsets[gi] + x];
+        }
+        next.push_back(std::move(p));
+      }
+    }
+    ParetoFilter(next);
+    if (next.size() > kMaxMenuPoints) {
+      // Sorted by time: keep the fastest, and the least stash (which makes
+      // memory feasibility checks exact) at the end.
+      auto least = std::min_element(next.begin(), next.end(),
+                                    [](const MenuPoint& a, const MenuPoint& b) {
+                                      return std::tie(a.stash, a.remat, a.time) <
+                                             std::tie(b.stash, b.remat, b.time);
+                                    });
+      MenuPoint keep = *least;
+      menu.exact_up_to = std::min(menu.exact_up_to, next[kMaxMenuPoints - 2].time);
+      next.resize(kMaxMenuPoints - 1);
+      next.push_back(std::move(keep));
+      ParetoFilter(next);
+      menu.truncated = true;
+    }
+    acc = std::move(next);
+  }
+  menu.points = std::move(acc);
+  menu.min_stash = kInf;
+  menu.min_remat = kInf;
+  for (const auto& p : menu.points) {
+    menu.min_stash = std::min(menu.min_stash, p.stash);
+    menu.min_remat = std::min(menu.min_remat, p.remat);
+  }
+  return menu;
+}
+
+std::pair<int, int> LargestIdenticalGroup(const std::vector<Layer>& layers) {
+  const int L = static_cast<int>(layers.size());
+  int rep = 0, count = 0;
+  for (int i = 0; i < L; ++i) {
+    int cnt = 0;
+    for (int j = 0; j < L; ++j) cnt += SameLayer(layers[i], layers[j]);
+    if (cnt > count) {
+      count = cnt;
+      rep = i;
+    }
+  }
+  return {rep, count};
+}
+std::vector<std::pair<Bytes, Nanos>> StackRecomputeFront(const Layer& dec, int k) {
+  const auto& opts = dec.recompute;
+  std::vector<std::pair<Bytes, Nanos>> v;
+  if (opts.empty()) {
+    v.emplace_back(static_cast<Bytes>(k) * dec.activation, 0);
+  } else if (opts.size() > 2) {
+    Bytes least = dec.activation;
+    for (const auto& o : opts) least = std::min(least, o.retained_activation);
+    v.emplace_back(static_cast<Bytes>(k) * least, 0);
+  } else {
+    const int o2 = static_cast<int>(opts.size());
+    for (int a = 0; a <= k; ++a) {
+      for (int b = 0; b <= (o2 == 2 ? k - a : 0); ++b) {
+        const int none = k - a - b;
+        Bytes st = static_cast<Bytes>(none) * dec.activation +
+                   static_cast<Bytes>(a) * opts[0].retained_activation;
+        Nanos t = static_cast<Nanos>(a) * opts[0].extra_time;
+        if (o2 == 2) {
+          st += static_cast<Bytes>(b) * opts[1].retained_activation;
+          t += static_cast<Nanos>(b) * opts[1].extra_time;
+        }
+        v.emplace_back(st, t);
+      }
+    }
+  }
+  std::sort(v.begin(), v.end());
+  std::vector<std::pair<Bytes, Nanos>> front;
+  for (const auto& x : v) {
+    if (front.empty() || x.second < front.back().second) front.push_back(x);
+  }
+  return front;
+}
+
+}  // namespace ppb::search_detail

@@ -1,0 +1,77 @@
+// Internal to search/: recompute menus and the identical-layer relaxations.
+//
+// Contract: BuildMenu(layers, i, j) is the Pareto set ("menu") of the
+// recompute choices of layers [i, j) over (stash per micro-batch, largest
+// re-materialized activation, recompute time, recomputed layers); layers
+// with identical costs are grouped and only counts per mode enumerated.
+// Every choice is dominated by (or equal to) a menu point unless the menu
+// is truncated, and then every choice of time <= exact_up_to still is.
+// The least-stash point is always kept, so memory feasibility checks
+// against a menu are exact. Points are sorted by time, then stash.
+//
+// LargestIdenticalGroup and StackRecomputeFront serve the relaxations over
+// the largest group of identical layers ("decoders"); a front may err only
+// towards less recompute, which keeps every bound built on it valid.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "search/search.h"
+
+namespace ppb::search_detail {
+
+// ---------------------------------------------------------------------------
+// Menus: Pareto-optimal recompute choices of one layer range.
+struct MenuPoint {
+  Bytes stash = 0;       // per micro-batch
+  Bytes remat = 0;       // largest activation re-materialized by recompute
+  Nanos time = 0;        // recompute time on a speed-1.0 device
+  int recomputed = 0;    // layers recomputed
+  std::vector<std::uint8_t> counts;  // per (group, option) count, flattened
+};
+
+struct Group {
+  std::vector<int> layers;  // indexes, in order
+  Bytes activation = 0;
+  std::vector<RecomputeOption> options;
+};
+
+// Most points a menu keeps; past it the cheapest-time points and the
+// least-stash point are kept and the menu is marked truncated (the search
+// then no longer claims a proof).
+constexpr size_t kMaxMenuPoints = 1024;
+
+struct Menu {
+  bool truncated = false;
+  // Every recompute choice of time <= exact_up_to is in `points` (dropped
+  // points are slower): a choice at or below it is provably the fastest.
+  Nanos exact_up_to = std::numeric_limits<Nanos>::max();
+  std::vector<Group> groups;
+  std::vector<int> offsets;       // offset of group g's counts in counts
+  std::vector<MenuPoint> points;  // Pareto set, sorted by time then stash
+  Bytes min_stash = 0, min_remat = 0;
+};
+
+bool Dominates(const MenuPoint& a, const MenuPoint& b);
+void ParetoFilter(std::vector<MenuPoint>& pts);
+bool SameCosts(const Layer& a, const Layer& b);
+// Identical in every cost the search uses: such layers are interchangeable.
+bool SameLayer(const Layer& a, const Layer& b);
+Menu BuildMenu(const std::vector<Layer>& layers, int i, int j);
+
+// ---------------------------------------------------------------------------
+// Relaxations over the largest group of identical layers ("decoders").
+
+// A representative of the largest group of identical layers, and its size.
+std::pair<int, int> LargestIdenticalGroup(const std::vector<Layer>& layers);
+
+// The Pareto points (stash per micro-batch, recompute time), stash up and
+// time down, of k copies of `dec` (at most two recompute modes enumerated;
+// with more, recompute is taken as free at the least stash, which keeps a
+// bound valid).
+std::vector<std::pair<Bytes, Nanos>> StackRecomputeFront(const Layer& dec, int k);
+
+}  // namespace ppb::search_detail

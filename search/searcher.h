@@ -1,0 +1,175 @@
+// Internal to search/: the per-choice searcher (one schedule choice on one
+// cluster). Its parts live in their own files:
+//   tree.cpp        Run, Prepare, the depth-first branch-and-bound (Dfs),
+//                   pruning, limits and progress
+//   leaf.cpp        the recompute choice of a whole split (per device:
+//                   RecomputeChoice, recompute_choice.h), exhausting and tie
+//                   polishing at leaves, simulation of leaves (single and
+//                   batched)
+//   root_bound.cpp  the root relaxation over the decoders (RootBound)
+//   path_bound.cpp  path bounds: the allocation-free path mixture
+//                   (PathWeights) and the open-tree bound (TotalsPathBound)
+//   heuristics.cpp  incumbent splits, local search, any feasible split
+//
+// Shape of the search, per schedule choice (schedule, v, g):
+//   1. The program depends only on (p, v, m, g): generate it once, and derive
+//      each device's memory profile from it (MemoryProfile): memory changes
+//      only at the device's own op boundaries, in program order, so a
+//      device's simulated peak is max over its ops of a linear function of
+//      its stages' stash sizes plus a transient - no timing needed.
+//   2. For a stage holding layers [i, j), the recompute choices that can
+//      matter form a Pareto set ("menu") over (stash per micro-batch, largest
+//      re-materialized activation, recompute time, recomputed layers); layers
+//      with identical costs are grouped and only counts per mode enumerated.
+//   3. Depth-first branch-and-bound over the layer count of stages 0, 1, ...,
+//      S-1. Each child gets a valid lower bound on the simulated makespan
+//      (see tree.cpp); children are explored best bound first; a child
+//      whose bound cannot beat the K-th best candidate is pruned. Leaves pick
+//      each device's recompute exactly (v = 1: the cheapest feasible menu
+//      point; v > 1: a small exact search for the least total recompute) and
+//      are simulated by the engine.
+//   4. Heuristic incumbents first (even split, work-balanced split) polished
+//      by local search (boundary moves, seeded random restarts).
+//
+// Contract: a Searcher reports only strategies it simulated (top, best
+// first, distinct splits); pending_bound (with top) bounds every strategy
+// of its choice it did not rule out; `closed` means the whole tree was
+// searched and every leaf's recompute choice was proved. Deterministic for
+// a given seed and node limit (a time limit can stop at different points).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/cost.h"
+#include "search/bounds.h"
+#include "search/context.h"
+#include "search/heuristics.h"
+#include "search/incumbent.h"
+#include "search/recompute_choice.h"
+#include "search/recompute_menu.h"
+
+namespace ppb::search_detail {
+
+class Searcher {
+ public:
+  Searcher(const SearchProblem& problem, const SearchOptions& options,
+           ChoiceContext ctx)
+      : cp_(problem, options, std::move(ctx)), rc_(cp_) {
+    top_list.top_k = cp_.opt.top_k;
+    top_list.cutoff = cp_.opt.cutoff;
+    limits.start = Clock::now();
+  }
+
+  // Runs heuristics, local search and branch-and-bound.
+  void Run();
+
+  // Whether some split fits every device's memory (any recompute); the
+  // split found goes to *split. Depth-first with memory pruning only.
+  bool AnyFeasibleSplit(std::vector<int>* split);
+
+  // Picks the recompute of every device for a full split. Returns false if
+  // some device cannot fit. Fills chosen_[s] and rtime_[s] (scaled).
+  bool ChooseRecompute(const std::vector<int>& split, bool& exact,
+                       int* failed_device = nullptr);
+
+  TopList top_list;            // sorted by Better, distinct strategies
+  SearchLimits limits;         // clock, progress throttle, why it stopped
+  Nanos pending_bound = kInf;  // min bound of what was left unexplored
+  bool closed = false;
+  std::int64_t nodes = 0, evaluations = 0;
+
+  // The bound Run() starts its tree search from (valid for every split of
+  // this choice on this cluster), without searching.
+  Nanos RootOnly() {
+    Prepare();
+    return pending_bound;
+  }
+  // Paths (as PathOf gives them) shared by searchers of one program on
+  // clusters with the same links: TotalsPathBound starts from them and adds
+  // the ones it generates.
+  void SharePaths(std::vector<Path>* pool) { path_pool_ = pool; }
+  // RootBound's recompute fronts of k decoders, k = 0..D, shared by
+  // searchers of one problem (same layers).
+  void ShareFronts(Fronts* fronts) { fronts_ = fronts; }
+  // RootBound's least recompute per (rank, capacity), for k = 0..D, shared
+  // by searchers of one problem and schedule choice.
+  void ShareRecompute(RecomputeRows* rows) { rt_cache_ = rows; }
+  // The root bound raised by the open-tree bound for strategies that can
+  // beat `best` (kInf: no split exists at all).
+  Nanos RootAndTotals(Nanos best) {
+    if (!Prepare(false)) return kInf;
+    return std::max(pending_bound,
+                    TotalsPathBound(cp_, root_.totals, path_pool_, engine_, limits.start, best));
+  }
+
+  Nanos totals_bound = 0;  // TotalsPathBound after the heuristics (0: none)
+
+ private:
+  // The DFS state and the root bound (pending_bound); false when no split
+  // exists at all (closed then).
+  bool Prepare(bool path_weights = true);
+  // Full evaluation of a split: recompute choice + simulation. Returns
+  // false when infeasible in memory.
+  bool EvaluateSplit(const std::vector<int>& split, Candidate* out, bool& exact);
+  void SimulateChosen(const std::vector<int>& split, Candidate* out);
+  struct BatchSlot {
+    std::vector<int> split;
+    PipelineSpec spec;
+    Strategy strategy;
+    int recomputed = 0;
+    SimResult sim;
+  };
+  // Simulates every slot (on opt.threads threads when the runs are big
+  // enough to pay for them).
+  void RunBatch(std::vector<BatchSlot>& batch);
+  std::vector<Engine> batch_engines_;
+  void BuildChosen(const std::vector<int>& split, PipelineSpec& spec, Strategy& st,
+                   int& recomputed);
+  void ToCandidate(Strategy st, int recomputed, const SimResult& sim, Candidate* out) const;
+  bool ExhaustLeaf(const std::vector<int>& split);
+  void PolishTies(const std::vector<int>& split, Candidate& cand);
+
+  void Offer(Candidate c);
+  Nanos PruneThreshold() const;  // bound must be <= this to explore
+  bool ShouldPrune(Nanos bound) const;
+
+  void Dfs(int s, int pos);
+  Nanos ChildBound(int s, int pos, int k, const StageFixed& fx, Nanos rt, Nanos dev_rt) const;
+  bool CheckLimits();
+  void Report(bool force);
+
+  void LocalSearch(std::vector<int> split, std::mt19937_64& rng, int restarts);
+
+  const ChoiceProblem cp_;  // read-only for the whole search
+  RecomputeChoice rc_;      // menus and the recompute choice per device
+  std::vector<Path>* path_pool_ = nullptr;
+  Fronts* fronts_ = nullptr;
+  RecomputeRows* rt_cache_ = nullptr;
+  Engine engine_;
+  SimResult sim_;
+  PipelineSpec work_spec_;
+
+  // DFS state.
+  std::vector<int> split_;            // counts of stages assigned so far
+  std::vector<int> first_layer_;      // first layer of each stage
+  std::vector<StageFixed> fixed_;     // per assigned stage
+  std::vector<Nanos> head_, tail_;    // per device (partial sums)
+  std::vector<Nanos> work_;           // per device
+  Nanos chain_ = 0;                   // one micro-batch through assigned stages
+  std::vector<const MenuPoint*> chosen_;  // per stage after ChooseRecompute
+  std::vector<Nanos> rtime_;              // per stage, scaled recompute time
+  std::vector<Nanos> level_bounds_;       // pending bound per DFS level
+  Nanos root_bound_ = 0;                  // valid for the whole tree
+  RootRelaxation root_;                   // RootBound's relaxation
+  PathMixture mix_;                       // PathWeights' mixture (empty: none)
+  double path_acc_ = 0;                   // the mixture over the placed stages
+};
+
+}  // namespace ppb::search_detail

@@ -1,0 +1,404 @@
+// The per-choice run and its depth-first branch-and-bound over splits.
+//
+// Lower bound (valid for any program in which a device runs its ops one at a
+// time and every op waits for its inputs): device d's first op is an F of its
+// lowest stage d, which needs the forward chain of stages 0..d-1 first
+// (head_d); its last op is a B of stage d, after which the backward chain of
+// stages d-1..0 still has to run (tail_d); in between it does all its own
+// work. So T >= head_d + work_d + tail_d for every d. Messages add at least
+// latency + bytes/bandwidth to every chain hop between devices. Layers not yet
+// assigned add their work to the devices that still have open stages
+// (water-filling relaxation). For uniform stages this bound equals the closed
+// forms of GPipe/1F1B and interleaved 1F1B (Narayanan et al., SC'21, 2.2),
+// which is why the search closes quickly on balanced instances.
+//
+// Contract: a child's bound is valid for every split in its subtree
+// (rounding of scaled times is allowed for by a slack); a subtree is pruned
+// only when its bound exceeds the K-th best time (or the cutoff), so the
+// top list is exact when the tree closes. What a limit leaves unexplored is
+// kept in pending_bound. Limits: the node limit is checked at every node,
+// the clock every 256 nodes (a top-level search leaves the last tenth of its
+// time to the open-tree bound).
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "core/cost.h"
+#include "search/incumbent.h"
+#include "search/searcher.h"
+
+namespace ppb::search_detail {
+
+// The alternatives are different splits (the same split keeps its best
+// recompute).
+void Searcher::Offer(Candidate c) { top_list.Offer(std::move(c), limits.start); }
+
+Nanos Searcher::PruneThreshold() const { return top_list.Threshold(); }
+
+// A subtree whose makespan bound exceeds the K-th best cannot enter the top
+// K. A bound equal to it may still tie on makespan and win on memory, so it
+// is explored.
+bool Searcher::ShouldPrune(Nanos bound) const { return bound > PruneThreshold(); }
+
+bool Searcher::CheckLimits() {
+  if (limits.hit) return true;
+  if (cp_.opt.node_limit != 0 && nodes >= std::max<std::int64_t>(0, cp_.opt.node_limit)) {
+    limits.hit = true;
+    limits.stop_reason = "node limit";
+    return true;
+  }
+  if ((nodes & 255) == 0) {
+    const double el = std::chrono::duration<double>(Clock::now() - limits.start).count();
+    // A top-level search leaves the last tenth of its time to the bound
+    // of an open tree (TotalsPathBound).
+    const double share = cp_.opt.open_tree_bound ? 0.9 : 1.0;
+    if (cp_.opt.time_limit_s > 0 && el >= cp_.opt.time_limit_s * share) {
+      limits.hit = true;
+      limits.stop_reason = "time limit";
+      return true;
+    }
+    Report(false);
+  }
+  return false;
+}
+
+void Searcher::Report(bool force) {
+  if (!cp_.opt.progress || !ReportDue(force, cp_.opt.progress_interval_s, limits.last_report)) return;
+  SearchProgress pr;
+  pr.elapsed_s = std::chrono::duration<double>(limits.last_report - limits.start).count();
+  pr.nodes = nodes;
+  pr.evaluations = evaluations;
+  pr.incumbent = top_list.top.empty() ? -1 : top_list.top.front().makespan;
+  Nanos lb = top_list.top.empty() ? kInf : top_list.top.front().makespan;
+  for (Nanos b : level_bounds_) lb = std::min(lb, b);
+  lb = std::min(lb, pending_bound);
+  pr.lower_bound = lb;  // kInf: this choice holds no strategy at all
+  pr.choice = cp_.c.index;
+  cp_.opt.progress(pr);
+}
+
+namespace {
+
+// Water-filling: the least level lam such that devices starting at
+// open[i].first and absorbing work at speed open[i].second take `need`
+// units of work by lam (sorts `open`).
+long double WaterLevel(std::vector<std::pair<Nanos, double>>& open, long double need) {
+  std::sort(open.begin(), open.end());
+  long double cap_rate = 0;  // sum of speeds of devices below level
+  long double filled = 0;
+  long double level = static_cast<long double>(open[0].first);
+  size_t idx = 0;
+  long double lam = level;
+  while (true) {
+    while (idx < open.size() && static_cast<long double>(open[idx].first) <= level) {
+      cap_rate += open[idx].second;
+      ++idx;
+    }
+    const long double next_level =
+        idx < open.size() ? static_cast<long double>(open[idx].first) : -1;
+    if (next_level < 0 || filled + cap_rate * (next_level - level) >= need) {
+      lam = level + (need - filled) / cap_rate;
+      break;
+    }
+    filled += cap_rate * (next_level - level);
+    level = next_level;
+  }
+  return lam;
+}
+
+}  // namespace
+
+// The bound of the child that gives stage s layers [pos, pos + k) with fixed
+// parts fx and recompute rt (v = 1) / dev_rt (v > 1, the device's last
+// chunk): per-device head + work + tail, the chain of one micro-batch, the
+// water-filling of the layers not yet placed, the root bound and the path
+// bound. Valid for every split below that child.
+Nanos Searcher::ChildBound(int s, int pos, int k, const StageFixed& fx, Nanos rt,
+                           Nanos dev_rt) const {
+  const int S = cp_.c.S, p = cp_.c.p, m = cp_.c.m;
+  const int d = s % p;
+  // Bound: per-device head + work + tail, plus water-filling of the
+  // layers not yet placed over devices with open stages.
+  const Nanos w = fx.f + fx.bi + fx.bw + rt;
+  const Nanos cf = cp_.CommFwd(s, fx.output), cb = cp_.CommBwd(s, fx.output);
+  Nanos bound = 0;
+  // Device-level parts after adding this stage.
+  // head/tail increments apply to devices d' with d' > s (only for s < p).
+  Nanos max_fixed = 0;
+  std::vector<Nanos> base(p);
+  for (int dd = 0; dd < p; ++dd) {
+    Nanos h = head_[dd], t = tail_[dd], wk = work_[dd];
+    if (s < dd) {
+      h += fx.f + cf;
+      t += fx.bi + fx.bw + rt + cb;
+    }
+    if (dd == d) wk += static_cast<Nanos>(m) * (w + dev_rt);
+    base[dd] = h + wk + t;
+    max_fixed = std::max(max_fixed, base[dd]);
+  }
+  bound = max_fixed;
+  // Chain of one micro-batch: assigned stages plus the rest at best speed.
+  const int next = pos + k;
+  const Nanos rest_work = cp_.suffix_work[next];
+  const Nanos chain = chain_ + w + cf + cb +
+                      static_cast<Nanos>(std::floor(static_cast<double>(rest_work) / cp_.max_speed));
+  bound = std::max(bound, chain);
+  // Water-filling: devices with stages still open absorb the remaining
+  // work m * rest_work (speed-1 units) at their speeds.
+  if (rest_work > 0) {
+    std::vector<std::pair<Nanos, double>> open;  // (base, speed)
+    for (int dd = 0; dd < p; ++dd) {
+      const int last_stage = (cp_.c.v - 1) * p + dd;
+      if (last_stage > s) open.emplace_back(base[dd], cp_.pb.cluster.devices[dd].speed);
+    }
+    if (!open.empty()) {
+      const long double lam = WaterLevel(open, static_cast<long double>(m) * rest_work);
+      // Rounding of per-stage times to ns can shave at most a few ns per
+      // op; keep the bound safely below.
+      const Nanos slack = static_cast<Nanos>(m) * (S + 1) * 2;
+      bound = std::max(bound, static_cast<Nanos>(std::floor(lam)) - slack);
+    }
+  }
+  bound = std::max(bound, root_bound_);
+  if (!mix_.pa.empty()) {
+    // Path bound: placed stages at their times, the rest at the least
+    // coefficient of the stages still open.
+    const double placed = path_acc_ + mix_.pa[s] * static_cast<double>(fx.f) +
+                          mix_.pbw_coef[s] * static_cast<double>(fx.bi + fx.bw + rt);
+    const double rest = s + 1 < S ? mix_.pa_min[s + 1] * static_cast<double>(cp_.suffix_f[next]) +
+                                        mix_.pb_min[s + 1] * static_cast<double>(cp_.suffix_b[next])
+                                  : 0.0;
+    const double slack = static_cast<double>(m) * (S + 1) * 4;
+    bound = std::max(bound, static_cast<Nanos>(std::floor(placed + rest + mix_.pconst - slack)));
+  }
+  return bound;
+}
+
+void Searcher::Dfs(int s, int pos) {
+  const int S = cp_.c.S, L = cp_.c.L, p = cp_.c.p, m = cp_.c.m;
+  const int kmin = cp_.pb.allow_empty_chunks ? 0 : 1;
+  const int remaining_after = S - s - 1;
+  const int kmax_total = L - pos - remaining_after * kmin;
+  const int d = s % p;
+  int klo = kmin, khi = kmax_total;
+  if (s == S - 1) klo = khi = L - pos;
+  if (klo > khi) return;
+
+  struct Child {
+    int k;
+    Nanos bound;
+    Nanos rtime;   // v = 1: this stage's recompute
+    Nanos dev_rt;  // v > 1, last chunk: the device's least total recompute
+  };
+  std::vector<Child> children;
+  const Bytes prev_out = s > 0 ? fixed_[s - 1].output : 0;
+  const double speed = cp_.pb.cluster.devices[d].speed;
+  const Nanos ideal_k = (L - pos) / std::max(1, S - s);
+
+  for (int k = klo; k <= khi; ++k) {
+    const StageFixed fx = cp_.Fixed(s, pos, pos + k, prev_out);
+    // Recompute for this stage: for v = 1 exact now (the device has only this
+    // stage); for v > 1 known when the device's last chunk is placed.
+    split_[s] = k;
+    first_layer_[s] = pos;
+    fixed_[s] = fx;
+    Nanos rt = 0;
+    // Memory feasibility (monotone in k: more layers never need less).
+    const Bytes floor_peak = rc_.DevicePeakLowerBound(d, s + 1, split_, first_layer_, fixed_);
+    if (floor_peak > cp_.c.spec.device_capacity[d]) break;
+    if (cp_.c.v == 1) {
+      const Menu& menu = rc_.GetMenu(pos, pos + k);
+      std::vector<const StageFixed*> fxp{&fixed_[s]};
+      rt = -1;
+      for (const MenuPoint& q : menu.points) {  // sorted by time
+        std::vector<const MenuPoint*> pts{&q};
+        if (cp_.DevicePeak(d, fxp, pts) <= cp_.c.spec.device_capacity[d]) {
+          // Beyond a truncated menu's exact range only that range's end
+          // is a valid lower bound.
+          rt = ScaleTime(std::min(q.time, menu.exact_up_to), speed);
+          break;
+        }
+      }
+      if (rt < 0) continue;  // only a truncated menu can get here
+    }
+    // v > 1: once the device's last chunk is placed, its least total
+    // recompute is known; it adds to the device's work (not to the chains).
+    Nanos dev_rt = 0;
+    if (cp_.c.v > 1 && s / p == cp_.c.v - 1) {
+      std::vector<const MenuPoint*> pts;
+      bool ex = true;
+      dev_rt = rc_.DeviceRecompute(d, first_layer_, split_, fixed_, pts, ex);
+      bool truncated = false;
+      for (int c = 0; c < cp_.c.v; ++c) {
+        const int sc = c * p + d;
+        truncated |= rc_.GetMenu(first_layer_[sc], first_layer_[sc] + split_[sc]).truncated;
+      }
+      if (truncated) {
+        dev_rt = 0;  // its least total over kept points is no valid bound
+      } else if (dev_rt < 0) {
+        continue;  // does not fit with any recompute
+      }
+    }
+    const Nanos bound = ChildBound(s, pos, k, fx, rt, dev_rt);
+    children.push_back(Child{k, bound, rt, dev_rt});
+  }
+  std::stable_sort(children.begin(), children.end(), [&](const Child& a, const Child& b) {
+    if (a.bound != b.bound) return a.bound < b.bound;
+    return std::abs(a.k - ideal_k) < std::abs(b.k - ideal_k);
+  });
+
+  level_bounds_[s] = kInf;
+  for (size_t ci = 0; ci < children.size(); ++ci) {
+    const Child& ch = children[ci];
+    if (ShouldPrune(ch.bound)) {
+      // Sorted by bound: the rest are pruned too.
+      break;
+    }
+    // Everything from this child on is pending until explored.
+    level_bounds_[s] = ch.bound;
+    if (CheckLimits()) {
+      pending_bound = std::min(pending_bound, ch.bound);
+      return;
+    }
+    ++nodes;
+    const int k = ch.k;
+    split_[s] = k;
+    first_layer_[s] = pos;
+    fixed_[s] = cp_.Fixed(s, pos, pos + k, prev_out);
+    if (s == S - 1) {
+      std::vector<int> split(split_.begin(), split_.end());
+      Candidate cand;
+      bool exact = true;
+      if (EvaluateSplit(split, &cand, exact)) {
+        const Nanos got = cand.makespan;
+        if (cand.feasible && (top_list.top.empty() || got <= top_list.top.front().makespan)) {
+          PolishTies(split, cand);
+        }
+        Offer(std::move(cand));
+        // The least-total recompute is not provably best with several chunks:
+        // simulate every Pareto-minimal choice, or leave the leaf open at its
+        // bound (HiGHS-style: the gap reports it).
+        if (!exact && got > ch.bound && !ExhaustLeaf(split)) {
+          pending_bound = std::min(pending_bound, ch.bound);
+        }
+      }
+      continue;
+    }
+    // Push the stage into the partial sums.
+    const StageFixed& fx = fixed_[s];
+    const Nanos w = fx.f + fx.bi + fx.bw + ch.rtime;
+    const Nanos cf = cp_.CommFwd(s, fx.output), cb = cp_.CommBwd(s, fx.output);
+    std::vector<Nanos> saved_head = head_, saved_tail = tail_;
+    const Nanos saved_work = work_[d], saved_chain = chain_;
+    for (int dd = s + 1; dd < p; ++dd) {
+      head_[dd] += fx.f + cf;
+      tail_[dd] += fx.bi + fx.bw + ch.rtime + cb;
+    }
+    work_[d] += static_cast<Nanos>(m) * (w + ch.dev_rt);
+    chain_ += w + cf + cb;
+    const double saved_acc = path_acc_;
+    if (!mix_.pa.empty()) {
+      path_acc_ += mix_.pa[s] * static_cast<double>(fx.f) +
+                   mix_.pbw_coef[s] * static_cast<double>(fx.bi + fx.bw + ch.rtime);
+    }
+    Dfs(s + 1, pos + k);
+    head_ = std::move(saved_head);
+    tail_ = std::move(saved_tail);
+    work_[d] = saved_work;
+    chain_ = saved_chain;
+    path_acc_ = saved_acc;
+    if (limits.hit) {
+      // Unexplored siblings stay pending at their bounds (>= this one's).
+      if (ci + 1 < children.size()) {
+        pending_bound = std::min(pending_bound, children[ci + 1].bound);
+      }
+      return;
+    }
+  }
+  level_bounds_[s] = kInf;
+}
+
+bool Searcher::Prepare(bool path_weights) {
+  const int S = cp_.c.S, L = cp_.c.L, p = cp_.c.p;
+  // (Sums over the layers and the least output are in cp_: ChoiceProblem.)
+  path_acc_ = 0;
+  split_.assign(S, 0);
+  first_layer_.assign(S, 0);
+  fixed_.assign(S, StageFixed{});
+  head_.assign(p, 0);
+  tail_.assign(p, 0);
+  work_.assign(p, 0);
+  level_bounds_.assign(S, kInf);
+  chain_ = 0;
+  const int kmin = cp_.pb.allow_empty_chunks ? 0 : 1;
+  if (L < S * kmin) {
+    closed = true;
+    limits.stop_reason = "no split: fewer layers than chunks";
+    pending_bound = kInf;
+    return false;
+  }
+  // Until the tree search starts, all that is known is the root bound: the
+  // total work spread over every device at its speed, and the chain of one
+  // micro-batch through all layers at the best speed.
+  {
+    double speeds = 0;
+    for (const auto& dv : cp_.pb.cluster.devices) speeds += dv.speed;
+    const long double total = static_cast<long double>(cp_.c.m) * cp_.suffix_work[0];
+    const Nanos slack = static_cast<Nanos>(cp_.c.m) * (S + 1) * 2;
+    pending_bound = std::max<Nanos>(
+        0, std::max(static_cast<Nanos>(std::floor(total / speeds)) - slack,
+                    static_cast<Nanos>(std::floor(cp_.suffix_work[0] / cp_.max_speed)) - S));
+    root_bound_ = RootBound(cp_, fronts_, rt_cache_, root_);
+    if (path_weights) root_bound_ = std::max(root_bound_, PathWeights(cp_, root_.forced_recompute, mix_));
+    pending_bound = std::max(pending_bound, root_bound_);
+  }
+  return true;
+}
+
+void Searcher::Run() {
+  if (!Prepare()) return;
+  const int kmin = cp_.pb.allow_empty_chunks ? 0 : 1;
+  std::mt19937_64 rng(cp_.opt.seed ^ (0x9E3779B97F4A7C15ULL * (cp_.c.index + 1)));
+  std::vector<int> even = EvenSplit(cp_);
+  bool even_ok = true;
+  for (int x : even) even_ok &= x >= kmin;
+  if (even_ok) LocalSearch(even, rng, 0);
+  if (!root_.per_device.empty()) {
+    const std::vector<int> relaxed = RelaxedSplit(cp_, root_.per_device, root_.rep);
+    if (!relaxed.empty()) LocalSearch(relaxed, rng, 0);
+    if (cp_.c.v > 1) {
+      const std::vector<int> aware = ChunkAwareSplit(cp_, root_.per_device, root_.rep);
+      if (!aware.empty() && aware != relaxed) LocalSearch(aware, rng, 0);
+    }
+  }
+  LocalSearch(BalancedSplit(cp_), rng, cp_.opt.local_search_restarts);
+
+  if (!limits.hit) {
+    pending_bound = kInf;  // from here the tree search tracks what is open
+    Dfs(0, 0);
+    if (!limits.hit) {
+      closed = pending_bound >= kInf;
+      limits.stop_reason = closed ? "proved optimal"
+                           : rc_.truncated()
+                               ? "recompute choice not proved (too many distinct layers in a stage)"
+                               : "recompute choice not proved";
+    }
+  }
+  // A tree left open gets the sharper global bound for its report (not
+  // the placement search's per-order runs, which report to a cutoff).
+  if (!closed && !top_list.top.empty() && cp_.opt.open_tree_bound) {
+    totals_bound = TotalsPathBound(cp_, root_.totals, path_pool_, engine_, limits.start,
+                                   top_list.top.front().makespan);
+  }
+  // The top list's ties on time are settled by memory, then recompute.
+  std::vector<Candidate> polished;
+  for (Candidate c : top_list.top) {
+    PolishTies(c.strategy.layers_per_stage, c);
+    polished.push_back(std::move(c));
+  }
+  top_list.top.clear();
+  for (auto& c : polished) Offer(std::move(c));
+  Report(true);
+}
+
+}  // namespace ppb::search_detail
