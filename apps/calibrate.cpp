@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "apps/units.h"
+#include "apps/input/units.h"
 
 namespace ppb {
 namespace {

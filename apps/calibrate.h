@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "apps/sapp.h"
+#include "apps/input/sapp.h"
 #include "core/calibrate.h"
 #include "core/result.h"
 

@@ -21,7 +21,7 @@
 
 #include "apps/calibrate.h"
 #include "apps/compare.h"
-#include "apps/config.h"
+#include "apps/input/config.h"
 #include "apps/emit.h"
 #include "apps/output.h"
 #include "apps/model_output.h"
@@ -29,7 +29,7 @@
 #include "apps/search_cli.h"
 #include "apps/search_output.h"
 #include "apps/svg.h"
-#include "apps/units.h"
+#include "apps/input/units.h"
 #include "core/engine.h"
 #include "search/search.h"
 

@@ -19,7 +19,7 @@
 
 #include "apps/output.h"
 #include "apps/search_cli.h"
-#include "apps/units.h"
+#include "apps/input/units.h"
 #include "schedules/schedule.h"
 
 namespace ppb {

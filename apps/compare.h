@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "apps/config.h"
+#include "apps/input/config.h"
 #include "core/engine.h"
 #include "core/result.h"
 #include "core/types.h"

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "apps/config.h"
+#include "apps/input/config.h"
 #include "core/model.h"
 #include "core/program.h"
 #include "core/result.h"

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "apps/config.h"
+#include "apps/input/config.h"
 
 namespace ppb {
 

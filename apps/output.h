@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/config.h"
+#include "apps/input/config.h"
 #include "core/breakdown.h"
 #include "core/engine.h"
 

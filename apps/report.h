@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "apps/config.h"
+#include "apps/input/config.h"
 #include "apps/search_output.h"
 #include "core/engine.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/config.h"
+#include "apps/input/config.h"
 #include "search/search.h"
 
 namespace ppb {

@@ -20,7 +20,7 @@
 
 #include <string>
 
-#include "apps/config.h"
+#include "apps/input/config.h"
 #include "core/engine.h"
 
 namespace ppb {

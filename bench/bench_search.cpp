@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "apps/config.h"
+#include "apps/input/config.h"
 #include "apps/search_cli.h"
 #include "search/search.h"
 

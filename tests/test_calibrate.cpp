@@ -9,8 +9,8 @@
 
 #include "app_helpers.h"
 #include "apps/calibrate.h"
-#include "apps/config.h"
-#include "apps/sapp.h"
+#include "apps/input/config.h"
+#include "apps/input/sapp.h"
 #include "core/calibrate.h"
 
 namespace ppb {

@@ -23,7 +23,8 @@
 #include <string_view>
 #include <vector>
 
-#include "apps/config.h"
+#include "apps/input/candidates.h"
+#include "apps/input/config.h"
 #include "apps/search_cli.h"
 #include "tests/app_helpers.h"
 

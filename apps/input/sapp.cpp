@@ -1,4 +1,4 @@
-#include "apps/sapp.h"
+#include "apps/input/sapp.h"
 
 #include <cmath>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "apps/hf_config.h"
+#include "apps/input/hf_config.h"
 
 #include <fstream>
 #include <initializer_list>

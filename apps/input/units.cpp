@@ -1,4 +1,4 @@
-#include "apps/units.h"
+#include "apps/input/units.h"
 
 #include <cstdint>
 #include <limits>
