@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "apps/output.h"
-#include "apps/search_cli.h"
+#include "apps/output/output.h"
+#include "apps/input/search_problem.h"
 #include "apps/input/units.h"
 #include "schedules/schedule.h"
 

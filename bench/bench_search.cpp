@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "apps/input/config.h"
-#include "apps/search_cli.h"
+#include "apps/input/search_problem.h"
 #include "search/search.h"
 
 namespace ppb {

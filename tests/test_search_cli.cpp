@@ -25,7 +25,7 @@
 
 #include "apps/input/candidates.h"
 #include "apps/input/config.h"
-#include "apps/search_cli.h"
+#include "apps/input/search_problem.h"
 #include "tests/app_helpers.h"
 
 namespace ppb {

@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "apps/input/units.h"
-#include "apps/svg.h"
+#include "apps/output/svg.h"
 
 namespace ppb::commands {
 

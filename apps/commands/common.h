@@ -14,9 +14,9 @@
 #include <string_view>
 #include <vector>
 
-#include "apps/emit.h"
+#include "apps/output/emit.h"
 #include "apps/input/config.h"
-#include "apps/report.h"
+#include "apps/output/report.h"
 #include "core/result.h"
 
 namespace ppb::commands {

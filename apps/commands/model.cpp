@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "apps/commands/common.h"
-#include "apps/model_output.h"
+#include "apps/output/model_output.h"
 
 namespace ppb::commands {
 

@@ -12,8 +12,8 @@
 
 #include "apps/commands/common.h"
 #include "apps/input/candidates.h"
-#include "apps/search_cli.h"
-#include "apps/search_output.h"
+#include "apps/input/search_problem.h"
+#include "apps/output/search_output.h"
 #include "search/search.h"
 
 namespace ppb::commands {

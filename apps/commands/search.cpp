@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "apps/commands/common.h"
-#include "apps/report.h"
-#include "apps/search_cli.h"
-#include "apps/search_output.h"
+#include "apps/output/report.h"
+#include "apps/input/search_problem.h"
+#include "apps/output/search_output.h"
 #include "core/engine.h"
 #include "search/search.h"
 

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "apps/commands/common.h"
-#include "apps/output.h"
-#include "apps/report.h"
-#include "apps/svg.h"
+#include "apps/output/output.h"
+#include "apps/output/report.h"
+#include "apps/output/svg.h"
 #include "core/engine.h"
 
 namespace ppb::commands {

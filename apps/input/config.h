@@ -57,7 +57,7 @@ struct CliOverrides {
 // what `ppb-sim search` may choose besides the split and the recompute, and
 // its limits. Lists are validated names / positive values without repeats;
 // which combinations make sense is decided by BuildSearchProblem
-// (apps/search_cli.h).
+// (apps/input/search_problem.h).
 struct SearchSettings {
   std::vector<std::string> schedules;  // registry names (no "custom");
                                        // empty: pipeline.schedule

@@ -2,7 +2,7 @@
 // recompute (schedules, virtual_stages, microbatch_groups, device_order) and
 // its limits; each replaced by its flag when given (key line 0). Lists are
 // names / positive values without repeats; which combinations make sense is
-// BuildSearchProblem's (apps/search_cli.h). Errors as every config error:
+// BuildSearchProblem's (apps/input/search_problem.h). Errors as every config error:
 // "file:line: search.<key>: must be ...; got ...".
 #include "apps/input/config_parser.h"
 

@@ -1,4 +1,4 @@
-#include "apps/report.h"
+#include "apps/output/report.h"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
-#include "apps/output.h"
-#include "apps/search_cli.h"
-#include "apps/svg.h"
+#include "apps/output/output.h"
+#include "apps/input/search_problem.h"
+#include "apps/output/svg.h"
 #include "core/breakdown.h"
 #include "core/strategy.h"
 

@@ -1,4 +1,4 @@
-#include "apps/model_output.h"
+#include "apps/output/model_output.h"
 
 #include <fmt/format.h>
 

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "apps/input/config.h"
-#include "apps/search_output.h"
+#include "apps/output/search_output.h"
 #include "core/engine.h"
 
 namespace ppb {

@@ -1,4 +1,4 @@
-#include "apps/svg.h"
+#include "apps/output/svg.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "apps/output.h"
+#include "apps/output/output.h"
 #include "core/breakdown.h"
 
 namespace ppb {

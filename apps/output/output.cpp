@@ -1,4 +1,4 @@
-#include "apps/output.h"
+#include "apps/output/output.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "apps/search_cli.h"
+#include "apps/input/search_problem.h"
 
 #include <algorithm>
 #include <string>

@@ -1,4 +1,4 @@
-#include "apps/search_output.h"
+#include "apps/output/search_output.h"
 
 #include <fmt/format.h>
 
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "apps/output.h"
-#include "apps/search_cli.h"
+#include "apps/output/output.h"
+#include "apps/input/search_problem.h"
 #include "core/strategy.h"
 
 namespace ppb {
