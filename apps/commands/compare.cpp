@@ -1,7 +1,7 @@
 // ppb-sim compare: one table (text, JSON or CSV) of time, bubble, peak
 // memory and OOM per schedule and per variant of numeric config keys
 // (--vary). The config is read here as text: each variant edits the YAML
-// document before it is loaded (apps/compare.h). Exit 2 on bad input.
+// document before it is loaded (apps/commands/compare_run.h). Exit 2 on bad input.
 #include "apps/commands/commands.h"
 
 #include <cerrno>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "apps/commands/common.h"
-#include "apps/compare.h"
+#include "apps/commands/compare_run.h"
 
 namespace ppb::commands {
 

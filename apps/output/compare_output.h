@@ -1,52 +1,16 @@
-// ppb-sim compare: one table of iteration time, bubble, peak memory and OOM
-// per schedule and per variant of numeric config keys, to answer "is
-// interleaving worth it here" or "what if communication were twice as slow".
-//
-// Every row is the simulation `ppb-sim --config FILE --schedule S
-// --virtual-stages V` would run on the config edited by the row's variant:
-// the variant is applied to the parsed YAML document (or, for the pipeline
-// integers, as the --stages / --microbatches / --virtual-stages /
-// --microbatch-group overrides) and the result goes through the usual
-// loader, Prepare and the engine, so numbers agree exactly with separate runs.
-//
-// Rows and their order: the cross product of the --vary axes (the first axis
-// outermost, values in the order given), and within each variant the
-// schedules in the order given. gpipe and 1f1b run with v = 1; interleaved
-// with the variant's pipeline.virtual_stages if varied, else
-// --virtual-stages, else the config's v when it is >= 2, else v = 2 (said in
-// the notes). The strategy is the config's when it loads for the row's
-// (schedule, v, shape); otherwise the even split keeping the config's
-// recompute, and failing that the even split without recompute (each said in
-// the row). A combination the schedule refuses is a row with the reason.
+// The tables of `ppb-sim compare` (one row per variant and schedule) and
+// their output: aligned text with notes, JSON ("schema": "ppb.compare/1")
+// and CSV. Pure functions: same table, same bytes.
 #pragma once
 
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "apps/input/config.h"
+#include "apps/input/vary.h"
 #include "core/engine.h"
-#include "core/result.h"
 #include "core/types.h"
 
 namespace ppb {
-
-// One --vary axis: a config key and the values it takes.
-struct VaryAxis {
-  std::string key;                  // dotted key as given
-  std::vector<std::string> values;  // as given: "25GB/s" or a factor "x0.5"
-};
-
-// Parses "KEY=V1,V2,..." (the syntax only; keys and values are checked by
-// Compare). Errors read "--vary: expected KEY=V1,V2,...; got 'foo'".
-Result<VaryAxis> ParseVary(std::string_view text);
-
-struct CompareRequest {
-  std::vector<std::string> schedules;  // as given; empty: every registered one
-  std::vector<VaryAxis> vary;          // cross product, first axis outermost
-  CliOverrides overrides;              // --stages, --microbatches,
-                                       // --virtual-stages, --microbatch-group
-};
 
 // One (variant, schedule) of the table.
 struct CompareRow {
@@ -87,14 +51,6 @@ struct CompareTable {
   std::vector<CompareRow> rows;
 };
 
-// The table for the config `text` (read from `filename`). Errors (a bad
-// config, --schedules or --vary) carry a complete message; those about flags
-// start with "--vary" or "--schedules", e.g.
-//   --vary: cluster.link.bandwidth: expected a bandwidth like 50GB/s or a
-//   factor like x0.5; got 'fast'
-Result<CompareTable> Compare(std::string_view text, std::string_view filename,
-                             const CompareRequest& request);
-
 // Speed-ups of row `i` (time of the reference / time of the row): against
 // the first schedule of the same variant, and against the same schedule in
 // the first variant; 0 when either did not run to completion.
@@ -108,3 +64,4 @@ std::string FormatCompareJson(const CompareTable& table);
 std::string FormatCompareCsv(const CompareTable& table);
 
 }  // namespace ppb
+
