@@ -1,3 +1,6 @@
+// argv to a command: the first argument names it (simulate when it is a
+// flag or absent); the command's file in apps/commands/ does the rest.
+// An unknown command is reported with the usage; exit 2.
 #include "apps/cli.h"
 
 #include <ostream>

@@ -1,3 +1,4 @@
+// HuggingFace config.json reader (apps/input/hf_config.h).
 #include "apps/input/hf_config.h"
 
 #include <fstream>

@@ -1,3 +1,4 @@
+// SAPP input readers (apps/input/sapp.h).
 #include "apps/input/sapp.h"
 
 #include <cmath>
@@ -38,6 +39,8 @@ const std::vector<SappMode>& SappModes() {
   return modes;
 }
 
+// Long (about 170 lines): one pass over SAPP's JSON that checks each key
+// where it reads it.
 Result<std::vector<Layer>> ParseSappLayers(std::string_view text,
                                            std::string_view filename,
                                            const SappUnits& units) {

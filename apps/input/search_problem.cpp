@@ -1,3 +1,4 @@
+// A run config to the search's problem and options (apps/input/search_problem.h).
 #include "apps/input/search_problem.h"
 
 #include <algorithm>

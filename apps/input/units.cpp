@@ -1,3 +1,4 @@
+// Unit strings to integer units (apps/input/units.h).
 #include "apps/input/units.h"
 
 #include <cstdint>

@@ -1,3 +1,4 @@
+// The report of ppb-sim model (apps/output/model_output.h).
 #include "apps/output/model_output.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// Text, JSON, trace and critical-path reports of a simulation
+// (apps/output/output.h).
 #include "apps/output/output.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// The HTML report (apps/output/report.h).
 #include "apps/output/report.h"
 
 #include <fmt/format.h>

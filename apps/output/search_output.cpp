@@ -1,3 +1,4 @@
+// The reports of ppb-sim search and rank (apps/output/search_output.h).
 #include "apps/output/search_output.h"
 
 #include <fmt/format.h>

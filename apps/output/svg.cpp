@@ -1,3 +1,4 @@
+// The SVG picture of a simulation (apps/output/svg.h).
 #include "apps/output/svg.h"
 
 #include <fmt/format.h>
