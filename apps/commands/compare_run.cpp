@@ -74,17 +74,9 @@ std::string DescribeVariant(const std::vector<VaryAxis>& axes,
   return out;
 }
 
-}  // namespace
-
-// Long (about 280 lines): one pass from the request to the rows (axes,
-// schedules, variants), each step using what the ones before resolved.
-Result<CompareTable> Compare(std::string_view text, std::string_view filename,
-                             const CompareRequest& request) {
-  CompareTable table;
-  table.config_path = std::string(filename);
-  table.vary = request.vary;
-
-  // Schedules: registry names (any case; torch's Interleaved1F1B), once each.
+// The schedules of the table: registry names (any case; torch's
+// Interleaved1F1B), once each; every registered one when none is given.
+Status ReadSchedules(const CompareRequest& request, CompareTable& table) {
   std::vector<std::string> registered;
   for (const ScheduleInfo& info : ScheduleRegistry()) {
     registered.emplace_back(info.name);
@@ -107,24 +99,14 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
     }
     table.schedules.push_back(name);
   }
+  return Status();
+}
 
-  // The config as given (--virtual-stages applies to interleaved rows only).
-  // A strategy that does not fit --stages / --microbatches is no error here:
-  // each row falls back to the even split.
+// The axes: known keys, once each, values of the key's kind (checked
+// against the file's value; a pipeline integer must not also be set by
+// its flag).
+Result<std::vector<Axis>> ReadAxes(const YAML::Node& root, const CompareRequest& request) {
   const CliOverrides& cli = request.overrides;
-  CliOverrides base_cli = cli;
-  base_cli.virtual_stages.reset();
-  Result<RunConfig> base = ParseConfig(text, filename, base_cli);
-  if (!base.ok() && IsStrategyError(base.error()) &&
-      (cli.stages || cli.microbatches || cli.microbatch_group)) {
-    Result<YAML::Node> doc = VariantDocument(text, {}, Strip::kSplitAndRecompute);
-    if (doc.ok()) base = ParseConfigYaml(*doc, filename, base_cli);
-  }
-  if (!base.ok()) return base.error();
-  table.model_name = base->model_name;
-  const YAML::Node root = YAML::Load(std::string(text));
-
-  // The axes: known keys, once each, values of the key's kind.
   std::vector<Axis> axes;
   axes.reserve(request.vary.size());
   for (const VaryAxis& given : request.vary) {
@@ -165,24 +147,34 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
                            dashed + " too");
     }
   }
+  return axes;
+}
 
+// One variant of the config: its edits and overrides.
+struct Variant {
+  std::vector<Edit> edits;
+  CliOverrides overrides;
+  std::optional<int> v;  // pipeline.virtual_stages when varied
+};
+
+// Every variant: its edits and overrides, validated by loading it with
+// gpipe, v = 1 and no strategy (which accept any shape), so that a bad
+// value is an error of the command line, not a row. Adds the values of each
+// variant to `table`.
+Result<std::vector<Variant>> BuildVariants(std::string_view text, std::string_view filename,
+                                           const CompareRequest& request,
+                                           const std::vector<Axis>& axes,
+                                           const RunConfig& base, CompareTable& table) {
+  const CliOverrides& cli = request.overrides;
   // The pipeline integer of `key` in the base config (g: its effective
   // default p when unset), for factors.
   auto pipeline_base = [&](const std::string& key) {
-    if (key == "stages") return base->shape.p;
-    if (key == "microbatches") return base->shape.m;
-    if (key == "virtual_stages") return base->shape.v;
-    return base->schedule_params.group > 0 ? base->schedule_params.group : base->shape.p;
+    if (key == "stages") return base.shape.p;
+    if (key == "microbatches") return base.shape.m;
+    if (key == "virtual_stages") return base.shape.v;
+    return base.schedule_params.group > 0 ? base.schedule_params.group : base.shape.p;
   };
 
-  // Every variant: its edits and overrides, validated by loading it with
-  // gpipe, v = 1 and no strategy (which accept any shape), so that a bad
-  // value is an error of the command line, not a row.
-  struct Variant {
-    std::vector<Edit> edits;
-    CliOverrides overrides;
-    std::optional<int> v;  // pipeline.virtual_stages when varied
-  };
   std::vector<Variant> variants;
   std::vector<size_t> index(axes.size(), 0);
   bool any = true;
@@ -239,6 +231,64 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
     }
     if (axes.empty()) any = false;
   }
+  return variants;
+}
+
+// Simulates `run` into `row`: its outcome, time, bubble, largest peak and
+// OOM ranks.
+void Simulate(const PreparedRun& run, Engine& engine, CompareRow& row) {
+  SimOptions options;
+  options.record_ops = true;
+  const SimResult r = engine.Run(run.spec, run.program, options);
+  row.ran = true;
+  row.outcome = r.outcome;
+  row.iteration_time = r.makespan;
+  row.bubble_fraction = r.bubble_fraction();
+  for (size_t d = 0; d < r.devices.size(); ++d) {
+    const DeviceStats& ds = r.devices[d];
+    row.idle_total += ds.idle;
+    if (ds.peak_memory > row.max_peak || (d == 0 && ds.peak_memory == row.max_peak)) {
+      row.max_peak = ds.peak_memory;
+      row.max_peak_rank = static_cast<int>(d);
+      row.max_peak_capacity = ds.capacity;
+    }
+    if (ds.oom) row.oom_ranks.push_back(static_cast<int>(d));
+  }
+}
+
+}  // namespace
+
+Result<CompareTable> Compare(std::string_view text, std::string_view filename,
+                             const CompareRequest& request) {
+  CompareTable table;
+  table.config_path = std::string(filename);
+  table.vary = request.vary;
+
+  if (Status s = ReadSchedules(request, table); !s.ok()) return s.error();
+
+  // The config as given (--virtual-stages applies to interleaved rows only).
+  // A strategy that does not fit --stages / --microbatches is no error here:
+  // each row falls back to the even split.
+  const CliOverrides& cli = request.overrides;
+  CliOverrides base_cli = cli;
+  base_cli.virtual_stages.reset();
+  Result<RunConfig> base = ParseConfig(text, filename, base_cli);
+  if (!base.ok() && IsStrategyError(base.error()) &&
+      (cli.stages || cli.microbatches || cli.microbatch_group)) {
+    Result<YAML::Node> doc = VariantDocument(text, {}, Strip::kSplitAndRecompute);
+    if (doc.ok()) base = ParseConfigYaml(*doc, filename, base_cli);
+  }
+  if (!base.ok()) return base.error();
+  table.model_name = base->model_name;
+  const YAML::Node root = YAML::Load(std::string(text));
+
+  const Result<std::vector<Axis>> read_axes = ReadAxes(root, request);
+  if (!read_axes.ok()) return read_axes.error();
+  const std::vector<Axis>& axes = *read_axes;
+
+  Result<std::vector<Variant>> built = BuildVariants(text, filename, request, axes, *base, table);
+  if (!built.ok()) return built.error();
+  const std::vector<Variant>& variants = *built;
 
   // The v interleaved runs with when not varied.
   const bool has_interleaved = std::find(table.schedules.begin(), table.schedules.end(),
@@ -333,23 +383,7 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
         table.rows.push_back(std::move(row));
         continue;
       }
-      SimOptions options;
-      options.record_ops = true;
-      const SimResult r = engine.Run(run->spec, run->program, options);
-      row.ran = true;
-      row.outcome = r.outcome;
-      row.iteration_time = r.makespan;
-      row.bubble_fraction = r.bubble_fraction();
-      for (size_t d = 0; d < r.devices.size(); ++d) {
-        const DeviceStats& ds = r.devices[d];
-        row.idle_total += ds.idle;
-        if (ds.peak_memory > row.max_peak || (d == 0 && ds.peak_memory == row.max_peak)) {
-          row.max_peak = ds.peak_memory;
-          row.max_peak_rank = static_cast<int>(d);
-          row.max_peak_capacity = ds.capacity;
-        }
-        if (ds.oom) row.oom_ranks.push_back(static_cast<int>(d));
-      }
+      Simulate(*run, engine, row);
       table.rows.push_back(std::move(row));
     }
   }
