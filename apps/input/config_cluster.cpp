@@ -92,8 +92,6 @@ Status Parser::ParseCluster(const YAML::Node& node) {
 // A heterogeneous cluster (core/topology.h): device types, nodes listing
 // their devices by type name, the intra- and inter-node link classes and
 // the device of each rank (default: the devices in node order).
-// Long (about 190 lines): device_types, nodes, link_classes and placement
-// are checked in turn, each against what the ones before it built.
 Status Parser::ParseTopology(const Entries& e) {
   const int p = cfg_.shape.p;
   for (const char* key : {"devices", "link", "links"}) {
@@ -113,11 +111,43 @@ Status Parser::ParseTopology(const Entries& e) {
                     "; got nothing");
   }
   Topology t;
+  PPB_RETURN_IF_ERROR(ParseDeviceTypes(*types, t));
+  PPB_RETURN_IF_ERROR(ParseNodes(*nodes, t));
+  if (t.num_devices() != p) {
+    return Fail("cluster.nodes", "must hold one device per rank (" + StagesNote() +
+                                     "); got " + std::to_string(t.num_devices()) +
+                                     " devices");
+  }
+
+  // Link classes; absent ones are free (or hardware.link).
+  t.intra_node = t.inter_node = hardware_link_.value_or(Link{});
+  if (const Entry* lc = Find(e, "link_classes")) {
+    Result<Entries> f = Map(lc->value, lc->path, {"intra_node", "inter_node"});
+    if (!f.ok()) return f.error();
+    for (const Entry& cls : *f) {
+      Result<Link> link = ParseLink(cls);
+      if (!link.ok()) return link.error();
+      (cls.key == "intra_node" ? t.intra_node : t.inter_node) = *link;
+    }
+  }
+
+  Result<Placement> placement = ParsePlacement(e);
+  if (!placement.ok()) return placement.error();
+  cfg_.cluster = ClusterFor(t, *placement);
+  cfg_.topology = std::move(t);
+  cfg_.placement = std::move(*placement);
+  return Status();
+}
+
+// cluster.device_types into t.types: a unique name, a relative speed or
+// peak_tflops (relative to hardware.peak_tflops, else to the first type
+// that gives it), and a memory (default hardware.memory).
+Status Parser::ParseDeviceTypes(const Entry& types, Topology& t) {
   Result<std::vector<Entry>> titems =
-      List(types->value, types->path, "a list of {name, speed or peak_tflops, memory}");
+      List(types.value, types.path, "a list of {name, speed or peak_tflops, memory}");
   if (!titems.ok()) return titems.error();
   if (titems->empty()) {
-    return Fail(types->path, "must list at least one device type; got an empty list");
+    return Fail(types.path, "must list at least one device type; got an empty list");
   }
   std::vector<std::optional<double>> tflops;
   for (const Entry& item : *titems) {
@@ -171,11 +201,17 @@ Status Parser::ParseTopology(const Entries& e) {
     if (!ref) ref = tflops[i];
     t.types[i].speed = *tflops[i] / *ref;
   }
+  return Status();
+}
 
+// cluster.nodes into t: each node's name (unique; default nodeN) and its
+// devices, a list of type names or a map {type: count}, numbered in node
+// order.
+Status Parser::ParseNodes(const Entry& nodes, Topology& t) {
   Result<std::vector<Entry>> nitems =
-      List(nodes->value, nodes->path, "a list of {name, devices}");
+      List(nodes.value, nodes.path, "a list of {name, devices}");
   if (!nitems.ok()) return nitems.error();
-  if (nitems->empty()) return Fail(nodes->path, "must list at least one node; got an empty list");
+  if (nitems->empty()) return Fail(nodes.path, "must list at least one node; got an empty list");
   auto type_of = [&](const YAML::Node& v, const std::string& path) -> Result<int> {
     Result<std::string> n = String(v, path, "a device type name");
     if (!n.ok()) return n.error();
@@ -237,24 +273,13 @@ Status Parser::ParseTopology(const Entries& e) {
       return Fail(devs->path, "must hold at least one device; got none");
     }
   }
-  if (t.num_devices() != p) {
-    return Fail("cluster.nodes", "must hold one device per rank (" + StagesNote() +
-                                     "); got " + std::to_string(t.num_devices()) +
-                                     " devices");
-  }
+  return Status();
+}
 
-  // Link classes; absent ones are free (or hardware.link).
-  t.intra_node = t.inter_node = hardware_link_.value_or(Link{});
-  if (const Entry* lc = Find(e, "link_classes")) {
-    Result<Entries> f = Map(lc->value, lc->path, {"intra_node", "inter_node"});
-    if (!f.ok()) return f.error();
-    for (const Entry& cls : *f) {
-      Result<Link> link = ParseLink(cls);
-      if (!link.ok()) return link.error();
-      (cls.key == "intra_node" ? t.intra_node : t.inter_node) = *link;
-    }
-  }
-
+// cluster.placement: the device of each rank, each device once (default:
+// rank r on device r).
+Result<Placement> Parser::ParsePlacement(const Entries& e) {
+  const int p = cfg_.shape.p;
   Placement placement(static_cast<size_t>(p));
   for (int r = 0; r < p; ++r) placement[r] = r;
   if (const Entry* pl = Find(e, "placement")) {
@@ -281,10 +306,7 @@ Status Parser::ParseTopology(const Entries& e) {
       placement[r] = static_cast<int>(*d);
     }
   }
-  cfg_.cluster = ClusterFor(t, placement);
-  cfg_.topology = std::move(t);
-  cfg_.placement = std::move(placement);
-  return Status();
+  return placement;
 }
 
 // A list of per-rank changes, each a map with `rank` (in [0, p), each rank

@@ -75,6 +75,9 @@ class Parser : public ConfigReader {
   // config_cluster.cpp: cluster.* (per-rank devices and links, or a topology)
   Status ParseCluster(const YAML::Node& node);
   Status ParseTopology(const Entries& e);
+  Status ParseDeviceTypes(const Entry& types, Topology& t);
+  Status ParseNodes(const Entry& nodes, Topology& t);
+  Result<Placement> ParsePlacement(const Entries& e);
   template <class Apply>
   Status RankOverrides(const Entry& list,
                        std::initializer_list<std::string_view> allowed,
