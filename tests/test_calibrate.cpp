@@ -8,8 +8,8 @@
 #include <string>
 
 #include "app_helpers.h"
-#include "apps/input/measurements.h"
 #include "apps/input/config.h"
+#include "apps/input/measurements.h"
 #include "apps/input/sapp.h"
 #include "apps/output/calibration.h"
 #include "core/calibrate.h"

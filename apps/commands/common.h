@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "apps/output/emit.h"
 #include "apps/input/config.h"
+#include "apps/output/emit.h"
 #include "apps/output/report.h"
 #include "core/result.h"
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "apps/commands/common.h"
-#include "apps/output/report.h"
 #include "apps/input/search_problem.h"
+#include "apps/output/report.h"
 #include "apps/output/search_output.h"
 #include "core/engine.h"
 #include "search/search.h"

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "apps/input/config.h"
 #include "apps/input/candidates.h"
+#include "apps/input/config.h"
 #include "core/result.h"
 #include "search/search.h"
 

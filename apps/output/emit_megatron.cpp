@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "apps/output/emit_common.h"
 #include "apps/input/search_problem.h"
+#include "apps/output/emit_common.h"
 #include "core/strategy.h"
 #include "schedules/schedule.h"
 

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "apps/output/output.h"
 #include "apps/input/search_problem.h"
+#include "apps/output/output.h"
 #include "apps/output/svg.h"
 #include "core/breakdown.h"
 #include "core/strategy.h"

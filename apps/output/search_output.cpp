@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "apps/output/output.h"
 #include "apps/input/search_problem.h"
+#include "apps/output/output.h"
 #include "core/strategy.h"
 
 namespace ppb {
