@@ -1,5 +1,6 @@
-// The ppb-sim command line. All argument parsing lives here (ninja.cc's
-// shape); main() only forwards argv and the standard streams.
+// The ppb-sim command line: picks the command from argv (ninja.cc's shape)
+// and runs it; each command parses its own flags (apps/commands/). main()
+// only forwards argv and the standard streams.
 #pragma once
 
 #include <iosfwd>

@@ -1,3 +1,4 @@
+// ppb-sim: forwards argv and the standard streams to RunCli (apps/cli.h).
 #include <iostream>
 
 #include "apps/cli.h"

@@ -9,8 +9,8 @@
 #include <string>
 #include <utility>
 
-#include "apps/config.h"
-#include "apps/search_cli.h"
+#include "apps/input/config.h"
+#include "apps/input/search_problem.h"
 #include "search/search.h"
 
 namespace ppb {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "apps/cli.h"
-#include "apps/config.h"
+#include "apps/input/config.h"
 
 namespace ppb::test {
 

@@ -8,9 +8,10 @@
 #include <string>
 
 #include "app_helpers.h"
-#include "apps/calibrate.h"
-#include "apps/config.h"
-#include "apps/sapp.h"
+#include "apps/input/config.h"
+#include "apps/input/measurements.h"
+#include "apps/input/sapp.h"
+#include "apps/output/calibration.h"
 #include "core/calibrate.h"
 
 namespace ppb {

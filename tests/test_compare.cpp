@@ -11,7 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "apps/compare.h"
+#include "apps/commands/compare_run.h"
+#include "apps/input/vary.h"
+#include "apps/output/compare_output.h"
 #include "tests/app_helpers.h"
 
 namespace ppb {

@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "apps/config.h"
-#include "apps/units.h"
+#include "apps/input/config.h"
+#include "apps/input/units.h"
 #include "core/strategy.h"
 #include "tests/app_helpers.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "app_helpers.h"
-#include "apps/emit.h"
+#include "apps/output/emit.h"
 #include "schedules/schedule.h"
 
 namespace ppb {

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "apps/hf_config.h"
+#include "apps/input/hf_config.h"
 #include "core/cost_model.h"
 
 namespace ppb {

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "apps/config.h"
+#include "apps/input/config.h"
 #include "tests/app_helpers.h"
 
 namespace ppb {

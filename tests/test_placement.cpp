@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "app_helpers.h"
-#include "apps/search_cli.h"
+#include "apps/input/search_problem.h"
 #include "brute_force.h"
 #include "core/topology.h"
 #include "search/search.h"

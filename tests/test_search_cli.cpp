@@ -23,8 +23,9 @@
 #include <string_view>
 #include <vector>
 
-#include "apps/config.h"
-#include "apps/search_cli.h"
+#include "apps/input/candidates.h"
+#include "apps/input/config.h"
+#include "apps/input/search_problem.h"
 #include "tests/app_helpers.h"
 
 namespace ppb {

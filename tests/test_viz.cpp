@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "apps/output.h"
-#include "apps/report.h"
-#include "apps/svg.h"
+#include "apps/output/output.h"
+#include "apps/output/report.h"
+#include "apps/output/svg.h"
 #include "core/breakdown.h"
 #include "core/engine.h"
 #include "schedules/schedule.h"

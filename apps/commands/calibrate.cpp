@@ -1,0 +1,106 @@
+// ppb-sim calibrate: reads measurements (apps/input/measurements.h), fits
+// the memory and time coefficients (core/calibrate.h), writes the fit (text
+// or JSON) on `out` and with --output the layer-cost YAML
+// (apps/output/calibration.h). Exit 0, 2 bad input or no valid fit, 1 the
+// output not writable.
+#include "apps/commands/commands.h"
+
+#include <boost/program_options.hpp>
+#include <fstream>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "apps/input/measurements.h"
+#include "apps/input/units.h"
+#include "apps/output/calibration.h"
+#include "core/calibrate.h"
+
+namespace ppb::commands {
+
+int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
+                 std::ostream& err) {
+  namespace po = boost::program_options;
+  po::options_description opts("calibrate options");
+  opts.add_options()("help,h", "list the options")(
+      "measurements", po::value<std::string>(),
+      "measurements file: runs.yaml, or SAPP's dry-run memory YAML; required")(
+      "format", po::value<std::string>()->default_value("text"), "text | json")(
+      "output,o", po::value<std::string>(), "write the layer-cost YAML here")(
+      "memory-unit", po::value<std::string>(),
+      "what one SAPP memory number is (e.g. 1MiB); SAPP input only")(
+      "time-unit", po::value<std::string>(),
+      "what one SAPP time number is (e.g. 1ms); SAPP input only")(
+      "no-constant", "do not fit a per-stage constant (C = 0)");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(opts).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    err << "ppb-sim calibrate: " << e.what() << "\n";
+    return 2;
+  }
+  if (vm.count("help")) {
+    out << "usage: ppb-sim calibrate --measurements FILE [options]\n" << opts;
+    return 0;
+  }
+  if (!vm.count("measurements")) {
+    err << "ppb-sim: --measurements: required; give the measurements file "
+           "(YAML)\n";
+    return 2;
+  }
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "text" && format != "json") {
+    err << "ppb-sim: --format: expected text or json; got '" << format << "'\n";
+    return 2;
+  }
+  SappUnits units;
+  if (vm.count("memory-unit")) {
+    Result<Bytes> b = ParseBytes(vm["memory-unit"].as<std::string>());
+    if (!b.ok() || *b <= 0) {
+      err << "ppb-sim: --memory-unit: " << (b.ok() ? "must be > 0" : b.error().message) << "\n";
+      return 2;
+    }
+    units.memory = *b;
+  }
+  if (vm.count("time-unit")) {
+    Result<Nanos> t = ParseDuration(vm["time-unit"].as<std::string>());
+    if (!t.ok() || *t <= 0) {
+      err << "ppb-sim: --time-unit: " << (t.ok() ? "must be > 0" : t.error().message) << "\n";
+      return 2;
+    }
+    units.time = *t;
+  }
+  const std::string path = vm["measurements"].as<std::string>();
+  Result<Measurements> m = LoadMeasurements(path, units);
+  if (!m.ok()) {
+    err << m.error().message << "\n";
+    return 2;
+  }
+  if (vm.count("no-constant")) m->problem.fit_constant = false;
+  Result<CalibrationResult> fit = Calibrate(m->problem);
+  if (!fit.ok()) {
+    err << path << ": " << fit.error().message << "\n";
+    return 2;
+  }
+  if (format == "json") {
+    out << FormatCalibrationJson(*m, *fit);
+  } else {
+    out << FormatCalibrationText(*m, *fit);
+  }
+  if (vm.count("output")) {
+    Result<std::string> yaml = FormatCalibratedModel(*m, *fit, path);
+    if (!yaml.ok()) {
+      err << path << ": " << yaml.error().message << "\n";
+      return 2;
+    }
+    std::ofstream f(vm["output"].as<std::string>());
+    if (!(f << *yaml)) {
+      err << "ppb-sim: --output: cannot write " << vm["output"].as<std::string>() << "\n";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace ppb::commands

@@ -1,0 +1,236 @@
+// The shared helpers of the ppb-sim commands (apps/commands/common.h).
+#include "apps/commands/common.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <limits>
+
+#include "apps/input/units.h"
+#include "apps/output/svg.h"
+
+namespace ppb::commands {
+
+Result<int> PositiveInt(const std::string& flag, const std::string& text) {
+  return IntFlag<int>(flag, text, 1, "a positive integer");
+}
+
+Result<std::vector<int>> PositiveIntList(const std::string& flag,
+                                         const std::string& text) {
+  std::vector<int> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma - start);
+    auto x = IntFlag<int>(flag, item, 1, "a positive integer");
+    if (!x.ok()) {
+      return Error{flag,
+                   "expected a comma-separated list of positive "
+                   "integers; got '" +
+                       text + "'"};
+    }
+    out.push_back(*x);
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+Result<std::vector<std::string>> NameList(const std::string& flag,
+                                          const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma - start);
+    if (item.empty()) {
+      return Error{
+          flag, "expected a comma-separated list of names; got '" + text + "'"};
+    }
+    out.push_back(std::move(item));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+Result<Nanos> TimeLimitFlag(const std::string& flag, const std::string& text) {
+  if (Result<Nanos> d = ParseDuration(text); d.ok()) return *d;
+  double seconds = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, seconds);
+  if (text.empty() || ec != std::errc() || ptr != end ||
+      !std::isfinite(seconds) || seconds < 0 || seconds > 1e9) {
+    return Error{
+        flag,
+        "expected a duration (30s, 500ms) or seconds (30); got '" + text + "'"};
+  }
+  return static_cast<Nanos>(std::llround(seconds * 1e9));
+}
+
+bool WriteFile(const std::string& path, const std::string& text,
+               std::ostream& err) {
+  std::ofstream f(path, std::ios::binary);
+  if (f) f << text;
+  if (!f) {
+    err << "ppb-sim: cannot write " << path << "\n";
+    return false;
+  }
+  return true;
+}
+
+void AddRunOptions(po::options_description& opts) {
+  // clang-format off
+  opts.add_options()
+      ("help,h", "show this help")
+      ("config,c", po::value<std::string>(), "run config (YAML); required")
+      ("schedule", po::value<std::string>(),
+       "schedule: gpipe | 1f1b | interleaved | custom (overrides pipeline.schedule)")
+      ("stages", po::value<std::string>(), "pipeline stages p (overrides pipeline.stages)")
+      ("microbatches", po::value<std::string>(), "micro-batches m (overrides pipeline.microbatches)")
+      ("virtual-stages", po::value<std::string>(), "chunks per rank v (overrides pipeline.virtual_stages)")
+      ("microbatch-group", po::value<std::string>(),
+       "Megatron micro-batch group size g for interleaved (overrides pipeline.microbatch_group)")
+      ("format", po::value<std::string>()->default_value("text"), "output: text | json");
+  // clang-format on
+}
+
+void AddPictureOptions(po::options_description& opts) {
+  // clang-format off
+  opts.add_options()
+      ("svg", po::value<std::string>(),
+       "write the timeline and memory per rank as one SVG picture")
+      ("report", po::value<std::string>(),
+       "write a self-contained HTML report (summary, bubble breakdown, devices, picture)");
+  // clang-format on
+}
+
+bool WritePictures(const po::variables_map& vm, const SimulatedRun& sim,
+                   const std::string& note, const std::string& report_html,
+                   std::ostream& err) {
+  if (vm.count("svg") && !WriteFile(vm["svg"].as<std::string>(),
+                                    FormatSvg(*sim.config, *sim.run, *sim.result, note),
+                                    err)) {
+    return false;
+  }
+  return !vm.count("report") || WriteFile(vm["report"].as<std::string>(), report_html, err);
+}
+
+std::optional<int> ParseArgs(const std::vector<std::string>& args,
+                             const po::options_description& opts,
+                             po::variables_map& vm, std::ostream& out,
+                             std::ostream& err, bool csv) {
+  try {
+    po::store(po::command_line_parser(args).options(opts).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    err << "ppb-sim: " << e.what() << "\n" << kUsage;
+    return kExitBadInput;
+  }
+  if (vm.count("help")) {
+    out << kUsage << "\n" << opts;
+    return kExitOk;
+  }
+  if (!vm.count("config")) {
+    err << "ppb-sim: --config: required; give the run config (YAML)\n"
+        << kUsage;
+    return kExitBadInput;
+  }
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "text" && format != "json" && !(csv && format == "csv")) {
+    err << "ppb-sim: --format: expected text" << (csv ? ", json or csv" : " or json")
+        << "; got '" << format << "'\n";
+    return kExitBadInput;
+  }
+  return std::nullopt;
+}
+
+void AddEmitOptions(po::options_description& opts) {
+  // clang-format off
+  opts.add_options()
+      ("emit", po::value<std::vector<std::string>>(),
+       "framework output: megatron | mindformers | torchtitan | deepspeed "
+       "(comma-separated or repeated); after a text report, as \"emit\" in JSON")
+      ("emit-file", po::value<std::string>(), "write the --emit output to FILE instead");
+  // clang-format on
+}
+
+std::optional<EmitRequest> ReadEmitFlags(const po::variables_map& vm,
+                                         std::ostream& err) {
+  EmitRequest req;
+  if (vm.count("emit")) {
+    for (const std::string& text : vm["emit"].as<std::vector<std::string>>()) {
+      auto fs = ParseFrameworks("--emit", text);
+      if (!Check(fs, err)) return std::nullopt;
+      for (Framework f : *fs) {
+        if (std::find(req.frameworks.begin(), req.frameworks.end(), f) ==
+            req.frameworks.end()) {
+          req.frameworks.push_back(f);
+        }
+      }
+    }
+  }
+  if (vm.count("emit-file")) {
+    req.file = vm["emit-file"].as<std::string>();
+    if (req.frameworks.empty()) {
+      err << "ppb-sim: --emit-file: needs --emit (which framework to "
+             "write); got --emit-file alone\n";
+      return std::nullopt;
+    }
+  }
+  return req;
+}
+
+bool RunEmit(EmitRequest& req, const RunConfig& config, const Program& program,
+             std::ostream& err) {
+  for (Framework f : req.frameworks) {
+    Result<Emission> e = Emit(f, config, program);
+    if (!Check(e, err)) return false;
+    req.emissions.push_back(std::move(*e));
+  }
+  return true;
+}
+
+std::string EmitJson(const std::string& json, const EmitRequest& req) {
+  if (req.emissions.empty() || !req.file.empty()) return json;
+  return AddEmissionsToJson(json, req.emissions);
+}
+
+std::string EmitText(const EmitRequest& req) {
+  if (req.emissions.empty() || !req.file.empty()) return "";
+  std::string text = "\n";
+  text += FormatEmissionsText(req.emissions);
+  return text;
+}
+
+std::optional<CliOverrides> RunOverrides(const po::variables_map& vm,
+                                         std::ostream& err) {
+  CliOverrides ov;
+  const std::pair<const char*, std::optional<int>*> ints[] = {
+      {"stages", &ov.stages},
+      {"microbatches", &ov.microbatches},
+      {"virtual-stages", &ov.virtual_stages},
+      {"microbatch-group", &ov.microbatch_group}};
+  for (const auto& [name, slot] : ints) {
+    if (!vm.count(name)) continue;
+    auto v = PositiveInt(std::string("--") + name, vm[name].as<std::string>());
+    if (!Check(v, err)) return std::nullopt;
+    *slot = *v;
+  }
+  if (vm.count("schedule")) ov.schedule = vm["schedule"].as<std::string>();
+  if (vm.count("schedule-csv"))
+    ov.schedule_csv = vm["schedule-csv"].as<std::string>();
+  return ov;
+}
+
+std::optional<RunConfig> Load(const po::variables_map& vm,
+                              const CliOverrides& ov, std::ostream& err) {
+  auto config = LoadConfig(vm["config"].as<std::string>(), ov);
+  if (!config.ok()) {
+    err << config.error().message << "\n";
+    return std::nullopt;
+  }
+  return std::move(*config);
+}
+
+}  // namespace ppb::commands

@@ -1,0 +1,83 @@
+// ppb-sim compare: one table (text, JSON or CSV) of time, bubble, peak
+// memory and OOM per schedule and per variant of numeric config keys
+// (--vary). The config is read here as text: each variant edits the YAML
+// document before it is loaded (apps/commands/compare_run.h). Exit 2 on bad input.
+#include "apps/commands/commands.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "apps/commands/common.h"
+#include "apps/commands/compare_run.h"
+
+namespace ppb::commands {
+
+int RunCompare(const std::vector<std::string>& args, std::ostream& out,
+               std::ostream& err) {
+  po::options_description opts("compare options");
+  // clang-format off
+  opts.add_options()
+      ("help,h", "show this help")
+      ("config,c", po::value<std::string>(), "run config (YAML); required")
+      ("schedules", po::value<std::string>(),
+       "schedules to compare, comma-separated (default: gpipe,1f1b,interleaved)")
+      ("vary", po::value<std::vector<std::string>>()->composing(),
+       "KEY=V1,V2,...: a numeric config key and its values (units as in the "
+       "file, or factors x0.5); repeatable (rows: the cross product)")
+      ("stages", po::value<std::string>(), "pipeline stages p (overrides pipeline.stages)")
+      ("microbatches", po::value<std::string>(), "micro-batches m (overrides pipeline.microbatches)")
+      ("virtual-stages", po::value<std::string>(),
+       "chunks per rank v for interleaved (default: the config's if >= 2, else 2)")
+      ("microbatch-group", po::value<std::string>(),
+       "Megatron micro-batch group size g for interleaved (overrides pipeline.microbatch_group)")
+      ("format", po::value<std::string>()->default_value("text"), "output: text | json | csv");
+  // clang-format on
+  po::variables_map vm;
+  if (auto done = ParseArgs(args, opts, vm, out, err, true)) return *done;
+  const std::optional<CliOverrides> ov = RunOverrides(vm, err);
+  if (!ov) return kExitBadInput;
+  CompareRequest request;
+  request.overrides = *ov;
+  if (vm.count("schedules")) {
+    auto names = NameList("--schedules", vm["schedules"].as<std::string>());
+    if (!Check(names, err)) return kExitBadInput;
+    request.schedules = *names;
+  }
+  if (vm.count("vary")) {
+    for (const std::string& text : vm["vary"].as<std::vector<std::string>>()) {
+      Result<VaryAxis> axis = ParseVary(text);
+      if (!axis.ok()) {
+        err << "ppb-sim: " << axis.error().message << "\n";
+        return kExitBadInput;
+      }
+      request.vary.push_back(std::move(*axis));
+    }
+  }
+  const std::string path = vm["config"].as<std::string>();
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in) {
+    err << path << ": must be a readable config file; got "
+        << std::strerror(errno) << "\n";
+    return kExitBadInput;
+  }
+  const Result<CompareTable> table = Compare(text.str(), path, request);
+  if (!table.ok()) {
+    const bool flag = table.error().key.rfind("--", 0) == 0;
+    err << (flag ? "ppb-sim: " : "") << table.error().message << "\n";
+    return kExitBadInput;
+  }
+  const std::string format = vm["format"].as<std::string>();
+  out << (format == "json"   ? FormatCompareJson(*table)
+          : format == "csv" ? FormatCompareCsv(*table)
+                            : FormatCompareText(*table));
+  return kExitOk;
+}
+
+}  // namespace ppb::commands

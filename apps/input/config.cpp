@@ -1,0 +1,168 @@
+// The run config loader: YAML (configs/README-format.yaml) to RunConfig, with
+// every error placed at the file line of the key it concerns, and Prepare:
+// a loaded config lowered and its schedule generated (or its CSV read).
+//
+// Errors leave this file as Error{key, message} where message is already the
+// complete "file:line: key: expected; got given" text (FormatError). The
+// sections are read in config_pipeline.cpp, config_model.cpp,
+// config_training.cpp, config_cluster.cpp, config_strategy.cpp and
+// config_search.cpp, with the shared reader of config_reader.h.
+#include "apps/input/config_parser.h"
+
+#include "core/strategy.h"
+#include "core/validate.h"
+
+namespace ppb::config_detail {
+
+Parser::Parser(std::string_view filename, const CliOverrides& cli)
+    : ConfigReader(filename, RunConfig()), cli_(cli) {}
+
+Parser::Parser(std::string_view filename, const CliOverrides& cli,
+               const RunConfig& base)
+    : ConfigReader(filename, base), cli_(cli) {}
+
+Result<RunConfig> Parser::Parse(std::string_view text) {
+  return WithYaml<RunConfig>(
+      text, [&](const YAML::Node& root) { return ParseNode(root); });
+}
+
+// The config of an already loaded YAML document (its marks give lines).
+Result<RunConfig> Parser::ParseNode(const YAML::Node& root) {
+  try {
+    PPB_RETURN_IF_ERROR(ParseRoot(root));
+    return std::move(cfg_);
+  } catch (const YAML::Exception& e) {
+    return Error{"", At(e.mark) + ": must be readable YAML; got an error (" +
+                         e.msg + ")"};
+  }
+}
+
+Status Parser::ParseRoot(const YAML::Node& root) {
+  if (!root.IsDefined() || root.IsNull()) {
+    return Error{"", cfg_.path +
+                         ": must be a map with model, cluster, pipeline and "
+                         "optional strategy and search; got an empty file"};
+  }
+  Result<Entries> top =
+      Map(root, "", {"model", "cluster", "pipeline", "strategy", "search",
+                     "training", "hardware"});
+  if (!top.ok()) return top.error();
+  // The pipeline first: the shapes of the other sections depend on p, v.
+  const Entry* pipeline = Find(*top, "pipeline");
+  PPB_RETURN_IF_ERROR(ParsePipeline(pipeline));
+  const Entry* model = Find(*top, "model");
+  if (model == nullptr) {
+    return Fail("model", "must be given (a map with layers); got nothing");
+  }
+  PPB_RETURN_IF_ERROR(ParseModel(model->value, Find(*top, "training"),
+                                 Find(*top, "hardware")));
+  const Entry* cluster = Find(*top, "cluster");
+  if (cluster == nullptr && !hardware_memory_) {
+    return Fail("cluster", "must be given (a map with devices); got nothing");
+  }
+  PPB_RETURN_IF_ERROR(ParseCluster(cluster != nullptr
+                                       ? cluster->value
+                                       : YAML::Node(YAML::NodeType::Map)));
+  PPB_RETURN_IF_ERROR(ParseStrategy(Find(*top, "strategy")));
+  return ParseSearch(Find(*top, "search"));
+}
+
+}  // namespace ppb::config_detail
+
+namespace ppb {
+
+Result<RunConfig> LoadConfig(const std::string& path,
+                             const CliOverrides& overrides) {
+  std::string text;
+  errno = 0;
+  if (!config_detail::ReadFile(path, text)) {
+    const std::string why = errno != 0 ? std::strerror(errno) : "read error";
+    return Error{"", path + ": must be a readable config file; got " + why};
+  }
+  return ParseConfig(text, path, overrides);
+}
+
+Result<RunConfig> ParseConfig(std::string_view text, std::string_view filename,
+                              const CliOverrides& overrides) {
+  config_detail::Parser parser(filename, overrides);
+  return parser.Parse(text);
+}
+
+Result<RunConfig> ParseConfigYaml(const YAML::Node& root,
+                                  std::string_view filename,
+                                  const CliOverrides& overrides) {
+  config_detail::Parser parser(filename, overrides);
+  return parser.ParseNode(root);
+}
+
+Status CheckSchedule(const std::string& schedule, int p, int v, int m,
+                     const ScheduleParams& params) {
+  const ScheduleInfo* info = FindSchedule(schedule);
+  if (info == nullptr) {
+    return Error{"pipeline.schedule",
+                 "must name a registered schedule; got " + schedule};
+  }
+  const PipelineSpec spec = PipelineSpec::Uniform(p, v, m, 1, 1);
+  Result<Program> program = info->generate(spec, params);
+  if (!program.ok()) return program.error();
+  return Status();
+}
+
+Result<PreparedRun> Prepare(const RunConfig& config) {
+  const bool custom = config.schedule == "custom";
+  const std::string schedule_key =
+      custom ? "pipeline.schedule_csv" : "pipeline.schedule";
+  // Core errors name config keys, or "schedule" / "" for the program.
+  auto fail = [&](Error e) {
+    if (e.key.empty() || e.key == "schedule") e.key = schedule_key;
+    e.message = FormatError(config, e);
+    return e;
+  };
+
+  Result<PipelineSpec> spec = Lower(config.layers, config.cluster, config.shape,
+                                    config.strategy, config.allow_empty_chunks);
+  if (!spec.ok()) return fail(spec.error());
+  if (Status s = ValidateSpec(*spec); !s.ok()) return fail(s.error());
+
+  Result<Program> program = Error{};
+  if (custom) {
+    // A path from the file is relative to the file; one from the command
+    // line is relative to the working directory.
+    std::filesystem::path csv = config.schedule_csv;
+    auto line = config.key_lines.find("pipeline.schedule_csv");
+    const bool from_cli = line != config.key_lines.end() && line->second == 0;
+    if (!from_cli && csv.is_relative()) {
+      csv = std::filesystem::path(config.path).parent_path() / csv;
+    }
+    std::string text;
+    errno = 0;
+    if (!config_detail::ReadFile(csv.string(), text)) {
+      const std::string why = errno != 0 ? std::strerror(errno) : "read error";
+      return fail(Error{"pipeline.schedule_csv",
+                        "must name a readable schedule CSV; got " +
+                            config.schedule_csv + " (" + csv.string() + ": " +
+                            why + ")"});
+    }
+    program = ParseScheduleCsv(text);
+    if (!program.ok()) {
+      return fail(Error{"pipeline.schedule_csv",
+                        "must be a valid torch schedule CSV; got " +
+                            csv.string() + ", " + program.error().message});
+    }
+  } else {
+    const ScheduleInfo* info = FindSchedule(config.schedule);
+    if (info == nullptr) {
+      return fail(
+          Error{"pipeline.schedule",
+                "must name a registered schedule; got " + config.schedule});
+    }
+    program = info->generate(*spec, config.schedule_params);
+    if (!program.ok()) return fail(program.error());
+  }
+  if (Status s = ValidateProgram(*spec, *program); !s.ok()) {
+    return fail(s.error());
+  }
+  return PreparedRun{std::move(*spec), std::move(*program)};
+}
+
+}  // namespace ppb

@@ -1,0 +1,381 @@
+// model.*: the layers of the model, from one of model.layers (costs written
+// out, with `repeat`), model.hf_config / model.architecture (derived by the
+// cost model with training and hardware, config_training.cpp) or
+// model.sapp_layers (SAPP's per-layer numbers, apps/input/sapp.h). At most
+// kMaxLayers layers after expansion. Errors as every config error:
+// "file:line: model.<key>: must be ...; got ...".
+#include "apps/input/config_parser.h"
+
+namespace ppb::config_detail {
+
+Status Parser::ParseModel(const YAML::Node& node, const Entry* training,
+                          const Entry* hardware) {
+  Result<Entries> e =
+      Map(node, "model", {"name", "layers", "hf_config", "architecture",
+                          "sapp_layers", "sapp_units"});
+  if (!e.ok()) return e.error();
+  if (const Entry* name = Find(*e, "name")) {
+    Result<std::string> s = String(name->value, name->path, "a string");
+    if (!s.ok()) return s.error();
+    cfg_.model_name = *s;
+  }
+  const Entry* hf = Find(*e, "hf_config");
+  const Entry* inline_arch = Find(*e, "architecture");
+  if (hf != nullptr && inline_arch != nullptr) {
+    return Fail(inline_arch->path,
+                "must not be given with model.hf_config (give the "
+                "architecture one way); got both");
+  }
+  if (const Entry* source = hf != nullptr ? hf : inline_arch) {
+    for (std::string_view other : {"layers", "sapp_layers", "sapp_units"}) {
+      if (const Entry* x = Find(*e, other)) {
+        return Fail(x->path, "must not be given with " + source->path +
+                                 " (the layers are derived from it); got "
+                                 "both");
+      }
+    }
+    return ParseDerivedModel(*source, training, hardware);
+  }
+  if (Find(*e, "sapp_layers") || Find(*e, "sapp_units")) {
+    return ParseSappModel(*e);
+  }
+  for (const Entry* x : {training, hardware}) {
+    if (x != nullptr) {
+      return Fail(x->path,
+                  "must only be given with model.hf_config or "
+                  "model.architecture; got " +
+                      Given(x->value) + " with model.layers");
+    }
+  }
+  Result<std::vector<Entry>> items =
+      RequiredList(*e, "layers", "model.layers", "layers");
+  if (!items.ok()) return items.error();
+  std::map<std::string, std::string> defined_by;  // name -> layer path
+  for (const Entry& item : *items) {
+    PPB_RETURN_IF_ERROR(ParseLayer(item, defined_by));
+  }
+  return Status();
+}
+
+// model.hf_config or model.architecture with the training and hardware
+// sections: the layers derived by the cost model (core/cost_model.h).
+Status Parser::ParseDerivedModel(const Entry& source, const Entry* training,
+                                 const Entry* hardware) {
+  const bool from_json = source.key == "hf_config";
+  Architecture arch;
+  if (from_json) {
+    Result<std::string> file =
+        String(source.value, source.path, "a config.json path");
+    if (!file.ok()) return file.error();
+    std::filesystem::path json(*file);
+    if (json.is_relative()) {
+      json = std::filesystem::path(cfg_.path).parent_path() / json;
+    }
+    cfg_.hf_config = json.string();
+    Result<Architecture> a = LoadHfConfig(cfg_.hf_config);
+    if (!a.ok()) {
+      return Fail(source.path,
+                  "must be a readable HuggingFace config.json; " +
+                      FormatHfError(cfg_.hf_config, a.error()));
+    }
+    arch = std::move(*a);
+  } else {
+    Result<Architecture> a = ParseArchitecture(source);
+    if (!a.ok()) return a.error();
+    arch = std::move(*a);
+  }
+  if (training == nullptr) {
+    return Fail("training", "must be given with " + source.path +
+                                " (a map with seq_length, "
+                                "micro_batch_size, ...); got nothing");
+  }
+  if (hardware == nullptr) {
+    return Fail("hardware", "must be given with " + source.path +
+                                " (a map with peak_tflops, ...); got "
+                                "nothing");
+  }
+  Result<Training> t = ParseTraining(*training);
+  if (!t.ok()) return t.error();
+  Result<Hardware> h = ParseHardware(*hardware);
+  if (!h.ok()) return h.error();
+  if (Status s = ValidateCostInputs(arch, *t, *h); !s.ok()) {
+    // Keys of the YAML sections (training.tp, hardware.peak_tflops) map to
+    // their lines; architecture.* keys come from the JSON file, or from
+    // model.architecture when given inline.
+    static const std::map<std::string, std::string> kYamlKeys = {
+        {"training.seq", "training.seq_length"},
+        {"training.micro_batch", "training.micro_batch_size"},
+        {"training.tp", "training.tensor_parallel"},
+        {"training.cp", "training.context_parallel"},
+        {"training.ep", "training.expert_parallel"},
+        {"training.dp", "training.data_parallel"},
+        {"training.activation_bytes", "training.dtype"},
+        {"hardware.peak_tflops", "hardware.peak_tflops"},
+        {"hardware.achievable_fraction", "hardware.achievable_fraction"}};
+    static const std::map<std::string, std::string> kInlineKeys = {
+        {"architecture.hidden", "hidden_size"},
+        {"architecture.layers", "num_layers"},
+        {"architecture.heads", "num_attention_heads"},
+        {"architecture.kv_heads", "num_key_value_heads"},
+        {"architecture.head_dim", "head_dim"},
+        {"architecture.ffn", "ffn_hidden_size"},
+        {"architecture.vocab", "vocab_size"},
+        {"architecture.top_k", "moe.top_k"},
+        {"architecture.expert_ffn", "moe.expert_ffn_hidden_size"},
+        {"architecture.v_head_dim", "mla.v_head_dim"}};
+    auto it = kYamlKeys.find(s.error().key);
+    if (it != kYamlKeys.end()) return Fail(it->second, s.error().message);
+    if (!from_json) {
+      auto in = kInlineKeys.find(s.error().key);
+      return Fail(in != kInlineKeys.end()
+                      ? "model.architecture." + in->second
+                      : std::string("model.architecture"),
+                  s.error().message);
+    }
+    return Fail(source.path, cfg_.hf_config + ": " + s.error().key + ": " +
+                                 s.error().message);
+  }
+  cfg_.derived = DeriveLayers(arch, *t, *h);
+  for (const DerivedLayer& d : cfg_.derived) cfg_.layers.push_back(d.layer);
+  return Status();
+}
+
+// model: {sapp_layers: FILE.json, sapp_units: {time: 1ms, memory: 1MiB}}
+// (apps/sapp.h); FILE is relative to the config's directory.
+Status Parser::ParseSappModel(const Entries& e) {
+  if (const Entry* layers = Find(e, "layers")) {
+    return Fail(layers->path, "must not be given with model.sapp_layers");
+  }
+  const Entry* file = Find(e, "sapp_layers");
+  if (file == nullptr) {
+    return Fail("model.sapp_layers",
+                "must be given with model.sapp_units (a SAPP layer JSON); "
+                "got nothing");
+  }
+  Result<std::string> name = String(file->value, file->path, "a file name");
+  if (!name.ok()) return name.error();
+  const Entry* units = Find(e, "sapp_units");
+  if (units == nullptr) {
+    return Fail("model.sapp_units",
+                "must be given (SAPP numbers carry no unit), e.g. "
+                "{time: 1ms, memory: 1MiB}; got nothing");
+  }
+  Result<Entries> u = Map(units->value, units->path, {"time", "memory"});
+  if (!u.ok()) return u.error();
+  const Entry* t = Find(*u, "time");
+  const Entry* m = Find(*u, "memory");
+  if (t == nullptr || m == nullptr) {
+    return Fail(units->path + (t == nullptr ? ".time" : ".memory"),
+                "must be given (what one SAPP unit is, e.g. 1ms / 1MiB); "
+                "got nothing");
+  }
+  Result<std::int64_t> tv =
+      UnitValue(t->value, t->path, ParseDuration, "duration", true);
+  if (!tv.ok()) return tv.error();
+  Result<std::int64_t> mv =
+      UnitValue(m->value, m->path, ParseBytes, "size", true);
+  if (!mv.ok()) return mv.error();
+  std::filesystem::path fp(*name);
+  if (fp.is_relative()) {
+    fp = std::filesystem::path(cfg_.path).parent_path() / fp;
+  }
+  Result<std::vector<Layer>> layers =
+      LoadSappLayers(fp.string(), SappUnits{*tv, *mv});
+  if (!layers.ok()) {
+    return Fail(file->path, "cannot be used: " + layers.error().message);
+  }
+  cfg_.layers = std::move(*layers);
+  if (cfg_.model_name.empty()) cfg_.model_name = fp.stem().string();
+  return Status();
+}
+
+// One entry of model.layers, appended to cfg_.layers (repeat expanded).
+Status Parser::ParseLayer(const Entry& item,
+                          std::map<std::string, std::string>& defined_by) {
+  const std::string& path = item.path;
+  Result<Entries> er =
+      Map(item.value, path,
+          {"name", "kind", "repeat", "forward", "backward", "backward_input",
+           "backward_weight", "static_memory", "activation", "workspace",
+           "output", "recompute"});
+  if (!er.ok()) return er.error();
+  const Entries& e = *er;
+  Layer layer;
+
+  const Entry* name = Find(e, "name");
+  if (name == nullptr) {
+    return Fail(path + ".name",
+                "must be given (a unique layer name); got nothing");
+  }
+  Result<std::string> name_value = String(name->value, name->path, "a name");
+  if (!name_value.ok()) return name_value.error();
+  layer.name = *name_value;
+
+  if (const Entry* kind = Find(e, "kind")) {
+    Result<size_t> i =
+        Choice(kind->value, kind->path,
+               {"embedding", "decoder", "moe", "head", "mtp", "other"});
+    if (!i.ok()) return i.error();
+    static constexpr LayerKind kKinds[] = {
+        LayerKind::Embedding, LayerKind::Decoder, LayerKind::Moe,
+        LayerKind::Head,      LayerKind::Mtp,     LayerKind::Other};
+    layer.kind = kKinds[*i];
+  }
+
+  int repeat = 1;
+  const Entry* repeat_entry = Find(e, "repeat");
+  if (repeat_entry != nullptr) {
+    Result<std::int64_t> r =
+        Integer(repeat_entry->value, repeat_entry->path, 1, kMaxLayers,
+                "a positive integer up to " + std::to_string(kMaxLayers));
+    if (!r.ok()) return r.error();
+    repeat = static_cast<int>(*r);
+    if (cfg_.layers.size() + repeat > static_cast<size_t>(kMaxLayers)) {
+      return Fail(repeat_entry->path,
+                  "must keep the model at most " +
+                      std::to_string(kMaxLayers) + " layers; got " +
+                      std::to_string(repeat) + " more after " +
+                      std::to_string(cfg_.layers.size()));
+    }
+  }
+
+  const Entry* forward = Find(e, "forward");
+  if (forward == nullptr) {
+    return Fail(path + ".forward",
+                "must be given (a positive duration); got nothing");
+  }
+  Result<Nanos> f = Duration(forward->value, forward->path, true);
+  if (!f.ok()) return f.error();
+  layer.forward = *f;
+  PPB_RETURN_IF_ERROR(ParseBackward(e, path, layer));
+
+  struct SizeField {
+    std::string_view key;
+    Bytes* out;
+  };
+  for (const SizeField& field :
+       {SizeField{"static_memory", &layer.static_memory},
+        SizeField{"activation", &layer.activation},
+        SizeField{"workspace", &layer.workspace},
+        SizeField{"output", &layer.output_bytes}}) {
+    if (const Entry* x = Find(e, field.key)) {
+      Result<Bytes> b = Size(x->value, x->path, false);
+      if (!b.ok()) return b.error();
+      *field.out = *b;
+    }
+  }
+  if (const Entry* rc = Find(e, "recompute")) {
+    PPB_RETURN_IF_ERROR(
+        ParseLayerRecompute(*rc, Find(e, "activation"), layer));
+  }
+
+  for (int k = 0; k < repeat; ++k) {
+    Layer copy = layer;
+    if (repeat_entry != nullptr) copy.name += "." + std::to_string(k);
+    auto [it, inserted] = defined_by.emplace(copy.name, path);
+    if (!inserted) {
+      return Fail(name->path,
+                  "must be unique after repeat expansion; got " + copy.name +
+                      ", also the name of a layer of " + it->second);
+    }
+    cfg_.layers.push_back(std::move(copy));
+  }
+  return Status();
+}
+
+// backward, or backward_input and backward_weight.
+Status Parser::ParseBackward(const Entries& e, const std::string& path,
+                             Layer& layer) {
+  const Entry* b = Find(e, "backward");
+  const Entry* bi = Find(e, "backward_input");
+  const Entry* bw = Find(e, "backward_weight");
+  if (b != nullptr && (bi != nullptr || bw != nullptr)) {
+    const Entry* other = bi != nullptr ? bi : bw;
+    return Fail(other->path,
+                "must not be given with backward (give backward, or "
+                "backward_input and backward_weight); got both");
+  }
+  if (b != nullptr) {
+    Result<Nanos> t = Duration(b->value, b->path, true);
+    if (!t.ok()) return t.error();
+    layer.backward_input = *t;
+    return Status();
+  }
+  if (bi == nullptr && bw == nullptr) {
+    return Fail(path + ".backward",
+                "must be given (a positive duration), or backward_input and "
+                "backward_weight; got nothing");
+  }
+  if (bi == nullptr) {
+    return Fail(path + ".backward_input",
+                "must be given with backward_weight; got nothing");
+  }
+  if (bw == nullptr) {
+    return Fail(path + ".backward_weight",
+                "must be given with backward_input; got nothing");
+  }
+  Result<Nanos> ti = Duration(bi->value, bi->path, true);
+  if (!ti.ok()) return ti.error();
+  Result<Nanos> tw = Duration(bw->value, bw->path, false);
+  if (!tw.ok()) return tw.error();
+  layer.backward_input = *ti;
+  layer.backward_weight = *tw;
+  layer.split_backward = true;
+  return Status();
+}
+
+// A layer's `recompute: {mode: {activation, time}}`.
+Status Parser::ParseLayerRecompute(const Entry& rc, const Entry* activation,
+                                   Layer& layer) {
+  Result<Entries> modes = Map(rc.value, rc.path, {});
+  if (!modes.ok()) return modes.error();
+  for (const Entry& mode : *modes) {
+    if (Lower(mode.key) == "none") {
+      return Fail(mode.path,
+                  "must not be declared (\"none\" is always offered); got a "
+                  "mode named " +
+                      mode.key);
+    }
+    if (mode.key == "layers") {
+      return Fail(mode.path,
+                  "must not be named layers (strategy.recompute uses that "
+                  "key for per-layer choices); got a mode named layers");
+    }
+    if (layer.recompute.size() >= 255) {
+      return Fail(mode.path, "must be one of at most 255 modes; got more");
+    }
+    Result<Entries> fields =
+        Map(mode.value, mode.path, {"activation", "time"});
+    if (!fields.ok()) return fields.error();
+    const Entry* act = Find(*fields, "activation");
+    const Entry* time = Find(*fields, "time");
+    if (act == nullptr) {
+      return Fail(mode.path + ".activation",
+                  "must be given (bytes kept per micro-batch); got nothing");
+    }
+    if (time == nullptr) {
+      return Fail(
+          mode.path + ".time",
+          "must be given (extra time before the backward); got nothing");
+    }
+    RecomputeOption option;
+    option.name = mode.key;
+    Result<Bytes> a = Size(act->value, act->path, false);
+    if (!a.ok()) return a.error();
+    if (*a > layer.activation) {
+      return Fail(act->path,
+                  "must be at most the layer's activation (" +
+                      (activation != nullptr ? activation->value.Scalar()
+                                             : std::string("0B")) +
+                      "); got " + act->value.Scalar());
+    }
+    option.retained_activation = *a;
+    Result<Nanos> t = Duration(time->value, time->path, false);
+    if (!t.ok()) return t.error();
+    option.extra_time = *t;
+    layer.recompute.push_back(std::move(option));
+  }
+  return Status();
+}
+
+}  // namespace ppb::config_detail

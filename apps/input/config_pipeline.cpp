@@ -1,0 +1,168 @@
+// pipeline.*: stages p, micro-batches m, chunks per rank v, micro-batch
+// group g, flavor, communication, schedule and schedule_csv, each replaced by
+// its flag when given (--stages, --schedule, ...; key line 0). Read first:
+// the shapes of the other sections depend on p and v. Errors as every
+// config error: "file:line: pipeline.<key>: must be ...; got ...".
+#include "apps/input/config_parser.h"
+
+namespace ppb::config_detail {
+
+// "pipeline.stages = 4" or "--stages 4", for messages about shapes.
+std::string Parser::StagesNote() const {
+  const std::string p = std::to_string(cfg_.shape.p);
+  std::string note = cli_.stages ? "--stages " + p : "pipeline.stages = " + p;
+  if (cfg_.shape.v > 1) {
+    const std::string v = std::to_string(cfg_.shape.v);
+    if (!v_key_.empty()) {
+      note += ", " + v_key_ + " = " + v;
+    } else {
+      note += cli_.virtual_stages ? ", --virtual-stages " + v
+                                  : ", pipeline.virtual_stages = " + v;
+    }
+  }
+  return note;
+}
+
+// An integer of the pipeline section: from the command line, the file, or
+// the default (nullopt: required).
+Result<int> Parser::PipelineInt(const Entries& entries, std::string_view name,
+                                std::optional<int> from_cli,
+                                std::optional<int> default_value) {
+  const std::string path = "pipeline." + std::string(name);
+  if (from_cli) {
+    cfg_.key_lines[path] = 0;
+    if (*from_cli < 1) {
+      return Fail(path, "must be a positive integer; got " +
+                            std::to_string(*from_cli));
+    }
+    return *from_cli;
+  }
+  if (const Entry* e = Find(entries, name)) {
+    return PositiveInt(e->value, path);
+  }
+  if (default_value) return *default_value;
+  return Fail(path, "must be given (a positive integer); got nothing");
+}
+
+Status Parser::ParsePipeline(const Entry* section) {
+  Entries e;
+  if (section != nullptr) {
+    Result<Entries> r =
+        Map(section->value, "pipeline",
+            {"stages", "microbatches", "virtual_stages", "schedule", "flavor",
+             "microbatch_group", "communication", "schedule_csv"});
+    if (!r.ok()) return r.error();
+    e = std::move(*r);
+  }
+  Result<int> p = PipelineInt(e, "stages", cli_.stages, std::nullopt);
+  if (!p.ok()) return p.error();
+  Result<int> m =
+      PipelineInt(e, "microbatches", cli_.microbatches, std::nullopt);
+  if (!m.ok()) return m.error();
+  Result<int> v = PipelineInt(e, "virtual_stages", cli_.virtual_stages, 1);
+  if (!v.ok()) return v.error();
+  Result<int> g =
+      PipelineInt(e, "microbatch_group", cli_.microbatch_group, 0);
+  if (!g.ok()) return g.error();
+  if (static_cast<std::int64_t>(*p) * *v > kMaxLayers) {
+    return Fail("pipeline.virtual_stages",
+                "must give at most " + std::to_string(kMaxLayers) +
+                    " stages x virtual_stages; got " + std::to_string(*p) +
+                    " x " + std::to_string(*v));
+  }
+  cfg_.shape.p = *p;
+  cfg_.shape.m = *m;
+  cfg_.shape.v = *v;
+  cfg_.schedule_params.group = *g;
+
+  if (const Entry* f = Find(e, "flavor")) {
+    Result<size_t> i = Choice(f->value, f->path, {"megatron", "pytorch"});
+    if (!i.ok()) return i.error();
+    cfg_.schedule_params.flavor =
+        *i == 0 ? Flavor::Megatron : Flavor::PyTorch;
+  }
+  if (const Entry* c = Find(e, "communication")) {
+    Result<size_t> i = Choice(c->value, c->path, {"overlapped", "blocking"});
+    if (!i.ok()) return i.error();
+    cfg_.shape.comm = *i == 0 ? CommMode::Overlapped : CommMode::Blocking;
+  }
+  return ParseScheduleChoice(e);
+}
+
+// pipeline.schedule and pipeline.schedule_csv, with --schedule and
+// --schedule-csv (which implies schedule custom).
+Status Parser::ParseScheduleChoice(const Entries& e) {
+  const std::vector<std::string> names = ScheduleNames(true);
+  const std::string want = "must be one of " + Join(names);
+
+  if (cli_.schedule) {
+    cfg_.key_lines["pipeline.schedule"] = 0;
+    cfg_.schedule = NormalizeSchedule(*cli_.schedule, true);
+    if (cfg_.schedule.empty()) {
+      return Fail("pipeline.schedule", want + "; got " + *cli_.schedule);
+    }
+  } else if (const Entry* s = Find(e, "schedule")) {
+    Result<std::string> name = String(s->value, s->path, "a schedule name");
+    if (!name.ok()) return Fail(s->path, want + "; got " + Given(s->value));
+    cfg_.schedule = NormalizeSchedule(*name, true);
+    if (cfg_.schedule.empty()) {
+      return Fail(s->path, want + "; got " + *name);
+    }
+  }
+
+  if (cli_.schedule_csv) {
+    cfg_.key_lines["pipeline.schedule_csv"] = 0;
+    if (cli_.schedule && cfg_.schedule != "custom") {
+      return Fail("pipeline.schedule",
+                  "must be custom when --schedule-csv is given; got " +
+                      *cli_.schedule);
+    }
+    if (cli_.schedule_csv->empty()) {
+      return Fail("pipeline.schedule_csv",
+                  "must be a CSV file path; got an empty string");
+    }
+    cfg_.schedule = "custom";
+    cfg_.schedule_csv = *cli_.schedule_csv;
+    return Status();
+  }
+  const Entry* csv = Find(e, "schedule_csv");
+  if (cfg_.schedule == "custom") {
+    if (csv == nullptr) {
+      return Fail("pipeline.schedule_csv",
+                  "must be given for schedule custom (a torch schedule CSV, "
+                  "relative to the config file); got nothing");
+    }
+    Result<std::string> path = String(csv->value, csv->path, "a file path");
+    if (!path.ok()) return path.error();
+    cfg_.schedule_csv = *path;
+  } else if (csv != nullptr && !cli_.schedule) {
+    return Fail(csv->path, "must only be given with schedule custom; got " +
+                               Given(csv->value) + " with schedule " +
+                               cfg_.schedule);
+  }
+  return Status();
+}
+
+// The registered schedule names, then "custom" if `with_custom`.
+std::vector<std::string> Parser::ScheduleNames(bool with_custom) {
+  std::vector<std::string> names;
+  for (const ScheduleInfo& info : ScheduleRegistry()) {
+    names.emplace_back(info.name);
+  }
+  if (with_custom) names.emplace_back("custom");
+  return names;
+}
+
+// A schedule name as given (any case; torch's Interleaved1F1B is
+// interleaved) to its registry name, or "" when there is none.
+std::string Parser::NormalizeSchedule(const std::string& given,
+                                      bool with_custom) {
+  std::string name = Lower(given);
+  if (name == "interleaved1f1b") name = "interleaved";  // torch's name
+  const std::vector<std::string> names = ScheduleNames(with_custom);
+  return std::find(names.begin(), names.end(), name) == names.end()
+             ? std::string()
+             : name;
+}
+
+}  // namespace ppb::config_detail

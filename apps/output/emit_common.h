@@ -1,0 +1,96 @@
+// The part the framework emitters share (apps/output/emit.cpp), for the
+// emitter of each framework (apps/output/emit_<framework>.cpp): errors
+// named "--emit <framework>", the layers and recompute of a config as the
+// emitters describe them, the "# ppb:" notes, and a small reader of
+// "key = value" fragments (TOML, Python) for the parsers. Internal to
+// apps/output.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "apps/output/emit.h"
+
+namespace ppb::emit_detail {
+
+Error Fail(Framework f, const std::string& message);
+
+// A decoder layer in Megatron's sense ('t' in a layout): decoder, MoE or any
+// other body layer.
+bool IsDecoder(LayerKind k);
+
+// The recompute mode layer `i` uses ("" for none).
+std::string ModeOf(const std::vector<Layer>& layers, const Strategy& s, size_t i);
+
+// The index + 1 of mode `name` among the options of `layer`, 0 if it has none.
+std::uint8_t OptionIndex(const Layer& layer, std::string_view name);
+
+// Sets recompute mode `mode` on every decoder layer (the frameworks' "every
+// layer" settings); an error names a decoder layer that does not offer it.
+Status SetOnDecoders(const std::vector<Layer>& layers, const char* mode,
+                     std::vector<std::uint8_t>& recompute);
+
+// First layer index of each global stage, plus the total at the end.
+std::vector<size_t> StageStarts(const std::vector<int>& layers_per_stage);
+
+std::string JoinInts(const std::vector<int>& xs);
+
+// "[1, 2]" for v = 1, "[[1, 2], [3, 4]]" ([chunk][rank]) for v > 1.
+std::string StageList(const std::vector<int>& per_stage, int p, int v);
+
+// "schedule interleaved, p=4, v=2, m=16, g=4" for headers and notes.
+std::string DescribeRun(const RunConfig& config);
+
+// "full [2, 1, 0, 0], selective [0, 1, 0, 0]" for every mode in use.
+std::string RecomputeSummary(const RunConfig& config);
+
+bool AnyRecompute(const Strategy& s);
+
+// The stage of an empty (chunk, rank), or -1.
+int FirstEmptyStage(const Strategy& s);
+
+std::string StageName(int s, int p);
+
+// Appends "# ppb: ..." lines, wrapping `note` at about 76 columns.
+void AddNote(std::string& text, const std::string& note);
+
+// The model has exactly one embedding, first, and one head, last, with the
+// decoder layers and then the MTP layers between them: Megatron-LM's layout
+// rule "first symbol E, last L, exactly one of each" with its MTP block after
+// the decoder (conventions.md, Megatron-LM), and torchtitan's tok_embeddings,
+// layers.N, norm + output.
+Status CheckEmbeddingFirstHeadLast(Framework f, const std::vector<Layer>& layers, bool allow_mtp);
+
+std::string_view Trim(std::string_view s);
+
+// A literal: an integer, a quoted string, a bool, or a list of literals.
+struct Value {
+  enum class Kind : std::uint8_t { Int, String, Bool, List } kind = Kind::Int;
+  std::int64_t i = 0;
+  std::string s;
+  bool b = false;
+  std::vector<Value> list;
+};
+
+// "key = value" statements (a value may span lines while brackets are open),
+// keyed "section.key" under a TOML "[section]" header. Comments ignored.
+Result<std::map<std::string, Value>> ReadAssignments(std::string_view text);
+
+Result<std::int64_t> IntAt(const std::map<std::string, Value>& a, const std::string& key,
+                           std::int64_t min);
+
+// The schedule CSV torchtitan names (emit_torchtitan.cpp) and Emit
+// writes next to the fragment (emit.cpp).
+inline constexpr const char* kCsvName = "ppb-schedule.csv";
+
+// The emitters, one per framework (emit_<framework>.cpp); Emit (emit.cpp)
+// checks what they write by reading it back.
+Result<Emission> EmitMegatron(const RunConfig& config);
+Result<Emission> EmitMindFormers(const RunConfig& config);
+Result<Emission> EmitTorchtitan(const RunConfig& config, const Program& program);
+Result<Emission> EmitDeepSpeed(const RunConfig& config);
+
+}  // namespace ppb::emit_detail

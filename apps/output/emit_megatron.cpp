@@ -1,0 +1,574 @@
+// Megatron-LM's form of a strategy: command-line flags (layout or uneven
+// first/last stages, virtual stages, recompute, micro-batch group), and
+// ParseMegatronArgs, which reads them back with Megatron's rules
+// (conventions.md, Megatron-LM). Refusals are Errors named "--emit megatron".
+#include "apps/output/emit.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "apps/input/search_problem.h"
+#include "apps/output/emit_common.h"
+#include "core/strategy.h"
+#include "schedules/schedule.h"
+
+namespace ppb {
+
+using namespace emit_detail;  // NOLINT: the helpers of emit_common.h
+
+namespace {
+
+// Megatron's --microbatch-group-size-per-virtual-pipeline-stage rule
+// (conventions.md, Megatron-LM): p <= g <= m and m mod g is 0 or >= p.
+Status CheckMegatronGroup(int p, int g, int m) {
+  if (g < p || g > m || (m % g != 0 && m % g < p)) {
+    return Error{"", fmt::format("--microbatch-group-size-per-virtual-pipeline-stage "
+                                 "must satisfy p <= g <= m and m mod g = 0 or >= p "
+                                 "(Megatron-LM); got g={}, p={}, m={}",
+                                 g, p, m)};
+  }
+  return Status();
+}
+
+// Decoder layers per global stage.
+std::vector<int> DecodersPerStage(const std::vector<Layer>& layers,
+                                  const std::vector<int>& layers_per_stage) {
+  const std::vector<size_t> starts = StageStarts(layers_per_stage);
+  std::vector<int> out;
+  for (size_t s = 0; s + 1 < starts.size(); ++s) {
+    int n = 0;
+    for (size_t i = starts[s]; i < starts[s + 1]; ++i) {
+      n += IsDecoder(layers[i].kind) ? 1 : 0;
+    }
+    out.push_back(n);
+  }
+  return out;
+}
+
+// Megatron-LM's uneven split (get_num_layers_to_build; conventions.md,
+// Megatron-LM): rank 0 holds `first` decoder layers and rank p-1 `last` (when
+// set), the other ranks (num_layers - first - last) / (p - #set), which must
+// divide; with v chunks each chunk of a rank holds the rank's count / v,
+// which must divide; first / last must be positive. Without either flag:
+// num_layers / p per rank, which must divide. Embedding on stage 0; MTP and
+// head on the last stage. Returns layers per global stage.
+Result<std::vector<int>> MegatronUnevenSplit(const std::vector<Layer>& layers, int p, int v,
+                                             std::optional<int> first, std::optional<int> last) {
+  int decoders = 0, mtp = 0;
+  for (const Layer& l : layers) {
+    decoders += IsDecoder(l.kind) ? 1 : 0;
+    mtp += l.kind == LayerKind::Mtp ? 1 : 0;
+  }
+  int rest = decoders, ranks_left = p;
+  for (const auto& [name, n] : {std::pair{"first", first}, std::pair{"last", last}}) {
+    if (!n) continue;
+    if (*n <= 0) {
+      return Error{"", fmt::format("--decoder-{}-pipeline-num-layers must be "
+                                   "positive (Megatron-LM); got {}",
+                                   name, *n)};
+    }
+    if (*n % v != 0) {
+      return Error{"", fmt::format("--decoder-{}-pipeline-num-layers ({}) must be "
+                                   "divisible by v = {} (Megatron-LM)",
+                                   name, *n, v)};
+    }
+    rest -= *n;
+    --ranks_left;
+  }
+  if (p == 1 && (first || last)) {
+    return Error{"", "--decoder-first/last-pipeline-num-layers need p >= 2"};
+  }
+  if (rest < 0) {
+    return Error{"", fmt::format("--decoder-first/last-pipeline-num-layers "
+                                 "exceed the {} decoder layers",
+                                 decoders)};
+  }
+  int middle = 0;
+  if (ranks_left > 0) {
+    if (rest % ranks_left != 0) {
+      return Error{"", fmt::format("the {} decoder layers left must divide over the "
+                                   "{} other ranks (Megatron-LM: \"the left over "
+                                   "layers must be divisible by left over stages\")",
+                                   rest, ranks_left)};
+    }
+    middle = rest / ranks_left;
+    if (middle % v != 0) {
+      return Error{"", fmt::format("{} decoder layers per rank must be "
+                                   "divisible by v = {} (Megatron-LM)",
+                                   middle, v)};
+    }
+  } else if (rest != 0) {
+    return Error{"",
+                 "--decoder-first/last-pipeline-num-layers must add up "
+                 "to the decoder layers when p = 2"};
+  }
+  std::vector<int> counts(static_cast<size_t>(p) * v, 0);
+  for (int c = 0; c < v; ++c) {
+    for (int r = 0; r < p; ++r) {
+      int per_rank = middle;
+      if (r == 0 && first) per_rank = *first;
+      if (r == p - 1 && last) per_rank = *last;
+      counts[static_cast<size_t>(c) * p + r] = per_rank / v;
+    }
+  }
+  counts.front() += 1;       // E
+  counts.back() += mtp + 1;  // m..., L
+  return counts;
+}
+
+// The equivalent first/last flags of a split, when Megatron's uneven rule
+// can express it: every decoder layer is counted per rank, each chunk of a
+// rank holds the same number, the middle ranks hold the same, E is on stage
+// 0, MTP and L on the last stage. nullopt when it cannot.
+struct UnevenFlags {
+  std::optional<int> first, last;
+};
+std::optional<UnevenFlags> MegatronUnevenFlags(const std::vector<Layer>& layers,
+                                               const std::vector<int>& per_stage, int p, int v) {
+  if (p < 2) return std::nullopt;
+  const std::vector<int> t = DecodersPerStage(layers, per_stage);
+  std::vector<int> per_rank(static_cast<size_t>(p), 0);
+  for (int r = 0; r < p; ++r) {
+    for (int c = 1; c < v; ++c) {
+      if (t[static_cast<size_t>(c) * p + r] != t[static_cast<size_t>(r)]) {
+        return std::nullopt;
+      }
+    }
+    per_rank[r] = t[static_cast<size_t>(r)] * v;
+  }
+  UnevenFlags flags;
+  if (p > 2) {
+    for (int r = 2; r < p - 1; ++r) {
+      if (per_rank[r] != per_rank[1]) return std::nullopt;
+    }
+    const int middle = per_rank[1];
+    if (per_rank[0] != middle) flags.first = per_rank[0];
+    if (per_rank[p - 1] != middle) flags.last = per_rank[p - 1];
+  } else if (per_rank[0] != per_rank[1]) {
+    flags.first = per_rank[0];
+    flags.last = per_rank[1];
+  }
+  Result<std::vector<int>> back = MegatronUnevenSplit(layers, p, v, flags.first, flags.last);
+  if (!back.ok() || *back != per_stage) return std::nullopt;
+  return flags;
+}
+
+// Megatron's recompute flags for the strategy's decoder layers, or a note
+// saying why they cannot express it (conventions.md, Megatron-LM:
+// --recompute-method block = the first N layers of each pipeline stage, i.e.
+// of each model chunk, min(N, its layers); uniform with
+// --recompute-num-layers 1 = every layer; selective granularity = every
+// layer). Only modes named "full" and "selective" map.
+struct MegatronRecompute {
+  std::vector<std::string> flags;  // "--flag value" lines
+  std::string note;                // non-empty: not expressible
+};
+MegatronRecompute MegatronRecomputeFlags(const RunConfig& config) {
+  const std::vector<Layer>& layers = config.layers;
+  const Strategy& s = config.strategy;
+  MegatronRecompute out;
+  if (!AnyRecompute(s)) return out;
+  const std::string what = "the strategy recomputes " + RecomputeSummary(config);
+  std::vector<std::string> used;
+  bool all_decoders_same = true;
+  std::string first_mode;
+  bool first_seen = false;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const std::string m = ModeOf(layers, s, i);
+    if (!IsDecoder(layers[i].kind)) {
+      if (!m.empty()) {
+        out.note = fmt::format(
+            "no recompute flags: Megatron-LM's recompute flags cover the "
+            "decoder layers only, and {} ({}) recomputes; {}",
+            layers[i].name, LayerKindName(layers[i].kind), what);
+        return out;
+      }
+      continue;
+    }
+    if (!first_seen) {
+      first_mode = m;
+      first_seen = true;
+    } else if (m != first_mode) {
+      all_decoders_same = false;
+    }
+    if (!m.empty() && std::find(used.begin(), used.end(), m) == used.end()) {
+      used.push_back(m);
+    }
+  }
+  if (used.size() == 1 && used[0] == "full" && all_decoders_same) {
+    out.flags = {"--recompute-granularity full", "--recompute-method uniform",
+                 "--recompute-num-layers 1"};
+    return out;
+  }
+  if (used.size() == 1 && used[0] == "selective" && all_decoders_same) {
+    out.flags = {"--recompute-granularity selective"};
+    return out;
+  }
+  if (used.size() == 1 && used[0] == "full") {
+    // block N: the first min(N, t_s) decoder layers of each stage.
+    const std::vector<size_t> starts = StageStarts(s.layers_per_stage);
+    std::vector<int> full(s.layers_per_stage.size(), 0);
+    std::vector<int> t = DecodersPerStage(layers, s.layers_per_stage);
+    bool prefix = true;
+    for (size_t st = 0; st + 1 < starts.size(); ++st) {
+      bool gap = false;
+      for (size_t i = starts[st]; i < starts[st + 1]; ++i) {
+        if (!IsDecoder(layers[i].kind)) continue;
+        const bool f = ModeOf(layers, s, i) == "full";
+        if (f && gap) prefix = false;
+        if (!f) gap = true;
+        full[st] += f ? 1 : 0;
+      }
+    }
+    const int n = *std::max_element(full.begin(), full.end());
+    bool block = prefix;
+    for (size_t st = 0; block && st < full.size(); ++st) {
+      block = full[st] == std::min(n, t[st]);
+    }
+    if (block) {
+      out.flags = {"--recompute-granularity full", "--recompute-method block",
+                   "--recompute-num-layers " + std::to_string(n)};
+      return out;
+    }
+  }
+  out.note = fmt::format(
+      "no recompute flags: Megatron-LM cannot express this recompute "
+      "(--recompute-method block recomputes the first N decoder layers of "
+      "every stage, uniform and selective every decoder layer, one "
+      "granularity per run); {}",
+      what);
+  return out;
+}
+
+}  // namespace
+
+Result<Emission> emit_detail::EmitMegatron(const RunConfig& config) {
+  const Framework f = Framework::Megatron;
+  const std::vector<Layer>& layers = config.layers;
+  const Strategy& s = config.strategy;
+  const int p = config.shape.p, v = config.shape.v, m = config.shape.m;
+  if (Status st = CheckEmbeddingFirstHeadLast(f, layers, true); !st.ok()) {
+    return st.error();
+  }
+  const int stages = p * v;
+  if (s.layers_per_stage.front() == 0 || s.layers_per_stage.back() == 0) {
+    return Fail(f, fmt::format("needs the embedding on the first stage and the loss "
+                               "on the last (Megatron-LM layout: first symbol E, last "
+                               "L); got {} empty",
+                               StageName(s.layers_per_stage.front() == 0 ? 0 : stages - 1, p)));
+  }
+  int decoders = 0, mtp = 0;
+  for (const Layer& l : layers) {
+    decoders += IsDecoder(l.kind) ? 1 : 0;
+    mtp += l.kind == LayerKind::Mtp ? 1 : 0;
+  }
+  const std::vector<size_t> starts = StageStarts(s.layers_per_stage);
+  for (int st = 0; st < stages; ++st) {
+    for (size_t i = starts[st]; i < starts[st + 1]; ++i) {
+      if (layers[i].kind == LayerKind::Mtp && st / p != v - 1) {
+        return Fail(f, fmt::format("needs MTP layers in a rank's last chunk "
+                                   "(Megatron-LM layout rule); got {} in {}",
+                                   layers[i].name, StageName(st, p)));
+      }
+    }
+  }
+
+  Emission e;
+  e.framework = f;
+  std::string& text = e.text;
+  AddNote(text, fmt::format("Megatron-LM arguments for {}: {}",
+                            config.model_name.empty() ? config.path : config.model_name,
+                            DescribeRun(config)));
+  text += fmt::format("--pipeline-model-parallel-size {}\n", p);
+  text += fmt::format("--pipeline-model-parallel-layout \"{}\"\n",
+                      FormatMegatronLayout(s.layers_per_stage, layers));
+  const int g = EffectiveGroup(ScheduleChoice{config.schedule, v, config.schedule_params}, p, m);
+  if (config.schedule == "interleaved" && v > 1 && g != p) {
+    if (Status st = CheckMegatronGroup(p, g, m); !st.ok()) {
+      return Fail(f, st.error().message);
+    }
+    text += fmt::format("--microbatch-group-size-per-virtual-pipeline-stage {}\n", g);
+  }
+  const MegatronRecompute rc = MegatronRecomputeFlags(config);
+  for (const std::string& flag : rc.flags) text += flag + "\n";
+  e.recompute_expressed = rc.note.empty();
+
+  std::string model = fmt::format("--num-layers {}", decoders);
+  if (mtp > 0) model += fmt::format(" --mtp-num-layers {}", mtp);
+  AddNote(text, fmt::format("the layout's {} stages (| in the order stage = chunk * "
+                            "p + rank) set v = {}; Megatron-LM refuses "
+                            "--num-virtual-stages-per-pipeline-rank with a layout. "
+                            "It needs the model's {}, m = {} micro-batches = "
+                            "--global-batch-size / (--micro-batch-size x data "
+                            "parallel size)",
+                            stages, v, model, m));
+  if (config.schedule == "gpipe") {
+    AddNote(text,
+            "Megatron-LM has no GPipe schedule: it runs 1F1B with this "
+            "split (simulated: gpipe)");
+  } else if (config.schedule == "custom") {
+    AddNote(text,
+            "Megatron-LM runs its own 1F1B / interleaved order, not "
+            "the simulated custom schedule CSV");
+  } else if (config.schedule == "interleaved" && v == 1) {
+    AddNote(text,
+            "with v = 1 Megatron-LM runs 1F1B (simulated: torch's "
+            "interleaved order with one chunk per rank)");
+  }
+  if (!rc.note.empty()) AddNote(text, rc.note);
+  if (const auto uneven = MegatronUnevenFlags(layers, s.layers_per_stage, p, v)) {
+    std::vector<std::string> flags;
+    if (v > 1) {
+      flags.push_back(fmt::format("--num-virtual-stages-per-pipeline-rank {}", v));
+    }
+    if (uneven->first) {
+      flags.push_back(fmt::format("--decoder-first-pipeline-num-layers {}", *uneven->first));
+    }
+    if (uneven->last) {
+      flags.push_back(fmt::format("--decoder-last-pipeline-num-layers {}", *uneven->last));
+    }
+    if (!uneven->first && !uneven->last) {
+      AddNote(text,
+              "equivalent without the layout: Megatron-LM's default "
+              "even split" +
+                  std::string(flags.empty() ? "" : " with:"));
+    } else {
+      AddNote(text, "equivalent without the layout (give one form, not both):");
+    }
+    for (const std::string& flag : flags) text += "#   " + flag + "\n";
+  } else if (p > 1) {
+    AddNote(text,
+            "no --decoder-first/last-pipeline-num-layers form: "
+            "Megatron-LM's uneven split needs equal middle ranks, equal "
+            "chunks per rank and MTP on the last stage");
+  }
+  return e;
+}
+
+namespace {
+
+// One "--flag value" per token pair; lines starting with '#' are skipped; a
+// value may be double-quoted; a trailing '\' is ignored.
+Result<std::map<std::string, std::string>> ReadFlags(std::string_view text) {
+  std::map<std::string, std::string> out;
+  std::vector<std::string> tokens;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    const std::string_view line = Trim(text.substr(pos, nl - pos));
+    pos = nl + 1;
+    if (line.empty() || line.front() == '#') continue;
+    size_t i = 0;
+    while (i < line.size()) {
+      while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) {
+        ++i;
+      }
+      if (i >= line.size()) break;
+      std::string token;
+      if (line[i] == '"') {
+        const size_t close = line.find('"', i + 1);
+        if (close == std::string_view::npos) {
+          return Error{"", "unterminated quote in '" + std::string(line) + "'"};
+        }
+        token = std::string(line.substr(i + 1, close - i - 1));
+        i = close + 1;
+      } else {
+        const size_t start = i;
+        while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) {
+          ++i;
+        }
+        token = std::string(line.substr(start, i - start));
+        if (token == "\\") continue;
+      }
+      tokens.push_back(std::move(token));
+    }
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i].rfind("--", 0) != 0) {
+      return Error{"", "expected a --flag; got '" + tokens[i] + "'"};
+    }
+    if (out.count(tokens[i]) != 0) {
+      return Error{"", tokens[i] + " is given twice"};
+    }
+    if (i + 1 < tokens.size() && tokens[i + 1].rfind("--", 0) != 0) {
+      out[tokens[i]] = tokens[i + 1];
+      ++i;
+    } else {
+      return Error{"", tokens[i] + " needs a value"};
+    }
+  }
+  return out;
+}
+
+Result<int> FlagInt(const std::map<std::string, std::string>& flags, const std::string& name,
+                    int min) {
+  const std::string& text = flags.at(name);
+  int x = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || x < min) {
+    return Error{"", fmt::format("{} must be an integer >= {}; got '{}'", name, min, text)};
+  }
+  return x;
+}
+
+}  // namespace
+
+Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<Layer>& layers) {
+  auto flags = ReadFlags(text);
+  if (!flags.ok()) return flags.error();
+  static const char* const kKnown[] = {"--pipeline-model-parallel-size",
+                                       "--pipeline-model-parallel-layout",
+                                       "--num-virtual-stages-per-pipeline-rank",
+                                       "--decoder-first-pipeline-num-layers",
+                                       "--decoder-last-pipeline-num-layers",
+                                       "--microbatch-group-size-per-virtual-pipeline-stage",
+                                       "--recompute-granularity",
+                                       "--recompute-method",
+                                       "--recompute-num-layers"};
+  for (const auto& [name, value] : *flags) {
+    if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
+      return Error{"", "ppb does not read " + name};
+    }
+  }
+  auto has = [&](const char* name) { return flags->count(name) != 0; };
+  if (!has("--pipeline-model-parallel-size")) {
+    return Error{"", "--pipeline-model-parallel-size: missing"};
+  }
+  EmittedPlan plan;
+  Result<int> p = FlagInt(*flags, "--pipeline-model-parallel-size", 1);
+  if (!p.ok()) return p.error();
+  plan.p = *p;
+  const bool layout = has("--pipeline-model-parallel-layout");
+  if (layout &&
+      (has("--num-virtual-stages-per-pipeline-rank") ||
+       has("--decoder-first-pipeline-num-layers") || has("--decoder-last-pipeline-num-layers"))) {
+    return Error{"",
+                 "--pipeline-model-parallel-layout must not be given with "
+                 "--num-virtual-stages-per-pipeline-rank or "
+                 "--decoder-first/last-pipeline-num-layers (Megatron-LM)"};
+  }
+  if (layout) {
+    const std::string& str = flags->at("--pipeline-model-parallel-layout");
+    Result<int> stages = MegatronLayoutStages(str, 4 * layers.size() + 64 + 4 * str.size());
+    if (!stages.ok()) return stages.error();
+    if (*stages % plan.p != 0) {
+      return Error{"", fmt::format("the layout's {} stages must be divisible by "
+                                   "--pipeline-model-parallel-size {} (Megatron-LM)",
+                                   *stages, plan.p)};
+    }
+    plan.v = *stages / plan.p;
+    Result<std::vector<int>> counts = ParseMegatronLayout(str, layers, plan.p, plan.v);
+    if (!counts.ok()) return counts.error();
+    // Megatron-LM's layout rule: first symbol E, last L (conventions.md).
+    if (counts->front() == 0 || counts->back() == 0) {
+      return Error{"",
+                   "the layout must start with E and end with L "
+                   "(Megatron-LM); got an empty first or last stage"};
+    }
+    plan.strategy.layers_per_stage = std::move(*counts);
+  } else {
+    if (has("--num-virtual-stages-per-pipeline-rank")) {
+      Result<int> v = FlagInt(*flags, "--num-virtual-stages-per-pipeline-rank", 1);
+      if (!v.ok()) return v.error();
+      plan.v = *v;
+    }
+    std::optional<int> first, last;
+    if (has("--decoder-first-pipeline-num-layers")) {
+      Result<int> x = FlagInt(*flags, "--decoder-first-pipeline-num-layers", 0);
+      if (!x.ok()) return x.error();
+      first = *x;
+    }
+    if (has("--decoder-last-pipeline-num-layers")) {
+      Result<int> x = FlagInt(*flags, "--decoder-last-pipeline-num-layers", 0);
+      if (!x.ok()) return x.error();
+      last = *x;
+    }
+    Result<std::vector<int>> counts = MegatronUnevenSplit(layers, plan.p, plan.v, first, last);
+    if (!counts.ok()) return counts.error();
+    plan.strategy.layers_per_stage = std::move(*counts);
+  }
+  if (has("--microbatch-group-size-per-virtual-pipeline-stage")) {
+    Result<int> g = FlagInt(*flags, "--microbatch-group-size-per-virtual-pipeline-stage", 1);
+    if (!g.ok()) return g.error();
+    if (*g < plan.p) {
+      return Error{"", fmt::format("--microbatch-group-size-per-virtual-pipeline-stage "
+                                   "must be >= p = {} (Megatron-LM); got {}",
+                                   plan.p, *g)};
+    }
+  }
+
+  // Recompute.
+  std::vector<std::uint8_t>& rc = plan.strategy.recompute;
+  rc.assign(layers.size(), 0);
+  auto set_all = [&](const char* mode) { return SetOnDecoders(layers, mode, rc); };
+  if (has("--recompute-granularity")) {
+    const std::string& gran = flags->at("--recompute-granularity");
+    const std::string method = has("--recompute-method") ? flags->at("--recompute-method") : "";
+    if (gran == "selective") {
+      if (has("--recompute-method") || has("--recompute-num-layers")) {
+        return Error{"",
+                     "--recompute-method and --recompute-num-layers go "
+                     "with --recompute-granularity full"};
+      }
+      if (Status st = set_all("selective"); !st.ok()) return st.error();
+    } else if (gran == "full") {
+      if (!has("--recompute-num-layers") || (method != "uniform" && method != "block")) {
+        return Error{"",
+                     "--recompute-granularity full needs "
+                     "--recompute-method uniform|block and "
+                     "--recompute-num-layers"};
+      }
+      Result<int> n = FlagInt(*flags, "--recompute-num-layers", 1);
+      if (!n.ok()) return n.error();
+      if (method == "uniform") {
+        if (*n != 1) {
+          return Error{"",
+                       "ppb reads --recompute-method uniform only with "
+                       "--recompute-num-layers 1 (every layer its own "
+                       "unit)"};
+        }
+        if (Status st = set_all("full"); !st.ok()) return st.error();
+      } else {
+        const std::vector<int>& per_stage = plan.strategy.layers_per_stage;
+        const std::vector<size_t> starts = StageStarts(per_stage);
+        for (size_t st = 0; st + 1 < starts.size(); ++st) {
+          int done = 0;
+          for (size_t i = starts[st]; i < starts[st + 1] && done < *n; ++i) {
+            if (!IsDecoder(layers[i].kind)) continue;
+            rc[i] = OptionIndex(layers[i], "full");
+            if (rc[i] == 0) {
+              return Error{"", fmt::format("layer {} offers no recompute "
+                                           "mode full",
+                                           layers[i].name)};
+            }
+            ++done;
+          }
+        }
+      }
+    } else {
+      return Error{"",
+                   "--recompute-granularity must be full or selective; "
+                   "got '" +
+                       gran + "'"};
+    }
+  } else if (has("--recompute-method") || has("--recompute-num-layers")) {
+    return Error{"",
+                 "--recompute-method and --recompute-num-layers need "
+                 "--recompute-granularity full"};
+  }
+  return plan;
+}
+
+}  // namespace ppb

@@ -1,0 +1,361 @@
+// MindFormers' form of a strategy: the YAML fragment (parallel_config,
+// model.model_config offset and recompute_config lists), and
+// ParseMindFormersYaml, which reads it back with MindFormers' rules
+// (conventions.md, MindFormers). Refusals are Errors named
+// "--emit mindformers".
+#include "apps/output/emit.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "apps/input/search_problem.h"
+#include "apps/output/emit_common.h"
+#include "core/strategy.h"
+#include "schedules/schedule.h"
+
+namespace ppb {
+
+using namespace emit_detail;  // NOLINT: the helpers of emit_common.h
+
+namespace {
+
+// MindFormers' recompute lists for the body (decoder) layers of each stage,
+// counted from the stage's first decoder layer (conventions.md, MindFormers:
+// "full recompute: first N layers of each stage", select lists likewise;
+// a layer in an earlier list keeps it): recompute = the leading "full"
+// layers; then layers in both select lists ("both_comm_select"), then those
+// in one ("selective" or "select_comm"). `note` says why it cannot.
+struct MindFormersRecompute {
+  std::vector<int> full, select, comm;
+  std::string note;
+};
+MindFormersRecompute MindFormersLists(const RunConfig& config, const std::vector<int>& body,
+                                      const Pinned& pin) {
+  const std::vector<Layer>& layers = config.layers;
+  const Strategy& s = config.strategy;
+  const size_t stages = s.layers_per_stage.size();
+  MindFormersRecompute out;
+  out.full.assign(stages, 0);
+  out.select.assign(stages, 0);
+  out.comm.assign(stages, 0);
+  const std::string what = "the strategy recomputes " + RecomputeSummary(config);
+  const size_t n = layers.size();
+  for (size_t i = 0; i < n; ++i) {
+    const bool pinned = i < static_cast<size_t>(pin.lead) || i >= n - static_cast<size_t>(pin.tail);
+    if (pinned && s.recompute[i] != 0) {
+      out.note = fmt::format(
+          "no recompute lists: MindFormers' lists cover the decoder layers "
+          "only, and {} ({}) recomputes; {}",
+          layers[i].name, LayerKindName(layers[i].kind), what);
+      return out;
+    }
+  }
+  size_t i = static_cast<size_t>(pin.lead);
+  for (size_t st = 0; st < stages; ++st) {
+    // Phases: 0 full, 1 both, 2 one select list, 3 none.
+    int phase = 0;
+    std::string one;  // the mode of phase 2
+    for (int k = 0; k < body[st]; ++k, ++i) {
+      const std::string m = ModeOf(layers, s, i);
+      int want = 3;
+      if (m == "full") {
+        want = 0;
+      } else if (m == "both_comm_select") {
+        want = 1;
+      } else if (m == "selective" || m == "select_comm") {
+        want = 2;
+      } else if (!m.empty()) {
+        out.note = fmt::format(
+            "no recompute lists: MindFormers has recompute, select_recompute "
+            "and select_comm_recompute (ppb modes full, selective, "
+            "select_comm, both_comm_select); {} uses '{}'; {}",
+            layers[i].name, m, what);
+        return out;
+      }
+      if (want < phase || (want == 2 && phase == 2 && m != one)) {
+        out.note = fmt::format(
+            "no recompute lists: MindFormers recomputes the first N decoder "
+            "layers of a stage per list (full first, then both select lists, "
+            "then one); {} breaks that order; {}",
+            StageName(static_cast<int>(st), config.shape.p), what);
+        return out;
+      }
+      phase = want;
+      if (want == 2) one = m;
+      if (want == 0) {
+        ++out.full[st];
+        ++out.select[st];
+        ++out.comm[st];
+      } else if (want == 1) {
+        ++out.select[st];
+        ++out.comm[st];
+      } else if (want == 2) {
+        ++(m == "selective" ? out.select[st] : out.comm[st]);
+      }
+    }
+  }
+  // A select list that only repeats the full layers says nothing more.
+  if (out.select == out.full) out.select.assign(stages, 0);
+  if (out.comm == out.full) out.comm.assign(stages, 0);
+  return out;
+}
+
+std::string RecomputeValue(const std::vector<int>& counts, int p, int v) {
+  if (std::all_of(counts.begin(), counts.end(), [](int c) { return c == 0; })) {
+    return "false";
+  }
+  return StageList(counts, p, v);
+}
+
+}  // namespace
+
+Result<Emission> emit_detail::EmitMindFormers(const RunConfig& config) {
+  const Framework f = Framework::MindFormers;
+  const std::vector<Layer>& layers = config.layers;
+  const Strategy& s = config.strategy;
+  const int p = config.shape.p, v = config.shape.v, m = config.shape.m;
+  const int stages = p * v;
+  const Pinned pin = PinnedLayers(layers);
+  const int n = static_cast<int>(layers.size());
+  for (int i = pin.lead; i < n - pin.tail; ++i) {
+    if (!IsDecoder(layers[static_cast<size_t>(i)].kind)) {
+      return Fail(f, fmt::format("counts only decoder layers between the embedding and "
+                                 "the head/MTP layers (num_layers); got {} ({}) among "
+                                 "them",
+                                 layers[static_cast<size_t>(i)].name,
+                                 LayerKindName(layers[static_cast<size_t>(i)].kind)));
+    }
+  }
+  if (const int empty = FirstEmptyStage(s); empty >= 0) {
+    return Fail(f, fmt::format("would give {} no layer; ppb emits no empty "
+                               "stage for MindFormers",
+                               StageName(empty, p)));
+  }
+  if (s.layers_per_stage.front() < pin.lead || s.layers_per_stage.back() < pin.tail) {
+    return Fail(f,
+                "keeps the embedding on the first stage and the head and "
+                "MTP layers on the last (num_layers counts the decoder "
+                "layers only); the strategy moves them");
+  }
+  std::vector<int> body = s.layers_per_stage;
+  body.front() -= pin.lead;
+  body.back() -= pin.tail;
+  const int decoders = n - pin.lead - pin.tail;
+  const int base = decoders / stages;
+  std::vector<int> offset;
+  for (int b : body) offset.push_back(b - base);
+
+  Emission e;
+  e.framework = f;
+  std::string& text = e.text;
+  AddNote(text, fmt::format("MindFormers settings for {}: {}",
+                            config.model_name.empty() ? config.path : config.model_name,
+                            DescribeRun(config)));
+  text += "parallel_config:\n";
+  text += fmt::format("  pipeline_stage: {}\n", p);
+  text += fmt::format("  micro_batch_num: {}\n", m);
+  text += "model:\n  model_config:\n";
+  text += fmt::format("    num_layers: {}\n", decoders);
+  text += fmt::format("    pp_interleave_num: {}\n", v);
+  const bool zero = std::all_of(offset.begin(), offset.end(), [](int o) { return o == 0; });
+  text += fmt::format("    offset: {}\n", zero ? "0" : StageList(offset, p, v));
+  const MindFormersRecompute rc = MindFormersLists(config, body, pin);
+  e.recompute_expressed = rc.note.empty();
+  text += "recompute_config:\n";
+  const std::vector<int> none(static_cast<size_t>(stages), 0);
+  text += "  recompute: " + RecomputeValue(rc.note.empty() ? rc.full : none, p, v) + "\n";
+  text += "  select_recompute: " + RecomputeValue(rc.note.empty() ? rc.select : none, p, v) + "\n";
+  text +=
+      "  select_comm_recompute: " + RecomputeValue(rc.note.empty() ? rc.comm : none, p, v) + "\n";
+  std::string pinned = fmt::format(
+      "stage layers = num_layers // (p*v) + offset = {} + offset (sum(offset) "
+      "= num_layers mod p*v = {}); num_layers counts decoder layers only",
+      base, decoders % stages);
+  if (pin.lead > 0) pinned += ", the embedding stays on stage 0";
+  if (pin.tail > 0) {
+    pinned += fmt::format(
+        ", the last stage also holds {}",
+        pin.tail == 1 ? std::string("the head") : fmt::format("the {} head/MTP layers", pin.tail));
+  }
+  AddNote(text, pinned);
+  if (config.schedule == "gpipe" || config.schedule == "custom" ||
+      (config.schedule == "interleaved" && v == 1)) {
+    AddNote(text, "simulated under schedule " + config.schedule +
+                      "; these keys set the split and the recompute only");
+  }
+  if (!rc.note.empty()) AddNote(text, rc.note);
+  return e;
+}
+
+namespace {
+
+// A MindFormers per-stage value: an int (offset: every stage; a recompute
+// list: not allowed), a bool (recompute lists: all or none), a list of p
+// (v = 1) or a [v][p] list.
+Result<std::vector<int>> StageValues(const YAML::Node& node, const std::string& key, int p, int v,
+                                     bool allow_bool, const std::vector<int>& all) {
+  const size_t stages = static_cast<size_t>(p) * v;
+  auto bad = [&](const std::string& what) { return Error{"", key + ": must be " + what}; };
+  try {
+    if (node.IsScalar()) {
+      const std::string text = node.Scalar();
+      if (text == "true" || text == "True" || text == "false" || text == "False") {
+        if (!allow_bool) return bad("an int or a list");
+        return text[0] == 't' || text[0] == 'T' ? all : std::vector<int>(stages, 0);
+      }
+      if (allow_bool) return bad("a bool, a list of p or a [v][p] list");
+      return std::vector<int>(stages, node.as<int>());
+    }
+    if (!node.IsSequence()) return bad("an int or a list");
+    std::vector<int> out;
+    if (node.size() > 0 && node[0].IsSequence()) {
+      if (node.size() != static_cast<size_t>(v)) {
+        return bad(fmt::format("a [v][p] list with v = {} rows", v));
+      }
+      for (const YAML::Node& row : node) {
+        if (!row.IsSequence() || row.size() != static_cast<size_t>(p)) {
+          return bad(fmt::format("a [v][p] list with p = {} columns", p));
+        }
+        for (const YAML::Node& x : row) out.push_back(x.as<int>());
+      }
+      return out;
+    }
+    if (v != 1 || node.size() != static_cast<size_t>(p)) {
+      return bad(fmt::format("a list of p = {} (v = 1) or a [v][p] list", p));
+    }
+    for (const YAML::Node& x : node) out.push_back(x.as<int>());
+    return out;
+  } catch (const YAML::Exception&) {
+    return bad("integers");
+  }
+}
+
+Result<EmittedPlan> ReadMindFormers(const YAML::Node& root, const std::vector<Layer>& layers);
+
+}  // namespace
+
+Result<EmittedPlan> ParseMindFormersYaml(std::string_view text, const std::vector<Layer>& layers) {
+  try {
+    return ReadMindFormers(YAML::Load(std::string(text)), layers);
+  } catch (const YAML::Exception& ex) {
+    return Error{"", std::string("not the MindFormers fragment: ") + ex.what()};
+  }
+}
+
+namespace {
+
+Result<EmittedPlan> ReadMindFormers(const YAML::Node& root, const std::vector<Layer>& layers) {
+  EmittedPlan plan;
+  const YAML::Node model = root["model"]["model_config"];
+  const YAML::Node parallel = root["parallel_config"];
+  try {
+    if (!parallel["pipeline_stage"]) {
+      return Error{"", "parallel_config.pipeline_stage: missing"};
+    }
+    plan.p = parallel["pipeline_stage"].as<int>();
+    if (parallel["micro_batch_num"]) {
+      plan.m = parallel["micro_batch_num"].as<int>();
+    }
+    plan.v = model["pp_interleave_num"] ? model["pp_interleave_num"].as<int>() : 1;
+  } catch (const YAML::Exception&) {
+    return Error{"",
+                 "pipeline_stage, micro_batch_num and pp_interleave_num "
+                 "must be integers"};
+  }
+  if (plan.p < 1 || plan.v < 1) {
+    return Error{"", "pipeline_stage and pp_interleave_num must be positive"};
+  }
+  const int stages = plan.p * plan.v;
+  const Pinned pin = PinnedLayers(layers);
+  const int decoders = static_cast<int>(layers.size()) - pin.lead - pin.tail;
+  try {
+    if (!model["num_layers"] || model["num_layers"].as<int>() != decoders) {
+      return Error{"", fmt::format("model.model_config.num_layers must be the "
+                                   "model's {} decoder layers",
+                                   decoders)};
+    }
+  } catch (const YAML::Exception&) {
+    return Error{"", "model.model_config.num_layers must be an integer"};
+  }
+  std::vector<int> offset(static_cast<size_t>(stages), 0);
+  if (model["offset"]) {
+    Result<std::vector<int>> o = StageValues(model["offset"], "offset", plan.p, plan.v, false, {});
+    if (!o.ok()) return o.error();
+    offset = std::move(*o);
+  }
+  int sum = 0;
+  for (int x : offset) sum += x;
+  // conventions.md, MindFormers: sum(offset) must equal L mod (p*v).
+  if (sum != decoders % stages) {
+    return Error{"", fmt::format("offset must add up to num_layers mod p*v = "
+                                 "{} mod {} = {} (MindFormers); got {}",
+                                 decoders, stages, decoders % stages, sum)};
+  }
+  std::vector<int> body;
+  for (int s = 0; s < stages; ++s) {
+    const int c = decoders / stages + offset[static_cast<size_t>(s)];
+    if (c < 0) {
+      return Error{"", fmt::format("offset gives stage {} {} layers", s, c)};
+    }
+    body.push_back(c);
+  }
+  plan.strategy.layers_per_stage = body;
+  plan.strategy.layers_per_stage.front() += pin.lead;
+  plan.strategy.layers_per_stage.back() += pin.tail;
+
+  // Recompute: the first N decoder layers of each stage per list; a layer
+  // in the recompute list is full, else in both select lists
+  // both_comm_select, else in one the list's mode.
+  const YAML::Node rcfg = root["recompute_config"];
+  std::vector<std::vector<int>> lists;
+  for (const char* key : {"recompute", "select_recompute", "select_comm_recompute"}) {
+    std::vector<int> counts(static_cast<size_t>(stages), 0);
+    if (rcfg && rcfg[key]) {
+      Result<std::vector<int>> c = StageValues(rcfg[key], key, plan.p, plan.v, true, body);
+      if (!c.ok()) return c.error();
+      counts = std::move(*c);
+      for (int s = 0; s < stages; ++s) {
+        if (counts[s] < 0 || counts[s] > body[s]) {
+          return Error{"", fmt::format("{}: stage {} has {} decoder layers; "
+                                       "got {}",
+                                       key, s, body[s], counts[s])};
+        }
+      }
+    }
+    lists.push_back(std::move(counts));
+  }
+  std::vector<std::uint8_t>& rc = plan.strategy.recompute;
+  rc.assign(layers.size(), 0);
+  size_t i = static_cast<size_t>(pin.lead);
+  for (int s = 0; s < stages; ++s) {
+    for (int k = 0; k < body[s]; ++k, ++i) {
+      const bool full = k < lists[0][s], sel = k < lists[1][s], comm = k < lists[2][s];
+      const char* mode = full          ? "full"
+                         : sel && comm ? "both_comm_select"
+                         : sel         ? "selective"
+                         : comm        ? "select_comm"
+                                       : nullptr;
+      if (mode == nullptr) continue;
+      rc[i] = OptionIndex(layers[i], mode);
+      if (rc[i] == 0) {
+        return Error{"", fmt::format("layer {} offers no recompute mode {}", layers[i].name, mode)};
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
+}  // namespace ppb

@@ -1,0 +1,275 @@
+// torchtitan's form of a strategy: the TOML fragment ([parallelism]: module
+// names per stage, the schedule, and a schedule CSV when the simulated order
+// is not the one torch's named schedule runs), and ParseTorchtitanToml,
+// which reads it back (conventions.md, torchtitan). Refusals are Errors
+// named "--emit torchtitan".
+#include "apps/output/emit.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "apps/input/search_problem.h"
+#include "apps/output/emit_common.h"
+#include "core/strategy.h"
+#include "schedules/schedule.h"
+
+namespace ppb {
+
+using namespace emit_detail;  // NOLINT: the helpers of emit_common.h
+
+namespace {
+
+constexpr const char* kCsvName = "ppb-schedule.csv";
+
+// torch's name of a ppb schedule (conventions.md, torch schedule names).
+const char* TorchScheduleName(const std::string& schedule) {
+  if (schedule == "gpipe") return "GPipe";
+  if (schedule == "1f1b") return "1F1B";
+  if (schedule == "interleaved") return "Interleaved1F1B";
+  return "PipelineScheduleMulti";
+}
+
+// torchtitan module names of each layer: tok_embeddings, layers.N, and
+// norm + output for the head.
+std::vector<std::string> TorchtitanModules(const std::vector<Layer>& layers, size_t begin,
+                                           size_t end) {
+  std::vector<std::string> out;
+  int decoder = 0;
+  for (size_t i = 0; i < end; ++i) {
+    const LayerKind k = layers[i].kind;
+    std::vector<std::string> names;
+    if (k == LayerKind::Embedding) {
+      names = {"tok_embeddings"};
+    } else if (k == LayerKind::Head) {
+      names = {"norm", "output"};
+    } else {
+      names = {"layers." + std::to_string(decoder++)};
+    }
+    if (i >= begin) out.insert(out.end(), names.begin(), names.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Emission> emit_detail::EmitTorchtitan(const RunConfig& config, const Program& program) {
+  const Framework f = Framework::Torchtitan;
+  const std::vector<Layer>& layers = config.layers;
+  const Strategy& s = config.strategy;
+  const int p = config.shape.p, v = config.shape.v, m = config.shape.m;
+  if (Status st = CheckEmbeddingFirstHeadLast(f, layers, false); !st.ok()) {
+    return st.error();
+  }
+  for (const Layer& l : layers) {
+    if (l.kind == LayerKind::Other) {
+      return Fail(f, "has no module name for layer " + l.name +
+                         " (kind other); torchtitan's LLM modules are "
+                         "tok_embeddings, layers.N, norm and output");
+    }
+  }
+  if (const int empty = FirstEmptyStage(s); empty >= 0) {
+    return Fail(f, fmt::format("would give {} no module; ppb emits no empty stage for "
+                               "torchtitan (its own generate_llm_fqn_per_model_part "
+                               "refuses them)",
+                               StageName(empty, p)));
+  }
+
+  // The order torch's named schedule runs (its rules: conventions.md, torch;
+  // README "Schedules", flavor pytorch); the CSV when it is not the one
+  // simulated.
+  std::string why_csv;
+  if (config.schedule == "custom") {
+    why_csv = "the simulated order is a custom schedule CSV";
+  } else {
+    RunConfig torch = config;
+    torch.schedule_params = ScheduleParams{Flavor::PyTorch, 0};
+    Result<PreparedRun> run = Prepare(torch);
+    if (!run.ok()) {
+      why_csv = fmt::format("torch's {} refuses this shape ({})",
+                            TorchScheduleName(config.schedule), run.error().message);
+    } else if (run->program.ops != program.ops) {
+      why_csv = fmt::format("torch's {} runs another order than the simulated one ({})",
+                            TorchScheduleName(config.schedule), DescribeRun(config));
+    }
+  }
+
+  Emission e;
+  e.framework = f;
+  std::string& text = e.text;
+  AddNote(text, fmt::format("torchtitan job config for {}: {}",
+                            config.model_name.empty() ? config.path : config.model_name,
+                            DescribeRun(config)));
+  text += "[parallelism]\n";
+  text += fmt::format("pipeline_parallel_degree = {}\n", p);
+  const bool csv = !why_csv.empty();
+  text += fmt::format("pipeline_parallel_schedule = \"{}\"\n",
+                      csv ? "PipelineScheduleMulti" : TorchScheduleName(config.schedule));
+  if (csv) {
+    text += fmt::format("pipeline_parallel_schedule_csv = \"{}\"\n", kCsvName);
+    e.schedule_csv = DumpScheduleCsv(program);
+  }
+  text += "module_fqns_per_model_part = [\n";
+  const std::vector<size_t> starts = StageStarts(s.layers_per_stage);
+  for (size_t st = 0; st + 1 < starts.size(); ++st) {
+    std::string row;
+    for (const std::string& name : TorchtitanModules(layers, starts[st], starts[st + 1])) {
+      if (!row.empty()) row += ", ";
+      row += "\"" + name + "\"";
+    }
+    text += "  [" + row + "],\n";
+  }
+  text += "]\n";
+
+  // Activation checkpointing: torchtitan applies one mode to every
+  // transformer block; ppb maps none and all-"full".
+  std::string ac = "none", note;
+  if (AnyRecompute(s)) {
+    bool all_full = true;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const std::string mode = ModeOf(layers, s, i);
+      const bool decoder = IsDecoder(layers[i].kind);
+      if ((decoder && mode != "full") || (!decoder && !mode.empty())) {
+        all_full = false;
+      }
+    }
+    if (all_full) {
+      ac = "full";
+    } else {
+      e.recompute_expressed = false;
+      note =
+          "activation checkpointing left off: torchtitan applies one mode "
+          "to every transformer block, and the strategy recomputes " +
+          RecomputeSummary(config);
+    }
+  }
+  text += "\n[activation_checkpoint]\n";
+  text += fmt::format("mode = \"{}\"\n", ac);
+  AddNote(text, fmt::format("stage s = chunk * p + rank (torchtitan's loop style), {} "
+                            "stage(s) per rank; m = {} micro-batches: set "
+                            "training.local_batch_size = {} x "
+                            "pipeline_parallel_microbatch_size",
+                            v, m, m));
+  if (csv) {
+    AddNote(text, why_csv +
+                      "; save the schedule CSV printed with this "
+                      "fragment as " +
+                      kCsvName + " (torch's _load_csv format)");
+  }
+  if (!note.empty()) AddNote(text, note);
+  return e;
+}
+
+namespace {
+
+// The ppb strategy of a torchtitan module list: each name must be the next
+// module of the model, in order.
+Result<std::vector<int>> TorchtitanCounts(const Value& parts, const std::vector<Layer>& layers) {
+  const std::vector<std::string> all = TorchtitanModules(layers, 0, layers.size());
+  // Owner layer of each module name.
+  std::vector<size_t> owner;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const size_t k = TorchtitanModules(layers, i, i + 1).size();
+    for (size_t j = 0; j < k; ++j) owner.push_back(i);
+  }
+  if (parts.kind != Value::Kind::List) {
+    return Error{"", "module_fqns_per_model_part must be a list of lists"};
+  }
+  std::vector<int> counts;
+  size_t next = 0;
+  for (const Value& stage : parts.list) {
+    if (stage.kind != Value::Kind::List) {
+      return Error{"", "module_fqns_per_model_part must be a list of lists"};
+    }
+    int n = 0;
+    for (size_t j = 0; j < stage.list.size(); ++j) {
+      const Value& name = stage.list[j];
+      if (name.kind != Value::Kind::String || next >= all.size() || name.s != all[next]) {
+        return Error{"", fmt::format("module_fqns_per_model_part: expected \"{}\" next "
+                                     "(every module once, in model order); got {}",
+                                     next < all.size() ? all[next] : "nothing",
+                                     name.kind == Value::Kind::String ? "\"" + name.s + "\""
+                                                                      : "a non-string")};
+      }
+      // The modules of one layer (the head's norm and output) must be in
+      // one stage.
+      if (next == 0 || owner[next] != owner[next - 1]) {
+        ++n;
+      } else if (j == 0) {
+        return Error{"",
+                     "module_fqns_per_model_part: norm and output must be "
+                     "in the same stage"};
+      }
+      ++next;
+    }
+    counts.push_back(n);
+  }
+  if (next != all.size()) {
+    return Error{
+        "", "module_fqns_per_model_part: must name every module; \"" + all[next] + "\" is missing"};
+  }
+  return counts;
+}
+
+}  // namespace
+
+Result<EmittedPlan> ParseTorchtitanToml(std::string_view text, const std::vector<Layer>& layers) {
+  auto a = ReadAssignments(text);
+  if (!a.ok()) return a.error();
+  EmittedPlan plan;
+  Result<std::int64_t> p = IntAt(*a, "parallelism.pipeline_parallel_degree", 1);
+  if (!p.ok()) return p.error();
+  plan.p = static_cast<int>(*p);
+  auto parts = a->find("parallelism.module_fqns_per_model_part");
+  if (parts == a->end()) {
+    return Error{"", "parallelism.module_fqns_per_model_part: missing"};
+  }
+  Result<std::vector<int>> counts = TorchtitanCounts(parts->second, layers);
+  if (!counts.ok()) return counts.error();
+  const int stages = static_cast<int>(counts->size());
+  // torchtitan's pipeline_module_split: num_stages must be divisible by the
+  // degree; single-stage schedules take one stage per rank.
+  if (stages % plan.p != 0) {
+    return Error{"", fmt::format("{} stages must be divisible by "
+                                 "pipeline_parallel_degree {} (torchtitan)",
+                                 stages, plan.p)};
+  }
+  plan.v = stages / plan.p;
+  auto sched = a->find("parallelism.pipeline_parallel_schedule");
+  const std::string name =
+      sched != a->end() && sched->second.kind == Value::Kind::String ? sched->second.s : "1F1B";
+  if ((name == "1F1B" || name == "GPipe") && plan.v != 1) {
+    return Error{"", fmt::format("{} runs one stage per rank (torch "
+                                 "PipelineScheduleSingle); got {} per rank",
+                                 name, plan.v)};
+  }
+  plan.strategy.layers_per_stage = std::move(*counts);
+  plan.strategy.recompute.assign(layers.size(), 0);
+  auto mode = a->find("activation_checkpoint.mode");
+  if (mode != a->end()) {
+    if (mode->second.kind != Value::Kind::String ||
+        (mode->second.s != "none" && mode->second.s != "full")) {
+      return Error{"",
+                   "activation_checkpoint.mode: ppb reads \"none\" or "
+                   "\"full\""};
+    }
+    if (mode->second.s == "full") {
+      if (Status st = SetOnDecoders(layers, "full", plan.strategy.recompute); !st.ok()) {
+        return st.error();
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace ppb

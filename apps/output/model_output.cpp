@@ -1,0 +1,130 @@
+// The report of ppb-sim model (apps/output/model_output.h).
+#include "apps/output/model_output.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace ppb {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+double Ms(Nanos t) { return static_cast<double>(t) / 1e6; }
+double MiB(Bytes b) { return static_cast<double>(b) / (1 << 20); }
+
+struct Totals {
+  std::int64_t params = 0;
+  double flops = 0;
+  Nanos forward = 0;
+  Nanos backward = 0;
+  Bytes static_memory = 0;
+  Bytes activation = 0;
+};
+
+Totals Sum(const RunConfig& config) {
+  Totals t;
+  for (const DerivedLayer& d : config.derived) {
+    t.params += d.params.total();
+    t.flops += d.flops.forward();
+    t.forward += d.layer.forward;
+    t.backward += d.layer.backward();
+    t.static_memory += d.layer.static_memory;
+    t.activation += d.layer.activation;
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string FormatModelText(const RunConfig& config) {
+  std::string s = fmt::format("model {} from {}: {} layers\n",
+                              config.model_name.empty() ? "(unnamed)"
+                                                        : config.model_name,
+                              config.hf_config.empty()
+                                  ? config.path + " (model.architecture)"
+                                  : config.hf_config,
+                              config.derived.size());
+  s += fmt::format(
+      "{:<12} {:<9} {:>14} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} "
+      "{:>10} {:>10}\n",
+      "layer", "kind", "params", "GFLOP fwd", "fwd ms", "bwd I ms",
+      "bwd W ms", "static MiB", "act MiB", "sel MiB", "full MiB", "send MiB");
+  for (const DerivedLayer& d : config.derived) {
+    const Layer& l = d.layer;
+    s += fmt::format(
+        "{:<12} {:<9} {:>14} {:>10.1f} {:>9.3f} {:>9.3f} {:>9.3f} {:>10.1f} "
+        "{:>10.1f} {:>10.1f} {:>10.1f} {:>10.1f}\n",
+        l.name, LayerKindName(l.kind), d.params.total(), d.flops.forward() / 1e9,
+        Ms(l.forward), Ms(l.backward_input), Ms(l.backward_weight),
+        MiB(l.static_memory), MiB(d.activation.none),
+        MiB(d.activation.selective), MiB(d.activation.full),
+        MiB(l.output_bytes));
+  }
+  const Totals t = Sum(config);
+  s += fmt::format(
+      "total: {} params, {:.1f} GFLOP forward per micro-batch, forward "
+      "{:.3f} ms, backward {:.3f} ms, static {:.2f} GiB, activation {:.2f} "
+      "GiB per micro-batch (no recompute), all layers on one rank\n",
+      t.params, t.flops / 1e9, Ms(t.forward), Ms(t.backward),
+      static_cast<double>(t.static_memory) / (1 << 30),
+      static_cast<double>(t.activation) / (1 << 30));
+  // Sources: each distinct provenance once, with the layers it covers.
+  s += "sources:\n";
+  std::vector<std::string> seen;
+  for (size_t i = 0; i < config.derived.size(); ++i) {
+    const std::string& p = config.derived[i].provenance;
+    bool dup = false;
+    for (const std::string& x : seen) dup |= x == p;
+    if (dup) continue;
+    seen.push_back(p);
+    size_t n = 0;
+    for (const DerivedLayer& d : config.derived) n += d.provenance == p;
+    s += fmt::format("  {}{}: {}\n", config.derived[i].layer.name,
+                     n > 1 ? fmt::format(" (and {} more alike)", n - 1) : "",
+                     p);
+  }
+  return s;
+}
+
+std::string FormatModelJson(const RunConfig& config) {
+  Json j;
+  j["schema"] = "ppb.model/1";
+  j["model"] = config.model_name;
+  j["hf_config"] = config.hf_config;  // empty with model.architecture
+  j["architecture"] = config.hf_config.empty() ? "inline" : "hf_config";
+  Json layers = Json::array();
+  for (const DerivedLayer& d : config.derived) {
+    const Layer& l = d.layer;
+    Json x;
+    x["name"] = l.name;
+    x["kind"] = LayerKindName(l.kind);
+    x["params"] = d.params.total();
+    x["expert_params"] = d.params.expert;
+    x["forward_flops"] = d.flops.forward();
+    x["forward_ns"] = l.forward;
+    x["backward_input_ns"] = l.backward_input;
+    x["backward_weight_ns"] = l.backward_weight;
+    x["static_memory_bytes"] = l.static_memory;
+    x["activation_bytes"] = {{"none", d.activation.none},
+                             {"selective", d.activation.selective},
+                             {"full", d.activation.full}};
+    x["workspace_bytes"] = l.workspace;
+    x["send_bytes"] = l.output_bytes;
+    x["provenance"] = d.provenance;
+    layers.push_back(std::move(x));
+  }
+  j["layers"] = std::move(layers);
+  const Totals t = Sum(config);
+  j["totals"] = {{"params", t.params},
+                 {"forward_flops", t.flops},
+                 {"forward_ns", t.forward},
+                 {"backward_ns", t.backward},
+                 {"static_memory_bytes", t.static_memory},
+                 {"activation_bytes", t.activation}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace ppb

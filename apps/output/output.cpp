@@ -1,0 +1,481 @@
+// Text, JSON, trace and critical-path reports of a simulation
+// (apps/output/output.h).
+#include "apps/output/output.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <nlohmann/json.hpp>
+
+namespace ppb {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+const char* OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::Ok:
+      return "ok";
+    case Outcome::OutOfMemory:
+      return "out_of_memory";
+    case Outcome::Deadlock:
+      return "deadlock";
+  }
+  return "?";
+}
+
+const char* FlavorName(Flavor f) {
+  return f == Flavor::Megatron ? "megatron" : "pytorch";
+}
+
+// Microseconds for trace timestamps.
+double ToUs(Nanos t) { return static_cast<double>(t) / 1e3; }
+
+// Micro-batches per second of simulated time.
+double Throughput(const RunConfig& config, const SimResult& r) {
+  if (r.makespan <= 0) return 0.0;
+  return static_cast<double>(config.shape.m) * 1e9 /
+         static_cast<double>(r.makespan);
+}
+
+int EffectiveGroup(const RunConfig& config) {
+  return config.schedule_params.group > 0 ? config.schedule_params.group
+                                          : config.shape.p;
+}
+
+// Layer ranges per global stage: [first, last] or {-1,-1} when empty.
+std::vector<std::pair<int, int>> StageRanges(
+    const std::vector<int>& layers_per_stage) {
+  std::vector<std::pair<int, int>> out;
+  int next = 0;
+  for (int count : layers_per_stage) {
+    out.emplace_back(count > 0 ? next : -1, count > 0 ? next + count - 1 : -1);
+    next += count;
+  }
+  return out;
+}
+
+// part / whole, 0 when whole is not positive.
+double Fraction(Nanos part, Nanos whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+// "ideal 60.0 % + imbalance 0.0 % + ... + warm-up/drain 30.0 %".
+std::string PartsPercent(const BubbleParts& parts, Nanos iteration) {
+  std::string out;
+  for (int t = 0; t < kNumBubbleTerms; ++t) {
+    out += fmt::format("{}{} {:.1f} %", t == 0 ? "" : " + ",
+                       BubbleTermLabel(static_cast<BubbleTerm>(t)),
+                       100.0 * Fraction(parts.ns[t], iteration));
+  }
+  return out;
+}
+
+// The parts as {"ns": {...}, "fraction": {...}, "largest_loss": key}; the
+// ns add up to the iteration time exactly.
+Json PartsJson(const BubbleParts& parts, Nanos iteration) {
+  Json ns = Json::object(), fraction = Json::object();
+  for (int t = 0; t < kNumBubbleTerms; ++t) {
+    const char* key = BubbleTermKey(static_cast<BubbleTerm>(t));
+    ns[key] = parts.ns[t];
+    fraction[key] = Fraction(parts.ns[t], iteration);
+  }
+  return Json{{"ns", ns},
+              {"fraction", fraction},
+              {"largest_loss", BubbleTermKey(parts.largest_loss())}};
+}
+
+}  // namespace
+
+std::string FormatBytes(Bytes b) {
+  const double x = static_cast<double>(b);
+  if (b >= (Bytes{1} << 30)) return fmt::format("{:.2f} GiB", x / (1 << 30));
+  if (b >= (Bytes{1} << 20)) return fmt::format("{:.2f} MiB", x / (1 << 20));
+  if (b >= (Bytes{1} << 10)) return fmt::format("{:.2f} KiB", x / (1 << 10));
+  return fmt::format("{} B", b);
+}
+
+std::vector<std::vector<int>> ByChunkAndRank(const std::vector<int>& per_stage,
+                                             int p, int v) {
+  std::vector<std::vector<int>> out(static_cast<size_t>(v));
+  for (int c = 0; c < v; ++c) {
+    out[c].assign(per_stage.begin() + static_cast<std::ptrdiff_t>(c) * p,
+                  per_stage.begin() + static_cast<std::ptrdiff_t>(c + 1) * p);
+  }
+  return out;
+}
+
+std::vector<std::string> LayersHeld(const RunConfig& config, int p, int v) {
+  return LayersHeld(config.strategy.layers_per_stage, p, v);
+}
+
+std::vector<std::string> LayersHeld(const std::vector<int>& layers_per_stage,
+                                    int p, int v) {
+  const auto ranges = StageRanges(layers_per_stage);
+  std::vector<std::string> out(p);
+  for (int r = 0; r < p; ++r) {
+    std::string s;
+    for (int c = 0; c < v; ++c) {
+      const auto [first, last] = ranges[static_cast<size_t>(c) * p + r];
+      if (c > 0) s += ", ";
+      if (v > 1) s += fmt::format("c{} ", c);
+      s += first < 0 ? std::string("-")
+                     : (first == last ? fmt::format("{}", first)
+                                      : fmt::format("{}-{}", first, last));
+    }
+    out[r] = s;
+  }
+  return out;
+}
+
+std::string DescribeSchedule(const RunConfig& config) {
+  std::string schedule = config.schedule;
+  if (config.schedule == "interleaved") {
+    schedule += fmt::format(" ({}, g={})", FlavorName(config.schedule_params.flavor),
+                            EffectiveGroup(config));
+  } else if (config.schedule != "custom") {
+    schedule += fmt::format(" ({})", FlavorName(config.schedule_params.flavor));
+  }
+  return schedule;
+}
+
+std::string ExplainBreakdown(const PipelineSpec& spec, const SimResult& r,
+                             const Breakdown& b) {
+  const BubbleTerm term = b.pipeline.largest_loss();
+  if (term == BubbleTerm::Ideal || b.iteration <= 0) {
+    return "no loss: the busiest rank computes for the whole iteration";
+  }
+  const int d = b.bottleneck;
+  const DeviceStats& ds = r.devices[d];
+  const int p = spec.p;
+  std::string head = fmt::format(
+      "{} is the largest loss ({:.1f} % of the iteration on rank {})", BubbleTermLabel(term),
+      100.0 * static_cast<double>(b.pipeline[term]) / static_cast<double>(b.iteration), d);
+  // Layers and recomputed layers held by each rank.
+  std::vector<int> layers(p, 0), recomputed(p, 0);
+  for (int s = 0; s < spec.num_stages(); ++s) {
+    layers[spec.stage_device[s].value] += spec.stages[s].num_layers;
+    recomputed[spec.stage_device[s].value] += spec.stages[s].num_recomputed;
+  }
+  switch (term) {
+    case BubbleTerm::WarmupDrain: {
+      int late = 0, early = 0;
+      Nanos fill = 0, drain = 0;
+      for (const DeviceStats& x : r.devices) {
+        late += x.first_start > 0;
+        early += x.last_end < r.makespan;
+        fill = std::max(fill, x.first_start);
+        drain = std::max(drain, r.makespan - x.last_end);
+      }
+      return fmt::format(
+          "{}: {} of {} ranks wait up to {:.3f} ms for their first op (fill) and {} finish up "
+          "to {:.3f} ms early (drain); more micro-batches (m={} for p={}) or {} shrink it",
+          head, late, p, ToMs(fill), early, ToMs(drain), spec.m, p,
+          spec.v > 1 ? fmt::format("more chunks per rank (v={} now)", spec.v)
+                     : std::string("interleaving (v > 1)"));
+    }
+    case BubbleTerm::Imbalance: {
+      int total = 0;
+      for (int n : layers) total += n;
+      return fmt::format(
+          "{}: rank {} holds {} layers vs {:.2f} mean and computes {:.3f} ms vs {:.3f} ms "
+          "mean; moving work off rank {} shrinks it",
+          head, d, layers[d], static_cast<double>(total) / p, ToMs(ds.busy - ds.recompute),
+          ToMs(b.mean_useful), d);
+    }
+    case BubbleTerm::Recompute:
+      return fmt::format(
+          "{}: rank {} re-runs forwards for {:.3f} ms ({} of its {} layers recompute); "
+          "recomputing fewer layers shrinks it where memory allows",
+          head, d, ToMs(ds.recompute), recomputed[d], layers[d]);
+    case BubbleTerm::Communication:
+      return fmt::format(
+          "{}: rank {} waits {:.3f} ms on messages in flight and {:.3f} ms blocked on "
+          "sends; {}faster links or smaller activations shrink it",
+          head, d, ToMs(ds.comm_wait), ToMs(ds.comm_blocked),
+          spec.comm == CommMode::Blocking ? "overlapped communication, " : "");
+    case BubbleTerm::Ideal:
+      break;
+  }
+  return head;
+}
+
+std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
+                          const SimResult& r) {
+  const PipelineSpec& spec = run.spec;
+  std::string out;
+  const std::string schedule = DescribeSchedule(config);
+  out += fmt::format("ppb-sim: {} | schedule {} | p={} v={} m={} | {} layers | "
+                     "communication {}\n",
+                     config.model_name.empty() ? config.path : config.model_name,
+                     schedule, spec.p, spec.v, spec.m, config.layers.size(),
+                     spec.comm == CommMode::Overlapped ? "overlapped" : "blocking");
+  if (r.outcome == Outcome::Deadlock) {
+    std::string stuck;
+    for (const Op& op : r.stuck) {
+      // Two appends, not " " + string: GCC 12 -O3 warns (-Wrestrict) on that.
+      stuck += ' ';
+      stuck += ActionString(op);
+    }
+    out += fmt::format("outcome: DEADLOCK; stuck at{}\n", stuck);
+    return out;
+  }
+  int peak_rank = 0;
+  for (int d = 0; d < spec.p; ++d) {
+    if (r.devices[d].peak_memory > r.devices[peak_rank].peak_memory) peak_rank = d;
+  }
+  std::string oom_ranks;
+  for (int d = 0; d < spec.p; ++d) {
+    if (r.devices[d].oom) oom_ranks += fmt::format(" {}", d);
+  }
+  out += "\n";
+  out += fmt::format("  iteration time    {:.3f} ms\n", ToMs(r.makespan));
+  out += fmt::format("  throughput        {:.2f} micro-batches/s\n",
+                     Throughput(config, r));
+  out += fmt::format("  bubble fraction   {:.2f} %\n", 100.0 * r.bubble_fraction());
+  out += fmt::format("  max peak memory   {} on rank {} (capacity {})\n",
+                     FormatBytes(r.devices[peak_rank].peak_memory), peak_rank,
+                     FormatBytes(r.devices[peak_rank].capacity));
+  out += fmt::format("  outcome           {}\n",
+                     r.outcome == Outcome::Ok
+                         ? std::string("ok: every rank fits in memory")
+                         : "OUT OF MEMORY on rank" + oom_ranks);
+  const BubbleBreakdown& b = r.breakdown;
+  out += fmt::format(
+      "  where time goes   ideal {:.3f} + imbalance {:.3f} + recompute {:.3f} + "
+      "communication {:.3f} + warm-up/drain {:.3f} ms (busiest rank {})\n",
+      ToMs(b.ideal), ToMs(b.imbalance), ToMs(b.recompute),
+      ToMs(b.communication), ToMs(b.warmup_drain), b.bottleneck);
+  const Breakdown breakdown = ComputeBreakdown(r);
+  out += "                    " + PartsPercent(breakdown.pipeline, r.makespan) + "\n";
+  out += "  largest loss      " + ExplainBreakdown(spec, r, breakdown) + "\n";
+  out += "\n";
+  const auto held = LayersHeld(config, spec.p, spec.v);
+  size_t held_width = 6;
+  for (const auto& h : held) held_width = std::max(held_width, h.size());
+  out += fmt::format("  {:>4}  {:<{}}  {:>11}  {:>11}  {:>8}  {:>11}  {:>23}  {}\n",
+                     "rank", "layers", held_width, "busy ms", "bubble ms",
+                     "bubble %", "recompute", "peak memory / capacity", "");
+  for (int d = 0; d < spec.p; ++d) {
+    const DeviceStats& ds = r.devices[d];
+    const double frac =
+        r.makespan > 0 ? 100.0 * static_cast<double>(ds.idle) /
+                             static_cast<double>(r.makespan)
+                       : 0.0;
+    out += fmt::format(
+        "  {:>4}  {:<{}}  {:>11.3f}  {:>11.3f}  {:>8.2f}  {:>8.3f} ms  {:>23}  {}\n",
+        d, held[d], held_width, ToMs(ds.busy), ToMs(ds.idle), frac,
+        ToMs(ds.recompute),
+        FormatBytes(ds.peak_memory) + " / " + FormatBytes(ds.capacity),
+        (ds.oom ? std::string("OOM ") : std::string()) +
+            (config.topology && d < static_cast<int>(config.placement.size())
+                 ? DeviceLabel(*config.topology, config.placement[d])
+                 : std::string()));
+  }
+  out += "\n  bubble breakdown per rank, ms (% of the iteration); each row adds up to the "
+         "iteration time:\n";
+  out += fmt::format("  {:>4}", "rank");
+  for (int t = 0; t < kNumBubbleTerms; ++t) {
+    out += fmt::format("  {:>17}", BubbleTermLabel(static_cast<BubbleTerm>(t)));
+  }
+  out += "  largest loss\n";
+  for (int d = 0; d < spec.p; ++d) {
+    const BubbleParts& parts = breakdown.devices[d];
+    out += fmt::format("  {:>4}", d);
+    for (int t = 0; t < kNumBubbleTerms; ++t) {
+      out += fmt::format("  {:>10.3f} ({:>4.1f}%)", ToMs(parts.ns[t]),
+                         Fraction(parts.ns[t], r.makespan) * 100.0);
+    }
+    out += fmt::format("  {}\n", BubbleTermLabel(parts.largest_loss()));
+  }
+  return out;
+}
+
+std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
+                          const SimResult& r,
+                          const std::vector<CriticalStep>* path) {
+  const PipelineSpec& spec = run.spec;
+  Json j;
+  j["schema"] = "ppb.sim/1";
+  j["config"] = config.path;
+  j["model"] = config.model_name;
+  j["schedule"] = config.schedule;
+  j["flavor"] = FlavorName(config.schedule_params.flavor);
+  j["stages"] = spec.p;
+  j["virtual_stages"] = spec.v;
+  j["microbatches"] = spec.m;
+  if (config.schedule == "interleaved") j["microbatch_group"] = EffectiveGroup(config);
+  j["communication"] = spec.comm == CommMode::Overlapped ? "overlapped" : "blocking";
+  j["outcome"] = OutcomeName(r.outcome);
+  j["iteration_time_ms"] = ToMs(r.makespan);
+  j["iteration_time_ns"] = r.makespan;
+  j["throughput_microbatches_per_s"] = Throughput(config, r);
+  j["bubble_fraction"] = r.bubble_fraction();
+  Bytes max_peak = 0;
+  for (const auto& d : r.devices) max_peak = std::max(max_peak, d.peak_memory);
+  j["max_peak_memory_bytes"] = max_peak;
+  j["breakdown_ms"] = {{"ideal", ToMs(r.breakdown.ideal)},
+                       {"imbalance", ToMs(r.breakdown.imbalance)},
+                       {"recompute", ToMs(r.breakdown.recompute)},
+                       {"communication", ToMs(r.breakdown.communication)},
+                       {"warmup_drain", ToMs(r.breakdown.warmup_drain)},
+                       {"bottleneck_rank", r.breakdown.bottleneck}};
+  const Breakdown breakdown = ComputeBreakdown(r);
+  {
+    Json bj = PartsJson(breakdown.pipeline, r.makespan);
+    bj["bottleneck_rank"] = breakdown.bottleneck;
+    bj["mean_useful_compute_ns"] = breakdown.mean_useful;
+    bj["explanation"] = ExplainBreakdown(spec, r, breakdown);
+    j["breakdown"] = bj;
+  }
+  // layers_per_chunk as [chunk][rank] counts, as Megatron/MindFormers think.
+  j["layers_per_chunk"] =
+      ByChunkAndRank(config.strategy.layers_per_stage, spec.p, spec.v);
+  const auto ranges = StageRanges(config.strategy.layers_per_stage);
+  Json devices = Json::array();
+  for (int d = 0; d < spec.p; ++d) {
+    const DeviceStats& ds = r.devices[d];
+    Json dj;
+    dj["rank"] = d;
+    Json layers = Json::array();
+    for (int c = 0; c < spec.v; ++c) {
+      const auto [first, last] = ranges[static_cast<size_t>(c) * spec.p + d];
+      layers.push_back(first < 0 ? Json::array() : Json::array({first, last}));
+    }
+    dj["layers"] = layers;
+    dj["busy_ms"] = ToMs(ds.busy);
+    dj["idle_ms"] = ToMs(ds.idle);
+    dj["bubble_fraction"] =
+        r.makespan > 0 ? static_cast<double>(ds.idle) / static_cast<double>(r.makespan)
+                       : 0.0;
+    dj["recompute_ms"] = ToMs(ds.recompute);
+    dj["comm_wait_ms"] = ToMs(ds.comm_wait);
+    dj["comm_blocked_ms"] = ToMs(ds.comm_blocked);
+    dj["static_memory_bytes"] = ds.static_memory;
+    dj["peak_memory_bytes"] = ds.peak_memory;
+    dj["peak_memory_time_ms"] = ToMs(ds.peak_time);
+    dj["memory_capacity_bytes"] = ds.capacity;
+    dj["peak_inflight_microbatches"] = ds.peak_inflight;
+    dj["oom"] = ds.oom;
+    dj["first_start_ms"] = ToMs(ds.first_start);
+    dj["last_end_ms"] = ToMs(ds.last_end);
+    dj["breakdown"] = PartsJson(breakdown.devices[d], r.makespan);
+    devices.push_back(dj);
+  }
+  j["devices"] = devices;
+  if (!r.stuck.empty()) {
+    Json stuck = Json::array();
+    for (const Op& op : r.stuck) stuck.push_back(ActionString(op));
+    j["stuck"] = stuck;
+  }
+  if (path != nullptr) {
+    Json cp = Json::array();
+    for (const CriticalStep& s : *path) {
+      cp.push_back({{"rank", s.device},
+                    {"op", ActionString(s.op)},
+                    {"kind", s.is_transfer ? "transfer" : "compute"},
+                    {"start_ms", ToMs(s.start)},
+                    {"end_ms", ToMs(s.end)}});
+    }
+    j["critical_path"] = cp;
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
+                              const SimResult& r) {
+  const PipelineSpec& spec = run.spec;
+  const Program& prog = run.program;
+  Json events = Json::array();
+  for (int d = 0; d < spec.p; ++d) {
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", d},
+                      {"args", {{"name", fmt::format("rank {}", d)}}}});
+    events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", d},
+                      {"args", {{"sort_index", d}}}});
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", d}, {"tid", 0},
+                      {"args", {{"name", "compute"}}}});
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", d}, {"tid", 1},
+                      {"args", {{"name", "communication"}}}});
+  }
+  for (int d = 0; d < spec.p; ++d) {
+    for (size_t k = 0; k < prog.ops[d].size(); ++k) {
+      const Op& op = prog.ops[d][k];
+      const OpTiming& t = r.timings[d][k];
+      Json args = {{"stage", op.stage.value},
+                   {"microbatch", op.mb.value},
+                   {"chunk", op.stage.value / spec.p}};
+      if (t.recompute > 0) args["recompute_us"] = ToUs(t.recompute);
+      events.push_back({{"name", ActionString(op)},
+                        {"cat", std::string(1, OpKindLetter(op.kind))},
+                        {"ph", "X"},
+                        {"ts", ToUs(t.start)},
+                        {"dur", ToUs(t.end - t.start)},
+                        {"pid", d},
+                        {"tid", 0},
+                        {"args", args}});
+    }
+  }
+  int flow_id = 0;
+  for (const Transfer& t : r.transfers) {
+    const bool fwd = t.producer.kind == OpKind::F;
+    const std::string name =
+        fmt::format("{}{}{}", t.producer.stage.value, fwd ? "SEND_F" : "SEND_B",
+                    t.producer.mb.value);
+    events.push_back({{"name", name},
+                      {"cat", "comm"},
+                      {"ph", "X"},
+                      {"ts", ToUs(t.send)},
+                      {"dur", ToUs(t.arrive - t.send)},
+                      {"pid", t.from.value},
+                      {"tid", 1},
+                      {"args", {{"to_rank", t.to.value}, {"bytes", t.bytes}}}});
+    events.push_back({{"name", name}, {"cat", "comm"}, {"ph", "s"},
+                      {"id", flow_id}, {"ts", ToUs(t.send)},
+                      {"pid", t.from.value}, {"tid", 1}});
+    events.push_back({{"name", name}, {"cat", "comm"}, {"ph", "f"}, {"bp", "e"},
+                      {"id", flow_id}, {"ts", ToUs(t.arrive)},
+                      {"pid", t.to.value}, {"tid", 1}});
+    ++flow_id;
+  }
+  // Memory in two series: the static memory of the rank's stages (weights,
+  // gradients, optimizer state) and the rest of the engine's sample, the
+  // activations stashed plus the working set of the op running. Dividing by
+  // 2^30 is exact, so the two add up to the total in GiB.
+  for (int d = 0; d < static_cast<int>(r.memory.size()); ++d) {
+    const Bytes fixed = r.devices[d].static_memory;
+    for (const MemorySample& s : r.memory[d]) {
+      events.push_back(
+          {{"name", "memory GiB"},
+           {"ph", "C"},
+           {"ts", ToUs(s.time)},
+           {"pid", d},
+           {"args",
+            {{"static", static_cast<double>(fixed) / (1 << 30)},
+             {"activations+workspace", static_cast<double>(s.bytes - fixed) / (1 << 30)}}}});
+    }
+  }
+  Json j;
+  j["traceEvents"] = events;
+  j["displayTimeUnit"] = "ms";
+  j["otherData"] = {{"generator", "ppb-sim"}, {"config", config.path}};
+  return j.dump() + "\n";
+}
+
+std::string FormatCriticalPath(const std::vector<CriticalStep>& path) {
+  std::string out = "critical path (the chain of ops and waits that sets the "
+                    "iteration time):\n";
+  for (const CriticalStep& s : path) {
+    if (s.is_transfer) {
+      out += fmt::format("  {:>12.3f} - {:>12.3f} ms  message from rank {} "
+                         "({} output) in flight\n",
+                         ToMs(s.start), ToMs(s.end), s.device, ActionString(s.op));
+    } else {
+      out += fmt::format("  {:>12.3f} - {:>12.3f} ms  rank {:<3} {}\n",
+                         ToMs(s.start), ToMs(s.end), s.device, ActionString(s.op));
+    }
+  }
+  return out;
+}
+
+}  // namespace ppb

@@ -1,0 +1,68 @@
+// Reports of `ppb-sim search` and `ppb-sim rank`: text for people, JSON for
+// tools ("ppb.search/1", "ppb.rank/1"), and the one-line progress report.
+// Pure formatting: callers write the strings where they belong. Everything
+// is a function of its arguments (the search's solve time is the only
+// figure that changes between identical runs).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "apps/input/config.h"
+#include "search/search.h"
+
+namespace ppb {
+
+// What a finished search reports, besides the config it ran on.
+struct SearchReport {
+  const SearchProblem* problem = nullptr;
+  const SearchOptions* options = nullptr;
+  const SearchResult* result = nullptr;
+  // Baselines(problem, choice of the best, or 0 when nothing fits).
+  std::vector<Baseline> baselines;
+};
+
+// The recommendation (split as a [chunk][rank] table and a Megatron layout,
+// recompute per stage and per layer, per-device memory), the top-K list,
+// "PROVED OPTIMAL" or where and how far from the bound it stopped, the
+// search's figures and the baselines with the recommendation's speedup.
+std::string FormatSearchText(const RunConfig& config,
+                             const SearchReport& report);
+
+// One JSON object with "schema": "ppb.search/1"; ends with a newline.
+std::string FormatSearchJson(const RunConfig& config,
+                             const SearchReport& report);
+
+// "fits", "OOM on rank 3", "OOM on ranks 0, 1, 5-15" (runs of three or
+// more as ranges) or "infeasible (deadlock)".
+std::string Fits(const Candidate& c);
+
+// "full decoder.0-3, decoder.9; selective decoder.4-8", or "none".
+std::string RecomputeByLayer(const std::vector<Layer>& layers,
+                             const Strategy& strategy);
+
+// "full 3, selective 10", or "none": recomputed layers per mode.
+std::string RecomputeSummary(const std::vector<Layer>& layers,
+                             const Strategy& strategy);
+
+// One line: elapsed, nodes, evaluations, incumbent, lower bound, gap.
+std::string FormatProgress(const SearchProgress& progress);
+
+// A candidate of `ppb-sim rank` with its evaluation, in rank order.
+struct RankedCandidate {
+  std::string name;
+  Candidate candidate;
+};
+
+// A table best first: rank, name, schedule, iteration time, bubble, max
+// peak memory, and whether it fits (else the ranks out of memory).
+std::string FormatRankText(const RunConfig& config,
+                           const SearchProblem& problem,
+                           const std::vector<RankedCandidate>& ranked);
+
+// One JSON object with "schema": "ppb.rank/1"; ends with a newline.
+std::string FormatRankJson(const RunConfig& config,
+                           const SearchProblem& problem,
+                           const std::vector<RankedCandidate>& ranked);
+
+}  // namespace ppb
