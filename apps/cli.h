@@ -7,7 +7,8 @@
 
 namespace ppb {
 
-// Commands: simulate (the default), search, rank. Exit status: 0 success
+// Commands: simulate (the default), search, rank, compare, model, calibrate
+// (apps/commands/). Exit status: 0 success
 // (an out-of-memory simulation, or a search or ranking where nothing fits,
 // is an answer), 2 bad input (config, CLI, schedule CSV, candidates file),
 // 1 an output file could not be written.

@@ -33,6 +33,10 @@ SimResult Engine::Run(const PipelineSpec& spec, const Program& program,
   return out;
 }
 
+// One function of about 240 lines on purpose: it is the event loop every
+// simulation and every search evaluation runs (bench/bench_engine.cpp), and
+// its state (ready times, link queues, memory counters) lives in locals the
+// compiler keeps in registers.
 void Engine::RunInto(const PipelineSpec& spec, const Program& program,
                      const SimOptions& options, SimResult& out) {
   const int p = spec.p;

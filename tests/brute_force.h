@@ -1,5 +1,5 @@
 // The exhaustive enumerator of the search tests (test_search.cpp,
-// test_placement.cpp), written independently of search.cpp: every contiguous
+// test_placement.cpp), written independently of search/: every contiguous
 // split of the layers over the p*v stages times every per-layer recompute
 // choice, for every schedule choice, simulated with Lower(), the schedule
 // registry and the engine. Included only by Catch2 test files.

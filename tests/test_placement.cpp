@@ -1,7 +1,7 @@
 // Placement search tests: which device runs which rank, jointly with the
 // split and the recompute. The reference is exhaustive: every permutation of
 // the devices (no symmetry breaking), and for each every strategy enumerated
-// and simulated by brute_force.h, independently of search.cpp.
+// and simulated by brute_force.h, independently of search/.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>

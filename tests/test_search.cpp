@@ -1,4 +1,4 @@
-// Search tests, written independently of search.cpp so they can catch its
+// Search tests, written independently of search/ so they can catch its
 // bugs. An exhaustive enumerator simulates every strategy of small problems
 // (every contiguous split of the layers over the p*v stages times every
 // per-layer recompute choice, for every schedule choice) with Lower(), the

@@ -1,5 +1,5 @@
 // The user-facing side of the search: the config's `search:` block, the
-// problem built from it (apps/search_cli.h), candidates files, and the
+// problem built from it (apps/input/search_problem.h), candidates files, and the
 // `ppb-sim search` / `ppb-sim rank` commands run in process.
 //
 // The tiny model (kTiny): 4 identical layers (F 1 ms, B 2 ms, 1 GiB static,

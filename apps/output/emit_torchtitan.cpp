@@ -86,7 +86,7 @@ Result<Emission> emit_detail::EmitTorchtitan(const RunConfig& config, const Prog
   }
 
   // The order torch's named schedule runs (its rules: conventions.md, torch;
-  // README "Schedules", flavor pytorch); the CSV when it is not the one
+  // docs/schedules.md, flavor pytorch); the CSV when it is not the one
   // simulated.
   std::string why_csv;
   if (config.schedule == "custom") {
