@@ -6,11 +6,14 @@
 // peaks; it says (`exact`) whether the choice is provably best for the
 // makespan. ExhaustLeaf simulates every Pareto-minimal combination when it
 // is not; PolishTies only ever replaces a candidate by a Better one of the
-// same split. Every simulation counts in `evaluations`; batches are
+// same split that keeps its time, and returns true only when no choice of
+// the split with that time is Better (v > 1: settled by simulation). Every
+// simulation counts in `evaluations`; batches are
 // simulated on threads but read and offered in a fixed order, so results
 // do not depend on the thread count.
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <thread>
 #include <tuple>
 
@@ -76,23 +79,198 @@ bool Searcher::EvaluateSplit(const std::vector<int>& split, Candidate* out,
   return true;
 }
 
+namespace {
+
+// Most combinations across devices the exact tie polish (PolishChunks)
+// simulates or orders in one step, as ExhaustLeaf.
+constexpr std::int64_t kTieCombos = 256;
+
+// The choices of one device within `cap` that no other choice within `cap`
+// matches or beats in every chunk's time (and, with by_rc, in the recomputed
+// layers), the first in (total, recomputed, peak) order kept of equal ones.
+// The iteration time depends only on the chunks' times and cannot fall when
+// one of them grows, so the others never do better.
+std::vector<const DeviceChoice*> Undominated(const std::vector<DeviceChoice>& all, Bytes cap,
+                                             bool by_rc) {
+  std::vector<const DeviceChoice*> in;
+  for (const DeviceChoice& ch : all) {
+    if (ch.peak <= cap) in.push_back(&ch);
+  }
+  std::stable_sort(in.begin(), in.end(), [](const DeviceChoice* a, const DeviceChoice* b) {
+    return std::tie(a->total, a->rc, a->peak) < std::tie(b->total, b->rc, b->peak);
+  });
+  // A dominating choice sorts first (its total is at most the other's).
+  std::vector<const DeviceChoice*> keep;
+  for (const DeviceChoice* ch : in) {
+    bool dominated = false;
+    for (const DeviceChoice* k : keep) {
+      bool le = !by_rc || k->rc <= ch->rc;
+      for (size_t x = 0; x < ch->times.size() && le; ++x) le = k->times[x] <= ch->times[x];
+      if (le) {
+        dominated = true;
+        break;
+      }
+    }
+    if (!dominated) keep.push_back(ch);
+  }
+  return keep;
+}
+
+}  // namespace
+
+// Sets chosen_ and rtime_ from one choice per device and simulates.
+void Searcher::SimulatePicks(const std::vector<int>& split,
+                             const std::vector<const DeviceChoice*>& pick, Candidate* out) {
+  const int p = cp_.c.p, v = cp_.c.v;
+  chosen_.assign(cp_.c.S, nullptr);
+  rtime_.assign(cp_.c.S, 0);
+  for (int d = 0; d < p; ++d) {
+    for (int c = 0; c < v; ++c) {
+      chosen_[c * p + d] = pick[d]->pts[c];
+      rtime_[c * p + d] = pick[d]->times[c];
+    }
+  }
+  SimulateChosen(split, out);
+}
+
+// Simulates the combinations of one choice per device from `sets` that add
+// up to fewer than `rc_below` recomputed layers, fewest first (then in
+// odometer order), until one keeps the iteration time within `target`: 1
+// with it in *out, 0 when none does, -1 (nothing simulated) when there are
+// more than kTieCombos combinations.
+int Searcher::FirstWithin(const std::vector<int>& split,
+                          const std::vector<std::vector<const DeviceChoice*>>& sets,
+                          Nanos target, int rc_below, Candidate* out) {
+  const int p = cp_.c.p;
+  std::int64_t combos = 1;
+  for (const auto& set : sets) {
+    if (set.empty()) return 0;
+    combos *= static_cast<std::int64_t>(set.size());
+    if (combos > kTieCombos) return -1;
+  }
+  std::vector<std::pair<int, std::vector<size_t>>> order;  // (recomputed, indices)
+  std::vector<size_t> idx(p, 0);
+  while (true) {
+    int rc = 0;
+    for (int d = 0; d < p; ++d) rc += sets[d][idx[d]]->rc;
+    if (rc < rc_below) order.emplace_back(rc, idx);
+    int d = 0;
+    while (d < p && ++idx[d] == sets[d].size()) idx[d++] = 0;
+    if (d == p) break;
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<const DeviceChoice*> pick(p);
+  for (const auto& [rc, ix] : order) {
+    for (int d = 0; d < p; ++d) pick[d] = sets[d][ix[d]];
+    Candidate trial;
+    SimulatePicks(split, pick, &trial);
+    if (trial.feasible && trial.makespan <= target) {
+      *out = std::move(trial);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// The exact tie polish with several chunks per device: among the split's
+// recompute choices whose iteration time is within the candidate's, the
+// least max peak, then the fewest recomputed layers. Whether some choice
+// within a cap M on every device's peak keeps the time is monotone in M, and
+// only the choices within M undominated in their chunks' times need
+// simulating: bisection over the peaks on offer. At the least such M, the
+// choices undominated in (times, recomputed layers) are simulated fewest
+// recomputed first. False (cand unchanged) when a device's choices cannot
+// all be listed or a step has more than kTieCombos combinations.
+bool Searcher::PolishChunks(const std::vector<int>& split, Candidate& cand) {
+  const int p = cp_.c.p;
+  std::vector<int> first;
+  std::vector<StageFixed> fx;
+  rc_.SplitLayout(split, first, fx);
+  std::vector<std::vector<DeviceChoice>> opts(p);
+  Bytes floor = 0;  // no choice of the split goes below this max peak
+  std::vector<Bytes> peaks;
+  for (int d = 0; d < p; ++d) {
+    if (!rc_.EnumerateDevice(d, first, split, fx, opts[d]) || opts[d].empty()) return false;
+    Bytes least = kInf;
+    for (const DeviceChoice& ch : opts[d]) {
+      least = std::min(least, ch.peak);
+      peaks.push_back(ch.peak);
+    }
+    floor = std::max(floor, least);
+  }
+  const Nanos target = cand.makespan;
+  std::sort(peaks.begin(), peaks.end());
+  peaks.erase(std::unique(peaks.begin(), peaks.end()), peaks.end());
+  // Caps that could lower the max peak: [floor, cand.max_peak).
+  peaks.erase(std::remove_if(peaks.begin(), peaks.end(),
+                             [&](Bytes b) { return b < floor || b >= cand.max_peak; }),
+              peaks.end());
+  auto sets_within = [&](Bytes M, bool by_rc) {
+    std::vector<std::vector<const DeviceChoice*>> sets(p);
+    for (int d = 0; d < p; ++d) sets[d] = Undominated(opts[d], M, by_rc);
+    return sets;
+  };
+  Candidate best = cand;
+  Bytes M = cand.max_peak;
+  size_t lo = 0, hi = peaks.size();  // the first cap that keeps the time is in [lo, hi]
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    Candidate trial;
+    const int got = FirstWithin(split, sets_within(peaks[mid], false), target,
+                                std::numeric_limits<int>::max(), &trial);
+    if (got < 0) return false;
+    if (got == 1) {
+      hi = mid;
+      best = std::move(trial);
+      M = peaks[mid];
+    } else {
+      lo = mid + 1;
+    }
+  }
+  // Fewest recomputed layers within M.
+  const auto sets = sets_within(M, true);
+  int least_rc = 0;
+  for (const auto& set : sets) {
+    int r = std::numeric_limits<int>::max();
+    for (const DeviceChoice* ch : set) r = std::min(r, ch->rc);
+    least_rc += set.empty() ? 0 : r;
+  }
+  if (least_rc < best.recomputed_layers) {
+    Candidate trial;
+    const int got = FirstWithin(split, sets, best.makespan, best.recomputed_layers, &trial);
+    if (got < 0) return false;
+    if (got == 1) best = std::move(trial);
+  }
+  if (Better(best, cand)) cand = std::move(best);
+  return true;
+}
+
 // Ties on the iteration time are broken by the max peak, then the number of
 // recomputed layers. Recomputing on a device off the critical path can
-// lower the peak for free, so for a candidate good enough for the top list:
-// find the least cap M on every device's peak at which the least-recompute
-// choices within M still give the same iteration time (bisection over the
-// peaks on offer; the time can only grow as M falls), then let each device
-// in turn take the fewest recomputed layers within M that keep the time.
-void Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
+// lower the peak for free, so for a candidate good enough for the top list
+// PolishTies looks for a Better choice of the same split that keeps the time.
+// With one chunk per device (v = 1) a device's least recompute time within a
+// cap M is its only time that matters: find the least cap M on every
+// device's peak at which the least-recompute choices within M still give the
+// same iteration time (bisection over the peaks on offer; the time can only
+// grow as M falls), then let each device in turn take the fewest recomputed
+// layers within M that keep the time. With several chunks the chunk that
+// recomputes decides the time, not the device's total: PolishChunks settles
+// the tie exactly (by simulation); when it cannot (too many combinations)
+// the greedy polish still runs and PolishTies returns false (not proved).
+bool Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
   const int S = cp_.c.S, p = cp_.c.p, v = cp_.c.v;
-  if (!cand.feasible) return;
+  if (!cand.feasible) return true;
+  if (v > 1 && PolishChunks(split, cand)) return true;
+  const bool proved = v == 1;
   std::vector<int> first;
   std::vector<StageFixed> fx;
   rc_.SplitLayout(split, first, fx);
   std::vector<std::vector<DeviceChoice>> opts(p);
   std::vector<Bytes> peaks;
   for (int d = 0; d < p; ++d) {
-    if (!rc_.EnumerateDevice(d, first, split, fx, opts[d])) return;
+    if (!rc_.EnumerateDevice(d, first, split, fx, opts[d])) return proved;
     for (const auto& ch : opts[d]) peaks.push_back(ch.peak);
   }
   std::sort(peaks.begin(), peaks.end());
@@ -138,12 +316,12 @@ void Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
     if (ok(mid)) hi = mid;
     else lo = mid + 1;
   }
-  if (lo >= peaks.size()) return;
+  if (lo >= peaks.size()) return proved;
   const Bytes M = peaks[lo];
-  if (!choose_within(M)) return;
+  if (!choose_within(M)) return proved;
   Candidate best;
   apply(best);
-  if (!best.feasible || best.makespan > target) return;
+  if (!best.feasible || best.makespan > target) return proved;
   // Fewest recomputed layers, device by device, keeping the time.
   for (int d = 0; d < p; ++d) {
     std::vector<const DeviceChoice*> order;
@@ -167,13 +345,16 @@ void Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
     pick[d] = keep;
   }
   if (Better(best, cand)) cand = std::move(best);
+  return proved;
 }
 
 // Enumerates, for every device, the feasible recompute choices whose
 // per-chunk time vectors are Pareto-minimal (for equal vectors: the least
 // peak, then the fewest recomputed layers), and simulates every combination
-// across devices. Returns false (nothing offered) when that is too many.
-bool Searcher::ExhaustLeaf(const std::vector<int>& split) {
+// across devices; the best of them, when good enough for the top list, is
+// tie-polished before it is offered. Returns false (nothing offered) when
+// that is too many.
+bool Searcher::ExhaustLeaf(const std::vector<int>& split, Nanos& unproved) {
   const int S = cp_.c.S, p = cp_.c.p, v = cp_.c.v;
   std::vector<int> first;
   std::vector<StageFixed> fx;
@@ -226,6 +407,8 @@ bool Searcher::ExhaustLeaf(const std::vector<int>& split) {
   // Odometer over the devices' time vectors; for each combination, the
   // least max peak M, then per device the fewest recomputed within M.
   std::vector<size_t> idx(p, 0);
+  std::vector<Candidate> cands;
+  size_t best = 0;
   while (true) {
     Bytes max_peak = 0;
     for (int d = 0; d < p; ++d) {
@@ -250,11 +433,18 @@ bool Searcher::ExhaustLeaf(const std::vector<int>& split) {
     }
     Candidate cand;
     SimulateChosen(split, &cand);
-    Offer(std::move(cand));
+    if (!cands.empty() && Better(cand, cands[best])) best = cands.size();
+    cands.push_back(std::move(cand));
     int d = 0;
     while (d < p && ++idx[d] == per_device[d].size()) idx[d++] = 0;
     if (d == p) break;
   }
+  Candidate& top = cands[best];
+  if (top.feasible &&
+      (top_list.top.empty() || top.makespan <= top_list.top.front().makespan)) {
+    if (!PolishTies(split, top)) unproved = std::min(unproved, top.makespan);
+  }
+  for (Candidate& cand : cands) Offer(std::move(cand));
   return true;
 }
 

@@ -34,7 +34,10 @@
 // Contract: a Searcher reports only strategies it simulated (top, best
 // first, distinct splits); pending_bound (with top) bounds every strategy
 // of its choice it did not rule out; `closed` means the whole tree was
-// searched and every leaf's recompute choice was proved. Deterministic for
+// searched, every leaf's recompute choice was proved, and so was the
+// tie-break (peak, then recomputed layers) of every candidate whose time can
+// enter the top list (ties_open: the least time of a tie polish that was
+// not). Deterministic for
 // a given seed and node limit (a time limit can stop at different points).
 #pragma once
 
@@ -83,6 +86,7 @@ class Searcher {
   SearchLimits limits;         // clock, progress throttle, why it stopped
   Nanos pending_bound = kInf;  // min bound of what was left unexplored
   bool closed = false;
+  Nanos ties_open = kInf;  // least time of a tie polish not proved
   std::int64_t nodes = 0, evaluations = 0;
 
   // The bound Run() starts its tree search from (valid for every split of
@@ -133,8 +137,19 @@ class Searcher {
   void BuildChosen(const std::vector<int>& split, PipelineSpec& spec, Strategy& st,
                    int& recomputed);
   void ToCandidate(Strategy st, int recomputed, const SimResult& sim, Candidate* out) const;
-  bool ExhaustLeaf(const std::vector<int>& split);
-  void PolishTies(const std::vector<int>& split, Candidate& cand);
+  // Simulates every Pareto-minimal recompute combination of a split (the
+  // best tie-polished; its time goes to `unproved` when that polish is not
+  // proved); false (nothing offered) when there are too many.
+  bool ExhaustLeaf(const std::vector<int>& split, Nanos& unproved);
+  // Replaces cand by a Better recompute choice of its split that keeps its
+  // time; false when the result is not proved the best such choice.
+  bool PolishTies(const std::vector<int>& split, Candidate& cand);
+  bool PolishChunks(const std::vector<int>& split, Candidate& cand);
+  int FirstWithin(const std::vector<int>& split,
+                  const std::vector<std::vector<const DeviceChoice*>>& sets, Nanos target,
+                  int rc_below, Candidate* out);
+  void SimulatePicks(const std::vector<int>& split, const std::vector<const DeviceChoice*>& pick,
+                     Candidate* out);
 
   void Offer(Candidate c);
   Nanos PruneThreshold() const;  // bound must be <= this to explore

@@ -271,16 +271,22 @@ void Searcher::Dfs(int s, int pos) {
       bool exact = true;
       if (EvaluateSplit(split, &cand, exact)) {
         const Nanos got = cand.makespan;
-        if (cand.feasible && (top_list.top.empty() || got <= top_list.top.front().makespan)) {
-          PolishTies(split, cand);
+        Nanos unproved = kInf;  // the time of a tie polish not proved
+        if (cand.feasible && (top_list.top.empty() || got <= top_list.top.front().makespan) &&
+            !PolishTies(split, cand)) {
+          unproved = got;
         }
         Offer(std::move(cand));
         // The least-total recompute is not provably best with several chunks:
         // simulate every Pareto-minimal choice, or leave the leaf open at its
-        // bound (HiGHS-style: the gap reports it).
-        if (!exact && got > ch.bound && !ExhaustLeaf(split)) {
-          pending_bound = std::min(pending_bound, ch.bound);
+        // bound (HiGHS-style: the gap reports it). ExhaustLeaf's best is the
+        // split's fastest, and its tie polish replaces the one above.
+        if (!exact && got > ch.bound) {
+          unproved = kInf;
+          if (!ExhaustLeaf(split, unproved)) pending_bound = std::min(pending_bound, ch.bound);
         }
+        // Not closed while a choice of that time and a lower peak may remain.
+        ties_open = std::min(ties_open, unproved);
       }
       continue;
     }
@@ -355,6 +361,10 @@ bool Searcher::Prepare(bool path_weights) {
   return true;
 }
 
+// Why a tree searched to the end is not closed when a tie polish failed.
+constexpr const char* kTiesUnproved =
+    "tie-break not proved (too many recompute combinations of equal time)";
+
 void Searcher::Run() {
   if (!Prepare()) return;
   const int kmin = cp_.pb.allow_empty_chunks ? 0 : 1;
@@ -373,31 +383,38 @@ void Searcher::Run() {
   }
   LocalSearch(BalancedSplit(cp_), rng, cp_.opt.local_search_restarts);
 
+  bool searched = false;  // the tree was searched to the end
   if (!limits.hit) {
     pending_bound = kInf;  // from here the tree search tracks what is open
     Dfs(0, 0);
-    if (!limits.hit) {
-      closed = pending_bound >= kInf;
-      limits.stop_reason = closed ? "proved optimal"
-                           : rc_.truncated()
-                               ? "recompute choice not proved (too many distinct layers in a stage)"
-                               : "recompute choice not proved";
-    }
+    searched = !limits.hit;
   }
   // A tree left open gets the sharper global bound for its report (not
   // the placement search's per-order runs, which report to a cutoff).
-  if (!closed && !top_list.top.empty() && cp_.opt.open_tree_bound) {
+  if (!(searched && pending_bound >= kInf) && !top_list.top.empty() &&
+      cp_.opt.open_tree_bound) {
     totals_bound = TotalsPathBound(cp_, root_.totals, path_pool_, engine_, limits.start,
                                    top_list.top.front().makespan);
   }
   // The top list's ties on time are settled by memory, then recompute.
   std::vector<Candidate> polished;
   for (Candidate c : top_list.top) {
-    PolishTies(c.strategy.layers_per_stage, c);
+    if (!PolishTies(c.strategy.layers_per_stage, c)) ties_open = std::min(ties_open, c.makespan);
     polished.push_back(std::move(c));
   }
   top_list.top.clear();
   for (auto& c : polished) Offer(std::move(c));
+  if (searched) {
+    // A tie polish that was not proved matters only where its time can
+    // still enter the top list.
+    const bool ties_proved = ties_open >= kInf || ties_open > PruneThreshold();
+    closed = pending_bound >= kInf && ties_proved;
+    limits.stop_reason = closed ? "proved optimal"
+                         : pending_bound >= kInf ? kTiesUnproved
+                         : rc_.truncated()
+                             ? "recompute choice not proved (too many distinct layers in a stage)"
+                             : "recompute choice not proved";
+  }
   Report(true);
 }
 
