@@ -260,7 +260,7 @@ bool Searcher::PolishChunks(const std::vector<int>& split, Candidate& cand) {
 // the tie exactly (by simulation); when it cannot (too many combinations)
 // the greedy polish still runs and PolishTies returns false (not proved).
 bool Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
-  const int S = cp_.c.S, p = cp_.c.p, v = cp_.c.v;
+  const int p = cp_.c.p, v = cp_.c.v;
   if (!cand.feasible) return true;
   if (v > 1 && PolishChunks(split, cand)) return true;
   const bool proved = v == 1;
@@ -277,17 +277,7 @@ bool Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
   peaks.erase(std::unique(peaks.begin(), peaks.end()), peaks.end());
   const Nanos target = cand.makespan;
   std::vector<const DeviceChoice*> pick(p);
-  auto apply = [&](Candidate& out) {
-    chosen_.assign(S, nullptr);
-    rtime_.assign(S, 0);
-    for (int d = 0; d < p; ++d) {
-      for (int c = 0; c < v; ++c) {
-        chosen_[c * p + d] = pick[d]->pts[c];
-        rtime_[c * p + d] = pick[d]->times[c];
-      }
-    }
-    SimulateChosen(split, &out);
-  };
+  auto apply = [&](Candidate& out) { SimulatePicks(split, pick, &out); };
   // Least-recompute choice of every device within M; false if none fits.
   auto choose_within = [&](Bytes M) {
     for (int d = 0; d < p; ++d) {
