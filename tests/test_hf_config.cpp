@@ -113,6 +113,14 @@ TEST_CASE("hf: errors name the field", "[cost]") {
   REQUIRE_FALSE(nested.ok());
   CHECK(nested.error().key == "text_config.hidden_size");
   CHECK_FALSE(ParseHfConfig("{not json").ok());
+  // A number beyond double's range is an error, not an abort.
+  Result<Architecture> huge = ParseHfConfig(R"({"hidden_size": 1e400})");
+  REQUIRE_FALSE(huge.ok());
+  CHECK(huge.error().message ==
+        "must be valid JSON (a HuggingFace config.json); got an error "
+        "([json.exception.out_of_range.406] number overflow parsing '1e400')");
+  CHECK(ParseHfConfig("[1]").error().message ==
+        "must be a JSON object (a HuggingFace config.json); got [1]");
   CHECK_FALSE(LoadHfConfig(Hf("no-such.json")).ok());
 }
 

@@ -69,11 +69,13 @@ const Entry* Find(const Entries& entries, std::string_view key) {
   return nullptr;
 }
 
-// How a value appears in "; got ..." when it is not what was expected.
+// How a value appears in "; got ..." when it is not what was expected
+// (a long scalar abbreviated, core/result.h).
 std::string Given(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "nothing";
   if (node.IsScalar()) {
-    return node.Scalar().empty() ? "an empty string" : node.Scalar();
+    return node.Scalar().empty() ? "an empty string"
+                                 : Abbreviate(node.Scalar());
   }
   if (node.IsSequence()) {
     return "a list of " + std::to_string(node.size());
@@ -210,9 +212,9 @@ Result<std::int64_t> ConfigReader::Integer(const YAML::Node& node,
   if (ec == std::errc::result_out_of_range || x > max) {
     const std::string note =
         max == INT_MAX ? " (at most " + std::to_string(max) + ")" : "";
-    return Fail(path, want + note + "; got " + s);
+    return Fail(path, want + note + "; got " + Abbreviate(s));
   }
-  if (x < min) return Fail(path, want + "; got " + s);
+  if (x < min) return Fail(path, want + "; got " + Abbreviate(s));
   return x;
 }
 

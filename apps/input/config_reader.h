@@ -151,14 +151,14 @@ class ConfigReader {
     const std::string& text = node.Scalar();
     const size_t first = text.find_first_not_of(" \t");
     if (positive && first != std::string::npos && text[first] == '-') {
-      return Fail(path,
-                  "must be a positive " + std::string(noun) + "; got " + text);
+      return Fail(path, "must be a positive " + std::string(noun) +
+                            "; got " + Abbreviate(text));
     }
     Result<std::int64_t> r = parse(text);
     if (!r.ok()) return Fail(path, r.error().message);
     if (positive && *r == 0) {
-      return Fail(path, "must be a positive " + std::string(noun) + "; got " +
-                            node.Scalar());
+      return Fail(path, "must be a positive " + std::string(noun) +
+                            "; got " + Abbreviate(node.Scalar()));
     }
     return *r;
   }

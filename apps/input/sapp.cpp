@@ -19,9 +19,7 @@ using Json = nlohmann::json;
   } while (0)
 
 std::string Given(const Json& j) {
-  std::string s = j.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
+  return Abbreviate(j.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
 }  // namespace
@@ -39,11 +37,13 @@ const std::vector<SappMode>& SappModes() {
   return modes;
 }
 
+namespace {
+
 // Long (about 170 lines): one pass over SAPP's JSON that checks each key
-// where it reads it.
-Result<std::vector<Layer>> ParseSappLayers(std::string_view text,
-                                           std::string_view filename,
-                                           const SappUnits& units) {
+// where it reads it. nlohmann's exceptions stop at ParseSappLayers.
+Result<std::vector<Layer>> ParseLayers(std::string_view text,
+                                       std::string_view filename,
+                                       const SappUnits& units) {
   const std::string file(filename);
   auto fail = [&](const std::string& key, const std::string& msg) {
     return Error{key, file + ": " + key + ": " + msg};
@@ -51,8 +51,9 @@ Result<std::vector<Layer>> ParseSappLayers(std::string_view text,
   Json root;
   try {
     root = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    return Error{"", file + ": must be valid JSON; got a syntax error (" +
+  } catch (const Json::exception& e) {
+    // parse_error, and out_of_range for a number beyond double (1e400).
+    return Error{"", file + ": must be valid JSON; got an error (" +
                          std::string(e.what()) + ")"};
   }
   if (!root.is_object()) return fail("(top)", "must be an object; got " + Given(root));
@@ -211,6 +212,20 @@ Result<std::vector<Layer>> ParseSappLayers(std::string_view text,
   layers.insert(layers.end(), bodies.begin(), bodies.end());
   layers.insert(layers.end(), tails.begin(), tails.end());
   return layers;
+}
+
+}  // namespace
+
+Result<std::vector<Layer>> ParseSappLayers(std::string_view text,
+                                           std::string_view filename,
+                                           const SappUnits& units) {
+  try {
+    return ParseLayers(text, filename, units);
+  } catch (const Json::exception& e) {
+    return Error{"", std::string(filename) +
+                         ": must be a readable SAPP layer description; got "
+                         "an error (" + std::string(e.what()) + ")"};
+  }
 }
 
 Result<std::vector<Layer>> LoadSappLayers(const std::string& path,
