@@ -254,6 +254,15 @@ TEST_CASE("SAPP layer JSON: a number beyond double is an error, not an abort",
   CHECK(r.error().message ==
         "layers.json: must be valid JSON; got an error "
         "([json.exception.out_of_range.406] number overflow parsing '1e400')");
+  // Values beyond the config's bounds, in SAPP units.
+  Result<std::vector<Layer>> slow = ParseSappLayers(
+      R"({"layers_description": [{"type": "BODY", "time": 1e300,
+          "memory_parameter": 1}]})",
+      "layers.json", {1000000, 1048576});
+  REQUIRE_FALSE(slow.ok());
+  CHECK(slow.error().message ==
+        "layers.json: layers_description[0].time: must be at most 1000s "
+        "(1000000.0 time units); got 1e+300");
   // Through the config and the CLI: exit 2 with the file.
   const std::string json = "ppb_test_sapp_huge.json";
   std::ofstream(json) << R"({"layers_description": [], "x": 1e400})";

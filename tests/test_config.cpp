@@ -1111,6 +1111,37 @@ TEST_CASE("errors abbreviate a long value they give back", "[config]") {
             std::string(60, 'z') + "... (5000 characters)");
 }
 
+TEST_CASE("bounds keep the simulator's sums in range", "[config]") {
+  auto edited = [](std::string_view from, const std::string& to) {
+    std::string text(test::kTinySearchConfig);
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  // One value beyond its bound: file, line, key, the bound, the value.
+  CHECK(ParseError(edited("forward: 1ms", "forward: 5000000000s")) ==
+        "run.yaml:6: model.layers[0].forward: must be a duration of at most "
+        "1000s; got 5000000000s");
+  CHECK(ParseError(edited("static_memory: 1GiB", "static_memory: 2000TB")) ==
+        "run.yaml:8: model.layers[0].static_memory: must be a size of at "
+        "most 1TiB; got 2000TB");
+  CHECK(ParseError(edited("{memory: 7GiB}", "{memory: 7GiB, speed: 1e-300}")) ==
+        "run.yaml:13: cluster.devices.speed: must be a relative speed in "
+        "[0.1, 1000]; got 1e-300");
+  CHECK(ParseError(edited("{memory: 7GiB}", "{memory: 7GiB, speed: 1e300}")) ==
+        "run.yaml:13: cluster.devices.speed: must be a relative speed in "
+        "[0.1, 1000]; got 1e300");
+  CHECK(Parse(edited("forward: 1ms", "forward: 1000s")).ok());
+  // Values in bounds whose iteration total is not: the micro-batches named.
+  std::string big = edited("repeat: 4", "repeat: 1000");
+  big.replace(big.find("forward: 1ms"), 12, "forward: 1000s");
+  big.replace(big.find("microbatches: 4"), 15, "microbatches: 10000");
+  CHECK(PrepareError(big) ==
+        "run.yaml:16: pipeline.microbatches: must keep one iteration's work "
+        "(every op and transfer of every micro-batch) under 2^62 ns (146 "
+        "years) and its memory under 2^62 bytes; got m = 10000 with 1e+10 s "
+        "of work and 1.07e+16 bytes");
+}
+
 TEST_CASE("strategy: first-N recompute", "[config][strategy]") {
   std::vector<Layer> layers = Kinds("EttttL");
   for (Layer& l : layers) {

@@ -275,19 +275,34 @@ Result<double> ConfigReader::PositiveNumber(const YAML::Node& node,
   return x;
 }
 
+Result<double> ConfigReader::Speed(const YAML::Node& node,
+                                   const std::string& path) {
+  Result<double> x = PositiveNumber(node, path);
+  if (!x.ok()) return x;
+  if (*x < kMinSpeed || *x > kMaxSpeed) {
+    return Fail(path, "must be a relative speed in [0.1, 1000]; got " +
+                          Given(node));
+  }
+  return x;
+}
+
 Result<Nanos> ConfigReader::Duration(const YAML::Node& node,
-                                     const std::string& path, bool positive) {
-  return UnitValue(node, path, ParseDuration, "duration", positive);
+                                     const std::string& path, bool positive,
+                                     Nanos max, std::string_view max_text) {
+  return UnitValue(node, path, ParseDuration, "duration", positive, max,
+                   max_text);
 }
 
 Result<Bytes> ConfigReader::Size(const YAML::Node& node,
                                  const std::string& path, bool positive) {
-  return UnitValue(node, path, ParseBytes, "size", positive);
+  return UnitValue(node, path, ParseBytes, "size", positive, kMaxSize,
+                   "1TiB");
 }
 
 Result<BytesPerSec> ConfigReader::Bandwidth(const YAML::Node& node,
                                             const std::string& path) {
-  return UnitValue(node, path, ParseBandwidth, "bandwidth", true);
+  return UnitValue(node, path, ParseBandwidth, "bandwidth", true,
+                   std::numeric_limits<std::int64_t>::max(), "");
 }
 
 }  // namespace config_detail

@@ -19,6 +19,13 @@ std::string Shown(const json& v) {
   return Abbreviate(v.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
+// Largest integer field (sizes, counts): 2^20, far above every published
+// model (vocab_size 256000, hidden_size 16384), so that a product of two
+// fields (vocab_size x hidden_size, hidden_size x intermediate_size) stays
+// within 2^40 and the parameter and byte counts derived from them within
+// int64; vocab_size 1244444444448256 is refused here, not a negative size.
+constexpr std::int64_t kMaxField = std::int64_t{1} << 20;
+
 // Reads fields of one JSON object, remembering the key prefix
 // ("text_config.") for errors.
 class Fields {
@@ -35,8 +42,8 @@ class Fields {
     return Error{prefix_ + key, message};
   }
 
-  // An integer >= `min`; absent or null: `fallback` when given, else an
-  // error.
+  // An integer >= `min` and at most kMaxField; absent or null: `fallback`
+  // when given, else an error.
   Result<std::int64_t> Int(const char* key, std::int64_t min,
                            std::optional<std::int64_t> fallback) const {
     if (!Has(key)) {
@@ -48,6 +55,10 @@ class Fields {
     if (!v.is_number_integer() || v.get<std::int64_t>() < min) {
       return Fail(key, "must be an integer >= " + std::to_string(min) +
                            "; got " + Shown(v));
+    }
+    if (v.get<std::int64_t>() > kMaxField) {
+      return Fail(key, "must be an integer of at most " +
+                           std::to_string(kMaxField) + "; got " + Shown(v));
     }
     return v.get<std::int64_t>();
   }

@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "apps/input/config_reader.h"
+
 namespace ppb {
 namespace {
 
@@ -39,7 +41,7 @@ const std::vector<SappMode>& SappModes() {
 
 namespace {
 
-// Long (about 170 lines): one pass over SAPP's JSON that checks each key
+// Long (about 190 lines): one pass over SAPP's JSON that checks each key
 // where it reads it. nlohmann's exceptions stop at ParseSappLayers.
 Result<std::vector<Layer>> ParseLayers(std::string_view text,
                                        std::string_view filename,
@@ -162,6 +164,30 @@ Result<std::vector<Layer>> ParseLayers(std::string_view text,
       return fail("sapp_units.time",
                   "must be given (the duration of one SAPP time unit, e.g. "
                   "1ms); got nothing");
+    }
+    // Each value within the config's bounds (config_reader.h), so that the
+    // conversions below and the simulator's sums stay in range.
+    const double max_time =
+        static_cast<double>(config_detail::kMaxDuration) / units.time;
+    const double max_memory =
+        units.memory > 0
+            ? static_cast<double>(config_detail::kMaxSize) / units.memory
+            : 0;
+    for (const char* key : {"time", "forward_time", "backward_time"}) {
+      if (d.contains(key) && d[key].is_number() &&
+          d[key].get<double>() > max_time) {
+        return fail(path + "." + key,
+                    "must be at most 1000s (" + Given(Json(max_time)) +
+                        " time units); got " + Given(d[key]));
+      }
+    }
+    for (const auto& [key, value] : d.items()) {
+      if (key.rfind("memory_", 0) == 0 && value.is_number() &&
+          value.get<double>() > max_memory) {
+        return fail(path + "." + key,
+                    "must be at most 1TiB (" + Given(Json(max_memory)) +
+                        " memory units); got " + Given(value));
+      }
     }
     auto ns = [&](double x) { return static_cast<Nanos>(std::llround(x * units.time)); };
     auto bytes = [&](double x) {
