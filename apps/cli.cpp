@@ -1,8 +1,10 @@
 // argv to a command: the first argument names it (simulate when it is a
 // flag or absent); the command's file in apps/commands/ does the rest.
-// An unknown command is reported with the usage; exit 2.
+// An unknown command is reported with the usage; exit 2. Standard output is
+// flushed and checked at the end: a failed write is exit 1.
 #include "apps/cli.h"
 
+#include <cerrno>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -12,8 +14,10 @@
 
 namespace ppb {
 
-int RunCli(int argc, const char* const* argv, std::ostream& out,
-           std::ostream& err) {
+namespace {
+
+int RunCommand(int argc, const char* const* argv, std::ostream& out,
+               std::ostream& err) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string command = "simulate";
   if (!args.empty() && !args[0].empty() && args[0][0] != '-') {
@@ -31,6 +35,23 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
          "or calibrate\n"
       << commands::kUsage;
   return commands::kExitBadInput;
+}
+
+}  // namespace
+
+int RunCli(int argc, const char* const* argv, std::ostream& out,
+           std::ostream& err) {
+  errno = 0;
+  const int status = RunCommand(argc, argv, out, err);
+  // Standard output on a full device fails only when flushed: checked here,
+  // after the command, so a report that did not arrive is not a success.
+  out.flush();
+  if (!out) {
+    err << "ppb-sim: cannot write standard output: "
+        << commands::SystemReason() << "\n";
+    return commands::kExitIo;
+  }
+  return status;
 }
 
 }  // namespace ppb

@@ -11,7 +11,7 @@ namespace ppb {
 // (apps/commands/). Exit status: 0 success
 // (an out-of-memory simulation, or a search or ranking where nothing fits,
 // is an answer), 2 bad input (config, CLI, schedule CSV, candidates file),
-// 1 an output file could not be written.
+// 1 an output (a file, or standard output) could not be written.
 int RunCli(int argc, const char* const* argv, std::ostream& out,
            std::ostream& err);
 

@@ -1,8 +1,22 @@
-// ppb-sim: forwards argv and the standard streams to RunCli (apps/cli.h).
+// ppb-sim: forwards argv and the standard streams to RunCli (apps/cli.h),
+// then checks that standard output reached its file (exit 1 if not).
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "apps/cli.h"
 
 int main(int argc, char** argv) {
-  return ppb::RunCli(argc, argv, std::cout, std::cerr);
+  const int status = ppb::RunCli(argc, argv, std::cout, std::cerr);
+  // RunCli flushed std::cout (and reported a failure); stdio's own buffer
+  // (std::cout writes through it) is checked here.
+  errno = 0;
+  if (std::cout && (std::fflush(stdout) != 0 || std::ferror(stdout))) {
+    std::cerr << "ppb-sim: cannot write standard output: "
+              << (errno != 0 ? std::strerror(errno) : "the write failed")
+              << "\n";
+    return 1;
+  }
+  return status;
 }

@@ -5,10 +5,25 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
 namespace ppb {
+
+// How a value the user gave appears after "; got " in an error message:
+// whole when it has at most kMaxShown characters (bytes), else its first
+// kShownPrefix and "... (N characters)", cut before a UTF-8 continuation
+// byte, so a 60 KB layout or a binary blob is not echoed whole.
+inline constexpr size_t kMaxShown = 80;
+inline constexpr size_t kShownPrefix = 60;
+inline std::string Abbreviate(std::string_view text) {
+  if (text.size() <= kMaxShown) return std::string(text);
+  size_t n = kShownPrefix;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  return std::string(text.substr(0, n)) + "... (" +
+         std::to_string(text.size()) + " characters)";
+}
 
 // An error with the config key it concerns (empty when none) and a message
 // that states what was expected and what was given.

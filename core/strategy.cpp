@@ -36,6 +36,10 @@ std::string SymbolName(char symbol) {
   }
 }
 
+// Deepest nesting of parentheses a layout may have; real layouts use one or
+// two levels.
+constexpr int kMaxLayoutDepth = 100;
+
 // One symbol of an expanded layout: a layer symbol or the separator '|', with
 // its 1-based position in the original string.
 struct Token {
@@ -48,7 +52,9 @@ struct Token {
 //   atom     := 'E' | 't' | 'm' | 'L' | '|' | '(' sequence ')'
 // with ',' and whitespace ignored between items. Expansion stops with an
 // error once it yields more than `limit` tokens (a layout that matches the
-// model never does), so "t*1000000000" cannot exhaust memory.
+// model never does), so "t*1000000000" cannot exhaust memory, and once
+// parentheses nest deeper than kMaxLayoutDepth, so "((((...)))" 30,000 deep
+// cannot exhaust the stack (Sequence recurses once per '(').
 class LayoutExpander {
  public:
   LayoutExpander(std::string_view text, size_t limit)
@@ -79,10 +85,15 @@ class LayoutExpander {
   Error Fail(const std::string& what) const {
     return Error{"strategy.layout", "position " + std::to_string(pos_ + 1) +
                                         ": " + what + "; got \"" +
-                                        std::string(text_) + "\""};
+                                        Abbreviate(text_) + "\""};
   }
 
   Status Sequence(std::vector<Token>& out) {
+    if (depth_ > kMaxLayoutDepth) {
+      --pos_;  // at the '(' one level too deep
+      return Fail("'(' must nest at most " + std::to_string(kMaxLayoutDepth) +
+                  " deep");
+    }
     while (true) {
       SkipIgnored();
       if (pos_ >= text_.size() || text_[pos_] == ')') return Status();
@@ -94,7 +105,9 @@ class LayoutExpander {
       } else if (c == '(') {
         const size_t open = pos_;
         ++pos_;
+        ++depth_;
         if (Status s = Sequence(out); !s.ok()) return s;
+        --depth_;
         if (pos_ >= text_.size()) {
           pos_ = open;
           return Fail("'(' is never closed");
@@ -139,6 +152,7 @@ class LayoutExpander {
   std::string_view text_;
   size_t limit_;
   size_t pos_ = 0;
+  int depth_ = 0;  // the '(' open around pos_
 };
 
 }  // namespace
@@ -147,7 +161,7 @@ Result<std::vector<int>> ParseMegatronLayout(std::string_view layout,
                                              const std::vector<Layer>& layers,
                                              int p, int v) {
   std::string quoted = "\"";
-  quoted += layout;
+  quoted += Abbreviate(layout);
   quoted += '"';
   const int stages = p * v;
   std::vector<Token> tokens;

@@ -4,6 +4,8 @@
 #include <array>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/depth_first_search.hpp>
+#include <iomanip>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,50 @@ struct CycleFinder : boost::default_dfs_visitor {
     }
   }
 };
+
+// The engine adds times and bytes in int64. Every time it computes is at
+// most one iteration's work done one op after another: every op and every
+// transfer (at the slowest link) of every micro-batch; every memory figure
+// is at most every stage's bytes with all micro-batches in flight. Both are
+// summed exactly (128 bits) and must stay within 2^62, so no engine sum can
+// overflow. The config loader bounds each value (apps/input/
+// config_reader.h), so only a huge micro-batch count reaches this.
+Status CheckTotals(const PipelineSpec& spec) {
+  __extension__ using Int128 = __int128;  // GCC/Clang builtin
+  constexpr Int128 kLimit = Int128{1} << 62;
+  Nanos latency = 0;
+  BytesPerSec bandwidth = 0;  // the slowest finite one; 0: all infinite
+  for (const Link& l : spec.link_matrix) {
+    latency = std::max(latency, l.latency);
+    if (l.bandwidth > 0 && (bandwidth == 0 || l.bandwidth < bandwidth)) {
+      bandwidth = l.bandwidth;
+    }
+  }
+  Int128 work = 0, bytes = 0;
+  for (const StageCost& c : spec.stages) {
+    Int128 transfer = latency;
+    if (bandwidth > 0) {
+      transfer += (static_cast<Int128>(c.output_bytes) * 1'000'000'000 +
+                   bandwidth - 1) / bandwidth;
+    }
+    work += spec.m * (static_cast<Int128>(c.forward) + c.backward_input +
+                      c.backward_weight + c.recompute + 2 * transfer);
+    bytes += static_cast<Int128>(c.static_memory) + c.forward_transient +
+             c.backward_transient +
+             spec.m * (static_cast<Int128>(c.activation) + 2 * c.output_bytes);
+  }
+  if (work > kLimit || bytes > kLimit) {
+    std::ostringstream got;
+    got << std::setprecision(3) << "m = " << spec.m << " with "
+        << static_cast<double>(work) / 1e9 << " s of work and "
+        << static_cast<double>(bytes) << " bytes";
+    return Error{"pipeline.microbatches",
+                 "must keep one iteration's work (every op and transfer of "
+                 "every micro-batch) under 2^62 ns (146 years) and its "
+                 "memory under 2^62 bytes; got " + got.str()};
+  }
+  return {};
+}
 
 }  // namespace
 
@@ -77,7 +123,7 @@ Status ValidateSpec(const PipelineSpec& spec) {
       return Error{"cluster.link", "latency and bandwidth must be >= 0"};
     }
   }
-  return {};
+  return CheckTotals(spec);
 }
 
 Status ValidateProgram(const PipelineSpec& spec, const Program& program) {

@@ -10,7 +10,9 @@
 
 namespace ppb {
 
-// Checks the spec's own invariants (sizes, non-negative costs, placement).
+// Checks the spec's own invariants (sizes, non-negative costs, placement)
+// and that one iteration's total work and bytes stay under 2^62, so the
+// engine's int64 sums cannot overflow (key pipeline.microbatches).
 Status ValidateSpec(const PipelineSpec& spec);
 
 // REQUIRES: ValidateSpec(spec).ok()

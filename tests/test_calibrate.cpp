@@ -246,6 +246,39 @@ TEST_CASE("SAPP's dry-run memory YAML loads and fits", "[calibrate]") {
   CHECK(refused.err.find("non-physical fit") != std::string::npos);
 }
 
+TEST_CASE("SAPP layer JSON: a number beyond double is an error, not an abort",
+          "[calibrate]") {
+  Result<std::vector<Layer>> r = ParseSappLayers(
+      R"({"layers_description": [], "x": 1e400})", "layers.json", {1, 1});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message ==
+        "layers.json: must be valid JSON; got an error "
+        "([json.exception.out_of_range.406] number overflow parsing '1e400')");
+  // Values beyond the config's bounds, in SAPP units.
+  Result<std::vector<Layer>> slow = ParseSappLayers(
+      R"({"layers_description": [{"type": "BODY", "time": 1e300,
+          "memory_parameter": 1}]})",
+      "layers.json", {1000000, 1048576});
+  REQUIRE_FALSE(slow.ok());
+  CHECK(slow.error().message ==
+        "layers.json: layers_description[0].time: must be at most 1000s "
+        "(1000000.0 time units); got 1e+300");
+  // Through the config and the CLI: exit 2 with the file.
+  const std::string json = "ppb_test_sapp_huge.json";
+  std::ofstream(json) << R"({"layers_description": [], "x": 1e400})";
+  const std::string cfg = "ppb_test_sapp_huge.yaml";
+  std::ofstream(cfg) << "model: {sapp_layers: " << json
+                     << ", sapp_units: {time: 1ms, memory: 1MiB}}\n"
+                        "cluster: {devices: {memory: 80GiB}}\n"
+                        "pipeline: {stages: 2, microbatches: 4}\n";
+  const test::CliRun cli = test::Cli({"--config", cfg});
+  CHECK(cli.status == 2);
+  CHECK(cli.err.find("number overflow parsing '1e400'") != std::string::npos);
+  CHECK(cli.out.empty());
+  std::remove(json.c_str());
+  std::remove(cfg.c_str());
+}
+
 TEST_CASE("SAPP layer JSON examples load and simulate", "[calibrate]") {
   for (const char* f : {"hp_demo.json", "hp_llama2_70b.json", "mf_sim_vpp3.json",
                         "mf_test_vpp1.json"}) {

@@ -1,11 +1,13 @@
 // Golden ppb-sim runs on the shipped configs, in process (RunCli with string
-// streams), and the CLI's handling of bad input.
+// streams), and the CLI's handling of bad input, of outputs that cannot be
+// written and of names that are not UTF-8.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <streambuf>
 #include <string>
 #include <vector>
 
@@ -151,6 +153,126 @@ TEST_CASE("bad command lines exit with status 2 and say why", "[cli][errors]") {
   CHECK(r.status == 2);
   CHECK(r.err.find("does-not-exist.yaml") != std::string::npos);
   CHECK(r.out.empty());
+}
+
+// ---- write failures and names that are not UTF-8 ---------------------------
+
+namespace {
+
+// Writes `text` to `path` (in the working directory) and returns the path.
+std::string WriteText(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("write failures exit 1 with the path and the system's reason",
+          "[cli][errors]") {
+  if (!std::ifstream("/dev/full")) return;  // Linux only
+  const std::string full = "/dev/full";
+  const std::string enospc =
+      "ppb-sim: cannot write /dev/full: No space left on device\n";
+  const std::string example = Config("example.yaml");
+  const std::vector<std::vector<std::string>> runs = {
+      {"--config", example, "--dump-schedule", full},
+      {"--config", example, "--emit", "megatron", "--emit-file", full},
+      {"--config", example, "--trace", full},
+      {"--config", example, "--svg", full},
+      {"--config", example, "--report", full},
+  };
+  for (const auto& args : runs) {
+    INFO(args[2]);
+    const CliRun r = Cli(args);
+    CHECK(r.status == 1);
+    CHECK(r.err == enospc);
+  }
+  const CliRun cal =
+      Cli({"calibrate", "--measurements",
+           std::string(PPB_TEST_DATA_DIR) + "/sapp/hp_init_demo.yaml",
+           "--memory-unit", "1MiB", "--time-unit", "1ms", "--no-constant",
+           "--output", full});
+  CHECK(cal.status == 1);
+  CHECK(cal.err == enospc);
+}
+
+namespace {
+
+// A stream buffer that refuses every byte, as standard output on a full
+// device does.
+class RefusingBuf : public std::streambuf {
+ protected:
+  int overflow(int) override { return traits_type::eof(); }
+  std::streamsize xsputn(const char*, std::streamsize) override { return 0; }
+};
+
+}  // namespace
+
+TEST_CASE("standard output that cannot be written is exit 1", "[cli][errors]") {
+  const std::string config = Config("example.yaml");
+  const char* argv[] = {"ppb-sim", "--config", config.c_str()};
+  RefusingBuf buf;
+  std::ostream out(&buf);
+  std::ostringstream err;
+  CHECK(RunCli(3, argv, out, err) == 1);
+  CHECK(err.str().rfind("ppb-sim: cannot write standard output: ", 0) == 0);
+}
+
+TEST_CASE("names that are not UTF-8 reach every JSON report as U+FFFD",
+          "[cli]") {
+  const std::string bad = "bad\xff\xfe-name";
+  const std::string replaced = "bad\xef\xbf\xbd\xef\xbf\xbd-name";
+  std::string tiny(test::kTinySearchConfig);
+  tiny.replace(tiny.find("tiny-4l"), 7, bad);
+  const std::string config = WriteText("ppb_test_utf8.yaml", tiny);
+  const std::string cands = WriteText(
+      "ppb_test_utf8_cands.yaml",
+      "candidates:\n  - {name: " + bad + ", layers_per_chunk: [[2, 2]]}\n");
+  std::vector<std::vector<std::string>> runs = {
+      {"simulate", "--config", config},
+      {"search", "--config", config, "--threads", "1", "--time-limit", "20"},
+      {"compare", "--config", config},
+      {"rank", "--config", config, "--candidates", cands},
+  };
+  // model needs layers derived from a config.json.
+  std::string hf = Slurp(Config("llama3-8b.yaml"));
+  hf.replace(hf.find("name: llama3-8b") + 6, 9, bad);
+  hf.replace(hf.find("hf_config: hf/") + 11, 3,
+             std::string(PPB_CONFIGS_DIR) + "/hf/");
+  const std::string hf_config = WriteText("ppb_test_utf8_hf.yaml", hf);
+  runs.push_back({"model", "--config", hf_config});
+  runs.push_back({"simulate", "--config", hf_config, "--emit", "megatron"});
+  for (std::vector<std::string> args : runs) {
+    INFO(args[0]);
+    args.insert(args.end(), {"--format", "json"});
+    const CliRun r = Cli(args);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK_NOTHROW(nlohmann::json::parse(r.out));
+    CHECK(r.out.find(replaced) != std::string::npos);
+  }
+  // Exact memory of 1 GiB static and 1 GiB activation per layer (1F1B).
+  const std::string runs_yaml = WriteText("ppb_test_utf8_runs.yaml", R"(runs:
+  - name: )" + bad + R"(
+    stages: 4
+    microbatches: 8
+    layers: [5, 6, 6, 5]
+    memory: [25GiB, 24GiB, 18GiB, 10GiB]
+  - name: b
+    stages: 4
+    microbatches: 8
+    layers: [6, 5, 5, 6]
+    memory: [30GiB, 20GiB, 15GiB, 12GiB]
+)");
+  const CliRun cal =
+      Cli({"calibrate", "--measurements", runs_yaml, "--format", "json"});
+  INFO(cal.err);
+  CHECK(cal.status == 0);
+  CHECK_NOTHROW(nlohmann::json::parse(cal.out));
+  CHECK(cal.out.find(replaced) != std::string::npos);
+  for (const std::string& f : {config, cands, hf_config, runs_yaml}) {
+    std::remove(f.c_str());
+  }
 }
 
 }  // namespace ppb

@@ -1071,6 +1071,77 @@ TEST_CASE("strategy: bad Megatron layouts name the position",
         std::vector<int>{2, 1, 1, 1});
 }
 
+TEST_CASE("strategy: a layout nested 30,000 deep is refused, not a crash",
+          "[config][strategy]") {
+  const std::vector<Layer> small = Kinds("EttttL");
+  const std::string deep =
+      std::string(30000, '(') + "Ett|ttL" + std::string(30000, ')');
+  Result<std::vector<int>> r = ParseMegatronLayout(deep, small, 2, 1);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message ==
+        "position 101: '(' must nest at most 100 deep; got \"" +
+            std::string(60, '(') + "... (60007 characters)\"");
+  CHECK(MegatronLayoutStages(deep, 1000).error().message ==
+        r.error().message);
+  // 100 levels are accepted.
+  CHECK(*ParseMegatronLayout(std::string(100, '(') + "Ett|ttL" +
+                                 std::string(100, ')'),
+                             small, 2, 1) == std::vector<int>{3, 3});
+  // Through the config: file, line, key; the value abbreviated.
+  const std::string message = ParseError(
+      WithoutStrategy() + "strategy:\n  layout: \"" + deep + "\"\n");
+  CHECK(message.find(": strategy.layout: position 101: '(' must nest at most "
+                     "100 deep; got \"((((") != std::string::npos);
+  CHECK(message.rfind("run.yaml:", 0) == 0);
+  CHECK(message.size() < 300);
+}
+
+TEST_CASE("errors abbreviate a long value they give back", "[config]") {
+  CHECK(Abbreviate(std::string(80, 'x')) == std::string(80, 'x'));
+  CHECK(Abbreviate(std::string(81, 'x')) ==
+        std::string(60, 'x') + "... (81 characters)");
+  // Not cut inside a UTF-8 sequence: 59 bytes, then a 2-byte character.
+  CHECK(Abbreviate(std::string(59, 'x') + "\xc3\xa9" + std::string(40, 'y')) ==
+        std::string(59, 'x') + "... (101 characters)");
+  std::string text(test::kTinySearchConfig);
+  text.replace(text.find("forward: 1ms") + 9, 3, std::string(5000, 'z'));
+  CHECK(ParseError(text) ==
+        "run.yaml:6: model.layers[0].forward: must be a duration with a unit "
+        "(ns, us, ms, s); got " +
+            std::string(60, 'z') + "... (5000 characters)");
+}
+
+TEST_CASE("bounds keep the simulator's sums in range", "[config]") {
+  auto edited = [](std::string_view from, const std::string& to) {
+    std::string text(test::kTinySearchConfig);
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  // One value beyond its bound: file, line, key, the bound, the value.
+  CHECK(ParseError(edited("forward: 1ms", "forward: 5000000000s")) ==
+        "run.yaml:6: model.layers[0].forward: must be a duration of at most "
+        "1000s; got 5000000000s");
+  CHECK(ParseError(edited("static_memory: 1GiB", "static_memory: 2000TB")) ==
+        "run.yaml:8: model.layers[0].static_memory: must be a size of at "
+        "most 1TiB; got 2000TB");
+  CHECK(ParseError(edited("{memory: 7GiB}", "{memory: 7GiB, speed: 1e-300}")) ==
+        "run.yaml:13: cluster.devices.speed: must be a relative speed in "
+        "[0.1, 1000]; got 1e-300");
+  CHECK(ParseError(edited("{memory: 7GiB}", "{memory: 7GiB, speed: 1e300}")) ==
+        "run.yaml:13: cluster.devices.speed: must be a relative speed in "
+        "[0.1, 1000]; got 1e300");
+  CHECK(Parse(edited("forward: 1ms", "forward: 1000s")).ok());
+  // Values in bounds whose iteration total is not: the micro-batches named.
+  std::string big = edited("repeat: 4", "repeat: 1000");
+  big.replace(big.find("forward: 1ms"), 12, "forward: 1000s");
+  big.replace(big.find("microbatches: 4"), 15, "microbatches: 10000");
+  CHECK(PrepareError(big) ==
+        "run.yaml:16: pipeline.microbatches: must keep one iteration's work "
+        "(every op and transfer of every micro-batch) under 2^62 ns (146 "
+        "years) and its memory under 2^62 bytes; got m = 10000 with 1e+10 s "
+        "of work and 1.07e+16 bytes");
+}
+
 TEST_CASE("strategy: first-N recompute", "[config][strategy]") {
   std::vector<Layer> layers = Kinds("EttttL");
   for (Layer& l : layers) {

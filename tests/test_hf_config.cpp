@@ -2,6 +2,8 @@
 // spelling, the totals of the reference models through the file, and
 // errors that name the field.
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "apps/input/hf_config.h"
@@ -113,6 +115,36 @@ TEST_CASE("hf: errors name the field", "[cost]") {
   REQUIRE_FALSE(nested.ok());
   CHECK(nested.error().key == "text_config.hidden_size");
   CHECK_FALSE(ParseHfConfig("{not json").ok());
+  // A number beyond double's range is an error, not an abort.
+  Result<Architecture> huge = ParseHfConfig(R"({"hidden_size": 1e400})");
+  REQUIRE_FALSE(huge.ok());
+  CHECK(huge.error().message ==
+        "must be valid JSON (a HuggingFace config.json); got an error "
+        "([json.exception.out_of_range.406] number overflow parsing '1e400')");
+  // Fields whose parameter counts would overflow are refused, with the key.
+  std::ifstream in(Hf("llama3-8b.json"));
+  const std::string llama((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = llama;
+    text.replace(text.find(from), from.size(), to);
+    return ParseHfConfig(text);
+  };
+  REQUIRE(with("\"vocab_size\": 128256", "\"vocab_size\": 128256").ok());
+  Result<Architecture> vocab =
+      with("\"vocab_size\": 128256", "\"vocab_size\": 1244444444448256");
+  REQUIRE_FALSE(vocab.ok());
+  CHECK(vocab.error().key == "vocab_size");
+  CHECK(vocab.error().message ==
+        "must be an integer of at most 1048576; got 1244444444448256");
+  Result<Architecture> hidden = with("\"hidden_size\": 4096",
+                                     "\"hidden_size\": 4000000000000000000");
+  REQUIRE_FALSE(hidden.ok());
+  CHECK(hidden.error().key == "hidden_size");
+  CHECK(hidden.error().message ==
+        "must be an integer of at most 1048576; got 4000000000000000000");
+  CHECK(ParseHfConfig("[1]").error().message ==
+        "must be a JSON object (a HuggingFace config.json); got [1]");
   CHECK_FALSE(LoadHfConfig(Hf("no-such.json")).ok());
 }
 

@@ -574,7 +574,7 @@ TEST_CASE("cli: --svg and --report write their files", "[viz][cli]") {
     for (const char* flag : {"--svg", "--report"}) {
       const CliRun bad = Cli({"--config", Config("example.yaml"), flag, "/nonexistent-ppb-dir/x"});
       CHECK(bad.status == 1);
-      CHECK(bad.err == "ppb-sim: cannot write /nonexistent-ppb-dir/x\n");
+      CHECK(bad.err == "ppb-sim: cannot write /nonexistent-ppb-dir/x: No such file or directory\n");
     }
   }
 }
@@ -624,7 +624,7 @@ TEST_CASE("cli: search --svg and --report draw the recommendation", "[viz][cli][
     const CliRun bad = Cli({"search", "--config", config, "--threads", "1", "--time-limit", "20",
                             "--report", "/nonexistent-ppb-dir/r.html"});
     CHECK(bad.status == 1);
-    CHECK(bad.err == "ppb-sim: cannot write /nonexistent-ppb-dir/r.html\n");
+    CHECK(bad.err == "ppb-sim: cannot write /nonexistent-ppb-dir/r.html: No such file or directory\n");
   }
 }
 

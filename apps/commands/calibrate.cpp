@@ -6,11 +6,11 @@
 #include "apps/commands/commands.h"
 
 #include <boost/program_options.hpp>
-#include <fstream>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "apps/commands/common.h"
 #include "apps/input/measurements.h"
 #include "apps/input/units.h"
 #include "apps/output/calibration.h"
@@ -94,11 +94,7 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
       err << path << ": " << yaml.error().message << "\n";
       return 2;
     }
-    std::ofstream f(vm["output"].as<std::string>());
-    if (!(f << *yaml)) {
-      err << "ppb-sim: --output: cannot write " << vm["output"].as<std::string>() << "\n";
-      return 1;
-    }
+    if (!WriteFile(vm["output"].as<std::string>(), *yaml, err)) return kExitIo;
   }
   return 0;
 }

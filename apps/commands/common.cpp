@@ -2,8 +2,10 @@
 #include "apps/commands/common.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -70,13 +72,21 @@ Result<Nanos> TimeLimitFlag(const std::string& flag, const std::string& text) {
 
 bool WriteFile(const std::string& path, const std::string& text,
                std::ostream& err) {
+  // A full device fails only when the buffer reaches it: the stream is
+  // judged after close(), and errno then holds the system's reason.
+  errno = 0;
   std::ofstream f(path, std::ios::binary);
   if (f) f << text;
+  if (f.is_open()) f.close();
   if (!f) {
-    err << "ppb-sim: cannot write " << path << "\n";
+    err << "ppb-sim: cannot write " << path << ": " << SystemReason() << "\n";
     return false;
   }
   return true;
+}
+
+std::string SystemReason() {
+  return errno != 0 ? std::strerror(errno) : "the write failed";
 }
 
 void AddRunOptions(po::options_description& opts) {

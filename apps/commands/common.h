@@ -3,7 +3,7 @@
 // options every command takes, loading the config with its overrides,
 // --emit, and writing output files. Every bad flag is reported on `err` as
 // "ppb-sim: --flag: expected ...; got '...'" (exit 2); a file that cannot be
-// written as "ppb-sim: cannot write FILE" (exit 1).
+// written as "ppb-sim: cannot write FILE: <system's reason>" (exit 1).
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -79,8 +79,14 @@ Result<std::vector<std::string>> NameList(const std::string& flag,
 // "30s", "500ms" or plain seconds ("30", "1.5"); 0 means no limit.
 Result<Nanos> TimeLimitFlag(const std::string& flag, const std::string& text);
 
+// Writes `text` to `path`, checked after the file is closed (so a full
+// device is seen); false after "ppb-sim: cannot write PATH: <reason>".
 bool WriteFile(const std::string& path, const std::string& text,
                std::ostream& err);
+
+// strerror(errno) after a failed write, or "the write failed" when the
+// system gave no reason.
+std::string SystemReason();
 
 // Options every command takes: the config and the pipeline overrides.
 void AddRunOptions(po::options_description& opts);

@@ -170,7 +170,7 @@ Status Parser::ParseDeviceTypes(const Entry& types, Topology& t) {
                         : "must be given (a relative speed), or peak_tflops; got neither");
     }
     if (speed != nullptr) {
-      Result<double> x = PositiveNumber(speed->value, speed->path);
+      Result<double> x = Speed(speed->value, speed->path);
       if (!x.ok()) return x.error();
       dt.speed = *x;
       tflops.emplace_back();
@@ -200,6 +200,12 @@ Status Parser::ParseDeviceTypes(const Entry& types, Topology& t) {
     if (!tflops[i]) continue;
     if (!ref) ref = tflops[i];
     t.types[i].speed = *tflops[i] / *ref;
+    if (t.types[i].speed < kMinSpeed || t.types[i].speed > kMaxSpeed) {
+      return Fail((*titems)[i].path + ".peak_tflops",
+                  fmt::format("must give a relative speed (peak_tflops / {}) "
+                              "in [0.1, 1000]; got {} / {} = {}",
+                              *ref, *tflops[i], *ref, t.types[i].speed));
+    }
   }
   return Status();
 }
@@ -374,7 +380,7 @@ Status Parser::ParseDeviceFields(const Entries& fields, const std::string& path,
                 "must be given (a positive size, e.g. 80GiB); got nothing");
   }
   if (const Entry* s = Find(fields, "speed")) {
-    Result<double> x = PositiveNumber(s->value, s->path);
+    Result<double> x = Speed(s->value, s->path);
     if (!x.ok()) return x.error();
     d.speed = *x;
   }

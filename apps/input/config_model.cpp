@@ -170,10 +170,10 @@ Status Parser::ParseSappModel(const Entries& e) {
                 "got nothing");
   }
   Result<std::int64_t> tv =
-      UnitValue(t->value, t->path, ParseDuration, "duration", true);
+      Duration(t->value, t->path, true);
   if (!tv.ok()) return tv.error();
   Result<std::int64_t> mv =
-      UnitValue(m->value, m->path, ParseBytes, "size", true);
+      Size(m->value, m->path, true);
   if (!mv.ok()) return mv.error();
   std::filesystem::path fp(*name);
   if (fp.is_relative()) {

@@ -69,11 +69,13 @@ const Entry* Find(const Entries& entries, std::string_view key) {
   return nullptr;
 }
 
-// How a value appears in "; got ..." when it is not what was expected.
+// How a value appears in "; got ..." when it is not what was expected
+// (a long scalar abbreviated, core/result.h).
 std::string Given(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "nothing";
   if (node.IsScalar()) {
-    return node.Scalar().empty() ? "an empty string" : node.Scalar();
+    return node.Scalar().empty() ? "an empty string"
+                                 : Abbreviate(node.Scalar());
   }
   if (node.IsSequence()) {
     return "a list of " + std::to_string(node.size());
@@ -210,9 +212,9 @@ Result<std::int64_t> ConfigReader::Integer(const YAML::Node& node,
   if (ec == std::errc::result_out_of_range || x > max) {
     const std::string note =
         max == INT_MAX ? " (at most " + std::to_string(max) + ")" : "";
-    return Fail(path, want + note + "; got " + s);
+    return Fail(path, want + note + "; got " + Abbreviate(s));
   }
-  if (x < min) return Fail(path, want + "; got " + s);
+  if (x < min) return Fail(path, want + "; got " + Abbreviate(s));
   return x;
 }
 
@@ -273,19 +275,34 @@ Result<double> ConfigReader::PositiveNumber(const YAML::Node& node,
   return x;
 }
 
+Result<double> ConfigReader::Speed(const YAML::Node& node,
+                                   const std::string& path) {
+  Result<double> x = PositiveNumber(node, path);
+  if (!x.ok()) return x;
+  if (*x < kMinSpeed || *x > kMaxSpeed) {
+    return Fail(path, "must be a relative speed in [0.1, 1000]; got " +
+                          Given(node));
+  }
+  return x;
+}
+
 Result<Nanos> ConfigReader::Duration(const YAML::Node& node,
-                                     const std::string& path, bool positive) {
-  return UnitValue(node, path, ParseDuration, "duration", positive);
+                                     const std::string& path, bool positive,
+                                     Nanos max, std::string_view max_text) {
+  return UnitValue(node, path, ParseDuration, "duration", positive, max,
+                   max_text);
 }
 
 Result<Bytes> ConfigReader::Size(const YAML::Node& node,
                                  const std::string& path, bool positive) {
-  return UnitValue(node, path, ParseBytes, "size", positive);
+  return UnitValue(node, path, ParseBytes, "size", positive, kMaxSize,
+                   "1TiB");
 }
 
 Result<BytesPerSec> ConfigReader::Bandwidth(const YAML::Node& node,
                                             const std::string& path) {
-  return UnitValue(node, path, ParseBandwidth, "bandwidth", true);
+  return UnitValue(node, path, ParseBandwidth, "bandwidth", true,
+                   std::numeric_limits<std::int64_t>::max(), "");
 }
 
 }  // namespace config_detail

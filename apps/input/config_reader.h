@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -47,6 +48,18 @@ namespace ppb::config_detail {
 
 // Most layers a model may have after `repeat` expansion (guards memory).
 inline constexpr int kMaxLayers = 100000;
+
+// Bounds on one value, chosen so that the simulator's integer sums cannot
+// overflow int64 (9.2e18): a stage adds up at most kMaxLayers (1e5) layer
+// times of at most kMaxDuration (1e12 ns = 1000 s) and divides by a speed
+// of at least kMinSpeed (0.1): 1e18 ns; sizes of at most kMaxSize (2^40 B =
+// 1 TiB) add up to at most 2^57 B per stage. Sums over micro-batches and
+// stages are checked after lowering (core/validate.cpp). Real values are
+// milliseconds and gigabytes.
+inline constexpr Nanos kMaxDuration = 1'000'000'000'000;  // 1000 s
+inline constexpr Bytes kMaxSize = Bytes{1} << 40;           // 1 TiB
+inline constexpr double kMinSpeed = 0.1;
+inline constexpr double kMaxSpeed = 1000;
 
 // One entry of a YAML map, in file order.
 struct Entry {
@@ -138,11 +151,15 @@ class ConfigReader {
   Result<bool> Bool(const YAML::Node& node, const std::string& path);
   Result<double> PositiveNumber(const YAML::Node& node,
                                 const std::string& path);
-  // A unit value parsed by `parse`; positive or non-negative.
+  // A relative device speed in [kMinSpeed, kMaxSpeed].
+  Result<double> Speed(const YAML::Node& node, const std::string& path);
+  // A unit value parsed by `parse`; positive or non-negative; at most
+  // `max` (`max_text` says it with its unit).
   template <class Parse>
   Result<std::int64_t> UnitValue(const YAML::Node& node,
                                  const std::string& path, Parse parse,
-                                 std::string_view noun, bool positive) {
+                                 std::string_view noun, bool positive,
+                                 std::int64_t max, std::string_view max_text) {
     if (!node.IsScalar()) {
       // Given() ("a map", "nothing") is never a number, so the parser's own
       // "must be a <noun> with a unit (...); got <given>" message results.
@@ -151,19 +168,26 @@ class ConfigReader {
     const std::string& text = node.Scalar();
     const size_t first = text.find_first_not_of(" \t");
     if (positive && first != std::string::npos && text[first] == '-') {
-      return Fail(path,
-                  "must be a positive " + std::string(noun) + "; got " + text);
+      return Fail(path, "must be a positive " + std::string(noun) +
+                            "; got " + Abbreviate(text));
     }
     Result<std::int64_t> r = parse(text);
     if (!r.ok()) return Fail(path, r.error().message);
     if (positive && *r == 0) {
-      return Fail(path, "must be a positive " + std::string(noun) + "; got " +
-                            node.Scalar());
+      return Fail(path, "must be a positive " + std::string(noun) +
+                            "; got " + Abbreviate(node.Scalar()));
+    }
+    if (*r > max) {
+      return Fail(path, "must be a " + std::string(noun) + " of at most " +
+                            std::string(max_text) + "; got " +
+                            Abbreviate(node.Scalar()));
     }
     return *r;
   }
+  // At most kMaxDuration, or `max` (`max_text`) when given.
   Result<Nanos> Duration(const YAML::Node& node, const std::string& path,
-                         bool positive);
+                         bool positive, Nanos max = kMaxDuration,
+                         std::string_view max_text = "1000s");
   Result<Bytes> Size(const YAML::Node& node, const std::string& path,
                      bool positive);
   Result<BytesPerSec> Bandwidth(const YAML::Node& node,

@@ -36,7 +36,11 @@ Status Parser::ParseSearch(const Entry* section) {
   };
   PPB_RETURN_IF_ERROR(SearchValue(
       e, "time_limit", cli_.time_limit, out.time_limit,
-      [&](const Entry& x) { return Duration(x.value, x.path, false); }));
+      [&](const Entry& x) {
+        // As --time-limit: up to 10^9 s.
+        return Duration(x.value, x.path, false, 1'000'000'000'000'000'000,
+                        "1000000000s");
+      }));
   PPB_RETURN_IF_ERROR(SearchValue(
       e, "node_limit", cli_.node_limit, out.node_limit, [&](const Entry& x) {
         return Integer(x.value, x.path, 1, INT64_MAX, "a positive integer");

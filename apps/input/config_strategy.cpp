@@ -205,7 +205,7 @@ Status Parser::Layout(const Entry& entry) {
             "must give every stage a layer (set " + strategy_path_ +
                 ".allow_empty_chunks to allow empty ones); got stage " +
                 std::to_string(s) + " (" + StageName(s, p) + ") empty in \"" +
-                *text + "\"");
+                Abbreviate(*text) + "\"");
       }
     }
   }

@@ -14,6 +14,18 @@ namespace {
 
 using nlohmann::json;
 
+// How a JSON value appears after "; got " (abbreviated, core/result.h).
+std::string Shown(const json& v) {
+  return Abbreviate(v.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+// Largest integer field (sizes, counts): 2^20, far above every published
+// model (vocab_size 256000, hidden_size 16384), so that a product of two
+// fields (vocab_size x hidden_size, hidden_size x intermediate_size) stays
+// within 2^40 and the parameter and byte counts derived from them within
+// int64; vocab_size 1244444444448256 is refused here, not a negative size.
+constexpr std::int64_t kMaxField = std::int64_t{1} << 20;
+
 // Reads fields of one JSON object, remembering the key prefix
 // ("text_config.") for errors.
 class Fields {
@@ -30,8 +42,8 @@ class Fields {
     return Error{prefix_ + key, message};
   }
 
-  // An integer >= `min`; absent or null: `fallback` when given, else an
-  // error.
+  // An integer >= `min` and at most kMaxField; absent or null: `fallback`
+  // when given, else an error.
   Result<std::int64_t> Int(const char* key, std::int64_t min,
                            std::optional<std::int64_t> fallback) const {
     if (!Has(key)) {
@@ -42,7 +54,11 @@ class Fields {
     const json& v = obj_.at(key);
     if (!v.is_number_integer() || v.get<std::int64_t>() < min) {
       return Fail(key, "must be an integer >= " + std::to_string(min) +
-                           "; got " + v.dump());
+                           "; got " + Shown(v));
+    }
+    if (v.get<std::int64_t>() > kMaxField) {
+      return Fail(key, "must be an integer of at most " +
+                           std::to_string(kMaxField) + "; got " + Shown(v));
     }
     return v.get<std::int64_t>();
   }
@@ -50,14 +66,14 @@ class Fields {
   Result<bool> Bool(const char* key, bool fallback) const {
     if (!Has(key)) return fallback;
     const json& v = obj_.at(key);
-    if (!v.is_boolean()) return Fail(key, "must be true or false; got " + v.dump());
+    if (!v.is_boolean()) return Fail(key, "must be true or false; got " + Shown(v));
     return v.get<bool>();
   }
 
   Result<std::string> String(const char* key, std::string fallback) const {
     if (!Has(key)) return fallback;
     const json& v = obj_.at(key);
-    if (!v.is_string()) return Fail(key, "must be a string; got " + v.dump());
+    if (!v.is_string()) return Fail(key, "must be a string; got " + Shown(v));
     return v.get<std::string>();
   }
 
@@ -221,19 +237,27 @@ Result<Architecture> ParseObject(const Fields& f) {
   return a;
 }
 
-}  // namespace
-
-Result<Architecture> ParseHfConfig(std::string_view json_text) {
-  json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) {
-    return Error{"", "must be a JSON object (a HuggingFace config.json)"};
+// The architecture of config.json's text; may throw nlohmann's exceptions
+// (they stop at ParseHfConfig).
+Result<Architecture> ParseRoot(std::string_view json_text) {
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number beyond double (1e400).
+    return Error{"", "must be valid JSON (a HuggingFace config.json); got "
+                     "an error (" + std::string(e.what()) + ")"};
+  }
+  if (!root.is_object()) {
+    return Error{"", "must be a JSON object (a HuggingFace config.json); got " +
+                         Shown(root)};
   }
   const json* obj = &root;
   std::string prefix;
   if (auto it = root.find("text_config");
       it != root.end() && !it->is_null()) {
     if (!it->is_object()) {
-      return Error{"text_config", "must be an object; got " + it->dump()};
+      return Error{"text_config", "must be an object; got " + Shown(*it)};
     }
     obj = &*it;
     prefix = "text_config.";
@@ -244,19 +268,30 @@ Result<Architecture> ParseHfConfig(std::string_view json_text) {
       it != obj->end() && !it->is_null()) {
     if (!it->is_array()) {
       return Error{prefix + "mlp_only_layers",
-                   "must be a list of layer indices; got " + it->dump()};
+                   "must be a list of layer indices; got " + Shown(*it)};
     }
     for (const json& x : *it) {
       if (!x.is_number_integer() || x.get<std::int64_t>() < 0 ||
           x.get<std::int64_t>() >= a->layers) {
         return Error{prefix + "mlp_only_layers",
                      "must hold layer indices in 0.." +
-                         std::to_string(a->layers - 1) + "; got " + x.dump()};
+                         std::to_string(a->layers - 1) + "; got " + Shown(x)};
       }
       a->moe_layout.mlp_only_layers.push_back(x.get<int>());
     }
   }
   return a;
+}
+
+}  // namespace
+
+Result<Architecture> ParseHfConfig(std::string_view json_text) {
+  try {
+    return ParseRoot(json_text);
+  } catch (const json::exception& e) {
+    return Error{"", "must be a readable HuggingFace config.json; got an "
+                     "error (" + std::string(e.what()) + ")"};
+  }
 }
 
 Result<Architecture> LoadHfConfig(const std::string& path) {

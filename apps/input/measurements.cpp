@@ -63,7 +63,7 @@ class Reader {
            n.Scalar() == "True" || n.Scalar() == "False")) {
         if (!b) return std::vector<int>(p, 0);
         if (all != nullptr) return *all;
-        return Fail(n, key, "must be integers; got " + n.Scalar());
+        return Fail(n, key, "must be integers; got " + Abbreviate(n.Scalar()));
       }
       Result<long long> v = Int(n, key, min);
       if (!v.ok()) return v.error();

@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "apps/input/config_reader.h"
+
 namespace ppb {
 namespace {
 
@@ -19,9 +21,7 @@ using Json = nlohmann::json;
   } while (0)
 
 std::string Given(const Json& j) {
-  std::string s = j.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
+  return Abbreviate(j.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
 }  // namespace
@@ -39,11 +39,13 @@ const std::vector<SappMode>& SappModes() {
   return modes;
 }
 
-// Long (about 170 lines): one pass over SAPP's JSON that checks each key
-// where it reads it.
-Result<std::vector<Layer>> ParseSappLayers(std::string_view text,
-                                           std::string_view filename,
-                                           const SappUnits& units) {
+namespace {
+
+// Long (about 190 lines): one pass over SAPP's JSON that checks each key
+// where it reads it. nlohmann's exceptions stop at ParseSappLayers.
+Result<std::vector<Layer>> ParseLayers(std::string_view text,
+                                       std::string_view filename,
+                                       const SappUnits& units) {
   const std::string file(filename);
   auto fail = [&](const std::string& key, const std::string& msg) {
     return Error{key, file + ": " + key + ": " + msg};
@@ -51,8 +53,9 @@ Result<std::vector<Layer>> ParseSappLayers(std::string_view text,
   Json root;
   try {
     root = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    return Error{"", file + ": must be valid JSON; got a syntax error (" +
+  } catch (const Json::exception& e) {
+    // parse_error, and out_of_range for a number beyond double (1e400).
+    return Error{"", file + ": must be valid JSON; got an error (" +
                          std::string(e.what()) + ")"};
   }
   if (!root.is_object()) return fail("(top)", "must be an object; got " + Given(root));
@@ -162,6 +165,30 @@ Result<std::vector<Layer>> ParseSappLayers(std::string_view text,
                   "must be given (the duration of one SAPP time unit, e.g. "
                   "1ms); got nothing");
     }
+    // Each value within the config's bounds (config_reader.h), so that the
+    // conversions below and the simulator's sums stay in range.
+    const double max_time =
+        static_cast<double>(config_detail::kMaxDuration) / units.time;
+    const double max_memory =
+        units.memory > 0
+            ? static_cast<double>(config_detail::kMaxSize) / units.memory
+            : 0;
+    for (const char* key : {"time", "forward_time", "backward_time"}) {
+      if (d.contains(key) && d[key].is_number() &&
+          d[key].get<double>() > max_time) {
+        return fail(path + "." + key,
+                    "must be at most 1000s (" + Given(Json(max_time)) +
+                        " time units); got " + Given(d[key]));
+      }
+    }
+    for (const auto& [key, value] : d.items()) {
+      if (key.rfind("memory_", 0) == 0 && value.is_number() &&
+          value.get<double>() > max_memory) {
+        return fail(path + "." + key,
+                    "must be at most 1TiB (" + Given(Json(max_memory)) +
+                        " memory units); got " + Given(value));
+      }
+    }
     auto ns = [&](double x) { return static_cast<Nanos>(std::llround(x * units.time)); };
     auto bytes = [&](double x) {
       return static_cast<Bytes>(std::llround(x * static_cast<double>(units.memory)));
@@ -211,6 +238,20 @@ Result<std::vector<Layer>> ParseSappLayers(std::string_view text,
   layers.insert(layers.end(), bodies.begin(), bodies.end());
   layers.insert(layers.end(), tails.begin(), tails.end());
   return layers;
+}
+
+}  // namespace
+
+Result<std::vector<Layer>> ParseSappLayers(std::string_view text,
+                                           std::string_view filename,
+                                           const SappUnits& units) {
+  try {
+    return ParseLayers(text, filename, units);
+  } catch (const Json::exception& e) {
+    return Error{"", std::string(filename) +
+                         ": must be a readable SAPP layer description; got "
+                         "an error (" + std::string(e.what()) + ")"};
+  }
 }
 
 Result<std::vector<Layer>> LoadSappLayers(const std::string& path,

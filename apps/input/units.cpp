@@ -91,7 +91,7 @@ Error Expected(const Quantity& q, std::string_view given,
   msg += " with a unit (";
   msg += q.unit_list;
   msg += "); got ";
-  msg += given.empty() ? std::string("an empty string") : std::string(given);
+  msg += given.empty() ? std::string("an empty string") : Abbreviate(given);
   if (!why.empty()) {
     msg += " (";
     msg += why;
@@ -167,7 +167,7 @@ Result<std::int64_t> ParseQuantity(std::string_view text, const Quantity& q) {
   std::string_view s = given;
   if (!s.empty() && s.front() == '-') {
     return Error{"", "must be a non-negative " + std::string(q.noun) +
-                         "; got " + std::string(given)};
+                         "; got " + Abbreviate(given)};
   }
   if (!s.empty() && s.front() == '+') s.remove_prefix(1);
   Decimal d;
@@ -180,13 +180,13 @@ Result<std::int64_t> ParseQuantity(std::string_view text, const Quantity& q) {
   }
   if (unit == nullptr) {
     return Expected(q, given,
-                    "unknown unit \"" + std::string(unit_name) + "\"");
+                    "unknown unit \"" + Abbreviate(unit_name) + "\"");
   }
 
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   const Error too_large{"", "must be at most " + std::to_string(kMax) + " " +
                                 std::string(q.base) + "; got " +
-                                std::string(given)};
+                                Abbreviate(given)};
   // value = digits * 10^exp10 * num / den, rounded to nearest.
   U128 n = static_cast<U128>(d.digits) * unit->num;  // < 10^19 * 2^40
   U128 den = unit->den;

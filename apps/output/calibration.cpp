@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/input/sapp.h"
+#include "apps/output/json_text.h"
 
 namespace ppb {
 namespace {
@@ -165,7 +166,7 @@ std::string FormatCalibrationJson(const Measurements& m,
     t["residuals"] = tr;
     j["time"] = t;
   }
-  return j.dump(2) + "\n";
+  return JsonText(j, 2) + "\n";
 }
 
 }  // namespace ppb

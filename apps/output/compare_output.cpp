@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "apps/output/json_text.h"
 #include "apps/output/output.h"
 
 namespace ppb {
@@ -272,7 +273,7 @@ std::string FormatCompareJson(const CompareTable& table) {
     rows.push_back(r);
   }
   j["rows"] = rows;
-  return j.dump(2) + "\n";
+  return JsonText(j, 2) + "\n";
 }
 
 namespace {

@@ -22,6 +22,7 @@
 
 #include "apps/input/search_problem.h"
 #include "apps/output/emit_common.h"
+#include "apps/output/json_text.h"
 #include "core/strategy.h"
 #include "schedules/schedule.h"
 
@@ -531,7 +532,7 @@ std::string AddEmissionsToJson(const std::string& json, const std::vector<Emissi
     emit[FrameworkName(e.framework)] = one;
   }
   j["emit"] = emit;
-  return j.dump(2) + "\n";
+  return JsonText(j, 2) + "\n";
 }
 
 }  // namespace ppb

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "apps/output/json_text.h"
+
 namespace ppb {
 namespace {
 
@@ -124,7 +126,7 @@ std::string FormatModelJson(const RunConfig& config) {
                  {"backward_ns", t.backward},
                  {"static_memory_bytes", t.static_memory},
                  {"activation_bytes", t.activation}};
-  return j.dump(2) + "\n";
+  return JsonText(j, 2) + "\n";
 }
 
 }  // namespace ppb

@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <nlohmann/json.hpp>
 
+#include "apps/output/json_text.h"
+
 namespace ppb {
 namespace {
 
@@ -380,7 +382,7 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
     }
     j["critical_path"] = cp;
   }
-  return j.dump(2) + "\n";
+  return JsonText(j, 2) + "\n";
 }
 
 std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
@@ -459,7 +461,7 @@ std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
   j["traceEvents"] = events;
   j["displayTimeUnit"] = "ms";
   j["otherData"] = {{"generator", "ppb-sim"}, {"config", config.path}};
-  return j.dump() + "\n";
+  return JsonText(j, -1) + "\n";
 }
 
 std::string FormatCriticalPath(const std::vector<CriticalStep>& path) {

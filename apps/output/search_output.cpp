@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "apps/input/search_problem.h"
+#include "apps/output/json_text.h"
 #include "apps/output/output.h"
 #include "core/strategy.h"
 
@@ -524,7 +525,7 @@ std::string FormatSearchJson(const RunConfig& config,
     baselines.push_back(bj);
   }
   j["baselines"] = baselines;
-  return j.dump(2) + "\n";
+  return JsonText(j, 2) + "\n";
 }
 
 std::string FormatProgress(const SearchProgress& p) {
@@ -581,7 +582,7 @@ std::string FormatRankJson(const RunConfig& config,
     list.push_back(cj);
   }
   j["candidates"] = list;
-  return j.dump(2) + "\n";
+  return JsonText(j, 2) + "\n";
 }
 
 }  // namespace ppb
