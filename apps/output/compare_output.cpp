@@ -54,18 +54,6 @@ double SpeedupVsFirstVariant(const CompareTable& table, size_t i) {
 
 namespace {
 
-const char* OutcomeName(Outcome o) {
-  switch (o) {
-    case Outcome::Ok:
-      return "ok";
-    case Outcome::OutOfMemory:
-      return "out_of_memory";
-    case Outcome::Deadlock:
-      return "deadlock";
-  }
-  return "?";
-}
-
 std::string Ranks(const std::vector<int>& ranks, const char* sep) {
   std::string out;
   for (size_t k = 0; k < ranks.size(); ++k) {

@@ -15,18 +15,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-const char* OutcomeName(Outcome o) {
-  switch (o) {
-    case Outcome::Ok:
-      return "ok";
-    case Outcome::OutOfMemory:
-      return "out_of_memory";
-    case Outcome::Deadlock:
-      return "deadlock";
-  }
-  return "?";
-}
-
 const char* FlavorName(Flavor f) {
   return f == Flavor::Megatron ? "megatron" : "pytorch";
 }
@@ -129,6 +117,18 @@ std::vector<std::string> LayersHeld(const std::vector<int>& layers_per_stage,
     out[r] = s;
   }
   return out;
+}
+
+const char* OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::Ok:
+      return "ok";
+    case Outcome::OutOfMemory:
+      return "out_of_memory";
+    case Outcome::Deadlock:
+      return "deadlock";
+  }
+  return "?";
 }
 
 std::string DescribeSchedule(const RunConfig& config) {

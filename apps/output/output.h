@@ -16,6 +16,10 @@ namespace ppb {
 // as the reports name it.
 std::string DescribeSchedule(const RunConfig& config);
 
+// "ok", "out_of_memory" or "deadlock": a run's outcome as the JSON and CSV
+// reports name it.
+const char* OutcomeName(Outcome o);
+
 // One line on the largest part of the pipeline's breakdown other than ideal,
 // from the data: which rank, how much, the cause in figures (ranks idle
 // during fill and drain, layers held against the mean, recomputed layers,
