@@ -2,10 +2,10 @@
 // then checks that standard output reached its file (exit 1 if not).
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <iostream>
 
 #include "apps/cli.h"
+#include "apps/commands/common.h"
 
 int main(int argc, char** argv) {
   const int status = ppb::RunCli(argc, argv, std::cout, std::cerr);
@@ -14,9 +14,8 @@ int main(int argc, char** argv) {
   errno = 0;
   if (std::cout && (std::fflush(stdout) != 0 || std::ferror(stdout))) {
     std::cerr << "ppb-sim: cannot write standard output: "
-              << (errno != 0 ? std::strerror(errno) : "the write failed")
-              << "\n";
-    return 1;
+              << ppb::commands::SystemReason() << "\n";
+    return ppb::commands::kExitIo;
   }
   return status;
 }

@@ -15,13 +15,20 @@ inline Nanos ScaleTime(Nanos t, double speed) {
   return static_cast<Nanos>(std::llround(static_cast<double>(t) / speed));
 }
 
+__extension__ using Int128 = __int128;  // GCC/Clang builtin: exact products
+
 // Time a message of `bytes` occupies a link of `bandwidth` bytes/s, rounded
-// up to whole nanoseconds; 0 for an infinite (0) bandwidth.
-inline Nanos LinkOccupancy(Bytes bytes, BytesPerSec bandwidth) {
+// up to whole nanoseconds; 0 for an infinite (0) bandwidth. Exact in 128
+// bits, for sums that must not overflow (validate.cpp's totals).
+inline Int128 LinkOccupancyExact(Bytes bytes, BytesPerSec bandwidth) {
   if (bandwidth <= 0 || bytes <= 0) return 0;
-  __extension__ using Int128 = __int128;  // GCC/Clang builtin: exact product
   const Int128 num = static_cast<Int128>(bytes) * 1'000'000'000;
-  return static_cast<Nanos>((num + bandwidth - 1) / bandwidth);
+  return (num + bandwidth - 1) / bandwidth;
+}
+
+// LinkOccupancy as int64 ns. REQUIRES: it fits (the loader's bounds).
+inline Nanos LinkOccupancy(Bytes bytes, BytesPerSec bandwidth) {
+  return static_cast<Nanos>(LinkOccupancyExact(bytes, bandwidth));
 }
 
 }  // namespace ppb

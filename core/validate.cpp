@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cost.h"
 #include "core/op_index.h"
 
 namespace ppb {
@@ -46,7 +47,6 @@ struct CycleFinder : boost::default_dfs_visitor {
 // overflow. The config loader bounds each value (apps/input/
 // config_reader.h), so only a huge micro-batch count reaches this.
 Status CheckTotals(const PipelineSpec& spec) {
-  __extension__ using Int128 = __int128;  // GCC/Clang builtin
   constexpr Int128 kLimit = Int128{1} << 62;
   Nanos latency = 0;
   BytesPerSec bandwidth = 0;  // the slowest finite one; 0: all infinite
@@ -58,11 +58,7 @@ Status CheckTotals(const PipelineSpec& spec) {
   }
   Int128 work = 0, bytes = 0;
   for (const StageCost& c : spec.stages) {
-    Int128 transfer = latency;
-    if (bandwidth > 0) {
-      transfer += (static_cast<Int128>(c.output_bytes) * 1'000'000'000 +
-                   bandwidth - 1) / bandwidth;
-    }
+    const Int128 transfer = latency + LinkOccupancyExact(c.output_bytes, bandwidth);
     work += spec.m * (static_cast<Int128>(c.forward) + c.backward_input +
                       c.backward_weight + c.recompute + 2 * transfer);
     bytes += static_cast<Int128>(c.static_memory) + c.forward_transient +

@@ -203,8 +203,8 @@ Status Parser::ParseDeviceTypes(const Entry& types, Topology& t) {
     if (t.types[i].speed < kMinSpeed || t.types[i].speed > kMaxSpeed) {
       return Fail((*titems)[i].path + ".peak_tflops",
                   fmt::format("must give a relative speed (peak_tflops / {}) "
-                              "in [0.1, 1000]; got {} / {} = {}",
-                              *ref, *tflops[i], *ref, t.types[i].speed));
+                              "in {}; got {} / {} = {}",
+                              *ref, kSpeedRangeText, *tflops[i], *ref, t.types[i].speed));
     }
   }
   return Status();

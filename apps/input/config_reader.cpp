@@ -280,7 +280,7 @@ Result<double> ConfigReader::Speed(const YAML::Node& node,
   Result<double> x = PositiveNumber(node, path);
   if (!x.ok()) return x;
   if (*x < kMinSpeed || *x > kMaxSpeed) {
-    return Fail(path, "must be a relative speed in [0.1, 1000]; got " +
+    return Fail(path, "must be a relative speed in " + std::string(kSpeedRangeText) + "; got " +
                           Given(node));
   }
   return x;
@@ -296,7 +296,7 @@ Result<Nanos> ConfigReader::Duration(const YAML::Node& node,
 Result<Bytes> ConfigReader::Size(const YAML::Node& node,
                                  const std::string& path, bool positive) {
   return UnitValue(node, path, ParseBytes, "size", positive, kMaxSize,
-                   "1TiB");
+                   kMaxSizeText);
 }
 
 Result<BytesPerSec> ConfigReader::Bandwidth(const YAML::Node& node,

@@ -60,6 +60,10 @@ inline constexpr Nanos kMaxDuration = 1'000'000'000'000;  // 1000 s
 inline constexpr Bytes kMaxSize = Bytes{1} << 40;           // 1 TiB
 inline constexpr double kMinSpeed = 0.1;
 inline constexpr double kMaxSpeed = 1000;
+// The bounds as messages write them.
+inline constexpr std::string_view kMaxDurationText = "1000s";
+inline constexpr std::string_view kMaxSizeText = "1TiB";
+inline constexpr std::string_view kSpeedRangeText = "[0.1, 1000]";
 
 // One entry of a YAML map, in file order.
 struct Entry {
@@ -187,7 +191,7 @@ class ConfigReader {
   // At most kMaxDuration, or `max` (`max_text`) when given.
   Result<Nanos> Duration(const YAML::Node& node, const std::string& path,
                          bool positive, Nanos max = kMaxDuration,
-                         std::string_view max_text = "1000s");
+                         std::string_view max_text = kMaxDurationText);
   Result<Bytes> Size(const YAML::Node& node, const std::string& path,
                      bool positive);
   Result<BytesPerSec> Bandwidth(const YAML::Node& node,

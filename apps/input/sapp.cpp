@@ -177,7 +177,8 @@ Result<std::vector<Layer>> ParseLayers(std::string_view text,
       if (d.contains(key) && d[key].is_number() &&
           d[key].get<double>() > max_time) {
         return fail(path + "." + key,
-                    "must be at most 1000s (" + Given(Json(max_time)) +
+                    "must be at most " + std::string(config_detail::kMaxDurationText) + " (" +
+                        Given(Json(max_time)) +
                         " time units); got " + Given(d[key]));
       }
     }
@@ -185,7 +186,8 @@ Result<std::vector<Layer>> ParseLayers(std::string_view text,
       if (key.rfind("memory_", 0) == 0 && value.is_number() &&
           value.get<double>() > max_memory) {
         return fail(path + "." + key,
-                    "must be at most 1TiB (" + Given(Json(max_memory)) +
+                    "must be at most " + std::string(config_detail::kMaxSizeText) + " (" +
+                        Given(Json(max_memory)) +
                         " memory units); got " + Given(value));
       }
     }
