@@ -181,17 +181,15 @@ int Searcher::FirstWithin(const std::vector<int>& split,
 // simulating: bisection over the peaks on offer. At the least such M, the
 // choices undominated in (times, recomputed layers) are simulated fewest
 // recomputed first. False (cand unchanged) when a device's choices cannot
-// all be listed or a step has more than kTieCombos combinations.
-bool Searcher::PolishChunks(const std::vector<int>& split, Candidate& cand) {
+// all be listed or a step has more than kTieCombos combinations. `opts`:
+// every device's choices, as EnumerateDevice lists them.
+bool Searcher::PolishChunks(const std::vector<int>& split,
+                            const std::vector<std::vector<DeviceChoice>>& opts, Candidate& cand) {
   const int p = cp_.c.p;
-  std::vector<int> first;
-  std::vector<StageFixed> fx;
-  rc_.SplitLayout(split, first, fx);
-  std::vector<std::vector<DeviceChoice>> opts(p);
   Bytes floor = 0;  // no choice of the split goes below this max peak
   std::vector<Bytes> peaks;
   for (int d = 0; d < p; ++d) {
-    if (!rc_.EnumerateDevice(d, first, split, fx, opts[d]) || opts[d].empty()) return false;
+    if (opts[d].empty()) return false;
     Bytes least = kInf;
     for (const DeviceChoice& ch : opts[d]) {
       least = std::min(least, ch.peak);
@@ -262,15 +260,20 @@ bool Searcher::PolishChunks(const std::vector<int>& split, Candidate& cand) {
 bool Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
   const int p = cp_.c.p, v = cp_.c.v;
   if (!cand.feasible) return true;
-  if (v > 1 && PolishChunks(split, cand)) return true;
-  const bool proved = v == 1;
+  // Every device's choices, listed once for the exact and the greedy polish.
   std::vector<int> first;
   std::vector<StageFixed> fx;
   rc_.SplitLayout(split, first, fx);
   std::vector<std::vector<DeviceChoice>> opts(p);
+  bool listed = true;
+  for (int d = 0; d < p && listed; ++d) {
+    listed = rc_.EnumerateDevice(d, first, split, fx, opts[d]);
+  }
+  if (v > 1 && listed && PolishChunks(split, opts, cand)) return true;
+  const bool proved = v == 1;
+  if (!listed) return proved;
   std::vector<Bytes> peaks;
   for (int d = 0; d < p; ++d) {
-    if (!rc_.EnumerateDevice(d, first, split, fx, opts[d])) return proved;
     for (const auto& ch : opts[d]) peaks.push_back(ch.peak);
   }
   std::sort(peaks.begin(), peaks.end());

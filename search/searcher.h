@@ -144,7 +144,8 @@ class Searcher {
   // Replaces cand by a Better recompute choice of its split that keeps its
   // time; false when the result is not proved the best such choice.
   bool PolishTies(const std::vector<int>& split, Candidate& cand);
-  bool PolishChunks(const std::vector<int>& split, Candidate& cand);
+  bool PolishChunks(const std::vector<int>& split,
+                    const std::vector<std::vector<DeviceChoice>>& opts, Candidate& cand);
   int FirstWithin(const std::vector<int>& split,
                   const std::vector<std::vector<const DeviceChoice*>>& sets, Nanos target,
                   int rc_below, Candidate* out);
