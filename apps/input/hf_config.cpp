@@ -9,15 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "apps/input/json_text.h"
+
 namespace ppb {
 namespace {
 
 using nlohmann::json;
-
-// How a JSON value appears after "; got " (abbreviated, core/result.h).
-std::string Shown(const json& v) {
-  return Abbreviate(v.dump(-1, ' ', false, json::error_handler_t::replace));
-}
 
 // Largest integer field (sizes, counts): 2^20, far above every published
 // model (vocab_size 256000, hidden_size 16384), so that a product of two
@@ -54,11 +51,11 @@ class Fields {
     const json& v = obj_.at(key);
     if (!v.is_number_integer() || v.get<std::int64_t>() < min) {
       return Fail(key, "must be an integer >= " + std::to_string(min) +
-                           "; got " + Shown(v));
+                           "; got " + JsonGiven(v));
     }
     if (v.get<std::int64_t>() > kMaxField) {
       return Fail(key, "must be an integer of at most " +
-                           std::to_string(kMaxField) + "; got " + Shown(v));
+                           std::to_string(kMaxField) + "; got " + JsonGiven(v));
     }
     return v.get<std::int64_t>();
   }
@@ -66,14 +63,14 @@ class Fields {
   Result<bool> Bool(const char* key, bool fallback) const {
     if (!Has(key)) return fallback;
     const json& v = obj_.at(key);
-    if (!v.is_boolean()) return Fail(key, "must be true or false; got " + Shown(v));
+    if (!v.is_boolean()) return Fail(key, "must be true or false; got " + JsonGiven(v));
     return v.get<bool>();
   }
 
   Result<std::string> String(const char* key, std::string fallback) const {
     if (!Has(key)) return fallback;
     const json& v = obj_.at(key);
-    if (!v.is_string()) return Fail(key, "must be a string; got " + Shown(v));
+    if (!v.is_string()) return Fail(key, "must be a string; got " + JsonGiven(v));
     return v.get<std::string>();
   }
 
@@ -250,14 +247,14 @@ Result<Architecture> ParseRoot(std::string_view json_text) {
   }
   if (!root.is_object()) {
     return Error{"", "must be a JSON object (a HuggingFace config.json); got " +
-                         Shown(root)};
+                         JsonGiven(root)};
   }
   const json* obj = &root;
   std::string prefix;
   if (auto it = root.find("text_config");
       it != root.end() && !it->is_null()) {
     if (!it->is_object()) {
-      return Error{"text_config", "must be an object; got " + Shown(*it)};
+      return Error{"text_config", "must be an object; got " + JsonGiven(*it)};
     }
     obj = &*it;
     prefix = "text_config.";
@@ -268,14 +265,14 @@ Result<Architecture> ParseRoot(std::string_view json_text) {
       it != obj->end() && !it->is_null()) {
     if (!it->is_array()) {
       return Error{prefix + "mlp_only_layers",
-                   "must be a list of layer indices; got " + Shown(*it)};
+                   "must be a list of layer indices; got " + JsonGiven(*it)};
     }
     for (const json& x : *it) {
       if (!x.is_number_integer() || x.get<std::int64_t>() < 0 ||
           x.get<std::int64_t>() >= a->layers) {
         return Error{prefix + "mlp_only_layers",
                      "must hold layer indices in 0.." +
-                         std::to_string(a->layers - 1) + "; got " + Shown(x)};
+                         std::to_string(a->layers - 1) + "; got " + JsonGiven(x)};
       }
       a->moe_layout.mlp_only_layers.push_back(x.get<int>());
     }

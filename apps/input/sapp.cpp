@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "apps/input/config_reader.h"
+#include "apps/input/json_text.h"
 
 namespace ppb {
 namespace {
@@ -19,10 +20,6 @@ using Json = nlohmann::json;
     if (auto sapp_status_ = (expr); !sapp_status_.ok()) \
       return sapp_status_.error();                      \
   } while (0)
-
-std::string Given(const Json& j) {
-  return Abbreviate(j.dump(-1, ' ', false, Json::error_handler_t::replace));
-}
 
 }  // namespace
 
@@ -58,7 +55,7 @@ Result<std::vector<Layer>> ParseLayers(std::string_view text,
     return Error{"", file + ": must be valid JSON; got an error (" +
                          std::string(e.what()) + ")"};
   }
-  if (!root.is_object()) return fail("(top)", "must be an object; got " + Given(root));
+  if (!root.is_object()) return fail("(top)", "must be an object; got " + JsonGiven(root));
   for (const auto& [key, value] : root.items()) {
     static const std::set<std::string> known = {
         "name", "pre_defined_layer", "auto_partition_layer",
@@ -75,7 +72,7 @@ Result<std::vector<Layer>> ParseLayers(std::string_view text,
     return fail("layers_description",
                 "must be a non-empty list of HEAD/BODY/TAIL entries; got " +
                     (root.contains("layers_description")
-                         ? Given(root["layers_description"])
+                         ? JsonGiven(root["layers_description"])
                          : std::string("nothing")));
   }
   std::vector<Layer> heads, bodies, tails;
@@ -84,7 +81,7 @@ Result<std::vector<Layer>> ParseLayers(std::string_view text,
   for (size_t i = 0; i < list.size(); ++i) {
     const Json& d = list[i];
     const std::string path = "layers_description[" + std::to_string(i) + "]";
-    if (!d.is_object()) return fail(path, "must be an object; got " + Given(d));
+    if (!d.is_object()) return fail(path, "must be an object; got " + JsonGiven(d));
     std::set<std::string> known = {"name", "type", "model_name", "time",
                                    "nb_layer", "memory_parameter",
                                    "memory_activation", "forward_time",
@@ -114,14 +111,14 @@ Result<std::vector<Layer>> ParseLayers(std::string_view text,
       if (!v.is_number() || !std::isfinite(v.get<double>()) ||
           v.get<double>() < 0) {
         return fail(path + "." + key,
-                    "must be a non-negative number; got " + Given(v));
+                    "must be a non-negative number; got " + JsonGiven(v));
       }
       out = v.get<double>();
       return Status();
     };
     if (!d.contains("type") || !d["type"].is_string()) {
       return fail(path + ".type", "must be HEAD, BODY or TAIL; got " +
-                                      (d.contains("type") ? Given(d["type"]) : "nothing"));
+                                      (d.contains("type") ? JsonGiven(d["type"]) : "nothing"));
     }
     const std::string type = d["type"].get<std::string>();
     if (type != "HEAD" && type != "BODY" && type != "TAIL") {
@@ -130,14 +127,14 @@ Result<std::vector<Layer>> ParseLayers(std::string_view text,
     std::string name = type == "HEAD" ? "embedding" : type == "TAIL" ? "head" : "decoder";
     if (d.contains("name")) {
       if (!d["name"].is_string() || d["name"].get<std::string>().empty()) {
-        return fail(path + ".name", "must be a non-empty string; got " + Given(d["name"]));
+        return fail(path + ".name", "must be a non-empty string; got " + JsonGiven(d["name"]));
       }
       name = d["name"].get<std::string>();
     }
     double nb = 1;
     SAPP_TRY(number("nb_layer", false, nb));
     if (nb < 1 || nb != std::floor(nb) || nb > 100000) {
-      return fail(path + ".nb_layer", "must be a positive integer; got " + Given(d["nb_layer"]));
+      return fail(path + ".nb_layer", "must be a positive integer; got " + JsonGiven(d["nb_layer"]));
     }
     double time = 0, fwd = -1, bwd = -1, param = 0, act = 0;
     const bool split = d.contains("forward_time") || d.contains("backward_time");
@@ -178,8 +175,8 @@ Result<std::vector<Layer>> ParseLayers(std::string_view text,
           d[key].get<double>() > max_time) {
         return fail(path + "." + key,
                     "must be at most " + std::string(config_detail::kMaxDurationText) + " (" +
-                        Given(Json(max_time)) +
-                        " time units); got " + Given(d[key]));
+                        JsonGiven(Json(max_time)) +
+                        " time units); got " + JsonGiven(d[key]));
       }
     }
     for (const auto& [key, value] : d.items()) {
@@ -187,8 +184,8 @@ Result<std::vector<Layer>> ParseLayers(std::string_view text,
           value.get<double>() > max_memory) {
         return fail(path + "." + key,
                     "must be at most " + std::string(config_detail::kMaxSizeText) + " (" +
-                        Given(Json(max_memory)) +
-                        " memory units); got " + Given(value));
+                        JsonGiven(Json(max_memory)) +
+                        " memory units); got " + JsonGiven(value));
       }
     }
     auto ns = [&](double x) { return static_cast<Nanos>(std::llround(x * units.time)); };
@@ -204,7 +201,7 @@ Result<std::vector<Layer>> ParseLayers(std::string_view text,
     if (layer.forward <= 0 || layer.backward_input <= 0) {
       return fail(path + (split ? ".forward_time" : ".time"),
                   "must give a forward and a backward time > 0 ns; got " +
-                      Given(split ? d["forward_time"] : d["time"]) + " (x " +
+                      JsonGiven(split ? d["forward_time"] : d["time"]) + " (x " +
                       std::to_string(units.time) + " ns)");
     }
     layer.static_memory = bytes(param);
@@ -216,8 +213,8 @@ Result<std::vector<Layer>> ParseLayers(std::string_view text,
       SAPP_TRY(number(m.coef_key, false, coef));
       if (kept > act) {
         return fail(path + "." + m.memory_key,
-                    "must be <= memory_activation (" + Given(d.value("memory_activation", Json(0))) +
-                        "): a recompute mode keeps less; got " + Given(d[m.memory_key]));
+                    "must be <= memory_activation (" + JsonGiven(d.value("memory_activation", Json(0))) +
+                        "): a recompute mode keeps less; got " + JsonGiven(d[m.memory_key]));
       }
       layer.recompute.push_back(
           {m.name, bytes(kept), static_cast<Nanos>(std::llround(coef * layer.backward_input))});

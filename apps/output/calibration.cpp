@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/input/sapp.h"
-#include "apps/output/json_text.h"
+#include "apps/input/json_text.h"
 
 namespace ppb {
 namespace {

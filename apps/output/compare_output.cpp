@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "apps/output/json_text.h"
+#include "apps/input/json_text.h"
 #include "apps/output/output.h"
 
 namespace ppb {

@@ -22,7 +22,7 @@
 
 #include "apps/input/search_problem.h"
 #include "apps/output/emit_common.h"
-#include "apps/output/json_text.h"
+#include "apps/input/json_text.h"
 #include "core/strategy.h"
 #include "schedules/schedule.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/output/json_text.h"
+#include "apps/input/json_text.h"
 
 namespace ppb {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <nlohmann/json.hpp>
 
-#include "apps/output/json_text.h"
+#include "apps/input/json_text.h"
 
 namespace ppb {
 namespace {

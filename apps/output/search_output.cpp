@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "apps/input/search_problem.h"
-#include "apps/output/json_text.h"
+#include "apps/input/json_text.h"
 #include "apps/output/output.h"
 #include "core/strategy.h"
 
