@@ -83,6 +83,9 @@ struct RunConfig {
   // as `layers`, plus params, FLOPs and provenance). Empty otherwise.
   std::string hf_config;
   std::vector<DerivedLayer> derived;
+  // With derived layers: what they were derived from.
+  Architecture architecture;
+  Training training;
   Cluster cluster;            // p devices and p links (with a topology:
                               // those of `placement`)
   // A heterogeneous cluster (cluster.device_types, cluster.nodes,

@@ -110,6 +110,8 @@ Status Parser::ParseDerivedModel(const Entry& source, const Entry* training,
         {"training.ep", "training.expert_parallel"},
         {"training.dp", "training.data_parallel"},
         {"training.activation_bytes", "training.dtype"},
+        {"training.grad_dtype", "training.grad_dtype"},
+        {"training.pp", "pipeline.stages"},
         {"hardware.peak_tflops", "hardware.peak_tflops"},
         {"hardware.achievable_fraction", "hardware.achievable_fraction"}};
     static const std::map<std::string, std::string> kInlineKeys = {
@@ -136,6 +138,8 @@ Status Parser::ParseDerivedModel(const Entry& source, const Entry* training,
                                  s.error().message);
   }
   cfg_.derived = DeriveLayers(arch, *t, *h);
+  cfg_.architecture = arch;
+  cfg_.training = *t;
   for (const DerivedLayer& d : cfg_.derived) cfg_.layers.push_back(d.layer);
   return Status();
 }
