@@ -96,7 +96,11 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
     err << path << ": " << fit.error().message << "\n";
     return 2;
   }
-  if (fit->constant < -0.5) err << "ppb-sim calibrate: warning: " << NegativeConstantText(*fit) << "\n";
+  // SAPP's negative per-stage constant is accepted (Calibrate refuses it
+  // for ppb's own measurements); say what it means.
+  if (fit->constant < -0.5) {
+    err << "ppb-sim calibrate: warning: " << NegativeConstantText(*fit) << "\n";
+  }
   if (format == "json") {
     out << FormatCalibrationJson(*m, *fit);
   } else {
