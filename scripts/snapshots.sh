@@ -118,7 +118,7 @@ case_ calibrate-hp_init_demo.txt calibrate --measurements data/sapp/hp_init_demo
 case_ calibrate-hp_init_demo.json calibrate --measurements data/sapp/hp_init_demo.yaml --memory-unit 1MiB \
   --time-unit 1ms --no-constant --format json
 case_ calibrate-hp_init_demo-constant.txt calibrate --measurements data/sapp/hp_init_demo.yaml \
-  --memory-unit 1MiB --time-unit 1ms    # refused: negative per-stage constant
+  --memory-unit 1MiB --time-unit 1ms    # accepted with a warning: negative per-stage constant (as SAPP)
 case_ calibrate-hp_init_demo-no-unit.txt calibrate --measurements data/sapp/hp_init_demo.yaml   # refused
 case_ calibrate-mf_mem.txt calibrate --measurements data/sapp/mf_mem.yaml --memory-unit 1MiB --no-constant
 case_ calibrate-mf_mem.json calibrate --measurements data/sapp/mf_mem.yaml --memory-unit 1MiB --no-constant \

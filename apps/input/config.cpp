@@ -63,8 +63,35 @@ Status Parser::ParseRoot(const YAML::Node& root) {
   PPB_RETURN_IF_ERROR(ParseCluster(cluster != nullptr
                                        ? cluster->value
                                        : YAML::Node(YAML::NodeType::Map)));
+  PPB_RETURN_IF_ERROR(ApplyStageConstant());
   PPB_RETURN_IF_ERROR(ParseStrategy(Find(*top, "strategy")));
   return ParseSearch(Find(*top, "search"));
+}
+
+// SAPP's stage_const_mem (RunConfig::stage_constant): every stage holds it
+// besides its layers, so each device has that much less for them.
+Status Parser::ApplyStageConstant() {
+  const Bytes c = cfg_.stage_constant;
+  if (c == 0) return Status();
+  auto apply = [&](Bytes& capacity) -> Status {
+    if (capacity - c <= 0) {
+      return Fail("model.sapp_layers",
+                  "has stage_const_mem " + std::to_string(c) +
+                      " B, at least a device's memory capacity (" +
+                      std::to_string(capacity) + " B)");
+    }
+    capacity -= c;
+    return Status();
+  };
+  for (Device& d : cfg_.cluster.devices) {
+    PPB_RETURN_IF_ERROR(apply(d.memory_capacity));
+  }
+  if (cfg_.topology) {
+    for (DeviceType& t : cfg_.topology->types) {
+      PPB_RETURN_IF_ERROR(apply(t.memory_capacity));
+    }
+  }
+  return Status();
 }
 
 }  // namespace ppb::config_detail

@@ -213,6 +213,7 @@ std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
                      config.model_name.empty() ? config.path : config.model_name,
                      schedule, spec.p, spec.v, spec.m, config.layers.size(),
                      spec.comm == CommMode::Overlapped ? "overlapped" : "blocking");
+  for (const std::string& n : config.input_notes) out += "input: " + n + "\n";
   if (r.outcome == Outcome::Deadlock) {
     std::string stuck;
     for (const Op& op : r.stuck) {
@@ -302,6 +303,7 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
   j["schema"] = "ppb.sim/1";
   j["config"] = config.path;
   j["model"] = config.model_name;
+  if (!config.input_notes.empty()) j["input_notes"] = config.input_notes;
   j["schedule"] = config.schedule;
   j["flavor"] = FlavorName(config.schedule_params.flavor);
   j["stages"] = spec.p;

@@ -227,6 +227,7 @@ Json Header(const char* schema, const RunConfig& config,
   j["schema"] = schema;
   j["config"] = config.path;
   j["model"] = config.model_name;
+  if (!config.input_notes.empty()) j["input_notes"] = config.input_notes;
   j["layers"] = problem.layers.size();
   j["stages"] = problem.p;
   j["microbatches"] = problem.m;
@@ -401,6 +402,11 @@ std::string FormatSearchText(const RunConfig& config,
       problem.m, problem.layers.size(),
       problem.comm == CommMode::Overlapped ? "overlapped" : "blocking",
       choices);
+  if (!config.input_notes.empty()) {
+    out.pop_back();  // the notes sit under the header, before the blank line
+    for (const std::string& n : config.input_notes) out += "input: " + n + "\n";
+    out += "\n";
+  }
   if (result.found) {
     out += BestText(problem, result.best);
     out += "\n";
