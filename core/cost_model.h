@@ -70,6 +70,11 @@ struct Activation {
 };
 Activation DecoderActivation(const Architecture& a, const Training& t,
                              bool moe);
+// Bytes of a decoder layer's activation W still needs after I (matmul
+// inputs and output gradients) [Q24 Table 1]; at most DecoderActivation's
+// none.
+std::int64_t DecoderWeightGradStash(const Architecture& a, const Training& t,
+                                    bool moe);
 
 // Bytes of fp32 optimizer state per parameter in mixed precision: Adam 12
 // (master weight, m, v), SGD with momentum 8 (master weight, momentum)

@@ -157,7 +157,7 @@ std::vector<int> BalancedSplit(const ChoiceProblem& cp) {
   const int S = cp.c.S, L = cp.c.L;
   const int kmin = cp.pb.allow_empty_chunks ? 0 : 1;
   auto work = [&](int s, int i, int j) {
-    const double sp = cp.pb.cluster.devices[s % cp.c.p].speed;
+    const double sp = cp.pb.cluster.devices[cp.c.spec.stage_device[s].value].speed;
     return ScaleTime(cp.pf[j] - cp.pf[i] + cp.pbi[j] - cp.pbi[i] + cp.pbw[j] - cp.pbw[i], sp);
   };
   auto try_cap = [&](Nanos cap, std::vector<int>& out) {
@@ -315,7 +315,7 @@ bool Searcher::AnyFeasibleSplit(std::vector<int>* out) {
   std::function<bool(int, int)> rec = [&](int s, int pos) {
     if (--budget < 0) return false;
     if (s == S) return pos == L;
-    const int d = s % p;
+    const int d = cp_.c.spec.stage_device[s].value;
     const int khi = s == S - 1 ? L - pos : L - pos - (S - s - 1) * kmin;
     const int klo = s == S - 1 ? L - pos : kmin;
     const Bytes prev = s > 0 ? fixed_[s - 1].output : 0;

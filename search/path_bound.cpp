@@ -361,7 +361,7 @@ void OpenTreeBound::Setup() {
   fd = static_cast<double>(dec.forward);
   bd = static_cast<double>(dec.backward_input + dec.backward_weight);
   speed.assign(S, 0.0);
-  for (int st = 0; st < S; ++st) speed[st] = cp.pb.cluster.devices[st % p].speed;
+  for (int st = 0; st < S; ++st) speed[st] = cp.pb.cluster.devices[cp.c.spec.stage_device[st].value].speed;
   // Stages that must hold a decoder: all but those of a pinned first or
   // last layer, unless other non-decoder layers could fill some.
   must.assign(S, 0);
@@ -623,7 +623,7 @@ bool OpenTreeBound::CriticalPathAt(const std::vector<double>& x, Path* P) {
   if (totals.first_pinned) ++st.layers_per_stage[0];
   if (totals.last_pinned) ++st.layers_per_stage[S - 1];
   st.recompute.assign(cp.pb.layers.size(), 0);
-  auto spec = Lower(cp.pb.layers, cp.pb.cluster, PipelineShape{p, v, cp.c.m, cp.pb.comm}, st, false);
+  auto spec = Lower(cp.pb.layers, cp.pb.cluster, PipelineShape{p, v, cp.c.m, cp.pb.comm, cp.c.spec.placement}, st, false);
   if (!spec.ok()) return false;
   for (int s = 0; s < S; ++s) {
     double f = x[s] * static_cast<double>(dec.forward);
@@ -659,7 +659,7 @@ Nanos OpenTreeBound::Run() {
   // settled (no allocation in it does better than that relaxation). The
   // bound is the least over settled and open boxes.
   Box root{must, std::vector<int>(S, D)};
-  for (int st = 0; st < S; ++st) root.ub[st] = std::min(D, hi[st % p]);
+  for (int st = 0; st < S; ++st) root.ub[st] = std::min(D, hi[cp.c.spec.stage_device[st].value]);
   Solved at_root = SolveBox(root);
   if (!std::isfinite(at_root.bound)) return 0;  // cannot happen below a real incumbent
   using Open = std::pair<double, int>;  // (bound, index into boxes)

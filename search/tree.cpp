@@ -116,7 +116,7 @@ long double WaterLevel(std::vector<std::pair<Nanos, double>>& open, long double 
 Nanos Searcher::ChildBound(int s, int pos, int k, const StageFixed& fx, Nanos rt,
                            Nanos dev_rt) const {
   const int S = cp_.c.S, p = cp_.c.p, m = cp_.c.m;
-  const int d = s % p;
+  const int d = cp_.c.spec.stage_device[s].value;
   // Bound: per-device head + work + tail, plus water-filling of the
   // layers not yet placed over devices with open stages.
   const Nanos w = fx.f + fx.bi + fx.bw + rt;
@@ -179,7 +179,7 @@ void Searcher::Dfs(int s, int pos) {
   const int kmin = cp_.pb.allow_empty_chunks ? 0 : 1;
   const int remaining_after = S - s - 1;
   const int kmax_total = L - pos - remaining_after * kmin;
-  const int d = s % p;
+  const int d = cp_.c.spec.stage_device[s].value;
   int klo = kmin, khi = kmax_total;
   if (s == S - 1) klo = khi = L - pos;
   if (klo > khi) return;
