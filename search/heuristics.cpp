@@ -30,7 +30,7 @@ std::vector<int> RelaxedSplit(const ChoiceProblem& cp, const std::vector<int>& p
   std::vector<int> quota(S, 0);
   for (int d = 0; d < p; ++d) {
     for (int c = 0; c < v; ++c) {
-      quota[c * p + d] = per_device[d] / v + (c < per_device[d] % v ? 1 : 0);
+      quota[StageOf(cp.c.spec.placement, p, c, d)] = per_device[d] / v + (c < per_device[d] % v ? 1 : 0);
     }
   }
   return SplitFromQuota(cp, quota, rep);
@@ -142,7 +142,7 @@ std::vector<int> ChunkAwareSplit(const ChoiceProblem& cp, const std::vector<int>
     };
     compose(0, k);
     if (best_x.empty()) return {};
-    for (int c = 0; c < v; ++c) quota[c * p + d] = best_x[c];
+    for (int c = 0; c < v; ++c) quota[StageOf(cp.c.spec.placement, p, c, d)] = best_x[c];
   }
   return SplitFromQuota(cp, quota, rep);
 }
@@ -225,10 +225,10 @@ void Searcher::LocalSearch(std::vector<int> split, std::mt19937_64& rng,
         });
         for (int di = 0; di < std::min(2, cp_.c.p); ++di) {
           for (int c = 0; c < cp_.c.v; ++c) {
-            const int from = c * cp_.c.p + order[di];
+            const int from = StageOf(cp_.c.spec.placement, cp_.c.p, c, order[di]);
             for (int ti = cp_.c.p - 1; ti >= 0; --ti) {
               for (int c2 = 0; c2 < cp_.c.v; ++c2) {
-                const int to = c2 * cp_.c.p + order[ti];
+                const int to = StageOf(cp_.c.spec.placement, cp_.c.p, c2, order[ti]);
                 if (to != from) moves.emplace_back(from, to);
               }
             }

@@ -58,6 +58,9 @@ Result<ChoiceContext> MakeContext(const SearchProblem& pb, int index) {
   auto prog = info->generate(c.spec, ch.params);
   if (!prog.ok()) return prog.error();
   c.program = std::move(prog).value();
+  for (const std::vector<Op>& ops : c.program.ops) {
+    for (const Op& op : ops) c.split_backward = c.split_backward || op.kind == OpKind::I;
+  }
   c.profile = BuildProfile(c.spec, c.program);
   return c;
 }

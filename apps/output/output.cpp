@@ -148,8 +148,10 @@ std::string DescribeSchedule(const RunConfig& config) {
   if (config.schedule == "interleaved") {
     schedule += fmt::format(" ({}, g={})", FlavorName(config.schedule_params.flavor),
                             EffectiveGroup(config));
-  } else if (config.schedule != "custom") {
+  } else if (config.schedule == "gpipe" || config.schedule == "1f1b") {
     schedule += fmt::format(" ({})", FlavorName(config.schedule_params.flavor));
+  } else if (config.schedule != "custom") {
+    schedule += " (pytorch)";  // the zero-bubble schedules have no flavor
   }
   return schedule;
 }
