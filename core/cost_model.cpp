@@ -281,6 +281,36 @@ ParamStateBytes StateBytes(const Training& t) {
   return StateBytes(t.dtype, t.grad_dtype, t.optimizer);
 }
 
+// What W (the weight-gradient half of a split backward) still needs after I,
+// per micro-batch: dW = X^T dY of each matmul needs its input X and its
+// output gradient dY [Q24 §2.1, Table 1: M_W = 32sbh for a = kv, ffn = 4h,
+// e = 2, the 34sbh of [K22] less the dropout masks and LayerNorm inputs,
+// plus the output gradients; the attention core's s^2 terms are not
+// needed]. Inputs: QKV and fc1 take the LayerNorm outputs (2 e sbh,
+// replicated across tp without sequence parallelism), the projection the
+// attention output (e sb a d_v), fc2 the MLP's inner activation
+// (e sb ffn). Output gradients: of QKV (e sb (a d_qk + kv d_qk + kv d_v)),
+// of fc1 (e sb ffn, twice for a gated MLP), of the projection and fc2
+// (2 e sbh, replicated without sequence parallelism). An MoE token counts
+// its top-k experts and the shared expert(s). Capped at the activation.
+std::int64_t DecoderWeightGradStash(const Architecture& a, const Training& t,
+                                    bool moe) {
+  const I64 e = t.activation_bytes;
+  const I64 sb = (t.seq / t.cp) * t.micro_batch;
+  const I64 sbh = sb * a.hidden;
+  const I64 ffn = moe ? a.top_k * a.expert_ffn + a.shared_ffn : a.ffn;
+  const I64 replicated = 4 * e * sbh;
+  const I64 split =
+      e * sb *
+      (a.heads * VDim(a) + ffn +
+       a.heads * QkDim(a) + KvHeads(a) * QkDim(a) + KvHeads(a) * VDim(a) +
+       (a.gated_mlp ? 2 : 1) * ffn);
+  const I64 tp = t.tp;
+  const I64 held = t.sp && tp > 1 ? CeilDiv(replicated + split, tp)
+                                  : replicated + CeilDiv(split, tp);
+  return std::min(held, DecoderActivation(a, t, moe).none);
+}
+
 int OptimizerStateBytes(Optimizer optimizer) {
   // 12 for Adam (ZeRO §3.1's "K = 12"; Megatron's 18 = 6 + 12), 8 for SGD.
   return StateBytes(Dtype::Bf16, Dtype::Fp32, optimizer).optimizer;
@@ -513,6 +543,7 @@ DerivedLayer DecoderLike(const Architecture& a, const Training& t,
   d.layer.static_memory = StaticBytes(params, t);
   d.activation = DecoderActivation(a, t, moe);
   d.layer.activation = d.activation.none;
+  d.layer.activation_after_input_grad = DecoderWeightGradStash(a, t, moe);
   d.layer.output_bytes = HiddenBytes(a, t);
   // Selective recompute reruns the attention core; full recompute the whole
   // forward [K22 §5].

@@ -89,6 +89,11 @@ struct Activation {
 };
 Activation DecoderActivation(const Architecture& a, const Training& t,
                              bool moe);
+// Bytes of a decoder layer's activation W still needs after I (matmul
+// inputs and output gradients) [Q24 Table 1]; at most DecoderActivation's
+// none.
+std::int64_t DecoderWeightGradStash(const Architecture& a, const Training& t,
+                                    bool moe);
 
 // Bytes one parameter costs on a rank: its weight, its gradient buffer and
 // its optimizer state.

@@ -62,6 +62,16 @@ done
 case_ simulate-example-interleaved.txt --config configs/example.yaml --schedule interleaved --virtual-stages 2
 case_ simulate-example-gpipe.txt --config configs/example.yaml --schedule gpipe
 case_ simulate-custom-csv.txt --config configs/custom.yaml --schedule-csv configs/custom-p2.csv
+# the zero-bubble generation: V placement, split backward, overlapped F+B
+case_ simulate-example-zbv.txt --config configs/example.yaml --schedule zbv-zero-bubble --virtual-stages 2
+case_ simulate-example-dualpipev.json --config configs/example.yaml --schedule dualpipev \
+  --virtual-stages 2 --format json
+case_ dump-schedule-example-dualpipev.txt --config configs/example.yaml --schedule dualpipev \
+  --virtual-stages 2 --dump-schedule out/schedule.csv
+case_ emit-torchtitan-example-zbv.txt --config configs/example.yaml --schedule zbv-zero-bubble \
+  --virtual-stages 2 --emit torchtitan
+case_ emit-megatron-example-zbv.txt --config configs/example.yaml --schedule zbv-zero-bubble \
+  --virtual-stages 2 --emit megatron
 
 # ---- schedule dumps, critical paths, pictures, traces
 for base in example interleaved heterogeneous tight-memory; do

@@ -84,6 +84,10 @@ strategy:
   recompute: {layers: {decoder.0: full}}
 )";
 
+// The three schedules these tests were written for (the default set has
+// every registered one; see "compare's default set" below).
+constexpr const char* kThree = "gpipe,1f1b,interleaved";
+
 json CompareJson(std::vector<std::string> args) {
   args.insert(args.begin(), "compare");
   args.push_back("--format");
@@ -194,7 +198,7 @@ std::string CompareError(std::vector<std::string> args) {
 TEST_CASE("compare agrees with separate ppb-sim runs", "[compare][cli]") {
   SECTION("the shipped example: gpipe, 1f1b, interleaved (default v = 2)") {
     const std::string path = Config("example.yaml");
-    const json j = CompareJson({"--config", path});
+    const json j = CompareJson({"--config", path, "--schedules", kThree});
     CHECK(j["schema"] == "ppb.compare/1");
     REQUIRE(j["rows"].size() == 3);
     CHECK(j["rows"][2]["virtual_stages"] == 2);
@@ -209,8 +213,8 @@ TEST_CASE("compare agrees with separate ppb-sim runs", "[compare][cli]") {
   }
   SECTION("interleaved config: its layout applies to v = 2 only") {
     const std::string path = Config("interleaved.yaml");
-    const json j = CompareJson({"--config", path, "--vary", "pipeline.microbatches=6,8", "--vary",
-                                "pipeline.virtual_stages=2,4"});
+    const json j = CompareJson({"--config", path, "--schedules", kThree, "--vary",
+                                "pipeline.microbatches=6,8", "--vary", "pipeline.virtual_stages=2,4"});
     REQUIRE(j["rows"].size() == 12);
     for (const json& row : j["rows"]) CheckAgainstSimulate(path, row);
     // m = 6 is not a multiple of p = 4: refused by Megatron's rules.
@@ -225,7 +229,7 @@ TEST_CASE("compare agrees with separate ppb-sim runs", "[compare][cli]") {
   }
   SECTION("a config split for v = 1; recompute kept with the even split") {
     const std::string path = WriteTemp("linked.yaml", kLinked);
-    const json j = CompareJson({"--config", path, "--virtual-stages", "2"});
+    const json j = CompareJson({"--config", path, "--schedules", kThree, "--virtual-stages", "2"});
     REQUIRE(j["rows"].size() == 3);
     for (const json& row : j["rows"]) CheckAgainstSimulate(path, row);
     CHECK(j["rows"][1]["split"] == "config");
@@ -245,7 +249,8 @@ TEST_CASE("compare agrees with separate ppb-sim runs", "[compare][cli]") {
 
 TEST_CASE("compare: closed forms with uniform layers and free links", "[compare]") {
   const std::string path = WriteTemp("uniform.yaml", kUniform);
-  const json j = CompareJson({"--config", path, "--vary", "pipeline.virtual_stages=2,4,8"});
+  const json j = CompareJson(
+      {"--config", path, "--schedules", kThree, "--vary", "pipeline.virtual_stages=2,4,8"});
   REQUIRE(j["rows"].size() == 9);
   constexpr long long kMs = 1'000'000;
   for (int k = 0; k < 3; ++k) {
@@ -403,7 +408,8 @@ TEST_CASE("compare: bad --vary and --schedules input exits 2", "[compare]") {
           .find("expected each key once") != std::string::npos);
   CHECK(CompareError({"--config", path, "--schedules", "custom"}) ==
         "ppb-sim: --schedules: expected a comma-separated list of gpipe, 1f1b, "
-        "interleaved; got 'custom'\n");
+        "interleaved, looped-bfs, interleaved-zero-bubble, zbv-zero-bubble, "
+        "dualpipev; got 'custom'\n");
   CHECK(CompareError({"--config", path, "--schedules", "1f1b,"}).find("--schedules") !=
         std::string::npos);
   CHECK(CompareError({"--config", path, "--format", "xml"}) ==
@@ -417,6 +423,8 @@ TEST_CASE("compare: text, json and csv formats", "[compare]") {
   const std::vector<std::string> args = {"compare",
                                          "--config",
                                          path,
+                                         "--schedules",
+                                         kThree,
                                          "--vary",
                                          "pipeline.microbatches=6,8",
                                          "--vary",
@@ -474,6 +482,36 @@ TEST_CASE("compare: text, json and csv formats", "[compare]") {
   CHECK(text.find("interleaved runs with v = 2") != std::string::npos);
   CHECK(text.find("): pipeline.microbatches: must be a multiple") != std::string::npos);
   CHECK(text.find("even split (the config's recompute kept)") != std::string::npos);
+}
+
+TEST_CASE("compare's default set: every registered schedule, refusals as rows",
+          "[compare]") {
+  const std::string path = WriteTemp("uniform-zb.yaml", kUniform);
+  const json j = CompareJson({"--config", path});
+  std::vector<std::string> names;
+  for (const json& row : j["rows"]) names.push_back(row["schedule"]);
+  CHECK(names == std::vector<std::string>{"gpipe", "1f1b", "interleaved", "looped-bfs",
+                                          "interleaved-zero-bubble", "zbv-zero-bubble",
+                                          "dualpipev"});
+  for (const json& row : j["rows"]) {
+    INFO(row.dump());
+    if (row["status"] == "ok") CheckAgainstSimulate(path, row);
+  }
+  // v = 2 for the V schedules; m = 8 = 2p: dualpipev runs.
+  CHECK(j["rows"][5]["virtual_stages"] == 2);
+  CHECK(j["rows"][6]["virtual_stages"] == 2);
+  CHECK(j["rows"][6]["status"] == "ok");
+  // m = 6 < 2p: dualpipev is refused with torch's rule, as a row.
+  const json six = CompareJson({"--config", path, "--microbatches", "6"});
+  CHECK(six["rows"][6]["status"] == "rejected");
+  CHECK(six["rows"][6]["reason"].get<std::string>().find(
+            "DualPipeV requires at least as many microbatches as stages") != std::string::npos);
+  // torch's names are accepted.
+  const json torch =
+      CompareJson({"--config", path, "--schedules", "ScheduleZBVZeroBubble,LoopedBFS"});
+  REQUIRE(torch["rows"].size() == 2);
+  CHECK(torch["rows"][0]["schedule"] == "zbv-zero-bubble");
+  CHECK(torch["rows"][1]["schedule"] == "looped-bfs");
 }
 
 }  // namespace ppb

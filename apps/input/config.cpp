@@ -129,7 +129,11 @@ Status CheckSchedule(const std::string& schedule, int p, int v, int m,
     return Error{"pipeline.schedule",
                  "must name a registered schedule; got " + schedule};
   }
-  const PipelineSpec spec = PipelineSpec::Uniform(p, v, m, 1, 1);
+  PipelineSpec spec = PipelineSpec::Uniform(p, v, m, 1, 1);
+  if (info->placement == StagePlacement::V && v == 2) {
+    spec.placement = StagePlacement::V;
+    spec.stage_device = StagePlacementDevices(StagePlacement::V, p, v);
+  }
   Result<Program> program = info->generate(spec, params);
   if (!program.ok()) return program.error();
   return Status();
@@ -146,7 +150,17 @@ Result<PreparedRun> Prepare(const RunConfig& config) {
     return e;
   };
 
-  Result<PipelineSpec> spec = Lower(config.layers, config.cluster, config.shape,
+  // The schedule decides where the stages go (V for zbv-zero-bubble and
+  // dualpipev, when v = 2; their generators refuse other v).
+  PipelineShape shape = config.shape;
+  if (!custom) {
+    const ScheduleInfo* named = FindSchedule(config.schedule);
+    if (named != nullptr && named->placement == StagePlacement::V &&
+        shape.v == 2) {
+      shape.placement = StagePlacement::V;
+    }
+  }
+  Result<PipelineSpec> spec = Lower(config.layers, config.cluster, shape,
                                     config.strategy, config.allow_empty_chunks);
   if (!spec.ok()) return fail(spec.error());
   if (Status s = ValidateSpec(*spec); !s.ok()) return fail(s.error());

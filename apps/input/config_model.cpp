@@ -222,8 +222,9 @@ Status Parser::ParseLayer(const Entry& item,
   Result<Entries> er =
       Map(item.value, path,
           {"name", "kind", "repeat", "forward", "backward", "backward_input",
-           "backward_weight", "static_memory", "activation", "workspace",
-           "output", "recompute"});
+           "backward_weight", "static_memory", "activation",
+           "activation_after_input_grad", "workspace", "output",
+           "recompute"});
   if (!er.ok()) return er.error();
   const Entries& e = *er;
   Layer layer;
@@ -289,6 +290,20 @@ Status Parser::ParseLayer(const Entry& item,
       if (!b.ok()) return b.error();
       *field.out = *b;
     }
+  }
+  if (const Entry* held = Find(e, "activation_after_input_grad")) {
+    Result<Bytes> b = Size(held->value, held->path, false);
+    if (!b.ok()) return b.error();
+    if (*b > layer.activation) {
+      const Entry* activation = Find(e, "activation");
+      return Fail(held->path,
+                  "must be at most the layer's activation (" +
+                      (activation != nullptr ? activation->value.Scalar()
+                                             : std::string("0, not given")) +
+                      "), the part of it still held between I and W; got " +
+                      held->value.Scalar());
+    }
+    layer.activation_after_input_grad = *b;
   }
   if (const Entry* rc = Find(e, "recompute")) {
     PPB_RETURN_IF_ERROR(
