@@ -84,7 +84,7 @@ case_ trace-example.txt --config configs/example.yaml --trace out/trace.json
 
 # ---- framework output: every --emit form, text and JSON, and to a file
 for base in example interleaved llama3-8b; do
-  for fw in megatron mindformers torchtitan deepspeed; do
+  for fw in megatron mindformers torchtitan torchtitan-0.2.2 deepspeed; do
     case_ "emit-$fw-$base.txt" --config "configs/$base.yaml" --emit "$fw"
   done
   case_ "emit-all-$base.json" --config "configs/$base.yaml" --format json \

@@ -93,7 +93,7 @@ void CheckRoundTrip(Framework f, const RunConfig& config) {
 }
 
 constexpr Framework kAll[] = {Framework::Megatron, Framework::MindFormers, Framework::Torchtitan,
-                              Framework::DeepSpeed};
+                              Framework::Torchtitan022, Framework::DeepSpeed};
 
 std::string ParseError(Framework f, const std::string& text, const std::vector<Layer>& layers) {
   Result<EmittedPlan> r = ParseEmission(f, text, layers);
@@ -177,6 +177,10 @@ TEST_CASE("emit golden: MindFormers, interleaved v=2, recompute lists") {
   CHECK(EmitText(Framework::MindFormers, config) ==
         "# ppb: MindFormers settings for tiny: schedule interleaved, p=4, "
         "v=2, m=8, g=4\n"
+        "parallel:\n"
+        "  pipeline_config:\n"
+        "    pipeline_interleave: true\n"
+        "    pipeline_scheduler: '1f1b'\n"
         "parallel_config:\n"
         "  pipeline_stage: 4\n"
         "  micro_batch_num: 8\n"
@@ -195,7 +199,8 @@ TEST_CASE("emit golden: MindFormers, interleaved v=2, recompute lists") {
         "only, the\n"
         "# ppb: embedding stays on stage 0, the last stage also holds the "
         "head\n");
-  for (Framework f : {Framework::Megatron, Framework::MindFormers, Framework::Torchtitan}) {
+  for (Framework f : {Framework::Megatron, Framework::MindFormers, Framework::Torchtitan,
+                      Framework::Torchtitan022}) {
     CheckRoundTrip(f, config);
   }
 }
@@ -209,8 +214,32 @@ TEST_CASE("emit golden: torchtitan and DeepSpeed, full recompute") {
                                 "strategy:\n"
                                 "  layers_per_chunk: [[3, 2, 2, 3]]\n"
                                 "  recompute: {full: true}\n");
+  // Current torchtitan: Trainer.Config fields, the head is lm_head, and AC
+  // mode set (its default is "selective").
   CHECK(EmitText(Framework::Torchtitan, config) ==
-        "# ppb: torchtitan job config for tiny: schedule 1f1b, p=4, v=1, m=8\n"
+        "# ppb: current torchtitan (main at 0014ac2c; Python Trainer.Config) for "
+        "tiny:\n"
+        "# ppb: schedule 1f1b, p=4, v=1, m=8\n"
+        "# ppb: set on the Trainer.Config your --module/--config function returns\n"
+        "config.parallelism.pipeline_parallel_degree = 4\n"
+        "config.parallelism.pipeline_parallel_schedule = \"1F1B\"\n"
+        "config.parallelism.module_fqns_per_model_part = [\n"
+        "  [\"tok_embeddings\", \"layers.0\", \"layers.1\"],\n"
+        "  [\"layers.2\", \"layers.3\"],\n"
+        "  [\"layers.4\", \"layers.5\"],\n"
+        "  [\"layers.6\", \"layers.7\", \"norm\", \"lm_head\"],\n"
+        "]\n"
+        "config.activation_checkpoint.mode = \"full\"\n"
+        "# ppb: stage s = chunk * p + rank (torchtitan's loop style), 1 "
+        "stage(s) per\n"
+        "# ppb: rank; m = 8 micro-batches: set training.local_batch_size = 8 "
+        "x\n"
+        "# ppb: parallelism.pipeline_parallel_microbatch_size\n");
+  // torchtitan v0.2.2: the TOML job config, the head is output.
+  CHECK(EmitText(Framework::Torchtitan022, config) ==
+        "# ppb: torchtitan v0.2.2 (TOML job config) for tiny: schedule 1f1b, "
+        "p=4, v=1,\n"
+        "# ppb: m=8\n"
         "[parallelism]\n"
         "pipeline_parallel_degree = 4\n"
         "pipeline_parallel_schedule = \"1F1B\"\n"
@@ -227,7 +256,7 @@ TEST_CASE("emit golden: torchtitan and DeepSpeed, full recompute") {
         "stage(s) per\n"
         "# ppb: rank; m = 8 micro-batches: set training.local_batch_size = 8 "
         "x\n"
-        "# ppb: pipeline_parallel_microbatch_size\n");
+        "# ppb: parallelism.pipeline_parallel_microbatch_size\n");
   CHECK(EmitText(Framework::DeepSpeed, config) ==
         "# ppb: DeepSpeed PipelineModule settings for tiny: schedule 1f1b, "
         "p=4, v=1, m=8\n"
@@ -282,7 +311,8 @@ TEST_CASE("emit round trips: uneven, v=2, v=4, own stages, MTP, selective") {
                                   "strategy:\n"
                                   "  layers_per_chunk: [[3, 2], [2, 2], [2, 2], [2, 3]]\n"
                                   "  recompute: {selective: true}\n");
-    for (Framework f : {Framework::Megatron, Framework::MindFormers, Framework::Torchtitan}) {
+    for (Framework f : {Framework::Megatron, Framework::MindFormers, Framework::Torchtitan,
+                        Framework::Torchtitan022}) {
       CheckRoundTrip(f, config);
     }
     const std::string megatron = EmitText(Framework::Megatron, config);
@@ -301,7 +331,9 @@ TEST_CASE("emit round trips: uneven, v=2, v=4, own stages, MTP, selective") {
     CHECK_THAT(EmitText(Framework::MindFormers, config), Catch::Contains("offset: [-2, 2, 2, -2]"));
     CHECK_THAT(EmitText(Framework::Torchtitan, config),
                Catch::Contains("  [\"tok_embeddings\"],\n") &&
-                   Catch::Contains("  [\"norm\", \"output\"],\n"));
+                   Catch::Contains("  [\"norm\", \"lm_head\"],\n"));
+    CHECK_THAT(EmitText(Framework::Torchtitan022, config),
+               Catch::Contains("  [\"norm\", \"output\"],\n"));
     // Megatron's first/last form cannot leave a rank without decoders.
     CHECK_THAT(EmitText(Framework::Megatron, config), Catch::Contains("no --decoder-first/last"));
   }
@@ -321,6 +353,37 @@ TEST_CASE("emit round trips: uneven, v=2, v=4, own stages, MTP, selective") {
     CHECK_THAT(megatron, Catch::Contains("--recompute-method block"));
     CHECK_THAT(Refusal(Framework::Torchtitan, config),
                Catch::Contains("no module name for an MTP layer"));
+  }
+  // MultiTokenPredictionLayer (Megatron-LM 00611e6e) checkpoints the MTP
+  // layer under --recompute-granularity full with method uniform and skips
+  // it under block: every layer full including mtp.0 is uniform, every
+  // decoder full without mtp.0 is block N (N = the most decoders of a
+  // stage, 5 - 1 = 4 and 6 - 2 = 4).
+  SECTION("MTP recompute: Megatron's uniform covers the MTP layer, block does not") {
+    const RunConfig all = Load(Model(8, 1) +
+                               "pipeline: {stages: 2, microbatches: 4}\n"
+                               "strategy:\n"
+                               "  layers_per_chunk: [[5, 6]]\n"
+                               "  recompute: {full: true}\n");
+    REQUIRE(all.strategy.recompute[9] != 0);  // mtp.0 full
+    const std::string uniform = EmitText(Framework::Megatron, all);
+    CHECK_THAT(uniform, Catch::Contains("--recompute-granularity full\n"
+                                        "--recompute-method uniform\n"
+                                        "--recompute-num-layers 1\n"));
+    CheckRoundTrip(Framework::Megatron, all);
+    RunConfig decoders_only = all;
+    decoders_only.strategy.recompute[9] = 0;
+    const std::string block = EmitText(Framework::Megatron, decoders_only);
+    CHECK_THAT(block, Catch::Contains("--recompute-method block\n"
+                                      "--recompute-num-layers 4\n"));
+    CheckRoundTrip(Framework::Megatron, decoders_only);
+    // mtp.0 alone: no flag reaches it without the decoders.
+    RunConfig mtp_only = all;
+    mtp_only.strategy.recompute.assign(all.layers.size(), 0);
+    mtp_only.strategy.recompute[9] = all.strategy.recompute[9];
+    auto e = EmitFor(Framework::Megatron, mtp_only);
+    REQUIRE(e.ok());
+    CHECK_FALSE(e->recompute_expressed);
   }
   SECTION("MTP recompute: Megatron notes, MindFormers notes") {
     const RunConfig config = Load(Model(8, 1) +
@@ -505,14 +568,14 @@ TEST_CASE("emit readers apply the frameworks' rules") {
     CHECK(even->strategy.layers_per_stage == std::vector<int>{3, 2, 2, 3});
   }
   SECTION("torchtitan: every module once, in order") {
-    CHECK_THAT(ParseError(Framework::Torchtitan,
+    CHECK_THAT(ParseError(Framework::Torchtitan022,
                           "[parallelism]\n"
                           "pipeline_parallel_degree = 2\n"
                           "module_fqns_per_model_part = [[\"tok_embeddings\", "
                           "\"layers.1\"], [\"layers.0\"]]\n",
                           layers),
                Catch::Contains("expected \"layers.0\" next"));
-    CHECK_THAT(ParseError(Framework::Torchtitan,
+    CHECK_THAT(ParseError(Framework::Torchtitan022,
                           "[parallelism]\n"
                           "pipeline_parallel_degree = 2\n"
                           "pipeline_parallel_schedule = \"1F1B\"\n"
@@ -525,6 +588,21 @@ TEST_CASE("emit readers apply the frameworks' rules") {
                           "]\n",
                           layers),
                Catch::Contains("1F1B runs one stage per rank"));
+    // Current torchtitan names the head lm_head: v0.2.2's "output" is not
+    // a module of it, and TOML keys are not Trainer.Config fields.
+    CHECK_THAT(ParseError(Framework::Torchtitan,
+                          "config.parallelism.pipeline_parallel_degree = 2\n"
+                          "config.parallelism.module_fqns_per_model_part = [\n"
+                          "  [\"tok_embeddings\", \"layers.0\", \"layers.1\", \"layers.2\"],\n"
+                          "  [\"layers.3\", \"layers.4\", \"layers.5\", \"layers.6\", "
+                          "\"layers.7\", \"norm\", \"output\"],\n"
+                          "]\n",
+                          layers),
+               Catch::Contains("expected \"lm_head\" next"));
+    CHECK_THAT(ParseError(Framework::Torchtitan,
+                          "[parallelism]\npipeline_parallel_degree = 2\n", layers),
+               Catch::Contains("parallelism.pipeline_parallel_degree: not a key of current "
+                               "torchtitan"));
   }
   SECTION("DeepSpeed: boundaries cover the layers") {
     CHECK_THAT(ParseError(Framework::DeepSpeed,
@@ -548,10 +626,11 @@ TEST_CASE(
   auto e = Emit(Framework::Torchtitan, config, program);
   REQUIRE(e.ok());
   CHECK(e->schedule_csv == DumpScheduleCsv(program));
-  CHECK_THAT(e->text, Catch::Contains("pipeline_parallel_schedule = "
+  CHECK_THAT(e->text, Catch::Contains("config.parallelism.pipeline_parallel_schedule = "
                                       "\"PipelineScheduleMulti\"\n"
-                                      "pipeline_parallel_schedule_csv = "
+                                      "config.parallelism.pipeline_parallel_schedule_csv = "
                                       "\"ppb-schedule.csv\"\n"));
+  CheckRoundTrip(Framework::Torchtitan022, config);
   CHECK_THAT(FormatEmissionsText({*e}), Catch::Contains("==== ppb emit: torchtitan schedule CSV "
                                                         "(ppb-schedule.csv) ====\n" +
                                                         e->schedule_csv));

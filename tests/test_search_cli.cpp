@@ -16,6 +16,7 @@
 // and no strategy beats 30 ms.
 #include <catch2/catch.hpp>
 #include <unistd.h>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -527,6 +528,52 @@ TEST_CASE("search and rank: bad command lines exit with status 2",
   const CliRun r = Cli({"rank", "--config", config, "--candidates", bad});
   CHECK(r.status == 2);
   CheckPrefix(r.err, bad + ":2: candidates[0].layout: ");
+}
+
+// The search gives a stage's identical layers their modes in MindFormers'
+// list order (full before selective) whatever order the model lists them
+// in, so the answer is MindFormers' first-N lists. By hand: 8 decoders of 1
+// GiB activation on 2 ranks of 5 GiB; the proven best keeps 2 full (64
+// MiB) and 2 selective (512 MiB) on rank 0, listed selective first in the
+// model; listed in that order they would not be first-N lists.
+TEST_CASE("search: recompute modes in MindFormers' list order", "[search-cli]") {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "ppb-test-mode-order.yaml").string();
+  {
+    std::ofstream out(path);
+    out << "model:\n"
+           "  name: order\n"
+           "  layers:\n"
+           "    - {name: embedding, kind: embedding, forward: 1ms, backward: 2ms}\n"
+           "    - name: decoder\n"
+           "      repeat: 8\n"
+           "      forward: 1ms\n"
+           "      backward: 2ms\n"
+           "      static_memory: 256MiB\n"
+           "      activation: 1GiB\n"
+           "      recompute:\n"
+           "        selective: {activation: 512MiB, time: 0.2ms}\n"
+           "        full: {activation: 64MiB, time: 1ms}\n"
+           "    - {name: head, kind: head, forward: 1ms, backward: 2ms}\n"
+           "cluster:\n"
+           "  devices: {memory: 5GiB}\n"
+           "pipeline:\n"
+           "  stages: 2\n"
+           "  microbatches: 4\n";
+  }
+  const CliRun r = Cli({"search", "--config", path, "--threads", "1", "--format", "json", "--emit",
+                        "mindformers"});
+  std::remove(path.c_str());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["proved_optimal"] == true);
+  const auto& per_layer = j["best"]["recompute"]["per_layer"];
+  const std::vector<std::string> stage0 = {per_layer[1], per_layer[2], per_layer[3], per_layer[4]};
+  CHECK(stage0 == std::vector<std::string>{"full", "full", "selective", "selective"});
+  CHECK(j["emit"]["mindformers"]["recompute_expressed"] == true);
+  CHECK_THAT(j["emit"]["mindformers"]["text"].get<std::string>(),
+             Catch::Contains("  recompute: [2, 0]\n  select_recompute: [4, 0]\n"));
 }
 
 }  // namespace ppb

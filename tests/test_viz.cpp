@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -533,6 +535,60 @@ TEST_CASE("html: a simulation's report", "[viz][html]") {
   CHECK(html == FormatSimReport(s.view()));
 }
 
+// A title wider than the picture is squeezed to the width left of the
+// right edge (SVG textLength) and leads with the outcome, so Chromium shows
+// "OUT OF MEMORY" instead of clipping it; a short title is left as it is.
+TEST_CASE("svg: a long title fits and leads with the outcome", "[viz][svg]") {
+  // 40 layers of 1 GiB static on 2 ranks: 20 GiB each, over their 8 GiB.
+  std::string yaml = UniformYaml(40, 2, 4, "1f1b", 1, std::string(150, 'x'));
+  yaml.replace(yaml.find("memory: 80GiB"), 13, "memory: 8GiB ");
+  const Simulated s = Simulate(test::Parse(yaml));
+  REQUIRE(s.result.outcome == Outcome::OutOfMemory);
+  const Tree tree = ParseXml(FormatSvg(s.config, s.run, s.result));
+  const auto titles = FindByClass(tree, "text", "tb");
+  REQUIRE(!titles.empty());
+  const Tree& title = *titles.front();
+  CHECK(title.get_value<std::string>().rfind("OUT OF MEMORY | ", 0) == 0);
+  const double x = std::stod(Attr(title, "x"));
+  const double len = std::stod(Attr(title, "textLength"));
+  CHECK(Attr(title, "lengthAdjust") == "spacingAndGlyphs");
+  CHECK(x + len <= 1200);
+  const Simulated small = SimulateFile("example.yaml");
+  const Tree small_tree = ParseXml(FormatSvg(small.config, small.run, small.result));
+  const auto short_titles = FindByClass(small_tree, "text", "tb");
+  REQUIRE(!short_titles.empty());
+  CHECK(Attr(*short_titles.front(), "textLength").empty());
+}
+
+// With the peak just under the capacity the peak label would sit on the
+// dashed capacity line: its glyphs (from 11 px above the baseline to 4
+// below) must clear the line.
+TEST_CASE("svg: the peak label clears the capacity line", "[viz][svg]") {
+  const Simulated roomy = Simulate(test::Parse(UniformYaml(8, 2, 4, "1f1b")));
+  Bytes peak = 0;
+  for (const DeviceStats& ds : roomy.result.devices) peak = std::max(peak, ds.peak_memory);
+  std::string yaml = UniformYaml(8, 2, 4, "1f1b");
+  yaml.replace(yaml.find("memory: 80GiB"), 13, "memory: " + std::to_string(peak + (1 << 20)) + "B");
+  const Simulated s = Simulate(test::Parse(yaml));
+  REQUIRE(s.result.outcome == Outcome::Ok);
+  const Tree tree = ParseXml(FormatSvg(s.config, s.run, s.result));
+  int checked = 0;
+  for (const Tree* chart : FindByClass(tree, "g", kSvgMemoryChartClass)) {
+    double cap_y = -1, label_y = -1;
+    ForEachElement(*chart, [&](const std::string& n, const Tree& node) {
+      if (n == "line" && Attr(node, "class") == "cap") cap_y = std::stod(Attr(node, "y1"));
+      const std::string cls = Attr(node, "class");
+      if (n == "text" && (cls == "pk" || cls == "pk end")) label_y = std::stod(Attr(node, "y"));
+    });
+    REQUIRE(cap_y >= 0);
+    REQUIRE(label_y >= 0);
+    INFO("capacity line at y " << cap_y << ", peak label baseline at y " << label_y);
+    CHECK((cap_y < label_y - 11 || cap_y > label_y + 4));
+    ++checked;
+  }
+  CHECK(checked == 2);
+}
+
 // ---- the trace --------------------------------------------------------------
 
 TEST_CASE("trace: memory counters split into static and activations", "[viz][trace]") {
@@ -552,9 +608,90 @@ TEST_CASE("trace: memory counters split into static and activations", "[viz][tra
     CHECK(act >= 0);
     // Exactly the old single total.
     CHECK(fixed + act == static_cast<double>(sample.bytes) / (1 << 30));
-    CHECK(e["ts"].get<double>() == static_cast<double>(sample.time) / 1e3);
+    // Read back as Perfetto does (µs x 1000, truncated): the sample's ns.
+    CHECK(static_cast<Nanos>(e["ts"].get<double>() * 1000.0) == sample.time);
   }
   CHECK(counters == 2 + 2 * 16);
+}
+
+// Perfetto's JSON importer: a time in µs becomes int64 ns by x 1000 and
+// truncation (older versions; newer ones round, which the same values
+// survive).
+Nanos PerfettoNs(const nlohmann::json& us) {
+  return static_cast<Nanos>(us.get<double>() * 1000.0);
+}
+
+// Every flow arrow binds: its start inside a send slice of the sender's
+// communication thread, its end ("bp": "e", the enclosing slice) inside the
+// op that consumes the message on the receiver's compute thread (the next
+// stage's F, or the previous stage's B/I), one arrow per transfer; and no
+// two slices of a thread overlap once Perfetto has turned µs into ns.
+TEST_CASE("trace: flows end on the consuming op, slices do not overlap", "[viz][trace]") {
+  for (const char* name : {"custom.yaml", "interleaved.yaml", "llama3.1-405b.yaml",
+                           "heterogeneous.yaml"}) {
+    INFO(name);
+    const Simulated s = SimulateFile(name);
+    const auto t = nlohmann::json::parse(FormatChromeTrace(s.config, s.run, s.result));
+    struct Slice {
+      Nanos start, end;
+      std::string name;
+    };
+    std::map<std::pair<int, int>, std::vector<Slice>> threads;
+    for (const auto& e : t["traceEvents"]) {
+      if (e["ph"] != "X") continue;
+      const Nanos start = PerfettoNs(e["ts"]);
+      threads[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back(
+          {start, start + PerfettoNs(e["dur"]), e["name"].get<std::string>()});
+    }
+    int overlaps = 0;
+    for (auto& [thread, slices] : threads) {
+      std::sort(slices.begin(), slices.end(),
+                [](const Slice& a, const Slice& b) { return a.start < b.start; });
+      for (size_t i = 1; i < slices.size(); ++i) {
+        if (slices[i].start < slices[i - 1].end) {
+          ++overlaps;
+          INFO("rank " << thread.first << " thread " << thread.second << ": "
+                       << slices[i - 1].name << " ends at " << slices[i - 1].end << " ns, "
+                       << slices[i].name << " starts at " << slices[i].start << " ns");
+          CHECK(overlaps == 0);
+        }
+      }
+    }
+    // The slice of thread (pid, tid) enclosing time `at`, or nullptr.
+    auto enclosing = [&](int pid, int tid, Nanos at) -> const Slice* {
+      for (const Slice& sl : threads[{pid, tid}]) {
+        if (sl.start <= at && at < sl.end) return &sl;
+      }
+      return nullptr;
+    };
+    size_t starts = 0, ends = 0;
+    for (const auto& e : t["traceEvents"]) {
+      if (e["ph"] != "s" && e["ph"] != "f") continue;
+      const std::string msg = e["name"];
+      INFO(msg << " " << e.dump());
+      const Slice* sl = enclosing(e["pid"], e["tid"], PerfettoNs(e["ts"]));
+      REQUIRE(sl != nullptr);
+      // "3SEND_F5": stage 3 sent micro-batch 5's activation.
+      const size_t at = msg.find("SEND_");
+      const int stage = std::stoi(msg.substr(0, at));
+      const bool fwd = msg[at + 5] == 'F';
+      const std::string mb = msg.substr(at + 6);
+      if (e["ph"] == "s") {
+        ++starts;
+        CHECK(e["tid"] == 1);
+        CHECK(sl->name == msg);
+      } else {
+        ++ends;
+        CHECK(e["tid"] == 0);
+        CHECK(e["bp"] == "e");
+        const std::string want = std::to_string(stage + (fwd ? 1 : -1)) + (fwd ? "F" : "B") + mb;
+        const std::string want_i = std::to_string(stage - 1) + "I" + mb;
+        CHECK((sl->name == want || (!fwd && sl->name == want_i)));
+      }
+    }
+    CHECK(starts == s.result.transfers.size());
+    CHECK(ends == s.result.transfers.size());
+  }
 }
 
 // ---- the command line -------------------------------------------------------

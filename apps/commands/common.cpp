@@ -159,8 +159,9 @@ void AddEmitOptions(po::options_description& opts) {
   // clang-format off
   opts.add_options()
       ("emit", po::value<std::vector<std::string>>(),
-       "framework output: megatron | mindformers | torchtitan | deepspeed "
-       "(comma-separated or repeated); after a text report, as \"emit\" in JSON")
+       "framework output: megatron | mindformers | torchtitan (current, Python "
+       "config) | torchtitan-0.2.2 (TOML) | deepspeed (comma-separated or "
+       "repeated); after a text report, as \"emit\" in JSON")
       ("emit-file", po::value<std::string>(), "write the --emit output to FILE instead");
   // clang-format on
 }

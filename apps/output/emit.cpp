@@ -407,7 +407,8 @@ Result<EmittedPlan> ParseEmission(Framework framework, std::string_view text,
     case Framework::MindFormers:
       return ParseMindFormersYaml(text, layers);
     case Framework::Torchtitan:
-      return ParseTorchtitanToml(text, layers);
+    case Framework::Torchtitan022:
+      return ParseTorchtitan(framework, text, layers);
     case Framework::DeepSpeed:
       return ParseDeepSpeed(text, layers);
   }
@@ -422,6 +423,8 @@ const char* FrameworkName(Framework f) {
       return "mindformers";
     case Framework::Torchtitan:
       return "torchtitan";
+    case Framework::Torchtitan022:
+      return "torchtitan-0.2.2";
     case Framework::DeepSpeed:
       return "deepspeed";
   }
@@ -430,7 +433,8 @@ const char* FrameworkName(Framework f) {
 
 Result<std::vector<Framework>> ParseFrameworks(const std::string& flag, std::string_view text) {
   static constexpr Framework kAll[] = {Framework::Megatron, Framework::MindFormers,
-                                       Framework::Torchtitan, Framework::DeepSpeed};
+                                       Framework::Torchtitan, Framework::Torchtitan022,
+                                       Framework::DeepSpeed};
   std::vector<Framework> out;
   size_t start = 0;
   while (true) {
@@ -443,8 +447,8 @@ Result<std::vector<Framework>> ParseFrameworks(const std::string& flag, std::str
                                           [&](Framework f) { return name == FrameworkName(f); });
     if (found == std::end(kAll)) {
       return Error{flag,
-                   "expected megatron, mindformers, torchtitan or "
-                   "deepspeed (or a comma-separated list); got '" +
+                   "expected megatron, mindformers, torchtitan, "
+                   "torchtitan-0.2.2 or deepspeed (or a comma-separated list); got '" +
                        std::string(text) + "'"};
     }
     if (std::find(out.begin(), out.end(), *found) == out.end()) {
@@ -465,7 +469,8 @@ Result<Emission> Emit(Framework framework, const RunConfig& config, const Progra
       e = EmitMindFormers(config);
       break;
     case Framework::Torchtitan:
-      e = EmitTorchtitan(config, program);
+    case Framework::Torchtitan022:
+      e = EmitTorchtitan(framework, config, program);
       break;
     case Framework::DeepSpeed:
       e = EmitDeepSpeed(config);

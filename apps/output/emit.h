@@ -30,9 +30,11 @@
 
 namespace ppb {
 
-enum class Framework : std::uint8_t { Megatron, MindFormers, Torchtitan, DeepSpeed };
+// Torchtitan is current torchtitan (Python Trainer.Config); Torchtitan022 the
+// TOML job config of torchtitan v0.2.2 (apps/output/emit_torchtitan.cpp).
+enum class Framework : std::uint8_t { Megatron, MindFormers, Torchtitan, Torchtitan022, DeepSpeed };
 
-// "megatron", "mindformers", "torchtitan", "deepspeed".
+// "megatron", "mindformers", "torchtitan", "torchtitan-0.2.2", "deepspeed".
 const char* FrameworkName(Framework f);
 
 // A --emit value: one name or a comma-separated list of them (any case);
@@ -78,14 +80,20 @@ Result<Emission> Emit(Framework framework, const RunConfig& config, const Progra
 //     --num-virtual-stages-per-pipeline-rank, --recompute-granularity,
 //     --recompute-method, --recompute-num-layers,
 //     --microbatch-group-size-per-virtual-pipeline-stage.
-//   MindFormers: the YAML fragment (parallel_config, model.model_config,
-//     recompute_config).
-//   torchtitan: the TOML fragment ([parallelism]).
+//   MindFormers: the YAML fragment (parallel.pipeline_config,
+//     parallel_config, model.model_config, recompute_config), read as
+//     MindFormers' LayerSetting reads it.
+//   torchtitan: "config.parallelism.KEY = value" / "config.
+//     activation_checkpoint.mode = ..." assignments (current torchtitan's
+//     Python Trainer.Config); torchtitan-0.2.2: the TOML fragment
+//     ([parallelism], [activation_checkpoint]).
 //   DeepSpeed: the Python assignments (num_stages, parts,
 //     activation_checkpoint_interval, gradient_accumulation_steps).
 Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<Layer>& layers);
 Result<EmittedPlan> ParseMindFormersYaml(std::string_view text, const std::vector<Layer>& layers);
-Result<EmittedPlan> ParseTorchtitanToml(std::string_view text, const std::vector<Layer>& layers);
+// `f` is Framework::Torchtitan or Framework::Torchtitan022.
+Result<EmittedPlan> ParseTorchtitan(Framework f, std::string_view text,
+                                    const std::vector<Layer>& layers);
 Result<EmittedPlan> ParseDeepSpeed(std::string_view text, const std::vector<Layer>& layers);
 Result<EmittedPlan> ParseEmission(Framework framework, std::string_view text,
                                   const std::vector<Layer>& layers);

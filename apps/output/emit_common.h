@@ -90,7 +90,7 @@ inline constexpr const char* kCsvName = "ppb-schedule.csv";
 // checks what they write by reading it back.
 Result<Emission> EmitMegatron(const RunConfig& config);
 Result<Emission> EmitMindFormers(const RunConfig& config);
-Result<Emission> EmitTorchtitan(const RunConfig& config, const Program& program);
+Result<Emission> EmitTorchtitan(Framework f, const RunConfig& config, const Program& program);
 Result<Emission> EmitDeepSpeed(const RunConfig& config);
 
 }  // namespace ppb::emit_detail

@@ -165,16 +165,33 @@ std::optional<UnevenFlags> MegatronUnevenFlags(const std::vector<Layer>& layers,
   return flags;
 }
 
-// Megatron's recompute flags for the strategy's decoder layers, or a note
-// saying why they cannot express it (conventions.md, Megatron-LM:
+// Megatron's recompute flags for the strategy's decoder and MTP layers, or
+// a note saying why they cannot express it (conventions.md, Megatron-LM:
 // --recompute-method block = the first N layers of each pipeline stage, i.e.
 // of each model chunk, min(N, its layers); uniform with
 // --recompute-num-layers 1 = every layer; selective granularity = every
-// layer). Only modes named "full" and "selective" map.
+// layer). Only modes named "full" and "selective" map. MTP layers follow
+// MultiTokenPredictionLayer (megatron/core/transformer/
+// multi_token_prediction.py, NVIDIA/Megatron-LM at 00611e6e): under
+// granularity full it checkpoints the whole MTP layer with method uniform
+// (recompute-num-layers 1) and skips it, with a warning, under block; under
+// selective its inner transformer layer recomputes selectively
+// (MtpRecompute below).
 struct MegatronRecompute {
   std::vector<std::string> flags;  // "--flag value" lines
   std::string note;                // non-empty: not expressible
 };
+
+// The mode Megatron gives MTP layer `layer` under the flags: "full" under
+// uniform, "" under block, "selective" under selective granularity when the
+// layer offers it ("" when ppb's model of the layer has no such mode).
+std::string MtpRecompute(const Layer& layer, const std::string& granularity,
+                         const std::string& method) {
+  if (granularity == "full") return method == "uniform" ? "full" : "";
+  if (granularity == "selective") return OptionIndex(layer, "selective") != 0 ? "selective" : "";
+  return "";
+}
+
 MegatronRecompute MegatronRecomputeFlags(const RunConfig& config) {
   const std::vector<Layer>& layers = config.layers;
   const Strategy& s = config.strategy;
@@ -188,10 +205,10 @@ MegatronRecompute MegatronRecomputeFlags(const RunConfig& config) {
   for (size_t i = 0; i < layers.size(); ++i) {
     const std::string m = ModeOf(layers, s, i);
     if (!IsDecoder(layers[i].kind)) {
-      if (!m.empty()) {
+      if (!m.empty() && layers[i].kind != LayerKind::Mtp) {
         out.note = fmt::format(
             "no recompute flags: Megatron-LM's recompute flags cover the "
-            "decoder layers only, and {} ({}) recomputes; {}",
+            "decoder and MTP layers only, and {} ({}) recomputes; {}",
             layers[i].name, LayerKindName(layers[i].kind), what);
         return out;
       }
@@ -207,16 +224,26 @@ MegatronRecompute MegatronRecomputeFlags(const RunConfig& config) {
       used.push_back(m);
     }
   }
-  if (used.size() == 1 && used[0] == "full" && all_decoders_same) {
+  // The MTP layers recompute what Megatron gives them under the flags.
+  auto mtp_agrees = [&](const std::string& granularity, const std::string& method) {
+    for (size_t i = 0; i < layers.size(); ++i) {
+      if (layers[i].kind != LayerKind::Mtp) continue;
+      if (ModeOf(layers, s, i) != MtpRecompute(layers[i], granularity, method)) return false;
+    }
+    return true;
+  };
+  if (used.empty()) {
+    // Only MTP layers recompute: no flags reach them without the decoders.
+  } else if (used.size() == 1 && used[0] == "full" && all_decoders_same &&
+             mtp_agrees("full", "uniform")) {
     out.flags = {"--recompute-granularity full", "--recompute-method uniform",
                  "--recompute-num-layers 1"};
     return out;
-  }
-  if (used.size() == 1 && used[0] == "selective" && all_decoders_same) {
+  } else if (used.size() == 1 && used[0] == "selective" && all_decoders_same &&
+             mtp_agrees("selective", "")) {
     out.flags = {"--recompute-granularity selective"};
     return out;
-  }
-  if (used.size() == 1 && used[0] == "full") {
+  } else if (used.size() == 1 && used[0] == "full" && mtp_agrees("full", "block")) {
     // block N: the first min(N, t_s) decoder layers of each stage.
     const std::vector<size_t> starts = StageStarts(s.layers_per_stage);
     std::vector<int> full(s.layers_per_stage.size(), 0);
@@ -246,8 +273,9 @@ MegatronRecompute MegatronRecomputeFlags(const RunConfig& config) {
   out.note = fmt::format(
       "no recompute flags: Megatron-LM cannot express this recompute "
       "(--recompute-method block recomputes the first N decoder layers of "
-      "every stage, uniform and selective every decoder layer, one "
-      "granularity per run); {}",
+      "every stage and no MTP layer, uniform every decoder and MTP layer in "
+      "full, selective every decoder layer and the MTP layers' inner "
+      "layers, one granularity per run); {}",
       what);
   return out;
 }
@@ -525,7 +553,23 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
   // Recompute.
   std::vector<std::uint8_t>& rc = plan.strategy.recompute;
   rc.assign(layers.size(), 0);
-  auto set_all = [&](const char* mode) { return SetOnDecoders(layers, mode, rc); };
+  // Every decoder layer, and the MTP layers as MultiTokenPredictionLayer
+  // treats them (MtpRecompute).
+  auto set_all = [&](const char* mode, const std::string& method) -> Status {
+    if (Status st = SetOnDecoders(layers, mode, rc); !st.ok()) return st;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      if (layers[i].kind != LayerKind::Mtp) continue;
+      const std::string m = MtpRecompute(layers[i], mode, method);
+      if (m.empty()) continue;
+      rc[i] = OptionIndex(layers[i], m);
+      if (rc[i] == 0) {
+        return Error{"", fmt::format("layer {} offers no recompute mode {} (Megatron-LM "
+                                     "recomputes MTP layers under uniform)",
+                                     layers[i].name, m)};
+      }
+    }
+    return Status();
+  };
   if (has("--recompute-granularity")) {
     const std::string& gran = flags->at("--recompute-granularity");
     const std::string method = has("--recompute-method") ? flags->at("--recompute-method") : "";
@@ -535,7 +579,7 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
                      "--recompute-method and --recompute-num-layers go "
                      "with --recompute-granularity full"};
       }
-      if (Status st = set_all("selective"); !st.ok()) return st.error();
+      if (Status st = set_all("selective", ""); !st.ok()) return st.error();
     } else if (gran == "full") {
       if (!has("--recompute-num-layers") || (method != "uniform" && method != "block")) {
         return Error{"",
@@ -552,7 +596,7 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
                        "--recompute-num-layers 1 (every layer its own "
                        "unit)"};
         }
-        if (Status st = set_all("full"); !st.ok()) return st.error();
+        if (Status st = set_all("full", "uniform"); !st.ok()) return st.error();
       } else {
         const std::vector<int>& per_stage = plan.strategy.layers_per_stage;
         const std::vector<size_t> starts = StageStarts(per_stage);

@@ -1,8 +1,14 @@
 // MindFormers' form of a strategy: the YAML fragment (parallel_config,
-// model.model_config offset and recompute_config lists), and
-// ParseMindFormersYaml, which reads it back with MindFormers' rules
-// (conventions.md, MindFormers). Refusals are Errors named
-// "--emit mindformers".
+// model.model_config offset and recompute_config lists, and
+// parallel.pipeline_config when v > 1), and ParseMindFormersYaml, which
+// reads it back the way MindFormers' LayerSetting does
+// (mindformers/models/utils.py, mindspore-lab/mindformers at 0afce880;
+// docs/framework-output.md): pp_interleave_num counts only with
+// pipeline_interleave on; offset is broadcast to [v][p] and must add up to
+// num_layers mod p*v; a recompute value is a bool (all or none), a list of
+// p counts (spread over a rank's chunks in turn) or a [v][p] list (counts
+// or bools, each capped at the stage's layers); a layer in the full list
+// ignores the select lists. Refusals are Errors named "--emit mindformers".
 #include "apps/output/emit.h"
 
 #include <fmt/format.h>
@@ -163,6 +169,15 @@ Result<Emission> emit_detail::EmitMindFormers(const RunConfig& config) {
   AddNote(text, fmt::format("MindFormers settings for {}: {}",
                             config.model_name.empty() ? config.path : config.model_name,
                             DescribeRun(config)));
+  if (v > 1) {
+    // LayerSetting takes pp_interleave_num only when MindSpore's
+    // auto-parallel context has pipeline_interleave on, which MindFormers
+    // sets from parallel.pipeline_config (else it runs v = 1 and refuses a
+    // [v][p] offset).
+    text += "parallel:\n  pipeline_config:\n";
+    text += "    pipeline_interleave: true\n";
+    text += "    pipeline_scheduler: '1f1b'\n";
+  }
   text += "parallel_config:\n";
   text += fmt::format("  pipeline_stage: {}\n", p);
   text += fmt::format("  micro_batch_num: {}\n", m);
@@ -210,44 +225,123 @@ Result<Emission> emit_detail::EmitMindFormers(const RunConfig& config) {
 
 namespace {
 
-// A MindFormers per-stage value: an int (offset: every stage; a recompute
-// list: not allowed), a bool (recompute lists: all or none), a list of p
-// (v = 1) or a [v][p] list.
-Result<std::vector<int>> StageValues(const YAML::Node& node, const std::string& key, int p, int v,
-                                     bool allow_bool, const std::vector<int>& all) {
+// MindFormers' offset: an int, a list of p or a [v][p] list, broadcast to
+// [v][p] as numpy does (LayerSetting._check_inputs checks the last two
+// dimensions and that the given values add up to num_layers mod p*v).
+Result<std::vector<int>> OffsetValues(const YAML::Node& node, int p, int v, int decoders) {
   const size_t stages = static_cast<size_t>(p) * v;
-  auto bad = [&](const std::string& what) { return Error{"", key + ": must be " + what}; };
+  const int remainder = decoders % (p * v);
+  auto bad = [](const std::string& what) { return Error{"", "offset: " + what}; };
   try {
+    std::vector<int> given;
+    size_t rows = 0;  // 0: a scalar, 1: a list of p, v: a [v][p] list
     if (node.IsScalar()) {
-      const std::string text = node.Scalar();
-      if (text == "true" || text == "True" || text == "false" || text == "False") {
-        if (!allow_bool) return bad("an int or a list");
-        return text[0] == 't' || text[0] == 'T' ? all : std::vector<int>(stages, 0);
-      }
-      if (allow_bool) return bad("a bool, a list of p or a [v][p] list");
-      return std::vector<int>(stages, node.as<int>());
-    }
-    if (!node.IsSequence()) return bad("an int or a list");
-    std::vector<int> out;
-    if (node.size() > 0 && node[0].IsSequence()) {
+      given.push_back(node.as<int>());
+    } else if (node.IsSequence() && node.size() > 0 && node[0].IsSequence()) {
       if (node.size() != static_cast<size_t>(v)) {
-        return bad(fmt::format("a [v][p] list with v = {} rows", v));
+        return bad(fmt::format("offset.shape[-2] must equal pp_interleave_num ({}) "
+                               "(MindFormers); got {}",
+                               v, node.size()));
       }
       for (const YAML::Node& row : node) {
         if (!row.IsSequence() || row.size() != static_cast<size_t>(p)) {
-          return bad(fmt::format("a [v][p] list with p = {} columns", p));
+          return bad(fmt::format("each row must hold pipeline_stage = {} values", p));
         }
-        for (const YAML::Node& x : row) out.push_back(x.as<int>());
+        for (const YAML::Node& x : row) given.push_back(x.as<int>());
+      }
+      rows = static_cast<size_t>(v);
+    } else if (node.IsSequence()) {
+      if (node.size() != static_cast<size_t>(p)) {
+        return bad(fmt::format("offset.shape[-1] must equal pipeline_stage ({}) "
+                               "(MindFormers); got {}",
+                               p, node.size()));
+      }
+      for (const YAML::Node& x : node) given.push_back(x.as<int>());
+      rows = 1;
+    } else {
+      return bad("must be an int or a list");
+    }
+    int sum = 0;
+    for (int x : given) sum += x;
+    if (sum != remainder) {
+      return Error{"", fmt::format("offset must add up to num_layers mod p*v = {} mod {} "
+                                   "= {} (MindFormers); got {}",
+                                   decoders, p * v, remainder, sum)};
+    }
+    std::vector<int> out(stages);
+    for (size_t st = 0; st < stages; ++st) {
+      out[st] = rows == 0 ? given[0] : rows == 1 ? given[st % static_cast<size_t>(p)] : given[st];
+    }
+    return out;
+  } catch (const YAML::Exception&) {
+    return bad("must hold integers");
+  }
+}
+
+// One of MindFormers' recompute values as recomputed layers per stage
+// (LayerSetting._format_recompute_list): true / false = every / no layer;
+// a list of p ints or bools = per rank, dealt over the rank's chunks one
+// layer at a time in chunk order (_alloc_recompute_layer); a [v][p] list =
+// per stage, an int capped at the stage's layers, a bool all or none.
+Result<std::vector<int>> RecomputeValues(const YAML::Node& node, const std::string& key, int p,
+                                         int v, const std::vector<int>& body) {
+  const size_t stages = static_cast<size_t>(p) * v;
+  auto bad = [&](const std::string& what) { return Error{"", key + ": " + what}; };
+  auto as_count = [](const YAML::Node& x, int all) {
+    const std::string t = x.Scalar();
+    if (t == "true" || t == "True") return all;
+    if (t == "false" || t == "False") return 0;
+    return x.as<int>();
+  };
+  try {
+    if (node.IsScalar()) {
+      const std::string t = node.Scalar();
+      if (t == "true" || t == "True") return body;
+      if (t == "false" || t == "False") return std::vector<int>(stages, 0);
+      return bad("must be a bool, a list of p or a [v][p] list (MindFormers); got " + t);
+    }
+    if (!node.IsSequence()) return bad("must be a bool or a list");
+    std::vector<int> out(stages, 0);
+    if (node.size() > 0 && node[0].IsSequence()) {
+      if (node.size() != static_cast<size_t>(v)) {
+        return bad(fmt::format("a [v][p] list needs v = {} rows", v));
+      }
+      for (size_t c = 0; c < node.size(); ++c) {
+        const YAML::Node row = node[c];
+        if (!row.IsSequence() || row.size() != static_cast<size_t>(p)) {
+          return bad(fmt::format("a [v][p] list needs p = {} columns", p));
+        }
+        for (size_t r = 0; r < row.size(); ++r) {
+          const size_t st = c * static_cast<size_t>(p) + r;
+          const int n = as_count(row[r], body[st]);
+          if (n < 0) return bad(fmt::format("stage {}: {} is negative", st, n));
+          out[st] = std::min(n, body[st]);
+        }
       }
       return out;
     }
-    if (v != 1 || node.size() != static_cast<size_t>(p)) {
-      return bad(fmt::format("a list of p = {} (v = 1) or a [v][p] list", p));
+    if (node.size() != static_cast<size_t>(p)) {
+      return bad(fmt::format("a list of p = {} (one per rank) or a [v][p] list", p));
     }
-    for (const YAML::Node& x : node) out.push_back(x.as<int>());
+    for (size_t r = 0; r < node.size(); ++r) {
+      int total = 0;
+      for (int c = 0; c < v; ++c) total += body[static_cast<size_t>(c) * p + r];
+      int n = as_count(node[r], total);
+      if (n < 0) return bad(fmt::format("rank {}: {} is negative", r, n));
+      n = std::min(n, total);
+      while (n > 0) {
+        for (int c = 0; c < v && n > 0; ++c) {
+          const size_t st = static_cast<size_t>(c) * p + r;
+          if (out[st] < body[st]) {
+            ++out[st];
+            --n;
+          }
+        }
+      }
+    }
     return out;
   } catch (const YAML::Exception&) {
-    return bad("integers");
+    return bad("must hold integers or bools");
   }
 }
 
@@ -277,7 +371,15 @@ Result<EmittedPlan> ReadMindFormers(const YAML::Node& root, const std::vector<La
     if (parallel["micro_batch_num"]) {
       plan.m = parallel["micro_batch_num"].as<int>();
     }
-    plan.v = model["pp_interleave_num"] ? model["pp_interleave_num"].as<int>() : 1;
+    // LayerSetting: pp_interleave_num if pipeline_interleave else 1.
+    bool on = false;
+    if (const YAML::Node par = root["parallel"]; par && par.IsMap()) {
+      if (const YAML::Node pc = par["pipeline_config"]; pc && pc.IsMap()) {
+        const YAML::Node flag = pc["pipeline_interleave"];
+        on = flag && flag.as<bool>();
+      }
+    }
+    plan.v = on && model["pp_interleave_num"] ? model["pp_interleave_num"].as<int>() : 1;
   } catch (const YAML::Exception&) {
     return Error{"",
                  "pipeline_stage, micro_batch_num and pp_interleave_num "
@@ -300,17 +402,13 @@ Result<EmittedPlan> ReadMindFormers(const YAML::Node& root, const std::vector<La
   }
   std::vector<int> offset(static_cast<size_t>(stages), 0);
   if (model["offset"]) {
-    Result<std::vector<int>> o = StageValues(model["offset"], "offset", plan.p, plan.v, false, {});
+    Result<std::vector<int>> o = OffsetValues(model["offset"], plan.p, plan.v, decoders);
     if (!o.ok()) return o.error();
     offset = std::move(*o);
-  }
-  int sum = 0;
-  for (int x : offset) sum += x;
-  // conventions.md, MindFormers: sum(offset) must equal L mod (p*v).
-  if (sum != decoders % stages) {
-    return Error{"", fmt::format("offset must add up to num_layers mod p*v = "
-                                 "{} mod {} = {} (MindFormers); got {}",
-                                 decoders, stages, decoders % stages, sum)};
+  } else if (decoders % stages != 0) {
+    return Error{"", fmt::format("offset must add up to num_layers mod p*v = {} mod {} = "
+                                 "{} (MindFormers); got 0",
+                                 decoders, stages, decoders % stages)};
   }
   std::vector<int> body;
   for (int s = 0; s < stages; ++s) {
@@ -332,16 +430,9 @@ Result<EmittedPlan> ReadMindFormers(const YAML::Node& root, const std::vector<La
   for (const char* key : {"recompute", "select_recompute", "select_comm_recompute"}) {
     std::vector<int> counts(static_cast<size_t>(stages), 0);
     if (rcfg && rcfg[key]) {
-      Result<std::vector<int>> c = StageValues(rcfg[key], key, plan.p, plan.v, true, body);
+      Result<std::vector<int>> c = RecomputeValues(rcfg[key], key, plan.p, plan.v, body);
       if (!c.ok()) return c.error();
       counts = std::move(*c);
-      for (int s = 0; s < stages; ++s) {
-        if (counts[s] < 0 || counts[s] > body[s]) {
-          return Error{"", fmt::format("{}: stage {} has {} decoder layers; "
-                                       "got {}",
-                                       key, s, body[s], counts[s])};
-        }
-      }
     }
     lists.push_back(std::move(counts));
   }

@@ -1,8 +1,16 @@
-// torchtitan's form of a strategy: the TOML fragment ([parallelism]: module
-// names per stage, the schedule, and a schedule CSV when the simulated order
-// is not the one torch's named schedule runs), and ParseTorchtitanToml,
-// which reads it back (conventions.md, torchtitan). Refusals are Errors
-// named "--emit torchtitan".
+// torchtitan's forms of a strategy, and their readers (conventions.md,
+// torchtitan). Two versions:
+// - current torchtitan (main at 0014ac2c, torchtitan/config/configs.py):
+//   configs are Python functions returning a Trainer.Config, so the form is
+//   assignments to its fields (config.parallelism.pipeline_parallel_degree,
+//   .pipeline_parallel_schedule[_csv], .module_fqns_per_model_part,
+//   config.activation_checkpoint.mode, whose default is "selective", so
+//   "none" is written out); the LM head is the module lm_head.
+// - torchtitan v0.2.2 ("torchtitan-0.2.2"): the TOML job config
+//   ([parallelism], [activation_checkpoint] mode); the head is output.
+// Both name the schedule and write a schedule CSV when the simulated order
+// is not the one torch's named schedule runs. Refusals are Errors named
+// "--emit torchtitan" / "--emit torchtitan-0.2.2".
 #include "apps/output/emit.h"
 
 #include <fmt/format.h>
@@ -31,7 +39,19 @@ using namespace emit_detail;  // NOLINT: the helpers of emit_common.h
 
 namespace {
 
-constexpr const char* kCsvName = "ppb-schedule.csv";
+// The torchtitan version a form is for: its syntax and the LM head's name.
+struct TorchtitanForm {
+  bool python = true;              // Trainer.Config assignments, else TOML
+  const char* head = "lm_head";    // the LM head module (after norm)
+  const char* version = "";        // named in the header
+};
+constexpr TorchtitanForm kCurrent{true, "lm_head",
+                                  "current torchtitan (main at 0014ac2c; Python Trainer.Config)"};
+constexpr TorchtitanForm kV022{false, "output", "torchtitan v0.2.2 (TOML job config)"};
+
+const TorchtitanForm& FormOf(Framework f) {
+  return f == Framework::Torchtitan022 ? kV022 : kCurrent;
+}
 
 // torch's name of a ppb schedule (conventions.md, torch schedule names;
 // torch get_schedule_class, v2.14.1).
@@ -42,9 +62,9 @@ std::string TorchScheduleName(const std::string& schedule) {
 }
 
 // torchtitan module names of each layer: tok_embeddings, layers.N, and
-// norm + output for the head.
+// norm + the head module (lm_head; output in v0.2.2) for the head.
 std::vector<std::string> TorchtitanModules(const std::vector<Layer>& layers, size_t begin,
-                                           size_t end) {
+                                           size_t end, const char* head) {
   std::vector<std::string> out;
   int decoder = 0;
   for (size_t i = 0; i < end; ++i) {
@@ -53,7 +73,7 @@ std::vector<std::string> TorchtitanModules(const std::vector<Layer>& layers, siz
     if (k == LayerKind::Embedding) {
       names = {"tok_embeddings"};
     } else if (k == LayerKind::Head) {
-      names = {"norm", "output"};
+      names = {"norm", head};
     } else {
       names = {"layers." + std::to_string(decoder++)};
     }
@@ -64,8 +84,9 @@ std::vector<std::string> TorchtitanModules(const std::vector<Layer>& layers, siz
 
 }  // namespace
 
-Result<Emission> emit_detail::EmitTorchtitan(const RunConfig& config, const Program& program) {
-  const Framework f = Framework::Torchtitan;
+Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& config,
+                                             const Program& program) {
+  const TorchtitanForm& form = FormOf(f);
   const std::vector<Layer>& layers = config.layers;
   const Strategy& s = config.strategy;
   const int p = config.shape.p, v = config.shape.v, m = config.shape.m;
@@ -76,7 +97,7 @@ Result<Emission> emit_detail::EmitTorchtitan(const RunConfig& config, const Prog
     if (l.kind == LayerKind::Other) {
       return Fail(f, "has no module name for layer " + l.name +
                          " (kind other); torchtitan's LLM modules are "
-                         "tok_embeddings, layers.N, norm and output");
+                         "tok_embeddings, layers.N, norm and " + form.head);
     }
   }
   if (const int empty = FirstEmptyStage(s); empty >= 0) {
@@ -108,29 +129,47 @@ Result<Emission> emit_detail::EmitTorchtitan(const RunConfig& config, const Prog
   Emission e;
   e.framework = f;
   std::string& text = e.text;
-  AddNote(text, fmt::format("torchtitan job config for {}: {}",
+  AddNote(text, fmt::format("{} for {}: {}", form.version,
                             config.model_name.empty() ? config.path : config.model_name,
                             DescribeRun(config)));
-  text += "[parallelism]\n";
-  text += fmt::format("pipeline_parallel_degree = {}\n", p);
+  // "section.key = value": a Trainer.Config field, or a TOML key under its
+  // [section] header.
+  std::string section;
+  auto set = [&](const char* sec, const char* key, const std::string& value) {
+    if (form.python) {
+      text += fmt::format("config.{}.{} = {}\n", sec, key, value);
+      return;
+    }
+    if (section != sec) {
+      text += fmt::format("{}[{}]\n", section.empty() ? "" : "\n", sec);
+      section = sec;
+    }
+    text += fmt::format("{} = {}\n", key, value);
+  };
+  if (form.python) {
+    AddNote(text, "set on the Trainer.Config your --module/--config function returns");
+  }
+  set("parallelism", "pipeline_parallel_degree", std::to_string(p));
   const bool csv = !why_csv.empty();
-  text += fmt::format("pipeline_parallel_schedule = \"{}\"\n",
-                      csv ? "PipelineScheduleMulti" : TorchScheduleName(config.schedule));
+  set("parallelism", "pipeline_parallel_schedule",
+      fmt::format("\"{}\"", csv ? "PipelineScheduleMulti" : TorchScheduleName(config.schedule)));
   if (csv) {
-    text += fmt::format("pipeline_parallel_schedule_csv = \"{}\"\n", kCsvName);
+    set("parallelism", "pipeline_parallel_schedule_csv", fmt::format("\"{}\"", kCsvName));
     e.schedule_csv = DumpScheduleCsv(program);
   }
-  text += "module_fqns_per_model_part = [\n";
+  std::string parts = "[\n";
   const std::vector<size_t> starts = StageStarts(s.layers_per_stage);
   for (size_t st = 0; st + 1 < starts.size(); ++st) {
     std::string row;
-    for (const std::string& name : TorchtitanModules(layers, starts[st], starts[st + 1])) {
+    for (const std::string& name :
+         TorchtitanModules(layers, starts[st], starts[st + 1], form.head)) {
       if (!row.empty()) row += ", ";
       row += "\"" + name + "\"";
     }
-    text += "  [" + row + "],\n";
+    parts += "  [" + row + "],\n";
   }
-  text += "]\n";
+  parts += "]";
+  set("parallelism", "module_fqns_per_model_part", parts);
 
   // Activation checkpointing: torchtitan applies one mode to every
   // transformer block; ppb maps none and all-"full".
@@ -154,8 +193,7 @@ Result<Emission> emit_detail::EmitTorchtitan(const RunConfig& config, const Prog
           RecomputeSummary(config);
     }
   }
-  text += "\n[activation_checkpoint]\n";
-  text += fmt::format("mode = \"{}\"\n", ac);
+  set("activation_checkpoint", "mode", fmt::format("\"{}\"", ac));
   const std::string style =
       PlacementOf(config.schedule, v) == StagePlacement::V
           ? "rank r holds stages r and 2p-1-r (torchtitan's v style, which it "
@@ -164,7 +202,7 @@ Result<Emission> emit_detail::EmitTorchtitan(const RunConfig& config, const Prog
   AddNote(text, fmt::format("{}, {} "
                             "stage(s) per rank; m = {} micro-batches: set "
                             "training.local_batch_size = {} x "
-                            "pipeline_parallel_microbatch_size",
+                            "parallelism.pipeline_parallel_microbatch_size",
                             style, v, m, m));
   if (csv) {
     AddNote(text, why_csv +
@@ -180,12 +218,13 @@ namespace {
 
 // The ppb strategy of a torchtitan module list: each name must be the next
 // module of the model, in order.
-Result<std::vector<int>> TorchtitanCounts(const Value& parts, const std::vector<Layer>& layers) {
-  const std::vector<std::string> all = TorchtitanModules(layers, 0, layers.size());
+Result<std::vector<int>> TorchtitanCounts(const Value& parts, const std::vector<Layer>& layers,
+                                          const char* head) {
+  const std::vector<std::string> all = TorchtitanModules(layers, 0, layers.size(), head);
   // Owner layer of each module name.
   std::vector<size_t> owner;
   for (size_t i = 0; i < layers.size(); ++i) {
-    const size_t k = TorchtitanModules(layers, i, i + 1).size();
+    const size_t k = TorchtitanModules(layers, i, i + 1, head).size();
     for (size_t j = 0; j < k; ++j) owner.push_back(i);
   }
   if (parts.kind != Value::Kind::List) {
@@ -212,9 +251,9 @@ Result<std::vector<int>> TorchtitanCounts(const Value& parts, const std::vector<
       if (next == 0 || owner[next] != owner[next - 1]) {
         ++n;
       } else if (j == 0) {
-        return Error{"",
-                     "module_fqns_per_model_part: norm and output must be "
-                     "in the same stage"};
+        return Error{"", fmt::format("module_fqns_per_model_part: norm and {} must be "
+                                     "in the same stage",
+                                     head)};
       }
       ++next;
     }
@@ -229,9 +268,21 @@ Result<std::vector<int>> TorchtitanCounts(const Value& parts, const std::vector<
 
 }  // namespace
 
-Result<EmittedPlan> ParseTorchtitanToml(std::string_view text, const std::vector<Layer>& layers) {
-  auto a = ReadAssignments(text);
-  if (!a.ok()) return a.error();
+Result<EmittedPlan> ParseTorchtitan(Framework f, std::string_view text,
+                                    const std::vector<Layer>& layers) {
+  const TorchtitanForm& form = FormOf(f);
+  auto read = ReadAssignments(text);
+  if (!read.ok()) return read.error();
+  // The Python form's "config.section.key" = the TOML form's "section.key".
+  std::map<std::string, Value> assigned;
+  for (auto& [key, value] : *read) {
+    const bool dotted = key.rfind("config.", 0) == 0;
+    if (dotted != form.python) {
+      return Error{"", fmt::format("{}: not a key of {}", key, form.version)};
+    }
+    assigned[dotted ? key.substr(7) : key] = std::move(value);
+  }
+  const std::map<std::string, Value>* a = &assigned;
   EmittedPlan plan;
   Result<std::int64_t> p = IntAt(*a, "parallelism.pipeline_parallel_degree", 1);
   if (!p.ok()) return p.error();
@@ -240,7 +291,7 @@ Result<EmittedPlan> ParseTorchtitanToml(std::string_view text, const std::vector
   if (parts == a->end()) {
     return Error{"", "parallelism.module_fqns_per_model_part: missing"};
   }
-  Result<std::vector<int>> counts = TorchtitanCounts(parts->second, layers);
+  Result<std::vector<int>> counts = TorchtitanCounts(parts->second, layers, form.head);
   if (!counts.ok()) return counts.error();
   const int stages = static_cast<int>(counts->size());
   // torchtitan's pipeline_module_split: num_stages must be divisible by the

@@ -5,7 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <limits>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "apps/input/json_text.h"
@@ -21,6 +27,20 @@ const char* FlavorName(Flavor f) {
 
 // Microseconds for trace timestamps.
 double ToUs(Nanos t) { return static_cast<double>(t) / 1e3; }
+
+// A trace time in µs that Perfetto reads back as exactly `t` ns: its JSON
+// importer multiplies the parsed double by 1000 and truncates (older
+// versions) or rounds (newer), and the double nearest t / 1000 can fall
+// just below, which moved a slice's start 1 ns early and made it overlap
+// the one before. The smallest double at or above t / 1000 whose product
+// with 1000 is not below t reads back as t both ways.
+double TraceUs(Nanos t) {
+  double us = static_cast<double>(t) / 1e3;
+  while (us * 1000.0 < static_cast<double>(t)) {
+    us = std::nextafter(us, std::numeric_limits<double>::infinity());
+  }
+  return us;
+}
 
 // Micro-batches per second of simulated time.
 double Throughput(const RunConfig& config, const SimResult& r) {
@@ -423,6 +443,15 @@ std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
     events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", d}, {"tid", 1},
                       {"args", {{"name", "communication"}}}});
   }
+  // Each op's index on its rank, by (stage, micro-batch, kind): the flows
+  // end on the op that consumes the message.
+  std::map<std::tuple<int, int, int>, size_t> op_at;
+  for (int d = 0; d < spec.p; ++d) {
+    for (size_t k = 0; k < prog.ops[d].size(); ++k) {
+      const Op& op = prog.ops[d][k];
+      op_at[{op.stage.value, op.mb.value, static_cast<int>(op.kind)}] = k;
+    }
+  }
   for (int d = 0; d < spec.p; ++d) {
     for (size_t k = 0; k < prog.ops[d].size(); ++k) {
       const Op& op = prog.ops[d][k];
@@ -440,13 +469,16 @@ std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
       events.push_back({{"name", ActionString(op)},
                         {"cat", std::string(1, OpKindLetter(op.kind))},
                         {"ph", "X"},
-                        {"ts", ToUs(t.start)},
-                        {"dur", ToUs(t.end - t.start)},
+                        {"ts", TraceUs(t.start)},
+                        {"dur", TraceUs(t.end - t.start)},
                         {"pid", d},
                         {"tid", 0},
                         {"args", args}});
     }
   }
+  // A flow event's time inside the slice [start, end): 1 ns in, so the
+  // "enclosing slice" binding finds it whatever the order of equal times.
+  auto inside = [](Nanos start, Nanos end) { return end - start >= 2 ? start + 1 : start; };
   int flow_id = 0;
   for (const Transfer& t : r.transfers) {
     const bool fwd = t.producer.kind == OpKind::F;
@@ -456,17 +488,30 @@ std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
     events.push_back({{"name", name},
                       {"cat", "comm"},
                       {"ph", "X"},
-                      {"ts", ToUs(t.send)},
-                      {"dur", ToUs(t.arrive - t.send)},
+                      {"ts", TraceUs(t.send)},
+                      {"dur", TraceUs(t.arrive - t.send)},
                       {"pid", t.from.value},
                       {"tid", 1},
                       {"args", {{"to_rank", t.to.value}, {"bytes", t.bytes}}}});
+    // The consumer: the next stage's F of the micro-batch, or the previous
+    // stage's B (I where the backward is split).
+    const int to_stage = t.producer.stage.value + (fwd ? 1 : -1);
+    std::optional<size_t> consumer;
+    for (OpKind k : fwd ? std::vector<OpKind>{OpKind::F} : std::vector<OpKind>{OpKind::B, OpKind::I}) {
+      auto it = op_at.find({to_stage, t.producer.mb.value, static_cast<int>(k)});
+      if (it != op_at.end()) {
+        consumer = it->second;
+        break;
+      }
+    }
+    if (!consumer) continue;  // no consumer (not a pipeline message): no arrow
+    const OpTiming& c = r.timings[t.to.value][*consumer];
     events.push_back({{"name", name}, {"cat", "comm"}, {"ph", "s"},
-                      {"id", flow_id}, {"ts", ToUs(t.send)},
+                      {"id", flow_id}, {"ts", TraceUs(inside(t.send, t.arrive))},
                       {"pid", t.from.value}, {"tid", 1}});
     events.push_back({{"name", name}, {"cat", "comm"}, {"ph", "f"}, {"bp", "e"},
-                      {"id", flow_id}, {"ts", ToUs(t.arrive)},
-                      {"pid", t.to.value}, {"tid", 1}});
+                      {"id", flow_id}, {"ts", TraceUs(inside(c.start, c.end))},
+                      {"pid", t.to.value}, {"tid", 0}});
     ++flow_id;
   }
   // Memory in two series: the static memory of the rank's stages (weights,
@@ -479,7 +524,7 @@ std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
       events.push_back(
           {{"name", "memory GiB"},
            {"ph", "C"},
-           {"ts", ToUs(s.time)},
+           {"ts", TraceUs(s.time)},
            {"pid", d},
            {"args",
             {{"static", static_cast<double>(fixed) / (1 << 30)},

@@ -20,6 +20,7 @@ namespace {
 
 constexpr double kWidth = 1200;
 constexpr double kLeft = 70;  // row labels
+constexpr double kTitlePx = 15;  // font size of .tb
 constexpr double kRight = 20;
 constexpr double kPlotW = kWidth - kLeft - kRight;
 constexpr double kTimelineTop = 84;
@@ -504,7 +505,19 @@ void DrawMemory(Canvas& c, const SimResult& r, int d, const std::string& device,
   const double px = X(ds.peak_time), py = Y(ds.peak_memory);
   c.out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"2.5\" class=\"peak\"/>\n", Px(px), Px(py));
   const bool right = px < x + w * 0.6;
-  c.Text(right ? px + 5 : px - 5, std::max(py - 4, y + 9), right ? "pk" : "pk end",
+  // The label's baseline: above the dot, unless its glyphs (about 10 px
+  // above the baseline to 3 below) would sit on the dashed capacity line,
+  // then below the line (and below the capacity label when that is there).
+  double ly = std::max(py - 4, y + 9);
+  if (ds.capacity <= ymax) {
+    const double cy = Y(ds.capacity);
+    if (ly - 11 <= cy && cy <= ly + 4) {
+      const bool cap_label_below = !small && cy - y < 14;
+      ly = cy + 13 + (cap_label_below ? 11 : 0);
+      if (ly > y + h - 2) ly = cy - 4 - (!small && !cap_label_below ? 11 : 0);
+    }
+  }
+  c.Text(right ? px + 5 : px - 5, ly, right ? "pk" : "pk end",
          "peak " + ShortBytes(ds.peak_memory));
   c.out += "</g>\n";
 }
@@ -578,15 +591,24 @@ std::string FormatSvg(const RunConfig& config, const PreparedRun& run, const Sim
   c.out += kStyle;
   c.Rect(0, 0, kWidth, height, "bg");
   const Breakdown b = ComputeBreakdown(r);
+  // The outcome leads the title, so a long title cannot hide it; a title
+  // wider than the picture (estimated at 0.62 em a glyph, about the widest
+  // average of a bold sans-serif) is squeezed to fit (SVG textLength)
+  // instead of being clipped at the right edge.
   const std::string title = fmt::format(
-      "{}{} | {} | p={} v={} m={} | iteration {:.3f} ms | bubble {:.1f} %{}",
+      "{}{}{} | {} | p={} v={} m={} | iteration {:.3f} ms | bubble {:.1f} %",
+      r.outcome == Outcome::OutOfMemory ? "OUT OF MEMORY | "
+      : r.outcome == Outcome::Deadlock  ? "DEADLOCK | "
+                                        : "",
       note.empty() ? "" : note + ": ", config.model_name.empty() ? config.path : config.model_name,
       DescribeSchedule(config), spec.p, spec.v, spec.m, ToMs(r.makespan),
-      100.0 * r.bubble_fraction(),
-      r.outcome == Outcome::OutOfMemory ? " | OUT OF MEMORY"
-      : r.outcome == Outcome::Deadlock  ? " | DEADLOCK"
-                                        : "");
-  c.Text(kLeft, 22, "tb", title);
+      100.0 * r.bubble_fraction());
+  const double title_room = kWidth - kLeft - 10;
+  const bool squeeze = static_cast<double>(title.size()) * 0.62 * kTitlePx > title_room;
+  c.Text(kLeft, 22, "tb", title,
+         squeeze ? fmt::format(" textLength=\"{}\" lengthAdjust=\"spacingAndGlyphs\"",
+                               Px(title_room))
+                 : std::string());
   std::string parts;
   for (int t = 0; t < kNumBubbleTerms; ++t) {
     const auto term = static_cast<BubbleTerm>(t);
