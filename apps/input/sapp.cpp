@@ -76,6 +76,7 @@ Result<std::vector<Layer>> ParseLayers(std::string_view text,
                          : std::string("nothing")));
   }
   std::vector<Layer> heads, bodies, tails;
+  std::int64_t total = 0;  // layers so far
   std::set<std::string> names;
   const Json& list = root["layers_description"];
   for (size_t i = 0; i < list.size(); ++i) {
@@ -133,8 +134,10 @@ Result<std::vector<Layer>> ParseLayers(std::string_view text,
     }
     double nb = 1;
     SAPP_TRY(number("nb_layer", false, nb));
-    if (nb < 1 || nb != std::floor(nb) || nb > 100000) {
-      return fail(path + ".nb_layer", "must be a positive integer; got " + JsonGiven(d["nb_layer"]));
+    if (nb < 1 || nb != std::floor(nb) || nb > config_detail::kMaxLayers) {
+      return fail(path + ".nb_layer", "must be a positive integer up to " +
+                                          std::to_string(config_detail::kMaxLayers) + "; got " +
+                                          JsonGiven(d["nb_layer"]));
     }
     double time = 0, fwd = -1, bwd = -1, param = 0, act = 0;
     const bool split = d.contains("forward_time") || d.contains("backward_time");
@@ -220,6 +223,15 @@ Result<std::vector<Layer>> ParseLayers(std::string_view text,
           {m.name, bytes(kept), static_cast<Nanos>(std::llround(coef * layer.backward_input))});
     }
     const int n = static_cast<int>(nb);
+    // The model's layers in all within the config's limit, before they
+    // are built (each entry alone is within it).
+    total += n;
+    if (total > config_detail::kMaxLayers) {
+      return fail(path + ".nb_layer",
+                  "must keep the model at most " + std::to_string(config_detail::kMaxLayers) +
+                      " layers in all; got " + std::to_string(n) + " more after " +
+                      std::to_string(total - n));
+    }
     std::vector<Layer>& dest = type == "HEAD" ? heads : type == "TAIL" ? tails : bodies;
     for (int k = 0; k < n; ++k) {
       Layer l = layer;
