@@ -3,7 +3,8 @@
 //
 // Contract: a baseline is applicable when its rule yields a strategy; it
 // is then simulated as given (no search, no memory repair), so it may be
-// infeasible. why_not says why a rule does not apply.
+// infeasible. why_not says why a rule does not apply, or that it was not
+// simulated because the search's deadline had passed.
 #include <algorithm>
 #include <cmath>
 
@@ -11,7 +12,8 @@
 
 namespace ppb {
 
-std::vector<Baseline> Baselines(const SearchProblem& problem, int choice) {
+std::vector<Baseline> Baselines(const SearchProblem& problem, int choice,
+                                std::chrono::steady_clock::time_point deadline) {
   std::vector<Baseline> out;
   const ScheduleChoice& ch = problem.choices[choice];
   const int p = problem.p, v = ch.v, S = p * v;
@@ -21,6 +23,11 @@ std::vector<Baseline> Baselines(const SearchProblem& problem, int choice) {
     b.name = std::move(name);
     if (!st.ok()) {
       b.why_not = st.error().message;
+      out.push_back(std::move(b));
+      return;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      b.why_not = "not simulated: the time limit had passed";
       out.push_back(std::move(b));
       return;
     }

@@ -55,6 +55,9 @@ struct StageFixed {
 
 // The clock of one search, its progress throttle (ReportDue), and whether
 // and why it stopped.
+// Whether the search's deadline (SearchOptions::deadline) has passed.
+inline bool PastDeadline(const SearchOptions& opt) { return Clock::now() >= opt.deadline; }
+
 struct SearchLimits {
   Clock::time_point start;
   Clock::time_point last_report{};

@@ -312,8 +312,14 @@ bool Searcher::AnyFeasibleSplit(std::vector<int>* out) {
   // A budget keeps a hopeless instance from running forever; running out
   // counts as "does not fit", so a reported minimum capacity errs high.
   std::int64_t budget = 2'000'000;
+  deadline_cut = false;
   std::function<bool(int, int)> rec = [&](int s, int pos) {
     if (--budget < 0) return false;
+    if ((budget & 255) == 0 && PastDeadline(cp_.opt)) {
+      deadline_cut = true;
+      budget = -1;  // unwinds: nothing more is tried
+      return false;
+    }
     if (s == S) return pos == L;
     const int d = cp_.c.spec.stage_device[s].value;
     const int khi = s == S - 1 ? L - pos : L - pos - (S - s - 1) * kmin;

@@ -261,6 +261,7 @@ bool Searcher::PolishChunks(const std::vector<int>& split,
 bool Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
   const int p = cp_.c.p, v = cp_.c.v;
   if (!cand.feasible) return true;
+  if (PastDeadline(cp_.opt)) return false;  // not polished: not proved
   // Every device's choices, listed once for the exact and the greedy polish.
   std::vector<int> first;
   std::vector<StageFixed> fx;
@@ -318,6 +319,10 @@ bool Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
   if (!best.feasible || best.makespan > target) return proved;
   // Fewest recomputed layers, device by device, keeping the time.
   for (int d = 0; d < p; ++d) {
+    if (PastDeadline(cp_.opt)) {  // what it has, not proved
+      if (Better(best, cand)) cand = std::move(best);
+      return false;
+    }
     std::vector<const DeviceChoice*> order;
     for (const auto& ch : opts[d]) {
       if (ch.peak <= M && ch.rc < pick[d]->rc) order.push_back(&ch);
@@ -349,6 +354,7 @@ bool Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
 // tie-polished before it is offered. Returns false (nothing offered) when
 // that is too many.
 bool Searcher::ExhaustLeaf(const std::vector<int>& split, Nanos& unproved) {
+  if (PastDeadline(cp_.opt)) return false;  // nothing offered: the leaf stays open
   const int S = cp_.c.S, p = cp_.c.p, v = cp_.c.v;
   std::vector<int> first;
   std::vector<StageFixed> fx;

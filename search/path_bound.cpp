@@ -161,6 +161,7 @@ std::vector<Path> BuildPaths(const ChoiceProblem& cp) {
 
 Nanos PathWeights(const ChoiceProblem& cp, Nanos forced_recompute, PathMixture& out) {
   const int S = cp.c.S, L = cp.c.L;
+  if (PastDeadline(cp.opt)) return 0;  // no mixture: no path bound
   const std::vector<Path> paths = BuildPaths(cp);
   double F = 0, B = 0;
   for (int l = 0; l < L; ++l) {
@@ -185,7 +186,9 @@ Nanos PathWeights(const ChoiceProblem& cp, Nanos forced_recompute, PathMixture& 
   }
   const int rounds = 4000;
   const double eta = std::sqrt(std::log(static_cast<double>(2 * S)) / rounds);
-  for (int it = 0; it < rounds; ++it) {
+  // Past the deadline the rounds so far make the mixture (any is valid).
+  int done = 0;
+  for (int it = 0; it < rounds && (it == 0 || !PastDeadline(cp.opt)); ++it, ++done) {
     double za = 0, zb = 0;
     for (int s = 0; s < S; ++s) {
       za += wa[s];
@@ -217,7 +220,7 @@ Nanos PathWeights(const ChoiceProblem& cp, Nanos forced_recompute, PathMixture& 
     }
   }
   std::vector<double> best_lam(n);
-  for (size_t k = 0; k < n; ++k) best_lam[k] = count[k] / rounds;
+  for (size_t k = 0; k < n; ++k) best_lam[k] = count[k] / done;
   double best = 0;
   {
     std::vector<double> A(S, 0.0), Bc(S, 0.0);
@@ -490,8 +493,9 @@ double OpenTreeBound::Respond(const std::vector<double>& lam, const Box& box) {
 }
 
 bool OpenTreeBound::TimeUp() const {
-  return cp.opt.time_limit_s > 0 &&
-         std::chrono::duration<double>(Clock::now() - start).count() > cp.opt.time_limit_s;
+  return PastDeadline(cp.opt) ||
+         (cp.opt.time_limit_s > 0 &&
+          std::chrono::duration<double>(Clock::now() - start).count() > cp.opt.time_limit_s);
 }
 
 std::vector<double> OpenTreeBound::KeyOf(const Path& P) {
@@ -752,7 +756,7 @@ Nanos TotalsPathBound(const ChoiceProblem& cp, const Totals& totals,
                       std::vector<Path>* path_pool, Engine& engine,
                       Clock::time_point start, Nanos best) {
   const int D = totals.decoders;
-  if (D <= 0 || totals.load.empty() || best >= kInf) return 0;
+  if (D <= 0 || totals.load.empty() || best >= kInf || PastDeadline(cp.opt)) return 0;
   return OpenTreeBound(cp, totals, path_pool, engine, start, best).Run();
 }
 

@@ -257,7 +257,14 @@ SearchResult PlacementSearcher::Run() {
   res.incumbents = top_list_.incumbents;
   res.top = top_list_.top;
   res.found = !top_list_.top.empty();
-  for (auto& c : res.top) {
+  // Past the deadline only the best is simulated again (the alternatives
+  // are dropped).
+  for (size_t i = 0; i < res.top.size(); ++i) {
+    if (i > 0 && PastDeadline(opt_)) {
+      res.top.resize(i);
+      break;
+    }
+    Candidate& c = res.top[i];
     auto e = Evaluate(pb_, c.choice, c.strategy, c.placement);
     if (e.ok()) c = std::move(e).value();
   }

@@ -104,7 +104,8 @@ class PlacementSearcher {
     if (opt_.node_limit != 0 && AllNodes() >= std::max<std::int64_t>(0, opt_.node_limit)) {
       limits_.hit = true;
       limits_.stop_reason = "node limit";
-    } else if (opt_.time_limit_s > 0 && Elapsed() >= opt_.time_limit_s) {
+    } else if ((opt_.time_limit_s > 0 && Elapsed() >= opt_.time_limit_s) ||
+               PastDeadline(opt_)) {
       limits_.hit = true;
       limits_.stop_reason = "time limit";
     }

@@ -155,7 +155,7 @@ void PlacementSearcher::BoundFastestPlacements() {
   }
   // Time share: up to 60% of the limit from the start of the search.
   const double share = opt_.time_limit_s > 0 ? 0.6 * opt_.time_limit_s : 0;
-  if (opt_.time_limit_s > 0 && Elapsed() >= share) return;
+  if ((opt_.time_limit_s > 0 && Elapsed() >= share) || PastDeadline(opt_)) return;
   const Nanos best = top_list_.top.front().makespan;
   std::atomic<Nanos> least{best};
   std::atomic<std::int64_t> done{0};
@@ -166,7 +166,7 @@ void PlacementSearcher::BoundFastestPlacements() {
     std::vector<std::vector<std::pair<Bytes, Nanos>>> fronts;
     std::vector<RecomputeRows> rows(ctxs_.size());
     for (size_t si = thread; si < sets.size() && !stop; si += threads) {
-      if (opt_.time_limit_s > 0 && Elapsed() >= share) {
+      if ((opt_.time_limit_s > 0 && Elapsed() >= share) || PastDeadline(opt_)) {
         stop = true;
         break;
       }

@@ -19,7 +19,9 @@ namespace {
 // N_d per device: the least possible weight of the device's stash at its
 // peak moment when the stash is split over its chunks in the most
 // favourable way (see RootBound).
-std::vector<double> StashWeights(const ChoiceContext& ctx) {
+// Past the search's deadline the weights found so far are kept (each is
+// valid).
+std::vector<double> StashWeights(const ChoiceContext& ctx, const SearchOptions& opt) {
   const int p = ctx.p;
   std::vector<double> weight(p, 0.0);
   for (int d = 0; d < p; ++d) {
@@ -69,7 +71,7 @@ std::vector<double> StashWeights(const ChoiceContext& ctx) {
         const int rounds = 500;
         const double eta = std::sqrt(std::log(static_cast<double>(nm) + 1) / rounds);
         std::vector<double> avg_sum(ctx.v, 0.0);
-        for (int it = 0; it < rounds; ++it) {
+        for (int it = 0; it < rounds && !PastDeadline(opt); ++it) {
           double z = 0;
           for (double x : q) z += x;
           std::vector<double> avg(ctx.v, 0.0);
@@ -188,7 +190,7 @@ std::vector<std::vector<Nanos>> RecomputeTable(const ChoiceProblem& cp, const La
   const int others = L - D;
   auto same = [](const Layer& a, const Layer& b) { return SameLayer(a, b); };
   // N_d per device.
-  const std::vector<double> weight = StashWeights(cp.c);
+  const std::vector<double> weight = StashWeights(cp.c, cp.opt);
 
   // A sharper floor on a rank's peak with k decoders of total stash st:
   // every chunk holds at least one layer, so all but the chunks that may
@@ -215,13 +217,22 @@ std::vector<std::vector<Nanos>> RecomputeTable(const ChoiceProblem& cp, const La
     pinned_chunks[p - 1].push_back(cp.c.v - 1);
   }
   const int free_others = std::max(0, others - pinned_total);
-  auto peak_floor = [&](int d, int k, Bytes st) -> long double {
+  // Per program moment of each rank, the parts of the floor that do not
+  // depend on k or the stash (computed once: the pinned layers' stash, the
+  // chunks that must carry a decoder).
+  struct MomentFloor {
+    long double base = 0;  // the pinned first / last layers' least stash
+    long double fl = 0;    // in-flight counts of the chunks that need a decoder
+    int nfloor = 0;        // how many such chunks
+    int mn = 0;            // the least in-flight count over the chunks
+  };
+  std::vector<std::vector<MomentFloor>> floors(p);
+  std::vector<int> most_nfloor(p, 0);
+  auto build_floors = [&](int d) {  // once per rank whose row is computed
     const int v = cp.c.v;
-    const long double stat = static_cast<long double>(k) * dec.static_memory + pinned_static[d];
-    const auto& mos = cp.c.profile.moments[d];
-    long double worst = 0;
-    for (const auto& mo : mos) {
+    for (const auto& mo : cp.c.profile.moments[d]) {
       const std::vector<int>& cnt = mo.counts;
+      MomentFloor f;
       long double x = 0;
       if (d == 0 && first_pinned) {
         const Layer& x1 = cp.pb.layers[0];
@@ -231,14 +242,12 @@ std::vector<std::vector<Nanos>> RecomputeTable(const ChoiceProblem& cp, const La
       }
       if (d == p - 1 && last_pinned) {
         // The last layer's own stash, when rank p-1 is not rank 0's twin.
-        const Bytes last_least = [&] {
-          const Layer& x2 = cp.pb.layers[L - 1];
-          Bytes least = x2.activation;
-          for (const auto& o : x2.recompute) least = std::min(least, o.retained_activation);
-          return least;
-        }();
-        x += static_cast<long double>(cnt[v - 1]) * last_least;
+        const Layer& x2 = cp.pb.layers[L - 1];
+        Bytes least = x2.activation;
+        for (const auto& o : x2.recompute) least = std::min(least, o.retained_activation);
+        x += static_cast<long double>(cnt[v - 1]) * least;
       }
+      f.base = x;
       // Chunks that must carry a decoder: all but the pinned chunk and the
       // free_others chunks with the largest counts.
       std::vector<int> must;
@@ -249,12 +258,22 @@ std::vector<std::vector<Nanos>> RecomputeTable(const ChoiceProblem& cp, const La
       std::sort(must.begin(), must.end());
       const int drop = std::min<int>(free_others, static_cast<int>(must.size()));
       must.resize(must.size() - drop);
-      const int nfloor = kmin > 0 ? static_cast<int>(must.size()) : 0;
-      if (k < nfloor) return std::numeric_limits<long double>::infinity();
-      long double fl = 0;
-      for (int c = 0; c < nfloor; ++c) fl += must[c];
-      const int mn = *std::min_element(cnt.begin(), cnt.end());
-      x += fl * st1 + static_cast<long double>(mn) * (st - static_cast<long double>(nfloor) * st1);
+      f.nfloor = kmin > 0 ? static_cast<int>(must.size()) : 0;
+      for (int c = 0; c < f.nfloor; ++c) f.fl += must[c];
+      f.mn = *std::min_element(cnt.begin(), cnt.end());
+      most_nfloor[d] = std::max(most_nfloor[d], f.nfloor);
+      floors[d].push_back(f);
+    }
+  };
+  auto peak_floor = [&](int d, int k, Bytes st) -> long double {
+    // Fewer decoders than the chunks that need one: no such allocation.
+    if (k < most_nfloor[d]) return std::numeric_limits<long double>::infinity();
+    const long double stat = static_cast<long double>(k) * dec.static_memory + pinned_static[d];
+    long double worst = 0;
+    for (const MomentFloor& f : floors[d]) {
+      const long double x =
+          f.base + (f.fl * st1 + static_cast<long double>(f.mn) *
+                                     (st - static_cast<long double>(f.nfloor) * st1));
       worst = std::max(worst, x);
     }
     // The plain weight floor (stash anywhere) is valid too.
@@ -271,6 +290,9 @@ std::vector<std::vector<Nanos>> RecomputeTable(const ChoiceProblem& cp, const La
     return rt;
   };
   std::vector<std::vector<Nanos>> rt_table(p, std::vector<Nanos>(D + 1, kInf));
+  // Past the search's deadline the rows still missing are 0 (no recompute
+  // forced: a valid, weaker bound) and are not shared.
+  bool cut = false;
   for (int d = 0; d < p; ++d) {
     // A rank's row depends on the problem, the program and its capacity
     // alone: searchers of one problem and choice may share it (ShareRecompute).
@@ -282,8 +304,12 @@ std::vector<std::vector<Nanos>> RecomputeTable(const ChoiceProblem& cp, const La
         continue;
       }
     }
-    for (int k = 0; k <= D; ++k) rt_table[d][k] = least_rt(d, k);
-    if (rt_cache) rt_cache->emplace(key, rt_table[d]);
+    build_floors(d);
+    for (int k = 0; k <= D; ++k) {
+      cut = cut || PastDeadline(cp.opt);
+      rt_table[d][k] = cut ? 0 : least_rt(d, k);
+    }
+    if (rt_cache && !cut) rt_cache->emplace(key, rt_table[d]);
   }
   return rt_table;
 }
@@ -342,16 +368,25 @@ Nanos RootBound(const ChoiceProblem& cp, Fronts* fronts, RecomputeRows* rt_cache
 
   // The fronts depend on the decoder alone: searchers of one problem may
   // share them (ShareFronts).
+  // Past the deadline the fronts stay unbuilt (and unshared), and the table
+  // below is all 0: no recompute forced, a valid and weaker bound.
   std::vector<std::vector<std::pair<Bytes, Nanos>>> own;
-  std::vector<std::vector<std::pair<Bytes, Nanos>>>& pts = fronts ? *fronts : own;
+  std::vector<std::vector<std::pair<Bytes, Nanos>>>& pts =
+      fronts && static_cast<int>(fronts->size()) == D + 1 ? *fronts : own;
+  bool fronts_cut = false;
   if (static_cast<int>(pts.size()) != D + 1) {
-    pts.assign(D + 1, {});
-    for (int k = 0; k <= D; ++k) pts[k] = StackRecomputeFront(dec, k);
+    own.assign(D + 1, {});
+    for (int k = 0; k <= D && !fronts_cut; ++k) {
+      fronts_cut = PastDeadline(cp.opt);
+      if (!fronts_cut) own[k] = StackRecomputeFront(dec, k);
+    }
+    if (fronts != nullptr && !fronts_cut) *fronts = own;
   }
 
   // R_d(k) per device: the least recompute with which k decoders fit.
   const std::vector<std::vector<Nanos>> rt_table =
-      RecomputeTable(cp, dec, D, kmin, pinned_static, pinned_stash, pts, rt_cache);
+      fronts_cut ? std::vector<std::vector<Nanos>>(p, std::vector<Nanos>(D + 1, 0))
+                 : RecomputeTable(cp, dec, D, kmin, pinned_static, pinned_stash, pts, rt_cache);
   out.totals.rt = rt_table;
   out.totals.decoders = D;
   out.totals.rep = best_rep;

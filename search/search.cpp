@@ -69,7 +69,8 @@ namespace {
 
 // Smallest uniform capacity at which some split fits, by bisection over an
 // exact feasibility search; the binding device is one that cannot fit that
-// split with a byte less.
+// split with a byte less. Past the deadline it stops: what it found is then
+// a capacity at which one fits, not the least (min_capacity_cut).
 void MinCapacity(const SearchProblem& pb, const SearchOptions& options,
                  const std::vector<ChoiceContext>& ctxs, SearchResult& res) {
   Bytes best = kInf;
@@ -79,19 +80,36 @@ void MinCapacity(const SearchProblem& pb, const SearchOptions& options,
     for (auto& x : c.spec.device_capacity) x = cap;
     return std::make_unique<Searcher>(pb, options, std::move(c));
   };
+  bool cut = false;
+  // Whether a split fits at `cap`; false, with `cut` set, past the deadline.
+  auto fits = [&](const ChoiceContext& c0, Bytes cap, std::vector<int>& split) {
+    if (cut || PastDeadline(options)) {
+      cut = true;
+      return false;
+    }
+    auto s = at(c0, cap);
+    const bool ok = s->AnyFeasibleSplit(&split);
+    cut = cut || s->deadline_cut;
+    return ok;
+  };
   for (const ChoiceContext& c0 : ctxs) {
     std::vector<int> split;
     Bytes hi = 1;
-    while (!at(c0, hi)->AnyFeasibleSplit(&split)) {
+    while (!fits(c0, hi, split) && !cut) {
       if (hi > (Bytes{1} << 61)) break;
       hi *= 2;
     }
+    if (cut) break;
     if (hi > (Bytes{1} << 61)) continue;
     Bytes lo = 0;
-    while (lo < hi) {
+    while (lo < hi && !cut) {
       const Bytes mid = lo + (hi - lo) / 2;
-      if (at(c0, mid)->AnyFeasibleSplit(&split)) hi = mid;
-      else lo = mid + 1;
+      if (fits(c0, mid, split)) hi = mid;
+      else if (!cut) lo = mid + 1;
+    }
+    if (cut) {  // hi fits (not proved the least)
+      best = std::min(best, hi);
+      break;
     }
     if (hi < best) {
       best = hi;
@@ -101,9 +119,10 @@ void MinCapacity(const SearchProblem& pb, const SearchOptions& options,
       if (!at(c0, hi - 1)->ChooseRecompute(split, exact, &failed)) binding = failed;
     }
   }
+  res.min_capacity_cut = cut;
   if (best < kInf) {
     res.min_capacity_needed = best;
-    res.binding_device = binding;
+    res.binding_device = cut ? -1 : binding;
   }
 }
 
@@ -234,10 +253,15 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   res.top = all;
   res.found = !all.empty();
   if (res.found) {
-    // Report the strategies as Lower() + Engine evaluate them.
-    for (auto& c : res.top) {
-      auto e = Evaluate(problem, c.choice, c.strategy);
-      if (e.ok()) c = std::move(e).value();
+    // Report the strategies as Lower() + Engine evaluate them; past the
+    // deadline only the best (the alternatives are dropped).
+    for (size_t i = 0; i < res.top.size(); ++i) {
+      if (i > 0 && PastDeadline(options)) {
+        res.top.resize(i);
+        break;
+      }
+      auto e = Evaluate(problem, res.top[i].choice, res.top[i].strategy);
+      if (e.ok()) res.top[i] = std::move(e).value();
     }
     res.best = res.top.front();
   }
@@ -276,8 +300,15 @@ Result<SearchResult> Search(const SearchProblem& problem,
   if (problem.choices.empty()) {
     return Error{"search", "needs at least one schedule choice"};
   }
-  if (problem.search_placement) return SearchPlacement(problem, options);
-  return SearchFixed(problem, options);
+  SearchOptions timed = options;
+  if (options.time_limit_s > 0) {
+    const auto end = search_detail::Clock::now() +
+                     std::chrono::duration_cast<search_detail::Clock::duration>(
+                         std::chrono::duration<double>(options.time_limit_s));
+    timed.deadline = std::min(timed.deadline, end);
+  }
+  if (problem.search_placement) return SearchPlacement(problem, timed);
+  return SearchFixed(problem, timed);
 }
 
 Result<Candidate> Evaluate(const SearchProblem& problem, int choice,

@@ -11,6 +11,7 @@
 // limit (a time limit can stop at different points).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -62,6 +63,11 @@ struct SearchProgress {
 
 struct SearchOptions {
   double time_limit_s = 0;        // <= 0: none
+  // The instant the whole search must end by: Search sets it from
+  // time_limit_s (keeping an earlier one a caller gave). Every phase (root
+  // bound, heuristics, tree, open-tree bound, tie polish, placement bound,
+  // least capacity) checks it and stops with what it has.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::int64_t node_limit = 0;    // 0: none; shared out over the choices
   int threads = 1;                // >= 1
   std::uint64_t seed = 1;         // local-search restarts
@@ -114,6 +120,10 @@ struct SearchResult {
   // some strategy fits, and the device that binds there (-1 if unknown).
   Bytes min_capacity_needed = 0;
   int binding_device = -1;
+  // The search for that capacity stopped at the time limit: a capacity
+  // given is one at which a strategy fits, not proved the least (0: none
+  // found in time).
+  bool min_capacity_cut = false;
   // Each time the best strategy improved: (seconds since start, makespan).
   std::vector<std::pair<double, Nanos>> incumbents;
   // Placement search: distinct device orders whose strategies were
@@ -146,6 +156,9 @@ struct Baseline {
   std::string why_not;
   Candidate candidate;
 };
-std::vector<Baseline> Baselines(const SearchProblem& problem, int choice);
+// Past `deadline` the rest are not simulated (why_not says so).
+std::vector<Baseline> Baselines(
+    const SearchProblem& problem, int choice,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 }  // namespace ppb

@@ -74,8 +74,10 @@ class Searcher {
   void Run();
 
   // Whether some split fits every device's memory (any recompute); the
-  // split found goes to *split. Depth-first with memory pruning only.
+  // split found goes to *split. Depth-first with memory pruning only; past
+  // the deadline it answers false with deadline_cut set.
   bool AnyFeasibleSplit(std::vector<int>* split);
+  bool deadline_cut = false;  // AnyFeasibleSplit stopped at the deadline
 
   // Picks the recompute of every device for a full split. Returns false if
   // some device cannot fit. Fills chosen_[s] and rtime_[s] (scaled).

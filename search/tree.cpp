@@ -16,9 +16,10 @@
 // (rounding of scaled times is allowed for by a slack); a subtree is pruned
 // only when its bound exceeds the K-th best time (or the cutoff), so the
 // top list is exact when the tree closes. What a limit leaves unexplored is
-// kept in pending_bound. Limits: the node limit is checked at every node,
-// the clock every 256 nodes (a top-level search leaves the last tenth of its
-// time to the open-tree bound).
+// kept in pending_bound. Limits: the node limit and the clock are checked at
+// every node (a top-level search leaves the last tenth of its time to the
+// open-tree bound), the deadline also in every phase before and after the
+// tree (root bound, polishing).
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -47,18 +48,20 @@ bool Searcher::CheckLimits() {
     limits.stop_reason = "node limit";
     return true;
   }
-  if ((nodes & 255) == 0) {
+  // The clock at every node (a node can be a leaf's simulations): a
+  // top-level search leaves the last tenth of its time to the bound of an
+  // open tree (TotalsPathBound); nothing runs past the deadline.
+  if (cp_.opt.time_limit_s > 0 || cp_.opt.deadline != Clock::time_point::max()) {
     const double el = std::chrono::duration<double>(Clock::now() - limits.start).count();
-    // A top-level search leaves the last tenth of its time to the bound
-    // of an open tree (TotalsPathBound).
     const double share = cp_.opt.open_tree_bound ? 0.9 : 1.0;
-    if (cp_.opt.time_limit_s > 0 && el >= cp_.opt.time_limit_s * share) {
+    if ((cp_.opt.time_limit_s > 0 && el >= cp_.opt.time_limit_s * share) ||
+        PastDeadline(cp_.opt)) {
       limits.hit = true;
       limits.stop_reason = "time limit";
       return true;
     }
-    Report(false);
   }
+  if ((nodes & 255) == 0) Report(false);
   return false;
 }
 
@@ -373,15 +376,22 @@ void Searcher::Run() {
   bool even_ok = true;
   for (int x : even) even_ok &= x >= kmin;
   if (even_ok) LocalSearch(even, rng, 0);
-  if (!root_.per_device.empty()) {
+  // Past the time limit only the first start is simulated (an answer); the
+  // others are not. (A node limit keeps its deterministic course.)
+  const auto timed_out = [&] {
+    return limits.hit && limits.stop_reason == "time limit" && !top_list.top.empty();
+  };
+  if (!root_.per_device.empty() && !timed_out()) {
     const std::vector<int> relaxed = RelaxedSplit(cp_, root_.per_device, root_.rep);
     if (!relaxed.empty()) LocalSearch(relaxed, rng, 0);
     if (cp_.c.v > 1) {
       const std::vector<int> aware = ChunkAwareSplit(cp_, root_.per_device, root_.rep);
-      if (!aware.empty() && aware != relaxed) LocalSearch(aware, rng, 0);
+      if (!aware.empty() && aware != relaxed && !timed_out()) LocalSearch(aware, rng, 0);
     }
   }
-  LocalSearch(BalancedSplit(cp_), rng, cp_.opt.local_search_restarts);
+  if (!timed_out()) {
+    LocalSearch(BalancedSplit(cp_), rng, cp_.opt.local_search_restarts);
+  }
 
   bool searched = false;  // the tree was searched to the end
   if (!limits.hit) {

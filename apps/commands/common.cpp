@@ -101,6 +101,9 @@ void AddRunOptions(po::options_description& opts) {
       ("virtual-stages", po::value<std::string>(), "chunks per rank v (overrides pipeline.virtual_stages)")
       ("microbatch-group", po::value<std::string>(),
        "Megatron micro-batch group size g for interleaved (overrides pipeline.microbatch_group)")
+      ("max-ops", po::value<std::string>(),
+       "most ops (F, B, I, W per stage and micro-batch) one simulation may run; "
+       "a larger pipeline is refused at load (default 2000000, about 0.5 GB)")
       ("format", po::value<std::string>()->default_value("text"), "output: text | json");
   // clang-format on
 }
@@ -227,6 +230,12 @@ std::optional<CliOverrides> RunOverrides(const po::variables_map& vm,
     auto v = PositiveInt(std::string("--") + name, vm[name].as<std::string>());
     if (!Check(v, err)) return std::nullopt;
     *slot = *v;
+  }
+  if (vm.count("max-ops")) {
+    auto v = IntFlag<std::int64_t>("--max-ops", vm["max-ops"].as<std::string>(), 1,
+                                   "a positive integer (ops)");
+    if (!Check(v, err)) return std::nullopt;
+    ov.max_ops = *v;
   }
   if (vm.count("schedule")) ov.schedule = vm["schedule"].as<std::string>();
   if (vm.count("schedule-csv"))

@@ -35,6 +35,8 @@ int RunCompare(const std::vector<std::string>& args, std::ostream& out,
        "chunks per rank v for interleaved (default: the config's if >= 2, else 2)")
       ("microbatch-group", po::value<std::string>(),
        "Megatron micro-batch group size g for interleaved (overrides pipeline.microbatch_group)")
+      ("max-ops", po::value<std::string>(),
+       "most ops one simulation may run (default 2000000; see --help of simulate)")
       ("format", po::value<std::string>()->default_value("text"), "output: text | json | csv");
   // clang-format on
   po::variables_map vm;

@@ -7,6 +7,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <optional>
 #include <ostream>
@@ -118,6 +120,8 @@ bool SearchOverrides(const po::variables_map& vm, CliOverrides& ov,
 
 int RunSearch(const std::vector<std::string>& args, std::ostream& out,
               std::ostream& err) {
+  // The time limit counts from here: loading, the search, the baselines.
+  const auto start = std::chrono::steady_clock::now();
   po::options_description opts("search options");
   AddRunOptions(opts);
   // clang-format off
@@ -153,6 +157,18 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
   }
 
   SearchOptions options = MakeSearchOptions(config->search);
+  // The search ends a little before the limit (5 %, at most 1 s) so that
+  // simulating its answers and the baselines fits in the limit too; a
+  // baseline past the limit is not simulated (and says so).
+  auto end = std::chrono::steady_clock::time_point::max();
+  if (options.time_limit_s > 0) {
+    using Dur = std::chrono::steady_clock::duration;
+    const double reserve = std::min(0.05 * options.time_limit_s, 1.0);
+    end = start + std::chrono::duration_cast<Dur>(
+                      std::chrono::duration<double>(options.time_limit_s));
+    options.deadline = start + std::chrono::duration_cast<Dur>(std::chrono::duration<double>(
+                                   options.time_limit_s - reserve));
+  }
   // On a terminal the report rewrites one line; elsewhere (--progress) it
   // appends lines. Test output stays clean: string streams are no terminal.
   const bool tty = err.rdbuf() == std::cerr.rdbuf() && isatty(STDERR_FILENO);
@@ -179,7 +195,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
   report.options = &options;
   report.result = &*result;
   report.baselines =
-      Baselines(*problem, result->found ? result->best.choice : 0);
+      Baselines(*problem, result->found ? result->best.choice : 0, end);
   // --emit: the recommendation under the schedule, v and g it chose.
   if (!emit->frameworks.empty() && result->found) {
     const RunConfig best = CandidateConfig(*config, *problem, result->best);

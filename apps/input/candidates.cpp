@@ -88,6 +88,8 @@ Result<RankCandidate> Parser::ParseCandidate(const Entry& item,
                 "a positive integer up to " + std::to_string(max_v));
     if (!x.ok()) return x.error();
     c.v = static_cast<int>(*x);
+    PPB_RETURN_IF_ERROR(CheckOps(v->path, cfg_.shape.p, c.v, cfg_.shape.m,
+                                 std::to_string(c.v)));
     v_key_ = v->path;
   } else if (schedule != nullptr &&
              (c.schedule == "gpipe" || c.schedule == "1f1b")) {

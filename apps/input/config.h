@@ -51,6 +51,10 @@ struct CliOverrides {
   std::optional<std::uint64_t> seed;                    // --seed
   std::optional<int> threads;                           // --threads
   std::optional<int> top;                               // --top
+  // The most ops one simulation may run (--max-ops; default
+  // kDefaultMaxOps, apps/input/config_reader.h): a shape above it is
+  // refused at load with the estimate.
+  std::optional<std::int64_t> max_ops;
 };
 
 // The optional `search:` block of the config (with CLI overrides applied):

@@ -86,6 +86,20 @@ Status Parser::ParseDerivedModel(const Entry& source, const Entry* training,
     if (!a.ok()) return a.error();
     arch = std::move(*a);
   }
+  // The model's layers in all (decoders, multi-token prediction layers, the
+  // embedding and the head) within kMaxLayers, before any is built.
+  if (const std::int64_t total = std::int64_t{arch.layers} + arch.mtp_layers + 2;
+      total > kMaxLayers) {
+    const std::string message =
+        "must keep the model at most " + std::to_string(kMaxLayers) +
+        " layers in all (with the embedding, the head and " +
+        std::to_string(arch.mtp_layers) + " MTP layers); got " +
+        std::to_string(arch.layers);
+    if (from_json) {
+      return Fail(source.path, cfg_.hf_config + ": num_hidden_layers: " + message);
+    }
+    return Fail("model.architecture.num_layers", message);
+  }
   if (training == nullptr) {
     return Fail("training", "must be given with " + source.path +
                                 " (a map with seq_length, "

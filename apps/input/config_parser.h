@@ -45,6 +45,11 @@ class Parser : public ConfigReader {
                           std::optional<int> default_value);
   Status ParsePipeline(const Entry* section);
   Status ParseScheduleChoice(const Entries& e);
+  // Refuses p ranks x v chunks x m micro-batches when one simulation would
+  // run more ops than the limit (--max-ops), before a program is generated;
+  // the error goes to `key`, showing `given`.
+  Status CheckOps(const std::string& key, int p, int v, int m,
+                  const std::string& given) const;
   static std::vector<std::string> ScheduleNames(bool with_custom);
   static std::string NormalizeSchedule(const std::string& given,
                                        bool with_custom);

@@ -47,6 +47,21 @@ Result<int> Parser::PipelineInt(const Entries& entries, std::string_view name,
   return Fail(path, "must be given (a positive integer); got nothing");
 }
 
+Status Parser::CheckOps(const std::string& key, int p, int v, int m,
+                        const std::string& given) const {
+  const std::int64_t limit = cli_.max_ops.value_or(kDefaultMaxOps);
+  const std::int64_t ops = kOpKindsBound * p * v * m;  // p * v <= 1e5
+  if (ops <= limit) return Status();
+  return Fail(key, fmt::format(
+                       "must keep one simulation within {} ops (the limit; "
+                       "--max-ops N raises it): stages x virtual_stages x "
+                       "microbatches x {} op kinds = {} x {} x {} x {} = {} "
+                       "ops, about {:.1f} GB and {:.0f} s; got {}",
+                       limit, kOpKindsBound, p, v, m, kOpKindsBound, ops,
+                       static_cast<double>(ops) * kBytesPerOp / 1e9,
+                       static_cast<double>(ops) * kSecondsPerOp, given));
+}
+
 Status Parser::ParsePipeline(const Entry* section) {
   Entries e;
   if (section != nullptr) {
@@ -74,6 +89,8 @@ Status Parser::ParsePipeline(const Entry* section) {
                     " stages x virtual_stages; got " + std::to_string(*p) +
                     " x " + std::to_string(*v));
   }
+  PPB_RETURN_IF_ERROR(
+      CheckOps("pipeline.microbatches", *p, *v, *m, std::to_string(*m)));
   cfg_.shape.p = *p;
   cfg_.shape.m = *m;
   cfg_.shape.v = *v;

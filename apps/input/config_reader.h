@@ -46,8 +46,22 @@ namespace ppb::config_detail {
     }                                                   \
   } while (0)
 
-// Most layers a model may have after `repeat` expansion (guards memory).
+// Most layers a model may have in all (after `repeat` expansion, from a
+// HuggingFace config.json, model.architecture or a SAPP layer JSON): guards
+// memory and the bounds below; checked before the layers are built.
 inline constexpr int kMaxLayers = 100000;
+
+// The most ops one simulation may run unless --max-ops raises it. An op is
+// one F, B, I or W of one stage and micro-batch; a schedule runs at most 3
+// per (stage, micro-batch), so p * v * m * 3 bounds the ops, and the
+// simulator's memory and time grow with them (measured on a Release build:
+// about kBytesPerOp bytes and kSecondsPerOp seconds per op, reports
+// included). 2 * 10^6 ops: about 0.5 GB and 4 s; the shipped configs need at
+// most 5 * 10^4.
+inline constexpr std::int64_t kDefaultMaxOps = 2'000'000;
+inline constexpr std::int64_t kOpKindsBound = 3;
+inline constexpr double kBytesPerOp = 250;
+inline constexpr double kSecondsPerOp = 2e-6;
 
 // Bounds on one value, chosen so that the simulator's integer sums cannot
 // overflow int64 (9.2e18): a stage adds up at most kMaxLayers (1e5) layer

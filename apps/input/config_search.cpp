@@ -27,6 +27,10 @@ Status Parser::ParseSearch(const Entry* section) {
       "a positive integer up to " + std::to_string(max_v) + " (" +
           std::to_string(kMaxLayers) + " stages / " + StagesNote() + ")",
       out.virtual_stages));
+  for (int v : out.virtual_stages) {
+    PPB_RETURN_IF_ERROR(CheckOps("search.virtual_stages", cfg_.shape.p, v,
+                                 cfg_.shape.m, std::to_string(v)));
+  }
   PPB_RETURN_IF_ERROR(
       SearchIntList(e, "microbatch_groups", cli_.microbatch_groups, INT_MAX,
                     "a positive integer", out.microbatch_groups));

@@ -209,6 +209,7 @@ Result<SappModel> ParseLayers(std::string_view text, std::string_view filename,
                          : std::string("nothing")));
   }
   std::vector<Layer> heads, bodies, tails;
+  std::int64_t total = 0;  // layers so far
   std::set<std::string> names;
   const Json& list = root["layers_description"];
   // The absolute backward keys of SappModes() in order
@@ -294,8 +295,10 @@ Result<SappModel> ParseLayers(std::string_view text, std::string_view filename,
     const std::string name = d["name"].get<std::string>();
     double nb = 0;
     SAPP_TRY(number("nb_layer", true, nb));
-    if (nb < 1 || nb != std::floor(nb) || nb > 100000) {
-      return field_fail("nb_layer", "must be a positive integer; got " + JsonGiven(d["nb_layer"]));
+    if (nb < 1 || nb != std::floor(nb) || nb > config_detail::kMaxLayers) {
+      return field_fail("nb_layer", "must be a positive integer up to " +
+                                        std::to_string(config_detail::kMaxLayers) + "; got " +
+                                        JsonGiven(d["nb_layer"]));
     }
     double time = 0, param = 0, act = 0;
     SAPP_TRY(number("time", true, time));
@@ -367,6 +370,15 @@ Result<SappModel> ParseLayers(std::string_view text, std::string_view filename,
       layer.recompute.push_back({m.name, bytes(kept), extra});
     }
     const int n = static_cast<int>(nb);
+    // The model's layers in all within the config's limit, before they
+    // are built (each entry alone is within it).
+    total += n;
+    if (total > config_detail::kMaxLayers) {
+      return field_fail("nb_layer",
+                        "must keep the model at most " + std::to_string(config_detail::kMaxLayers) +
+                      " layers in all; got " + std::to_string(n) + " more after " +
+                      std::to_string(total - n));
+    }
     std::vector<Layer>& dest = type == "HEAD" ? heads : type == "TAIL" ? tails : bodies;
     for (int k = 0; k < n; ++k) {
       Layer l = layer;

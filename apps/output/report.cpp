@@ -245,14 +245,12 @@ std::string Recommendation(const SearchProblem& problem, const SearchResult& res
   std::string out = "<section id=\"recommendation\">\n<h2>Recommendation</h2>\n";
   if (!result.found) {
     out += fmt::format(
-        "<p class=\"oom\">{}</p>\n<p>Smallest per-device memory at which one fits: {}{}.</p>\n",
+        "<p class=\"oom\">{}</p>\n<p>Smallest per-device memory at which one fits: {}.</p>\n",
         result.proved_infeasible
             ? "No strategy fits in memory (proved: the whole tree was searched)."
             : E("No strategy found that fits in memory (stopped at " + result.stop_reason +
                 "; one may still exist)."),
-        E(FormatBytes(result.min_capacity_needed)),
-        result.binding_device >= 0 ? fmt::format(" (rank {} binds)", result.binding_device)
-                                   : std::string(" (binding rank unknown)"));
+        E(MinCapacityText(result)));
     return out + "</section>\n";
   }
   const Candidate& c = result.best;

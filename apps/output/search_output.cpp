@@ -127,6 +127,18 @@ std::vector<int> OomRanks(const Candidate& c) {
 
 // "fits", "OOM on rank 3", "OOM on ranks 0, 1, 5-15" (runs of three or
 // more as ranges) or "infeasible (deadlock)".
+std::string MinCapacityText(const SearchResult& result) {
+  if (result.min_capacity_cut) {
+    return result.min_capacity_needed > 0
+               ? "at most " + FormatBytes(result.min_capacity_needed) +
+                     " (its search stopped at the time limit)"
+               : std::string("not found (its search stopped at the time limit)");
+  }
+  return FormatBytes(result.min_capacity_needed) +
+         (result.binding_device >= 0 ? fmt::format(" (rank {} binds)", result.binding_device)
+                                     : std::string(" (binding rank unknown)"));
+}
+
 std::string Fits(const Candidate& c) {
   if (c.feasible) return "fits";
   const std::vector<int> oom = OomRanks(c);
@@ -432,15 +444,12 @@ std::string FormatSearchText(const RunConfig& config,
   } else {
     out += fmt::format(
         "{}\n"
-        "  smallest per-device memory at which one fits: {}{}\n",
+        "  smallest per-device memory at which one fits: {}\n",
         result.proved_infeasible
             ? std::string("no strategy fits in memory (proved: the whole tree was searched).")
             : "no strategy found that fits in memory (stopped at " + result.stop_reason +
                   "; one may still exist).",
-        FormatBytes(result.min_capacity_needed),
-        result.binding_device >= 0
-            ? fmt::format(" (rank {} binds)", result.binding_device)
-            : std::string(" (binding rank unknown)"));
+        MinCapacityText(result));
   }
   out += fmt::format("search: {} nodes, {} evaluations, {:.2f} s, seed {}\n",
                      result.nodes, result.evaluations, result.solve_time_s,
@@ -510,6 +519,7 @@ std::string FormatSearchJson(const RunConfig& config,
   if (!result.found && !problem.search_placement) {
     j["min_capacity_needed_bytes"] = result.min_capacity_needed;
     j["binding_device"] = result.binding_device;
+    if (result.min_capacity_cut) j["min_capacity_stopped_at_time_limit"] = true;
   }
   Json baselines = Json::array();
   for (const Baseline& b : report.baselines) {

@@ -37,6 +37,11 @@ std::string FormatSearchJson(const RunConfig& config,
 // more as ranges) or "infeasible (deadlock)".
 std::string Fits(const Candidate& c);
 
+// The least per-device capacity at which a strategy fits, as the search
+// found it: "X (rank r binds)", "X (binding rank unknown)", or, when its
+// search stopped at the time limit, "at most X (...)" / "not found (...)".
+std::string MinCapacityText(const SearchResult& result);
+
 // "full decoder.0-3, decoder.9; selective decoder.4-8", or "none".
 std::string RecomputeByLayer(const std::vector<Layer>& layers,
                              const Strategy& strategy);
