@@ -90,12 +90,12 @@ TEST_CASE("limits: a model has at most 100000 layers from any source", "[config]
   const std::string json = "ppb_test_limits_sapp.json";
   {
     std::ofstream out(json);
-    out << R"({"layers_description": [{"type": "HEAD", "time": 1, "memory_parameter": 1})";
+    out << R"({"layers_description": [{"type": "HEAD", "name": "embed", "nb_layer": 1, "time": 1, "memory_parameter": 1})";
     for (int i = 0; i < 40; ++i) {
       out << R"(, {"type": "BODY", "name": "b)" << i
-          << R"(", "time": 3, "nb_layer": 100000, "memory_parameter": 1})";
+          << R"(", "time": 3, "nb_layer": 100000, "memory_parameter": 1, "memory_activation": 1})";
     }
-    out << R"(, {"type": "TAIL", "time": 1, "memory_parameter": 1}]})";
+    out << R"(, {"type": "TAIL", "name": "head", "nb_layer": 1, "time": 1, "memory_parameter": 1}]})";
   }
   const std::string sapp_cfg = "model: {sapp_layers: " + json +
                                ", sapp_units: {time: 1ms, memory: 1MiB}}\n"
