@@ -4,6 +4,11 @@
 #   scripts/ppb.sh test   install what is missing, build (warnings are errors), run every test
 #   scripts/ppb.sh asan   the tests again under AddressSanitizer + UBSan
 #   scripts/ppb.sh bench  Release build and the Google Benchmark figures
+#   scripts/ppb.sh fuzz [SECONDS] [HARNESS...]
+#                         clang + libFuzzer build (build-fuzz, ASan + UBSan),
+#                         replay of the saved corpus, then each harness (all:
+#                         tests/fuzz/corpus/*) fuzzed for SECONDS (default
+#                         300); docs/fuzzing.md
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,8 +59,47 @@ case "${1:-run}" in
     build build-release -DCMAKE_BUILD_TYPE=Release -DPPB_BUILD_TESTS=OFF -DPPB_BUILD_BENCH=ON
     ./build-release/bench/ppb_bench "${@:2}"
     ;;
+  fuzz)
+    PACKAGES+=(clang)
+    install_deps
+    build build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DPPB_FUZZ=ON -DPPB_BUILD_TESTS=OFF \
+      -DPPB_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g"
+    (cd build-fuzz && ctest --output-on-failure -j"$JOBS")
+    seconds=${2:-300}
+    harnesses=("${@:3}")
+    if ((${#harnesses[@]} == 0)); then
+      for d in tests/fuzz/corpus/*/; do harnesses+=("$(basename "$d")"); done
+    fi
+    rm -rf build-fuzz/seeds
+    tests/fuzz/seeds.sh build-fuzz/seeds
+    failed=()
+    summary=""
+    for h in "${harnesses[@]}"; do
+      mkdir -p "build-fuzz/corpus/$h" "build-fuzz/findings/$h"
+      dict=()
+      [ -f "tests/fuzz/dict/$h.dict" ] && dict=(-dict="tests/fuzz/dict/$h.dict")
+      echo "ppb: fuzzing $h for ${seconds}s (new inputs: build-fuzz/corpus/$h)" >&2
+      # One process (the machine is shared); 2 GiB and 10 s per input.
+      if ./build-fuzz/tests/fuzz/fuzz_"$h" "build-fuzz/corpus/$h" "build-fuzz/seeds/$h" \
+          "${dict[@]}" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+          -max_len=16384 -print_final_stats=1 -artifact_prefix="build-fuzz/findings/$h/" \
+          2> "build-fuzz/findings/$h.log"; then
+        result=clean
+      else
+        result="FOUND (build-fuzz/findings/$h/, log build-fuzz/findings/$h.log)"
+        failed+=("$h")
+      fi
+      execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "build-fuzz/findings/$h.log")
+      summary+=$(printf '%-14s %12s executions  %s' "$h" "${execs:-?}" "$result")$'\n'
+    done
+    printf '%s' "$summary"
+    if ((${#failed[@]})); then
+      tail -n 40 "build-fuzz/findings/${failed[0]}.log" >&2
+      exit 1
+    fi
+    ;;
   *)
-    echo "usage: scripts/ppb.sh run|test|asan|bench" >&2
+    echo "usage: scripts/ppb.sh run|test|asan|bench|fuzz [SECONDS] [HARNESS...]" >&2
     exit 2
     ;;
 esac

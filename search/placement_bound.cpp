@@ -18,7 +18,12 @@ namespace ppb::search_detail {
 
 Nanos PlacementSearcher::DecoderBound() const {
   if (pb_.layers.empty()) return 0;
-  const auto [rep, D] = LargestIdenticalGroup(pb_.layers);
+  // Plain variables, not a structured binding: the lambdas below capture
+  // them (clang before 16, which builds tests/fuzz, cannot capture a
+  // binding).
+  const auto group = LargestIdenticalGroup(pb_.layers);
+  const int rep = group.first;
+  const int D = group.second;
   const Layer& dec = pb_.layers[rep];
   const Nanos w = dec.forward + dec.backward_input + dec.backward_weight;
   // Least recompute time of k decoders whose stash fits `room`.

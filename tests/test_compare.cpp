@@ -392,6 +392,10 @@ TEST_CASE("compare: bad --vary and --schedules input exits 2", "[compare]") {
         "ppb-sim: --vary: model.layers.decoder.99.forward: expected a layer "
         "of decoder in decoder.0 .. decoder.13; got decoder.99\n");
   CHECK(vary("model.layers.decoder.workspace=1MiB").find("unknown key") != std::string::npos);
+  // The list itself (found by tests/fuzz; it threw std::out_of_range).
+  CHECK(vary("model.layers=2,4") ==
+        "ppb-sim: --vary: model.layers: expected a numeric key (a number, "
+        "duration, size or bandwidth); got a list\n");
   // A value of the right form that the loader refuses: its message, placed.
   CHECK(vary("cluster.link.bandwidth=0GB/s") ==
         "ppb-sim: --vary cluster.link.bandwidth=0GB/s: " + path +

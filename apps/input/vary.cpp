@@ -424,6 +424,8 @@ Result<Target> ResolveTarget(const YAML::Node& root, const std::string& key) {
                        "derived from; " +
                            AcceptedKeys(root, items));
     }
+    // "model.layers" itself is the list, not a number.
+    if (steps->size() == 2) return numeric(layers, Target{});
     // "model.layers.SEL.FIELD": the longest SEL that names a layer.
     const std::string rest = key.substr(std::string("model.layers.").size());
     std::vector<size_t> dots;
