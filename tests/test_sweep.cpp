@@ -371,3 +371,83 @@ TEST_CASE("sweep: search points equal separate searches", "[sweep]") {
 
 }  // namespace
 }  // namespace ppb::test
+
+namespace ppb::test {
+namespace {
+
+TEST_CASE("sweep: model.hf_config and layers by name vary like edited configs; compare points "
+          "take the fastest fitting schedule",
+          "[sweep]") {
+  const fs::path dir = TempDir("models");
+  const std::string configs = PPB_CONFIGS_DIR;
+  // model.hf_config: each model's point equals the config naming that file.
+  Write(dir / "grid.yaml",
+        "vary:\n  model.hf_config: [hf/llama3-8b.json, hf/llama2-7b.json]\n"
+        "group_by: model.hf_config\n");
+  const CliRun r = Cli({"sweep", "--config", configs + "/llama3-8b.yaml", "--grid",
+                        (dir / "grid.yaml").string()});
+  REQUIRE(r.status == 0);
+  const std::vector<std::string> lines = Lines(r.out);
+  REQUIRE(lines.size() == 2);
+  for (const std::string& line : lines) {
+    const json row = json::parse(line);
+    std::string text = Read(configs + "/llama3-8b.yaml");
+    const std::string from = "hf_config: hf/llama3-8b.json";
+    text.replace(text.find(from), from.size(),
+                 "hf_config: " + configs + "/" + row["values"]["model.hf_config"].get<std::string>());
+    Write(dir / "point.yaml", text);
+    const CliRun single = Cli({"--config", (dir / "point.yaml").string(), "--format", "json"});
+    REQUIRE(single.status == 0);
+    const json sim = json::parse(single.out);
+    CHECK(row["status"] == "ok");
+    CHECK(row["iteration_time_ns"] == sim["iteration_time_ns"]);
+    CHECK(row["peak_memory_bytes"] == sim["max_peak_memory_bytes"]);
+  }
+  CHECK(json::parse(lines[0])["iteration_time_ns"] != json::parse(lines[1])["iteration_time_ns"]);
+
+  // A layer group by name: decoder forward x2 equals compare --vary's row.
+  Write(dir / "layers.yaml",
+        "vary:\n  model.layers.decoder.forward: [x1, x2]\n  pipeline.schedule: [1f1b]\n");
+  const CliRun layers = Cli({"sweep", "--config", configs + "/example.yaml", "--grid",
+                             (dir / "layers.yaml").string()});
+  REQUIRE(layers.status == 0);
+  const CliRun cmp = Cli({"compare", "--config", configs + "/example.yaml", "--schedules", "1f1b",
+                          "--vary", "model.layers.decoder.forward=x1,x2", "--format", "json"});
+  REQUIRE(cmp.status == 0);
+  const json table = json::parse(cmp.out);
+  const std::vector<std::string> layer_lines = Lines(layers.out);
+  REQUIRE(layer_lines.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(json::parse(layer_lines[i])["iteration_time_ns"] ==
+          table["rows"][i]["iteration_time_ns"]);
+  }
+
+  // run: compare — the fastest schedule that fits among compare's rows.
+  Write(dir / "compare.yaml", "vary:\n  pipeline.microbatches: [8, 16]\nrun: compare\n");
+  const CliRun c = Cli({"sweep", "--config", configs + "/example.yaml", "--grid",
+                        (dir / "compare.yaml").string()});
+  REQUIRE(c.status == 0);
+  const std::vector<std::string> compare_lines = Lines(c.out);
+  REQUIRE(compare_lines.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    const json row = json::parse(compare_lines[i]);
+    const CliRun single =
+        Cli({"compare", "--config", configs + "/example.yaml", "--microbatches",
+             i == 0 ? "8" : "16", "--format", "json"});
+    REQUIRE(single.status == 0);
+    std::int64_t best = -1;
+    const json single_table = json::parse(single.out);
+    for (const json& rr : single_table["rows"]) {
+      if (rr.value("outcome", std::string()) != "ok") continue;
+      if (best < 0 || rr["iteration_time_ns"].get<std::int64_t>() < best) {
+        best = rr["iteration_time_ns"];
+      }
+    }
+    REQUIRE(best > 0);
+    CHECK(row["iteration_time_ns"] == best);
+    CHECK(row["fits"] == true);
+  }
+}
+
+}  // namespace
+}  // namespace ppb::test

@@ -77,11 +77,11 @@ void MpiCoordinate(const MpiWorld& world, const std::vector<std::int64_t>& todo,
   while (running > 0) {
     // Wait for a message without spinning (MPI_Probe busy-polls a core that
     // the worker ranks on the same machine need): poll, and sleep between
-    // polls from 20 us up to 2 ms.
+    // polls from 20 us up to 250 us.
     MPI_Status status;
     int arrived = 0;
     for (auto pause = std::chrono::microseconds(20);;
-         pause = std::min(pause * 2, std::chrono::microseconds(2000))) {
+         pause = std::min(pause * 2, std::chrono::microseconds(250))) {
       MPI_Iprobe(MPI_ANY_SOURCE, kRowTag, MPI_COMM_WORLD, &arrived, &status);
       if (arrived) break;
       std::this_thread::sleep_for(pause);
