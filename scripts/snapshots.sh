@@ -11,7 +11,8 @@
 # the output is relative and the same on every machine. Search runs under a
 # node limit on one thread; `solve_time_s` (the one figure that depends on the
 # clock) is masked, and so is a sweep's rate on stderr. `check` names the
-# first snapshot that differs and its first differing line, and exits 1; a change to output is a deliberate `update`,
+# first snapshot that differs and its first differing line, and exits 1; a
+# change to output is a deliberate `update`,
 # reviewed in the commit that makes it.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -17,6 +17,9 @@
 #include <thread>
 #include <vector>
 
+#include "apps/commands/sweep_point.h"
+#include "apps/input/grid_plan.h"
+#include "apps/output/sweep_output.h"
 #include "tests/app_helpers.h"
 
 namespace ppb::test {
@@ -447,6 +450,44 @@ TEST_CASE("sweep: model.hf_config and layers by name vary like edited configs; c
     CHECK(row["iteration_time_ns"] == best);
     CHECK(row["fits"] == true);
   }
+}
+
+}  // namespace
+}  // namespace ppb::test
+
+namespace ppb::test {
+namespace {
+
+TEST_CASE("sweep: points in cross-product order, runs innermost; rows round-trip", "[sweep]") {
+  Result<Grid> grid = ParseGrid(
+      "vary:\n  pipeline.stages: [1, 2]\n  pipeline.microbatches: [4, 8, x3]\n"
+      "run: [simulate, search]\n",
+      "grid.yaml");
+  REQUIRE(grid.ok());
+  CHECK(grid->points() == 12);
+  Result<SweepPlan> plan = PlanSweep(*grid, std::string(kTinySearchConfig), "run.yaml");
+  REQUIRE(plan.ok());
+  CHECK(plan->axes[1].ints == std::vector<int>{4, 8, 12});  // x3 of the base's m = 4
+  std::vector<std::string> seen;
+  for (std::int64_t i = 0; i < 12; ++i) {
+    const SweepPoint p = PointAt(*plan, i);
+    seen.push_back(p.values[0] + "/" + p.values[1] + "/" + std::to_string(p.run));
+  }
+  CHECK(seen == std::vector<std::string>{"1/4/0", "1/4/1", "1/8/0", "1/8/1", "1/x3/0", "1/x3/1",
+                                         "2/4/0", "2/4/1", "2/8/0", "2/8/1", "2/x3/0",
+                                         "2/x3/1"});
+  const SweepRow row = EvaluatePoint(*plan, PointAt(*plan, 7));
+  CHECK(row.run == "search");
+  CHECK(row.values == std::vector<std::pair<std::string, std::string>>{
+                          {"pipeline.stages", "2"}, {"pipeline.microbatches", "4"}});
+  const std::string line = SweepLine(row);
+  Result<SweepRow> back = ParseSweepLine(line.substr(0, line.size() - 1));
+  REQUIRE(back.ok());
+  CHECK(SweepLine(*back) == line);
+  CHECK(SweepKey(*back) == SweepKey(row));
+  CHECK_FALSE(ParseSweepLine(line.substr(0, line.size() / 2)).ok());
+  CHECK(ContentHash("") == "fnv1a64:cbf29ce484222325");  // FNV-1a 64's offset basis
+  CHECK(ContentHash("a") == "fnv1a64:af63dc4c8601ec8c");  // the published test vector
 }
 
 }  // namespace
