@@ -89,6 +89,19 @@ std::optional<RunConfig> LoadPoint(const SweepPlan& plan, const SweepPoint& poin
   return std::nullopt;
 }
 
+// A simulation's outcome as a row's status.
+const char* StatusOf(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::Ok:
+      return "ok";
+    case Outcome::OutOfMemory:
+      return "oom";
+    case Outcome::Deadlock:
+      return "deadlock";
+  }
+  return "deadlock";
+}
+
 void Simulate(const RunConfig& config, SweepRow& row) {
   Result<PreparedRun> run = Prepare(config);
   if (!run.ok()) {
@@ -111,9 +124,7 @@ void Simulate(const RunConfig& config, SweepRow& row) {
     }
   }
   row.fits = r.outcome == Outcome::Ok;
-  row.status = r.outcome == Outcome::Ok            ? "ok"
-               : r.outcome == Outcome::OutOfMemory ? "oom"
-                                                   : "deadlock";
+  row.status = StatusOf(r.outcome);
   row.strategy = DescribeStrategy(config.schedule, config.shape.v, config, config.strategy);
   row.proof = "simulated: the strategy given, no optimality claimed";
 }
@@ -218,9 +229,7 @@ void RunCompare(const SweepPlan& plan, const SweepPoint& point, const CliOverrid
   row.peak_rank = best->max_peak_rank;
   row.peak_capacity = best->max_peak_capacity;
   row.fits = best->outcome == Outcome::Ok;
-  row.status = best->outcome == Outcome::Ok            ? "ok"
-               : best->outcome == Outcome::OutOfMemory ? "oom"
-                                                       : "deadlock";
+  row.status = StatusOf(best->outcome);
   std::vector<int> lps = best->layers_per_stage;
   std::string counts;
   for (size_t i = 0; i < lps.size(); ++i) counts += (i ? "," : "") + std::to_string(lps[i]);
