@@ -30,8 +30,8 @@ using nlohmann::json;
 
 // A fresh directory for one test.
 fs::path TempDir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("ppb-sweep-" + name + "-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("ppb-sweep-" + name + "-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -70,8 +70,7 @@ std::string TinyConfig(const std::string& memory = "7GiB") {
   return text;
 }
 
-TEST_CASE("sweep: a bad grid is an error with file, line, key, expected and given",
-          "[sweep]") {
+TEST_CASE("sweep: a bad grid is an error with file, line, key, expected and given", "[sweep]") {
   const fs::path dir = TempDir("bad");
   Write(dir / "base.yaml", TinyConfig());
   auto run = [&](const std::string& grid) {
@@ -177,8 +176,8 @@ TEST_CASE("sweep: each point equals the separate simulate run", "[sweep]") {
 
   // The summary: per memory, the fitting point with the shortest time.
   const CliRun csv = Cli({"sweep", "--config", (dir / "base.yaml").string(), "--grid",
-                          (dir / "grid.yaml").string(), "--output",
-                          (dir / "all.jsonl").string(), "--format", "csv"});
+                          (dir / "grid.yaml").string(), "--output", (dir / "all.jsonl").string(),
+                          "--format", "csv"});
   REQUIRE(csv.status == 0);
   const std::vector<std::string> summary = Lines(csv.out);
   REQUIRE(summary.size() == 3);  // header + 2 groups
@@ -201,15 +200,20 @@ TEST_CASE("sweep: each point equals the separate simulate run", "[sweep]") {
   }
 }
 
-TEST_CASE("sweep: shards 1/3, 2/3, 3/3 merged equal the whole run; merge reports gaps",
-          "[sweep]") {
+TEST_CASE("sweep: shards 1/3, 2/3, 3/3 merged equal the whole run; merge reports gaps", "[sweep]") {
   const fs::path dir = TempDir("shards");
   Write(dir / "base.yaml", TinyConfig());
   Write(dir / "grid.yaml", kGrid);
   auto sweep = [&](const std::string& out, const std::string& shard) {
-    std::vector<std::string> args = {"sweep", "--config", (dir / "base.yaml").string(),
-                                     "--grid", (dir / "grid.yaml").string(), "--output",
-                                     (dir / out).string(), "--threads", "2"};
+    std::vector<std::string> args = {"sweep",
+                                     "--config",
+                                     (dir / "base.yaml").string(),
+                                     "--grid",
+                                     (dir / "grid.yaml").string(),
+                                     "--output",
+                                     (dir / out).string(),
+                                     "--threads",
+                                     "2"};
     if (!shard.empty()) args.insert(args.end(), {"--shard", shard});
     return Cli(args);
   };
@@ -221,9 +225,9 @@ TEST_CASE("sweep: shards 1/3, 2/3, 3/3 merged equal the whole run; merge reports
       CHECK(json::parse(line)["point"].get<int>() % 3 == k - 1);
     }
   }
-  const CliRun merged = Cli({"sweep", "merge", (dir / "s3.jsonl").string(),
-                             (dir / "s1.jsonl").string(), (dir / "s2.jsonl").string(),
-                             "--output", (dir / "merged.jsonl").string()});
+  const CliRun merged =
+      Cli({"sweep", "merge", (dir / "s3.jsonl").string(), (dir / "s1.jsonl").string(),
+           (dir / "s2.jsonl").string(), "--output", (dir / "merged.jsonl").string()});
   REQUIRE(merged.status == 0);
   CHECK(merged.err.find("24 points of 24 written") != std::string::npos);
   CHECK(merged.err.find("0 duplicate(s), 0 missing") != std::string::npos);
@@ -263,9 +267,10 @@ pid_t Spawn(const std::vector<std::string>& args) {
   return pid;
 }
 
-TEST_CASE("sweep: a run killed mid-way and resumed equals an uninterrupted one; a corrupt "
-          "line is redone",
-          "[sweep]") {
+TEST_CASE(
+    "sweep: a run killed mid-way and resumed equals an uninterrupted one; a corrupt "
+    "line is redone",
+    "[sweep]") {
   const fs::path dir = TempDir("resume");
   fs::copy_file(fs::path(PPB_CONFIGS_DIR) / "example.yaml", dir / "base.yaml");
   // 3 x 40 x 5 = 600 simulations of the 34-layer example.
@@ -273,9 +278,9 @@ TEST_CASE("sweep: a run killed mid-way and resumed equals an uninterrupted one; 
   for (int m = 4; m < 44; ++m) grid += (m > 4 ? ", " : "") + std::to_string(m);
   grid += "]\n  cluster.link.bandwidth: [x0.25, x0.5, x1, x2, x4]\n";
   Write(dir / "grid.yaml", grid);
-  const std::vector<std::string> base = {"sweep", "--config", (dir / "base.yaml").string(),
-                                         "--grid", (dir / "grid.yaml").string(), "--threads",
-                                         "1"};
+  const std::vector<std::string> base = {
+      "sweep",     "--config", (dir / "base.yaml").string(), "--grid", (dir / "grid.yaml").string(),
+      "--threads", "1"};
   auto with_output = [&](const std::string& file) {
     std::vector<std::string> args = base;
     args.insert(args.end(), {"--output", (dir / file).string()});
@@ -341,8 +346,8 @@ TEST_CASE("sweep: search points equal separate searches", "[sweep]") {
   Write(dir / "grid.yaml",
         "vary:\n  cluster.devices.memory: [7GiB, 5GiB, 2GiB]\nrun: search\n"
         "search: {node_limit: 100000, threads: 1}\n");
-  const CliRun r = Cli({"sweep", "--config", (dir / "base.yaml").string(), "--grid",
-                        (dir / "grid.yaml").string()});
+  const CliRun r = Cli(
+      {"sweep", "--config", (dir / "base.yaml").string(), "--grid", (dir / "grid.yaml").string()});
   REQUIRE(r.status == 0);
   const std::vector<std::string> lines = Lines(r.out);
   REQUIRE(lines.size() == 3);
@@ -351,8 +356,8 @@ TEST_CASE("sweep: search points equal separate searches", "[sweep]") {
     CHECK(row["run"] == "search");
     CHECK(row["settings"] == "node_limit=100000 threads=1");
     Write(dir / "point.yaml", TinyConfig(row["values"]["cluster.devices.memory"]));
-    const CliRun single = Cli({"search", "--config", (dir / "point.yaml").string(),
-                               "--node-limit", "100000", "--threads", "1", "--format", "json"});
+    const CliRun single = Cli({"search", "--config", (dir / "point.yaml").string(), "--node-limit",
+                               "100000", "--threads", "1", "--format", "json"});
     REQUIRE(single.status == 0);
     const json s = json::parse(single.out);
     CHECK(row["fits"] == s["feasible"]);
@@ -378,17 +383,18 @@ TEST_CASE("sweep: search points equal separate searches", "[sweep]") {
 namespace ppb::test {
 namespace {
 
-TEST_CASE("sweep: model.hf_config and layers by name vary like edited configs; compare points "
-          "take the fastest fitting schedule",
-          "[sweep]") {
+TEST_CASE(
+    "sweep: model.hf_config and layers by name vary like edited configs; compare points "
+    "take the fastest fitting schedule",
+    "[sweep]") {
   const fs::path dir = TempDir("models");
   const std::string configs = PPB_CONFIGS_DIR;
   // model.hf_config: each model's point equals the config naming that file.
   Write(dir / "grid.yaml",
         "vary:\n  model.hf_config: [hf/llama3-8b.json, hf/llama2-7b.json]\n"
         "group_by: model.hf_config\n");
-  const CliRun r = Cli({"sweep", "--config", configs + "/llama3-8b.yaml", "--grid",
-                        (dir / "grid.yaml").string()});
+  const CliRun r = Cli(
+      {"sweep", "--config", configs + "/llama3-8b.yaml", "--grid", (dir / "grid.yaml").string()});
   REQUIRE(r.status == 0);
   const std::vector<std::string> lines = Lines(r.out);
   REQUIRE(lines.size() == 2);
@@ -396,8 +402,9 @@ TEST_CASE("sweep: model.hf_config and layers by name vary like edited configs; c
     const json row = json::parse(line);
     std::string text = Read(configs + "/llama3-8b.yaml");
     const std::string from = "hf_config: hf/llama3-8b.json";
-    text.replace(text.find(from), from.size(),
-                 "hf_config: " + configs + "/" + row["values"]["model.hf_config"].get<std::string>());
+    text.replace(
+        text.find(from), from.size(),
+        "hf_config: " + configs + "/" + row["values"]["model.hf_config"].get<std::string>());
     Write(dir / "point.yaml", text);
     const CliRun single = Cli({"--config", (dir / "point.yaml").string(), "--format", "json"});
     REQUIRE(single.status == 0);
@@ -411,8 +418,8 @@ TEST_CASE("sweep: model.hf_config and layers by name vary like edited configs; c
   // A layer group by name: decoder forward x2 equals compare --vary's row.
   Write(dir / "layers.yaml",
         "vary:\n  model.layers.decoder.forward: [x1, x2]\n  pipeline.schedule: [1f1b]\n");
-  const CliRun layers = Cli({"sweep", "--config", configs + "/example.yaml", "--grid",
-                             (dir / "layers.yaml").string()});
+  const CliRun layers = Cli(
+      {"sweep", "--config", configs + "/example.yaml", "--grid", (dir / "layers.yaml").string()});
   REQUIRE(layers.status == 0);
   const CliRun cmp = Cli({"compare", "--config", configs + "/example.yaml", "--schedules", "1f1b",
                           "--vary", "model.layers.decoder.forward=x1,x2", "--format", "json"});
@@ -427,16 +434,15 @@ TEST_CASE("sweep: model.hf_config and layers by name vary like edited configs; c
 
   // run: compare — the fastest schedule that fits among compare's rows.
   Write(dir / "compare.yaml", "vary:\n  pipeline.microbatches: [8, 16]\nrun: compare\n");
-  const CliRun c = Cli({"sweep", "--config", configs + "/example.yaml", "--grid",
-                        (dir / "compare.yaml").string()});
+  const CliRun c = Cli(
+      {"sweep", "--config", configs + "/example.yaml", "--grid", (dir / "compare.yaml").string()});
   REQUIRE(c.status == 0);
   const std::vector<std::string> compare_lines = Lines(c.out);
   REQUIRE(compare_lines.size() == 2);
   for (size_t i = 0; i < 2; ++i) {
     const json row = json::parse(compare_lines[i]);
-    const CliRun single =
-        Cli({"compare", "--config", configs + "/example.yaml", "--microbatches",
-             i == 0 ? "8" : "16", "--format", "json"});
+    const CliRun single = Cli({"compare", "--config", configs + "/example.yaml", "--microbatches",
+                               i == 0 ? "8" : "16", "--format", "json"});
     REQUIRE(single.status == 0);
     std::int64_t best = -1;
     const json single_table = json::parse(single.out);
@@ -474,8 +480,7 @@ TEST_CASE("sweep: points in cross-product order, runs innermost; rows round-trip
     seen.push_back(p.values[0] + "/" + p.values[1] + "/" + std::to_string(p.run));
   }
   CHECK(seen == std::vector<std::string>{"1/4/0", "1/4/1", "1/8/0", "1/8/1", "1/x3/0", "1/x3/1",
-                                         "2/4/0", "2/4/1", "2/8/0", "2/8/1", "2/x3/0",
-                                         "2/x3/1"});
+                                         "2/4/0", "2/4/1", "2/8/0", "2/8/1", "2/x3/0", "2/x3/1"});
   const SweepRow row = EvaluatePoint(*plan, PointAt(*plan, 7));
   CHECK(row.run == "search");
   CHECK(row.values == std::vector<std::pair<std::string, std::string>>{
@@ -486,7 +491,7 @@ TEST_CASE("sweep: points in cross-product order, runs innermost; rows round-trip
   CHECK(SweepLine(*back) == line);
   CHECK(SweepKey(*back) == SweepKey(row));
   CHECK_FALSE(ParseSweepLine(line.substr(0, line.size() / 2)).ok());
-  CHECK(ContentHash("") == "fnv1a64:cbf29ce484222325");  // FNV-1a 64's offset basis
+  CHECK(ContentHash("") == "fnv1a64:cbf29ce484222325");   // FNV-1a 64's offset basis
   CHECK(ContentHash("a") == "fnv1a64:af63dc4c8601ec8c");  // the published test vector
 }
 

@@ -10,9 +10,8 @@
 // Progress (done / total, rate, ETA) on stderr. `ppb-sim sweep merge` is
 // apps/commands/sweep_merge.cpp. Exit 0, 2 bad input, 1 a file that cannot
 // be written. docs/sweep.md is the user's guide.
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -57,7 +56,11 @@ Result<std::pair<int, int>> ParseShard(const std::string& text) {
 class Progress {
  public:
   Progress(std::ostream& err, std::int64_t total, std::int64_t skipped, std::int64_t todo)
-      : err_(err), total_(total), skipped_(skipped), todo_(todo), start_(Clock::now()),
+      : err_(err),
+        total_(total),
+        skipped_(skipped),
+        todo_(todo),
+        start_(Clock::now()),
         last_(start_) {
     tty_ = err.rdbuf() == std::cerr.rdbuf() && isatty(STDERR_FILENO);
   }
@@ -198,9 +201,8 @@ int RunSweep(const std::vector<std::string>& args, std::ostream& out, std::ostre
   std::optional<SweepPlan> plan;
   if (ok) {
     Result<Grid> grid = LoadGrid(vm["grid"].as<std::string>());
-    Result<SweepPlan> planned =
-        grid.ok() ? PlanSweep(std::move(*grid), config_text, config_path)
-                  : Result<SweepPlan>(grid.error());
+    Result<SweepPlan> planned = grid.ok() ? PlanSweep(std::move(*grid), config_text, config_path)
+                                          : Result<SweepPlan>(grid.error());
     if (!planned.ok()) {
       rerr << (planned.error().key.rfind("--", 0) == 0 ? "ppb-sim: " : "")
            << planned.error().message << "\n";
@@ -329,7 +331,9 @@ int RunSweep(const std::vector<std::string>& args, std::ostream& out, std::ostre
       pending.emplace(row.point, row);
       while (next_out < todo.size() && pending.count(todo[next_out])) {
         const SweepRow& r = pending.at(todo[next_out]);
-        out << (format == "json" ? SweepLine(r) : format == "csv" ? SweepCsvRow(r) : SweepTextRow(r));
+        out << (format == "json"  ? SweepLine(r)
+                : format == "csv" ? SweepCsvRow(r)
+                                  : SweepTextRow(r));
         out.flush();
         pending.erase(todo[next_out]);
         ++next_out;

@@ -106,8 +106,8 @@ int RunSweepMerge(const std::vector<std::string>& args, std::ostream& out, std::
         first_place = place;
       } else if (r.config_hash != hash || r.points != points) {
         err << "ppb-sim: " << place << ": expected a row of the sweep of " << first_place
-            << " (config " << hash << ", " << points << " points); got config "
-            << r.config_hash << ", " << r.points << " points\n";
+            << " (config " << hash << ", " << points << " points); got config " << r.config_hash
+            << ", " << r.points << " points\n";
         return kExitBadInput;
       }
       const std::string line = SweepLine(r);

@@ -50,11 +50,12 @@ Result<MpiWorld> StartMpi() {
   return world;
 #else
   if (launched > 1) {
-    return Error{"mpirun", "ppb-sim: mpirun: expected a ppb-sim built with MPI (cmake "
-                           "-DPPB_MPI=ON) to share a sweep across " +
-                               std::to_string(launched) +
-                               " processes; got one built without (each process would run "
-                               "the whole sweep)"};
+    return Error{"mpirun",
+                 "ppb-sim: mpirun: expected a ppb-sim built with MPI (cmake "
+                 "-DPPB_MPI=ON) to share a sweep across " +
+                     std::to_string(launched) +
+                     " processes; got one built without (each process would run "
+                     "the whole sweep)"};
   }
   return world;
 #endif

@@ -21,8 +21,8 @@ using namespace vary_detail;  // NOLINT: the variant documents
 namespace {
 
 std::string RecomputeText(const std::vector<std::uint8_t>& recompute) {
-  const auto n = std::count_if(recompute.begin(), recompute.end(),
-                               [](std::uint8_t r) { return r != 0; });
+  const auto n =
+      std::count_if(recompute.begin(), recompute.end(), [](std::uint8_t r) { return r != 0; });
   return fmt::format("recompute {} layer{}", n, n == 1 ? "" : "s");
 }
 
@@ -53,8 +53,8 @@ std::optional<RunConfig> LoadPoint(const SweepPlan& plan, const SweepPoint& poin
   const std::vector<Edit> edits = PointEdits(plan, point);
   const YAML::Node root = YAML::Load(plan.config_text);
   const YAML::Node strategy = At(root, {{"strategy"}});
-  const bool has_split =
-      strategy.IsMap() && (strategy["layers_per_chunk"] || strategy["layout"] || strategy["offset"]);
+  const bool has_split = strategy.IsMap() &&
+                         (strategy["layers_per_chunk"] || strategy["layout"] || strategy["offset"]);
   const bool has_recompute = strategy.IsMap() && strategy["recompute"];
   std::vector<Strip> levels = {Strip::kNone};
   if (has_split) levels.push_back(Strip::kSplit);
@@ -147,13 +147,14 @@ void RunSearch(const RunConfig& config, SweepRow& row) {
   if (!s.found) {
     row.status = "no_fit";
     row.reason = s.min_capacity_needed > 0
-                     ? fmt::format("no strategy fits; the smallest uniform capacity at which "
-                                   "one fits is {} bytes",
-                                   s.min_capacity_needed)
+                     ? fmt::format(
+                           "no strategy fits; the smallest uniform capacity at which "
+                           "one fits is {} bytes",
+                           s.min_capacity_needed)
                      : "no strategy fits";
-    row.proof = s.proved_infeasible ? "proved infeasible: nothing fits"
-                                    : "nothing found before the " + s.stop_reason +
-                                          " (not proved infeasible)";
+    row.proof = s.proved_infeasible
+                    ? "proved infeasible: nothing fits"
+                    : "nothing found before the " + s.stop_reason + " (not proved infeasible)";
     return;
   }
   const Candidate& best = s.best;
@@ -176,11 +177,11 @@ void RunSearch(const RunConfig& config, SweepRow& row) {
                              RecomputeText(best.strategy.recompute));
   row.lower_bound = s.lower_bound;
   row.gap = s.proved_optimal ? 0.0 : s.gap;
-  row.proof = s.proved_optimal
-                  ? "proved optimal"
-                  : fmt::format("stopped at the {}: lower bound {:.3f} ms, gap {:.2f} %",
-                                s.stop_reason, static_cast<double>(s.lower_bound) / 1e6,
-                                100.0 * s.gap);
+  row.proof =
+      s.proved_optimal
+          ? "proved optimal"
+          : fmt::format("stopped at the {}: lower bound {:.3f} ms, gap {:.2f} %", s.stop_reason,
+                        static_cast<double>(s.lower_bound) / 1e6, 100.0 * s.gap);
 }
 
 void RunCompare(const SweepPlan& plan, const SweepPoint& point, const CliOverrides& ov,
@@ -218,8 +219,8 @@ void RunCompare(const SweepPlan& plan, const SweepPoint& point, const CliOverrid
   if (best == nullptr) {
     row.status = "refused";
     row.reason = table->rows.empty() ? "no schedule to compare"
-                                     : "no schedule runs: " + table->rows.front().schedule +
-                                           ": " + table->rows.front().reason;
+                                     : "no schedule runs: " + table->rows.front().schedule + ": " +
+                                           table->rows.front().reason;
     return;
   }
   row.ran = true;
@@ -233,10 +234,11 @@ void RunCompare(const SweepPlan& plan, const SweepPoint& point, const CliOverrid
   std::vector<int> lps = best->layers_per_stage;
   std::string counts;
   for (size_t i = 0; i < lps.size(); ++i) counts += (i ? "," : "") + std::to_string(lps[i]);
-  row.strategy = fmt::format("{} v={} | layers per stage {} | recompute {} layer{}",
-                             best->schedule, best->v, counts, best->recomputed_layers,
-                             best->recomputed_layers == 1 ? "" : "s");
-  row.proof = fmt::format("compared: fastest {} of {} schedules that ran", row.fits ? "fitting" : "(none fits)", ran);
+  row.strategy =
+      fmt::format("{} v={} | layers per stage {} | recompute {} layer{}", best->schedule, best->v,
+                  counts, best->recomputed_layers, best->recomputed_layers == 1 ? "" : "s");
+  row.proof = fmt::format("compared: fastest {} of {} schedules that ran",
+                          row.fits ? "fitting" : "(none fits)", ran);
 }
 
 }  // namespace
@@ -255,8 +257,8 @@ SweepRow EvaluatePoint(const SweepPlan& plan, const SweepPoint& point) {
     row.values.emplace_back(a.axis.given.key, point.values[k]);
     if (a.type == PlanAxis::Type::Schedule) ov.schedule = point.values[k];
     if (a.type != PlanAxis::Type::PipelineInt) continue;
-    const auto at = std::find(a.axis.given.values.begin(), a.axis.given.values.end(),
-                              point.values[k]);
+    const auto at =
+        std::find(a.axis.given.values.begin(), a.axis.given.values.end(), point.values[k]);
     const int x = a.ints[static_cast<size_t>(at - a.axis.given.values.begin())];
     if (a.pipeline_key == "stages") ov.stages = x;
     if (a.pipeline_key == "microbatches") ov.microbatches = x;

@@ -40,13 +40,12 @@ Result<ResultsFile> ReadResults(const std::string& path) {
       file.lines.push_back(line);
       file.good_bytes = next;
     } else if (last) {
-      file.trailing = row.ok() ? std::string("the line has no end (no newline)")
-                               : row.error().message;
+      file.trailing =
+          row.ok() ? std::string("the line has no end (no newline)") : row.error().message;
       file.trailing_line = line;
     } else {
-      return Error{"--output", path + ":" + std::to_string(line) + ": expected a " +
-                                   kSweepSchema + " row; got a bad line (" +
-                                   row.error().message +
+      return Error{"--output", path + ":" + std::to_string(line) + ": expected a " + kSweepSchema +
+                                   " row; got a bad line (" + row.error().message +
                                    "); remove the line to redo its point"};
     }
     start = next;

@@ -22,10 +22,10 @@
 namespace ppb {
 
 struct ResultsFile {
-  std::vector<SweepRow> rows;   // the good lines, in file order
-  std::vector<int> lines;       // 1-based line of each row
+  std::vector<SweepRow> rows;     // the good lines, in file order
+  std::vector<int> lines;         // 1-based line of each row
   std::uintmax_t good_bytes = 0;  // bytes up to the end of the last good line
-  std::string trailing;         // "" or why the last line was not a row
+  std::string trailing;           // "" or why the last line was not a row
   int trailing_line = 0;
 };
 

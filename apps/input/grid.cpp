@@ -51,8 +51,8 @@ struct Reader {
   std::string file;
   Error Err(int line, const std::string& key, const std::string& expected,
             const std::string& given) const {
-    return Error{key, fmt::format("{}:{}: {}: expected {}; got {}", file, line, key, expected,
-                                  given)};
+    return Error{key,
+                 fmt::format("{}:{}: {}: expected {}; got {}", file, line, key, expected, given)};
   }
 };
 
@@ -85,7 +85,9 @@ Result<std::vector<YAML::Node>> Scalars(const Reader& r, const YAML::Node& node,
 }
 
 Status ReadSearch(const Reader& r, const YAML::Node& node, Grid& grid) {
-  if (!node.IsMap()) return r.Err(Line(node), "search", "a map of time_limit, node_limit, threads, seed", Shape(node));
+  if (!node.IsMap())
+    return r.Err(Line(node), "search", "a map of time_limit, node_limit, threads, seed",
+                 Shape(node));
   for (const auto& kv : node) {
     const std::string k = kv.first.Scalar();
     const std::string key = "search." + k;
@@ -153,8 +155,8 @@ Result<Grid> ParseGrid(std::string_view text, std::string_view filename) {
     const YAML::Node& v = kv.second;
     if (k == "vary") {
       if (!v.IsMap()) {
-        return r.Err(Line(kv.first), "vary",
-                     "a map of dotted config keys to lists of values", Shape(v));
+        return r.Err(Line(kv.first), "vary", "a map of dotted config keys to lists of values",
+                     Shape(v));
       }
       for (const auto& axis : v) {
         GridAxis a;
@@ -210,8 +212,7 @@ Result<Grid> ParseGrid(std::string_view text, std::string_view filename) {
       if (!values.ok()) return values.error();
       for (const YAML::Node& n : *values) grid.group_by.push_back(n.Scalar());
     } else {
-      return r.Err(Line(kv.first), k, "one of vary, run, search, compare, group_by",
-                   "'" + k + "'");
+      return r.Err(Line(kv.first), k, "one of vary, run, search, compare, group_by", "'" + k + "'");
     }
   }
   if (grid.runs.empty()) grid.runs.push_back(SweepRun::Simulate);
@@ -244,8 +245,8 @@ Result<Grid> LoadGrid(const std::string& path) {
   std::ostringstream text;
   if (in) text << in.rdbuf();
   if (!in) {
-    return Error{"--grid", path + ": must be a readable grid file; got " +
-                               std::string(std::strerror(errno))};
+    return Error{"--grid",
+                 path + ": must be a readable grid file; got " + std::string(std::strerror(errno))};
   }
   return ParseGrid(text.str(), path);
 }

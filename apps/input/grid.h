@@ -44,14 +44,14 @@ struct GridAxis {
 };
 
 struct Grid {
-  std::string path;                 // the grid file as given
-  std::vector<GridAxis> axes;       // cross product, first outermost
-  std::vector<SweepRun> runs;       // one, or several: an innermost axis "run"
+  std::string path;            // the grid file as given
+  std::vector<GridAxis> axes;  // cross product, first outermost
+  std::vector<SweepRun> runs;  // one, or several: an innermost axis "run"
   int run_line = 0;
   // search: (each unset: the base config's search block decides)
   std::optional<Nanos> time_limit;  // 0: none
   std::optional<std::int64_t> node_limit;
-  int search_threads = 1;           // threads of one point's search
+  int search_threads = 1;  // threads of one point's search
   std::optional<std::uint64_t> seed;
   // compare: the schedules of each point's table (empty: every one).
   std::vector<std::string> compare_schedules;

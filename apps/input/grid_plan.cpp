@@ -50,8 +50,8 @@ Result<SweepPlan> PlanSweep(Grid grid, const std::string& config_text,
   Result<RunConfig> base = ParseConfig(config_text, config_path, {});
   if (!base.ok()) return base.error();
   const YAML::Node root = YAML::Load(config_text);
-  const bool compare = std::find(grid.runs.begin(), grid.runs.end(), SweepRun::Compare) !=
-                       grid.runs.end();
+  const bool compare =
+      std::find(grid.runs.begin(), grid.runs.end(), SweepRun::Compare) != grid.runs.end();
   std::vector<std::string> registered;
   for (const ScheduleInfo& info : ScheduleRegistry()) registered.emplace_back(info.name);
 
@@ -66,19 +66,20 @@ Result<SweepPlan> PlanSweep(Grid grid, const std::string& config_text,
       pa.type = PlanAxis::Type::PipelineInt;
       pa.pipeline_key = g.key.substr(9);
       const std::string& k = pa.pipeline_key;
-      const int b = k == "stages"         ? base->shape.p
-                    : k == "microbatches" ? base->shape.m
-                    : k == "virtual_stages"
-                        ? base->shape.v
-                        : (base->schedule_params.group > 0 ? base->schedule_params.group
-                                                           : base->shape.p);
+      const int b =
+          k == "stages"         ? base->shape.p
+          : k == "microbatches" ? base->shape.m
+          : k == "virtual_stages"
+              ? base->shape.v
+              : (base->schedule_params.group > 0 ? base->schedule_params.group : base->shape.p);
       for (size_t i = 0; i < g.values.size(); ++i) {
         Result<std::string> r = Resolve(g.key, Kind::Int, std::to_string(b), g.values[i]);
         std::int64_t n = 0;
         if (!r.ok() || !WholeInt(*r, n) || n < 1 || n > 1'000'000) {
           return GridError(grid, g.value_lines[i], g.key,
                            "expected a positive integer (at most 1000000) or a factor like "
-                           "x2; got '" + g.values[i] + "'");
+                           "x2; got '" +
+                               g.values[i] + "'");
         }
         pa.ints.push_back(static_cast<int>(n));
       }
@@ -91,9 +92,9 @@ Result<SweepPlan> PlanSweep(Grid grid, const std::string& config_text,
       }
       for (size_t i = 0; i < g.values.size(); ++i) {
         if (std::find(registered.begin(), registered.end(), g.values[i]) == registered.end()) {
-          return GridError(grid, g.value_lines[i], g.key,
-                           "expected one of " + JoinComma(registered) + "; got '" +
-                               g.values[i] + "'");
+          return GridError(
+              grid, g.value_lines[i], g.key,
+              "expected one of " + JoinComma(registered) + "; got '" + g.values[i] + "'");
         }
       }
     } else {
@@ -127,11 +128,11 @@ Result<SweepPlan> PlanSweep(Grid grid, const std::string& config_text,
       CliOverrides neutral;
       neutral.schedule = "gpipe";
       neutral.virtual_stages = 1;
-      Result<RunConfig> c = doc.ok() ? ParseConfigYaml(*doc, config_path, neutral)
-                                     : Result<RunConfig>(doc.error());
-      if (!c.ok() && (c.error().key == pa.axis.given.key ||
-                      c.error().key.rfind(pa.axis.given.key + ".", 0) == 0 ||
-                      c.error().key.empty())) {
+      Result<RunConfig> c =
+          doc.ok() ? ParseConfigYaml(*doc, config_path, neutral) : Result<RunConfig>(doc.error());
+      if (!c.ok() &&
+          (c.error().key == pa.axis.given.key ||
+           c.error().key.rfind(pa.axis.given.key + ".", 0) == 0 || c.error().key.empty())) {
         return GridError(grid, grid.axes[a].value_lines[i], pa.axis.given.key,
                          "expected a value the base config loads with; got '" +
                              pa.axis.given.values[i] + "': " + c.error().message);

@@ -39,8 +39,8 @@ struct SweepPlan {
   Grid grid;
   std::string config_path;  // as given
   std::string config_text;
-  std::string config_hash;  // "fnv1a64:<16 hex digits>" of config_text
-  std::vector<PlanAxis> axes;  // as grid.axes
+  std::string config_hash;            // "fnv1a64:<16 hex digits>" of config_text
+  std::vector<PlanAxis> axes;         // as grid.axes
   std::vector<std::string> settings;  // RunSettings per grid.runs entry
 };
 

@@ -30,8 +30,8 @@ std::string SweepLine(const SweepRow& row) {
     j["peak_capacity_bytes"] = row.peak_capacity;
     j["peak_rank"] = row.peak_rank;
   } else {
-    for (const char* k : {"iteration_time_ns", "iteration_time_ms", "bubble",
-                          "peak_memory_bytes", "peak_capacity_bytes", "peak_rank"}) {
+    for (const char* k : {"iteration_time_ns", "iteration_time_ms", "bubble", "peak_memory_bytes",
+                          "peak_capacity_bytes", "peak_rank"}) {
       j[k] = nullptr;
     }
   }

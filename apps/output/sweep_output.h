@@ -35,16 +35,16 @@ struct SweepRow {
   std::int64_t point = 0;   // index in the grid's cross product
   std::int64_t points = 0;  // the grid's number of points
   std::string config_hash;
-  std::string run;       // simulate | search | compare
-  std::string settings;  // the run's settings (RunSettings)
+  std::string run;                                          // simulate | search | compare
+  std::string settings;                                     // the run's settings (RunSettings)
   std::vector<std::pair<std::string, std::string>> values;  // in grid order
-  std::string status;    // ok | oom | deadlock | no_fit | refused
-  std::string reason;    // refused: why
-  std::string note;      // e.g. the strategy fallback taken
-  bool ran = false;      // the figures below are set
+  std::string status;  // ok | oom | deadlock | no_fit | refused
+  std::string reason;  // refused: why
+  std::string note;    // e.g. the strategy fallback taken
+  bool ran = false;    // the figures below are set
   Nanos iteration_time = 0;
-  double bubble = 0;     // fraction of the iteration
-  Bytes peak_memory = 0; // the largest peak of any rank
+  double bubble = 0;      // fraction of the iteration
+  Bytes peak_memory = 0;  // the largest peak of any rank
   Bytes peak_capacity = 0;
   int peak_rank = -1;
   bool fits = false;

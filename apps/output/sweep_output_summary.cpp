@@ -143,8 +143,9 @@ std::string Counts(const std::vector<SweepRow>& rows, const SweepTableInfo& info
   for (const SweepRow& r : rows) ++status[r.status];
   std::vector<std::string> parts;
   for (const auto& [s, n] : status) parts.push_back(fmt::format("{} {}", n, s));
-  return fmt::format("{} of {} points done ({})", rows.size(), info.points,
-                     parts.empty() ? std::string("none") : fmt::format("{}", fmt::join(parts, ", ")));
+  return fmt::format(
+      "{} of {} points done ({})", rows.size(), info.points,
+      parts.empty() ? std::string("none") : fmt::format("{}", fmt::join(parts, ", ")));
 }
 
 }  // namespace
@@ -155,9 +156,10 @@ std::string FormatSweepSummaryText(std::vector<SweepRow> rows, const SweepTableI
   std::string out = "ppb-sim sweep: " + Counts(rows, info) + "\n";
   out += info.group_by.empty()
              ? std::string("best point (the fitting point with the shortest iteration time):\n")
-             : fmt::format("best point per {} (the fitting point with the shortest iteration "
-                           "time):\n",
-                           fmt::join(info.group_by, ", "));
+             : fmt::format(
+                   "best point per {} (the fitting point with the shortest iteration "
+                   "time):\n",
+                   fmt::join(info.group_by, ", "));
   return out + Table(SummaryHeader(info), SummaryCells(groups, info));
 }
 
@@ -208,16 +210,16 @@ std::string SweepCsvHeader(const SweepTableInfo& info) {
 std::string SweepCsvRow(const SweepRow& r) {
   std::vector<std::string> c = {std::to_string(r.point)};
   for (const auto& kv : r.values) c.push_back(kv.second);
-  c.insert(c.end(), {r.run, r.status, Ms(r), BubblePct(r),
-                     r.ran ? std::to_string(r.peak_memory) : "-",
-                     r.ran ? std::to_string(r.peak_capacity) : "-", r.fits ? "yes" : "no",
-                     r.strategy, r.proof, r.reason, r.note});
+  c.insert(c.end(),
+           {r.run, r.status, Ms(r), BubblePct(r), r.ran ? std::to_string(r.peak_memory) : "-",
+            r.ran ? std::to_string(r.peak_capacity) : "-", r.fits ? "yes" : "no", r.strategy,
+            r.proof, r.reason, r.note});
   return Csv(c);
 }
 
 std::string SweepTextHeader(const SweepTableInfo& info) {
-  return fmt::format("{:>6}  {:<8} {:>8} {:>14} {:>8}  {}\n", "point", "status", "run",
-                     "time ms", "bubble%", fmt::join(info.axes, " | "));
+  return fmt::format("{:>6}  {:<8} {:>8} {:>14} {:>8}  {}\n", "point", "status", "run", "time ms",
+                     "bubble%", fmt::join(info.axes, " | "));
 }
 
 std::string SweepTextRow(const SweepRow& r) {
