@@ -30,9 +30,10 @@ int RunCommand(int argc, const char* const* argv, std::ostream& out,
   if (command == "model") return commands::RunModel(args, out, err);
   if (command == "compare") return commands::RunCompare(args, out, err);
   if (command == "calibrate") return commands::RunCalibrate(args, out, err);
+  if (command == "sweep") return commands::RunSweep(args, out, err);
   err << "ppb-sim: unknown command '" << command
-      << "'; expected simulate (the default), search, rank, compare, model "
-         "or calibrate\n"
+      << "'; expected simulate (the default), search, rank, compare, model, "
+         "calibrate or sweep\n"
       << commands::kUsage;
   return commands::kExitBadInput;
 }

@@ -13,7 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(cmake make g++ libboost-graph-dev libboost-program-options-dev libfmt-dev
-          libyaml-cpp-dev catch2 libbenchmark-dev nlohmann-json3-dev)
+          libyaml-cpp-dev catch2 libbenchmark-dev nlohmann-json3-dev
+          libopenmpi-dev openmpi-bin)
 JOBS=${PPB_JOBS:-2}
 
 install_deps() {
@@ -40,12 +41,12 @@ build() {
 case "${1:-run}" in
   run)
     install_deps
-    build build-release -DCMAKE_BUILD_TYPE=Release -DPPB_BUILD_TESTS=OFF -DPPB_BUILD_BENCH=OFF
+    build build-release -DCMAKE_BUILD_TYPE=Release -DPPB_BUILD_TESTS=OFF -DPPB_BUILD_BENCH=OFF -DPPB_MPI=ON
     ./build-release/apps/ppb-sim --config configs/example.yaml "${@:2}"
     ;;
   test)
     install_deps
-    build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPB_WERROR=ON
+    build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPB_WERROR=ON -DPPB_MPI=ON
     (cd build && ctest --output-on-failure -j"$JOBS")
     ;;
   asan)
@@ -56,7 +57,7 @@ case "${1:-run}" in
     ;;
   bench)
     install_deps
-    build build-release -DCMAKE_BUILD_TYPE=Release -DPPB_BUILD_TESTS=OFF -DPPB_BUILD_BENCH=ON
+    build build-release -DCMAKE_BUILD_TYPE=Release -DPPB_BUILD_TESTS=OFF -DPPB_BUILD_BENCH=ON -DPPB_MPI=ON
     ./build-release/bench/ppb_bench "${@:2}"
     ;;
   fuzz)

@@ -21,6 +21,11 @@ int RunModel(const std::vector<std::string>& args, std::ostream& out,
              std::ostream& err);
 int RunCompare(const std::vector<std::string>& args, std::ostream& out,
                std::ostream& err);
+// `ppb-sim sweep --config FILE --grid FILE [--output FILE] [--shard K/N]
+// [--threads N] [--format text|json|csv]` and `ppb-sim sweep merge FILE...
+// --output FILE` (apps/commands/sweep.cpp, sweep_merge.cpp).
+int RunSweep(const std::vector<std::string>& args, std::ostream& out,
+             std::ostream& err);
 // `ppb-sim calibrate --measurements FILE [--format text|json]
 // [--output FILE] [--memory-unit 1MiB] [--time-unit 1ms]`; returns the exit
 // status (0 ok, 1 output not writable, 2 bad input or no valid fit).

@@ -35,6 +35,7 @@ inline constexpr const char* kUsage =
     "       ppb-sim compare --config FILE [--schedules A,B] [--vary KEY=V1,V2]\n"
     "       ppb-sim model --config FILE [--format text|json]\n"
     "       ppb-sim calibrate --measurements FILE [options]\n"
+    "       ppb-sim sweep --config FILE --grid FILE [--output FILE] [options]\n"
     "\n"
     "simulate: simulates one training iteration of a pipeline-parallel\n"
     "  schedule and reports iteration time, bubble and peak memory per "
@@ -48,6 +49,8 @@ inline constexpr const char* kUsage =
     "model: the per-layer costs derived from model.hf_config or\n"
     "  model.architecture (with training and hardware), with sources.\n"
     "calibrate: fits per-layer costs to measured per-stage memory/time.\n"
+    "sweep: simulates, searches or compares every point of a grid of config\n"
+    "  values (resumable; threads, --shard K/N or mpirun), with a summary.\n"
     "'ppb-sim COMMAND --help' lists a command's options.\n";
 
 

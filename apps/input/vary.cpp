@@ -59,6 +59,8 @@ const char* Example(Kind kind) {
       return "a size like 80GiB";
     case Kind::Bandwidth:
       return "a bandwidth like 50GB/s";
+    case Kind::Text:
+      return "a value";
   }
   return "a number";
 }
@@ -86,6 +88,7 @@ Error VaryError(const std::string& key, const std::string& message) {
 
 Result<std::string> Resolve(const std::string& key, Kind kind, const std::string& base,
                             const std::string& given) {
+  if (kind == Kind::Text) return given;
   const std::string want = std::string("expected ") + Example(kind) + " or a factor like x2";
   if (!given.empty() && given[0] == 'x') {
     double f = 0;
@@ -146,6 +149,9 @@ Result<std::string> Resolve(const std::string& key, Kind kind, const std::string
       break;
     case Kind::Bandwidth:
       ok = ParseBandwidth(given).ok();
+      break;
+    case Kind::Text:
+      ok = true;
       break;
   }
   if (!ok) return VaryError(key, want + "; got '" + given + "'");
@@ -363,7 +369,7 @@ std::optional<std::pair<int, int>> SelectLayer(const std::vector<LayerItem>& ite
 
 }  // namespace
 
-Result<Target> ResolveTarget(const YAML::Node& root, const std::string& key) {
+Result<Target> ResolveTarget(const YAML::Node& root, const std::string& key, bool text_ok) {
   const std::vector<LayerItem> items = LayerItems(root);
   auto unknown = [&] { return VaryError(key, "unknown key; " + AcceptedKeys(root, items)); };
   auto numeric = [&](const YAML::Node& node, Target t) -> Result<Target> {
@@ -374,6 +380,7 @@ Result<Target> ResolveTarget(const YAML::Node& root, const std::string& key) {
                                 (node.IsMap() ? "a map" : "a list"));
     }
     std::optional<Kind> kind = KindOf(node.Scalar());
+    if (!kind && text_ok) kind = Kind::Text;
     if (!kind) {
       return VaryError(key,
                        "expected a numeric key (a number, duration, size or "

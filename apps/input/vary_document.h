@@ -21,7 +21,10 @@ namespace ppb::vary_detail {
 // What a numeric scalar of the file holds; the values of --vary for it take
 // the same form. Int: the pipeline integers (set as overrides); a number of
 // the file is a Number, integer or not (the loader decides which it takes).
-enum class Kind { Int, Number, Duration, Size, Bandwidth };
+// Text: a non-numeric scalar (a path such as model.hf_config, a name),
+// written as given; only `ppb-sim sweep` grids vary those (the loader checks
+// the value).
+enum class Kind { Int, Number, Duration, Size, Bandwidth, Text };
 
 bool WholeInt(std::string_view s, std::int64_t& out);
 
@@ -58,8 +61,11 @@ struct Target {
 
 std::string JoinComma(const std::vector<std::string>& xs);
 
-// The target of `key` in the document `root` of the config `base`.
-Result<Target> ResolveTarget(const YAML::Node& root, const std::string& key);
+// The target of `key` in the document `root` of the config `base`. With
+// `text_ok`, a non-numeric scalar is a target of Kind::Text (sweep grids);
+// without, it is an error (compare --vary).
+Result<Target> ResolveTarget(const YAML::Node& root, const std::string& key,
+                             bool text_ok = false);
 
 struct Axis {
   VaryAxis given;

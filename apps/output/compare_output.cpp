@@ -264,9 +264,6 @@ std::string FormatCompareJson(const CompareTable& table) {
   return JsonText(j, 2) + "\n";
 }
 
-namespace {
-
-// One RFC 4180 field: quoted when it holds a comma, a quote or a line break.
 std::string CsvField(const std::string& s) {
   if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string out = "\"";
@@ -276,8 +273,6 @@ std::string CsvField(const std::string& s) {
   }
   return out + "\"";
 }
-
-}  // namespace
 
 std::string FormatCompareCsv(const CompareTable& table) {
   std::vector<std::string> header;

@@ -63,5 +63,9 @@ std::string FormatCompareText(const CompareTable& table);
 std::string FormatCompareJson(const CompareTable& table);
 std::string FormatCompareCsv(const CompareTable& table);
 
+// One RFC 4180 field: quoted when it holds a comma, a quote or a line break
+// (also used by the sweep's CSV).
+std::string CsvField(const std::string& s);
+
 }  // namespace ppb
 
