@@ -7,7 +7,7 @@
 namespace ppb {
 namespace {
 
-constexpr std::array<ScheduleInfo, 3> kSchedules{{
+constexpr std::array<ScheduleInfo, 5> kSchedules{{
     {"gpipe", "GPipe: all forwards, then all backwards (v = 1)",
      &GenerateGPipe},
     {"1f1b",
@@ -18,6 +18,14 @@ constexpr std::array<ScheduleInfo, 3> kSchedules{{
      "interleaved 1F1B: v chunks per rank, microbatches in "
      "groups (Megatron-LM / PyTorch rules by flavor)",
      &GenerateInterleaved},
+    {"zb-1p",
+     "ZB-1p (Zero Bubble, adaptive): split backward, the F/I/W order with "
+     "the shortest simulated iteration within 1F1B's activation memory (v = 1)",
+     &GenerateZB1P},
+    {"zb-2p",
+     "ZB-2p (Zero Bubble, adaptive): as zb-1p within twice 1F1B's "
+     "activation memory (v = 1)",
+     &GenerateZB2P},
 }};
 
 }  // namespace

@@ -23,6 +23,12 @@ enum class Flavor : std::uint8_t { Megatron, PyTorch };
 struct ScheduleParams {
   Flavor flavor = Flavor::Megatron;
   int group = 0;  // Megatron microbatch_group_size_per_vp_stage; 0 = default
+  // pipeline.activation_limit, for the adaptive schedules (zb-1p, zb-2p):
+  // stashed activation bytes a rank may hold. activation_bytes > 0 gives it
+  // in bytes; otherwise activation_multiple k > 0 gives k * p micro-batches of
+  // the rank's stage ("1p", "2p"); both 0: the schedule's own default.
+  int activation_multiple = 0;
+  Bytes activation_bytes = 0;
 };
 
 using GenerateFn = Result<Program> (*)(const PipelineSpec&,
@@ -48,6 +54,15 @@ Result<Program> Generate1F1B(const PipelineSpec& spec,
                              const ScheduleParams& params);
 Result<Program> GenerateInterleaved(const PipelineSpec& spec,
                                     const ScheduleParams& params);
+// The Zero Bubble paper's adaptive schedules (Qi et al., ICLR 2024, §3):
+// the order of F, I and W ops with the shortest simulated iteration found
+// under an activation limit per rank (default 1p resp. 2p; see
+// zb_adaptive.cpp). v must be 1 ("pipeline.virtual_stages"); a limit below
+// one micro-batch of a stage is refused ("pipeline.activation_limit").
+Result<Program> GenerateZB1P(const PipelineSpec& spec,
+                             const ScheduleParams& params);
+Result<Program> GenerateZB2P(const PipelineSpec& spec,
+                             const ScheduleParams& params);
 
 // torch schedule CSV: one row per rank, comma-separated actions ("0F0",
 // "2B1", "2I1", "2W1"); empty cells are idle steps and are skipped; the

@@ -192,11 +192,13 @@ std::string CompareError(std::vector<std::string> args) {
 }  // namespace
 
 TEST_CASE("compare agrees with separate ppb-sim runs", "[compare][cli]") {
-  SECTION("the shipped example: gpipe, 1f1b, interleaved (default v = 2)") {
+  SECTION("the shipped example: every registered schedule (interleaved v = 2)") {
     const std::string path = Config("example.yaml");
     const json j = CompareJson({"--config", path});
     CHECK(j["schema"] == "ppb.compare/1");
-    REQUIRE(j["rows"].size() == 3);
+    REQUIRE(j["rows"].size() == 5);
+    CHECK(j["rows"][3]["schedule"] == "zb-1p");
+    CHECK(j["rows"][4]["schedule"] == "zb-2p");
     CHECK(j["rows"][2]["virtual_stages"] == 2);
     CHECK(j["notes"][0].get<std::string>().find("v = 2") != std::string::npos);
     for (const json& row : j["rows"]) {
@@ -209,7 +211,8 @@ TEST_CASE("compare agrees with separate ppb-sim runs", "[compare][cli]") {
   }
   SECTION("interleaved config: its layout applies to v = 2 only") {
     const std::string path = Config("interleaved.yaml");
-    const json j = CompareJson({"--config", path, "--vary", "pipeline.microbatches=6,8", "--vary",
+    const json j = CompareJson({"--config", path, "--schedules", "gpipe,1f1b,interleaved", "--vary",
+                                "pipeline.microbatches=6,8", "--vary",
                                 "pipeline.virtual_stages=2,4"});
     REQUIRE(j["rows"].size() == 12);
     for (const json& row : j["rows"]) CheckAgainstSimulate(path, row);
@@ -225,7 +228,8 @@ TEST_CASE("compare agrees with separate ppb-sim runs", "[compare][cli]") {
   }
   SECTION("a config split for v = 1; recompute kept with the even split") {
     const std::string path = WriteTemp("linked.yaml", kLinked);
-    const json j = CompareJson({"--config", path, "--virtual-stages", "2"});
+    const json j = CompareJson(
+        {"--config", path, "--schedules", "gpipe,1f1b,interleaved", "--virtual-stages", "2"});
     REQUIRE(j["rows"].size() == 3);
     for (const json& row : j["rows"]) CheckAgainstSimulate(path, row);
     CHECK(j["rows"][1]["split"] == "config");
@@ -245,7 +249,8 @@ TEST_CASE("compare agrees with separate ppb-sim runs", "[compare][cli]") {
 
 TEST_CASE("compare: closed forms with uniform layers and free links", "[compare]") {
   const std::string path = WriteTemp("uniform.yaml", kUniform);
-  const json j = CompareJson({"--config", path, "--vary", "pipeline.virtual_stages=2,4,8"});
+  const json j = CompareJson({"--config", path, "--schedules", "gpipe,1f1b,interleaved", "--vary",
+                              "pipeline.virtual_stages=2,4,8"});
   REQUIRE(j["rows"].size() == 9);
   constexpr long long kMs = 1'000'000;
   for (int k = 0; k < 3; ++k) {
@@ -403,7 +408,7 @@ TEST_CASE("compare: bad --vary and --schedules input exits 2", "[compare]") {
           .find("expected each key once") != std::string::npos);
   CHECK(CompareError({"--config", path, "--schedules", "custom"}) ==
         "ppb-sim: --schedules: expected a comma-separated list of gpipe, 1f1b, "
-        "interleaved; got 'custom'\n");
+        "interleaved, zb-1p, zb-2p; got 'custom'\n");
   CHECK(CompareError({"--config", path, "--schedules", "1f1b,"}).find("--schedules") !=
         std::string::npos);
   CHECK(CompareError({"--config", path, "--format", "xml"}) ==
@@ -434,7 +439,7 @@ TEST_CASE("compare: text, json and csv formats", "[compare]") {
   };
 
   const json j = json::parse(run("json"));
-  REQUIRE(j["rows"].size() == 12);
+  REQUIRE(j["rows"].size() == 20);  // 4 variants x 5 schedules
   CHECK(j["vary"][1]["values"] == json::parse(R"(["5us", "x10"])"));
   CHECK(j["rows"][0]["variant"] ==
         json::parse(R"({"pipeline.microbatches": "6", "cluster.link.latency": "5us"})"));
@@ -443,7 +448,7 @@ TEST_CASE("compare: text, json and csv formats", "[compare]") {
   CHECK(j["rows"][2].count("iteration_time_ns") == 0);
 
   const auto csv = ParseCsv(run("csv"));
-  REQUIRE(csv.size() == 1 + 12);
+  REQUIRE(csv.size() == 1 + 20);
   CHECK(csv[0][0] == "pipeline.microbatches");
   CHECK(csv[0][1] == "cluster.link.latency");
   CHECK(csv[0][2] == "schedule");
@@ -451,7 +456,7 @@ TEST_CASE("compare: text, json and csv formats", "[compare]") {
   const auto col = [&](std::string_view name) {
     return std::find(csv[0].begin(), csv[0].end(), name) - csv[0].begin();
   };
-  for (size_t i = 0; i < 12; ++i) {
+  for (size_t i = 0; i < 20; ++i) {
     const json& r = j["rows"][i];
     const auto& c = csv[i + 1];
     CHECK(c[col("schedule")] == r["schedule"]);
@@ -469,7 +474,7 @@ TEST_CASE("compare: text, json and csv formats", "[compare]") {
   CHECK(csv[3][col("fallback_reason")].find(',') != std::string::npos);
 
   const std::string text = run("text");
-  CHECK(text.rfind("ppb-sim compare: linked | 3 schedules x 4 variants\n", 0) == 0);
+  CHECK(text.rfind("ppb-sim compare: linked | 5 schedules x 4 variants\n", 0) == 0);
   CHECK(text.find("rejected [") != std::string::npos);
   CHECK(text.find("interleaved runs with v = 2") != std::string::npos);
   CHECK(text.find("): pipeline.microbatches: must be a multiple") != std::string::npos);

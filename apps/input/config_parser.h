@@ -45,6 +45,7 @@ class Parser : public ConfigReader {
                           std::optional<int> default_value);
   Status ParsePipeline(const Entry* section);
   Status ParseScheduleChoice(const Entries& e);
+  Status ParseActivationLimit(const Entry& entry);
   static std::vector<std::string> ScheduleNames(bool with_custom);
   static std::string NormalizeSchedule(const std::string& given,
                                        bool with_custom);

@@ -11,7 +11,9 @@ namespace ppb {
 namespace {
 
 bool SameParams(const ScheduleParams& a, const ScheduleParams& b) {
-  return a.flavor == b.flavor && a.group == b.group;
+  return a.flavor == b.flavor && a.group == b.group &&
+         a.activation_multiple == b.activation_multiple &&
+         a.activation_bytes == b.activation_bytes;
 }
 
 bool SameChoice(const ScheduleChoice& a, const ScheduleChoice& b) {
