@@ -455,6 +455,29 @@ TEST_CASE("search: JSON report", "[search-cli]") {
   CHECK(proved != stopped);
 }
 
+TEST_CASE("search with zb-1p: one order per choice, reported as searched",
+          "[search-cli][zb]") {
+  const std::string config = WriteTemp("tiny-zb.yaml", Tiny());
+  const CliRun r = Cli({"search", "--config", config, "--format", "json",
+                        "--schedules", "1f1b,zb-1p", "--threads", "1"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["feasible"] == true);
+  // The top list is sorted by the times it reports (they are the search's).
+  for (size_t k = 1; k < j["top"].size(); ++k) {
+    CHECK(j["top"][k - 1]["iteration_time_ms"].get<double>() <=
+          j["top"][k]["iteration_time_ms"].get<double>());
+  }
+  // A byte limit depends on the split: refused by the search (exit 2).
+  const std::string bytes =
+      WriteTemp("tiny-zb-bytes.yaml", Tiny("  activation_limit: 3GiB\n"));
+  const CliRun e = Cli({"search", "--config", bytes, "--schedules", "zb-1p"});
+  CHECK(e.status == 2);
+  CHECK(e.err.find("pipeline.activation_limit: must be kp") !=
+        std::string::npos);
+}
+
 TEST_CASE("search: nothing fits is an answer", "[search-cli]") {
   // Same model on 2 GiB devices: every split holds 2 GiB of static memory on
   // some rank, plus activations.

@@ -156,6 +156,21 @@ Result<SearchProblem> BuildSearchProblem(const RunConfig& config) {
         choice.v = v;
         choice.params.flavor = config.schedule_params.flavor;
         choice.params.group = schedule == "interleaved" ? g : 0;
+        if (schedule.rfind("zb-", 0) == 0) {  // pipeline.activation_limit
+          if (config.schedule_params.activation_bytes > 0) {
+            // One order serves every split (search/search.cpp MakeContext).
+            return ConfigError(
+                config, "pipeline.activation_limit",
+                "must be kp (k p micro-batches per rank) when searching with " +
+                    schedule + ", whose one order serves every split; got " +
+                    std::to_string(config.schedule_params.activation_bytes) +
+                    " bytes");
+          }
+          choice.params.activation_multiple =
+              config.schedule_params.activation_multiple;
+          choice.params.activation_bytes =
+              config.schedule_params.activation_bytes;
+        }
         if (std::any_of(problem.choices.begin(), problem.choices.end(),
                         [&](const ScheduleChoice& c) {
                           return SameChoice(c, choice);
