@@ -66,15 +66,35 @@ struct Architecture {
 // The optimizer, which sets the bytes of optimizer state per parameter
 // (core/cost_model.h BytesPerParam).
 enum class Optimizer {
-  Adam,  // Adam / AdamW: fp32 master weight + m + v, 12 B/param
-  Sgd,   // SGD with momentum: fp32 master weight + momentum, 8 B/param
+  Adam,  // Adam / AdamW: fp32 m + v (+ fp32 master weight in mixed precision)
+  Sgd,   // SGD with momentum: fp32 momentum (+ fp32 master weight)
 };
+
+// A floating-point format of weights, gradients or activations.
+enum class Dtype { Bf16, Fp16, Fp32 };
+inline int DtypeBytes(Dtype d) { return d == Dtype::Fp32 ? 4 : 2; }
+inline const char* DtypeName(Dtype d) {
+  return d == Dtype::Bf16 ? "bf16" : d == Dtype::Fp16 ? "fp16" : "fp32";
+}
+// Megatron-LM's gradient precision for a training dtype when none is asked
+// (megatron/training/arguments.py, validate_args): bf16 forces
+// accumulate_allreduce_grads_in_fp32 (fp32 main_grad); fp16 keeps the
+// gradients in fp16 (accumulate_allreduce_grads_in_fp32 defaults to False);
+// fp32 training has fp32 gradients.
+inline Dtype DefaultGradDtype(Dtype d) {
+  return d == Dtype::Fp16 ? Dtype::Fp16 : Dtype::Fp32;
+}
 
 // How the model is trained: the parallel layout of one pipeline rank.
 struct Training {
   std::int64_t seq = 0;          // s, tokens per sequence
   std::int64_t micro_batch = 1;  // b, sequences per micro-batch
   int activation_bytes = 2;      // bytes per activation element (bf16: 2)
+  Dtype dtype = Dtype::Bf16;       // weights (training.dtype)
+  Dtype grad_dtype = Dtype::Fp32;  // gradient buffer (training.grad_dtype)
+  // Pipeline ranks p. With tied embeddings and p > 1 the last stage keeps
+  // its own copy of the word embeddings for the LM head (Megatron).
+  int pp = 1;
   int tp = 1;                    // tensor parallel size t
   bool sp = false;               // sequence parallel (needs tp > 1 to matter)
   int cp = 1;                    // context parallel size

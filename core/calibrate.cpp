@@ -219,7 +219,6 @@ Result<CalibrationResult> Calibrate(const CalibrationProblem& problem) {
   auto negative = [](double x) { return x < -0.5; };
   std::vector<std::pair<std::string, double>> checks = {
       {"static memory per layer", out.static_per_layer},
-      {"per-stage constant", out.constant},
       {"extra memory of the first stage", out.first_extra},
       {"extra memory of the last stage", out.last_extra}};
   for (size_t i : mode_of_column) {
@@ -227,6 +226,9 @@ Result<CalibrationResult> Calibrate(const CalibrationProblem& problem) {
                           (i == 0 ? std::string("no recompute")
                                   : "recompute '" + problem.modes[i] + "'"),
                       out.activation[i]});
+  }
+  if (!problem.allow_negative_constant) {
+    checks.push_back({"per-stage constant", out.constant});
   }
   for (const auto& [what, value] : checks) {
     if (negative(value)) {

@@ -40,6 +40,9 @@ struct CalibrationProblem {
   std::vector<std::string> modes;  // modes[0] = "none"
   std::vector<StageMeasurement> stages;
   bool fit_constant = true;  // fit C (else C = 0)
+  // Accept a negative C (SAPP's ComputeMemory does, and plans with it);
+  // otherwise a negative C is a non-physical fit like the others.
+  bool allow_negative_constant = false;
 };
 
 // The least-squares solution of A x = b.

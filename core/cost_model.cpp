@@ -132,11 +132,20 @@ ParamCount MtpLayerParams(const Architecture& a) {
   return p;
 }
 
+std::int64_t MtpModuleParams(const Architecture& a) {
+  if (a.mtp_layers <= 0) return 0;
+  // The module as DeepSeek-V3's checkpoint stores it (layer 61): its own
+  // layer, embed_tokens V x h and shared_head.head V x h.
+  const I64 matrices = a.tied_embeddings ? 1 : 2;
+  return a.mtp_layers *
+         (MtpLayerParams(a).total() + matrices * a.vocab * a.hidden);
+}
+
 std::int64_t TotalParams(const Architecture& a, bool with_mtp) {
   I64 n = EmbeddingParams(a).total() + FinalNormParams(a).total() +
           HeadParams(a).total();
   for (int i = 0; i < a.layers; ++i) n += DecoderLayerParams(a, i).total();
-  if (with_mtp) n += a.mtp_layers * MtpLayerParams(a).total();
+  if (with_mtp) n += MtpModuleParams(a);
   return n;
 }
 
@@ -253,33 +262,84 @@ Activation DecoderActivation(const Architecture& a, const Training& t,
   return act;
 }
 
+ParamStateBytes StateBytes(Dtype dtype, Dtype grad_dtype,
+                           Optimizer optimizer) {
+  ParamStateBytes b;
+  b.weight = DtypeBytes(dtype);
+  b.gradient = DtypeBytes(grad_dtype);
+  // Optimizer state in fp32: Adam's m and v (torch.optim.Adam's exp_avg,
+  // exp_avg_sq), SGD's momentum_buffer; mixed precision adds the fp32
+  // master weight the update is applied to (Megatron's
+  // Float16OptimizerWithFloat16Params; FP32Optimizer keeps none) [ZeRO §3.1,
+  // MLM].
+  const int moments = optimizer == Optimizer::Adam ? 8 : 4;
+  b.optimizer = dtype == Dtype::Fp32 ? moments : moments + 4;
+  return b;
+}
+
+ParamStateBytes StateBytes(const Training& t) {
+  return StateBytes(t.dtype, t.grad_dtype, t.optimizer);
+}
+
+// What W (the weight-gradient half of a split backward) still needs after I,
+// per micro-batch: dW = X^T dY of each matmul needs its input X and its
+// output gradient dY [Q24 §2.1, Table 1: M_W = 32sbh for a = kv, ffn = 4h,
+// e = 2, the 34sbh of [K22] less the dropout masks and LayerNorm inputs,
+// plus the output gradients; the attention core's s^2 terms are not
+// needed]. Inputs: QKV and fc1 take the LayerNorm outputs (2 e sbh,
+// replicated across tp without sequence parallelism), the projection the
+// attention output (e sb a d_v), fc2 the MLP's inner activation
+// (e sb ffn). Output gradients: of QKV (e sb (a d_qk + kv d_qk + kv d_v)),
+// of fc1 (e sb ffn, twice for a gated MLP), of the projection and fc2
+// (2 e sbh, replicated without sequence parallelism). An MoE token counts
+// its top-k experts and the shared expert(s). Capped at the activation.
+std::int64_t DecoderWeightGradStash(const Architecture& a, const Training& t,
+                                    bool moe) {
+  const I64 e = t.activation_bytes;
+  const I64 sb = (t.seq / t.cp) * t.micro_batch;
+  const I64 sbh = sb * a.hidden;
+  const I64 ffn = moe ? a.top_k * a.expert_ffn + a.shared_ffn : a.ffn;
+  const I64 replicated = 4 * e * sbh;
+  const I64 split =
+      e * sb *
+      (a.heads * VDim(a) + ffn +
+       a.heads * QkDim(a) + KvHeads(a) * QkDim(a) + KvHeads(a) * VDim(a) +
+       (a.gated_mlp ? 2 : 1) * ffn);
+  const I64 tp = t.tp;
+  const I64 held = t.sp && tp > 1 ? CeilDiv(replicated + split, tp)
+                                  : replicated + CeilDiv(split, tp);
+  return std::min(held, DecoderActivation(a, t, moe).none);
+}
+
 int OptimizerStateBytes(Optimizer optimizer) {
-  switch (optimizer) {
-    case Optimizer::Adam:
-      // fp32 master weight 4 + Adam momentum m 4 + variance v 4: ZeRO §3.1
-      // ("K = 12" for mixed-precision Adam) and Megatron
-      // theoretical_memory_usage.py (18 = 6 + 12) [ZeRO, MTM].
-      return 12;
-    case Optimizer::Sgd:
-      // fp32 master weight 4 + momentum buffer 4: the same accounting as
-      // ZeRO §3.1 with one fp32 optimizer state instead of Adam's two
-      // (torch.optim.SGD keeps one momentum_buffer per parameter) [ZeRO].
-      return 8;
-  }
-  return 12;
+  // 12 for Adam (ZeRO §3.1's "K = 12"; Megatron's 18 = 6 + 12), 8 for SGD.
+  return StateBytes(Dtype::Bf16, Dtype::Fp32, optimizer).optimizer;
 }
 
 double BytesPerParam(Optimizer optimizer, bool distributed_optimizer,
                      int shards) {
-  // Megatron theoretical_memory_usage.py: bf16 weight 2 + fp32 gradient 4
-  // kept on every data-parallel rank, plus the optimizer state K, divided
-  // over the data-parallel size with the distributed optimizer [MTM].
-  const double k = OptimizerStateBytes(optimizer);
-  return distributed_optimizer ? 6.0 + k / shards : 6.0 + k;
+  return StateBytes(Dtype::Bf16, Dtype::Fp32, optimizer)
+      .PerParam(distributed_optimizer, shards);
 }
 
 double BytesPerParam(bool distributed_optimizer, int shards) {
   return BytesPerParam(Optimizer::Adam, distributed_optimizer, shards);
+}
+
+Status ValidateGradDtype(Dtype dtype, Dtype grad_dtype) {
+  // Megatron-LM (arguments.py): fp32 training has fp32 gradients; bf16
+  // accumulates in fp32 (or bf16 with --main-grads-dtype bf16); fp16 in
+  // fp16 (or fp32 with --accumulate-allreduce-grads-in-fp32). A gradient
+  // format of the other 16-bit kind is no setup Megatron offers.
+  const bool ok = grad_dtype == Dtype::Fp32 || grad_dtype == dtype;
+  if (ok) return Status();
+  const std::string want =
+      dtype == Dtype::Fp32 ? std::string("fp32")
+                           : std::string("fp32 or ") + DtypeName(dtype);
+  return Status(Error{"training.grad_dtype",
+                      std::string("must be ") + want + " with dtype " +
+                          DtypeName(dtype) + "; got " +
+                          DtypeName(grad_dtype)});
 }
 
 Status ValidateCostInputs(const Architecture& a, const Training& t,
@@ -301,7 +361,8 @@ Status ValidateCostInputs(const Architecture& a, const Training& t,
                          Check{"training.tp", t.tp},
                          Check{"training.cp", t.cp},
                          Check{"training.ep", t.ep},
-                         Check{"training.dp", t.dp}}) {
+                         Check{"training.dp", t.dp},
+                         Check{"training.pp", t.pp}}) {
     if (!positive(c.value)) {
       return fail(c.key, "must be positive; got " + std::to_string(c.value));
     }
@@ -363,6 +424,7 @@ Status ValidateCostInputs(const Architecture& a, const Training& t,
     return fail("training.activation_bytes",
                 "must be 1, 2 or 4; got " + std::to_string(t.activation_bytes));
   }
+  if (Status s = ValidateGradDtype(t.dtype, t.grad_dtype); !s.ok()) return s;
   if (!(h.peak_tflops > 0)) {
     return fail("hardware.peak_tflops", "must be positive");
   }
@@ -402,10 +464,11 @@ Nanos DeviceTime(double flops, const Training& t, const Hardware& h) {
 Bytes StaticBytes(const ParamCount& p, const Training& t) {
   const int dense_shards = t.dp * t.cp;
   const int expert_shards = std::max(1, t.dp * t.cp / t.ep);
+  const ParamStateBytes b = StateBytes(t);
   const double dense = static_cast<double>(p.dense) / t.tp *
-                       BytesPerParam(t.optimizer, t.distributed_optimizer, dense_shards);
+                       b.PerParam(t.distributed_optimizer, dense_shards);
   const double expert = static_cast<double>(p.expert) / (t.tp * t.ep) *
-                        BytesPerParam(t.optimizer, t.distributed_optimizer, expert_shards);
+                        b.PerParam(t.distributed_optimizer, expert_shards);
   return static_cast<Bytes>(std::llround(dense + expert));
 }
 
@@ -423,21 +486,41 @@ std::string SetupText(const Training& t, const Hardware& h) {
          " TFLOP/s x " + Fmt("%g", h.achievable_fraction);
 }
 
-std::string StaticText(const ParamCount& p, const Training& t) {
-  std::string s = "static: " + std::to_string(p.dense) + " params / tp";
+// "x 18 B/param (bf16 weight 2 + fp32 grad 4 + Adam 12: fp32 master 4 +
+// m, v 8)", or "x (6 + 12/shards) ..." with the distributed optimizer.
+std::string BytesText(const Training& t) {
+  const ParamStateBytes b = StateBytes(t);
+  const bool adam = t.optimizer == Optimizer::Adam;
+  const bool master = t.dtype != Dtype::Fp32;
+  const std::string k = std::to_string(b.optimizer);
+  const std::string wg = std::to_string(b.weight + b.gradient);
+  std::string s =
+      t.distributed_optimizer
+          ? " x (" + wg + " + " + k + "/shards) B/param"
+          : " x " + std::to_string(b.weight + b.gradient + b.optimizer) +
+                " B/param";
+  s += std::string(" (") + DtypeName(t.dtype) + " weight " +
+       std::to_string(b.weight) + " + " + DtypeName(t.grad_dtype) +
+       " grad " + std::to_string(b.gradient) + " + " +
+       (adam ? "Adam " : "SGD momentum ") + k + ": " +
+       (master ? "fp32 master 4 + " : "") + (adam ? "m, v 8" : "momentum 4") +
+       ")" + (t.distributed_optimizer ? ", distributed optimizer" : "") +
+       " [MTM, MLM" + (adam ? "" : ", ZeRO") + "]";
+  return s;
+}
+
+std::string StaticText(const ParamCount& p, const Training& t,
+                       I64 tied_copy = 0) {
+  std::string s =
+      tied_copy > 0
+          ? "static: (" + std::to_string(p.dense) +
+                " + tied-embedding copy V*h " + std::to_string(tied_copy) +
+                " [MLM]) params / tp"
+          : "static: " + std::to_string(p.dense) + " params / tp";
   if (p.expert > 0) {
     s += " + " + std::to_string(p.expert) + " expert params / (tp*ep)";
   }
-  const bool adam = t.optimizer == Optimizer::Adam;
-  const std::string k = std::to_string(OptimizerStateBytes(t.optimizer));
-  s += t.distributed_optimizer
-           ? " x (6 + " + k + "/shards) B/param, distributed optimizer" +
-                 (adam ? " [MTM]" : ", SGD with momentum [MTM, ZeRO]")
-           : " x " + std::to_string(6 + OptimizerStateBytes(t.optimizer)) +
-                 " B/param (bf16 w 2 + fp32 grad 4 + " +
-                 (adam ? "Adam " : "SGD momentum ") + k + ")" +
-                 (adam ? " [MTM]" : " [MTM, ZeRO]");
-  return s;
+  return s + BytesText(t);
 }
 
 void SetTimes(DerivedLayer& d, const Training& t, const Hardware& h) {
@@ -460,6 +543,7 @@ DerivedLayer DecoderLike(const Architecture& a, const Training& t,
   d.layer.static_memory = StaticBytes(params, t);
   d.activation = DecoderActivation(a, t, moe);
   d.layer.activation = d.activation.none;
+  d.layer.activation_after_input_grad = DecoderWeightGradStash(a, t, moe);
   d.layer.output_bytes = HiddenBytes(a, t);
   // Selective recompute reruns the attention core; full recompute the whole
   // forward [K22 §5].
@@ -534,10 +618,18 @@ std::vector<DerivedLayer> DeriveLayers(const Architecture& a,
     d.params = {norm.dense + head.dense, 0};
     d.flops = HeadFlops(a, t);
     SetTimes(d, t, h);
-    // A tied head's weights live with the embedding (the first stage);
-    // Megatron keeps a copy on the last stage too, but that copy is not
-    // counted in the published totals and is left out here.
-    d.layer.static_memory = StaticBytes(d.params, t);
+    // A tied head's weights are the embedding's. With more than one
+    // pipeline rank Megatron's last stage allocates its own output-layer
+    // weight, a copy of the word embeddings V x h / t with its gradient and
+    // optimizer state, kept equal to the first stage's by an all-reduce
+    // over the embedding group [MLM setup_embeddings_and_output_layer].
+    // The copy costs memory here but is not a parameter of the model (the
+    // totals count the matrix once). The all-reduce of its gradient is
+    // data-parallel-style gradient synchronisation, which ppb does not
+    // model (docs/model.md).
+    if (a.tied_embeddings && t.pp > 1) d.tied_copy_params = a.vocab * a.hidden;
+    d.layer.static_memory =
+        StaticBytes({d.params.dense + d.tied_copy_params, 0}, t);
     // Stashed: the final norm's input and the head's input, e·sbh each
     // (1/t with sp); transient: the fp32 logits 4·s·b·V/t (Megatron's
     // output-layer estimate 4sbh(1 + V/h)/t [MTM]; formulas.md §3).
@@ -551,7 +643,7 @@ std::vector<DerivedLayer> DeriveLayers(const Architecture& a,
                    Fmt("%.4g", d.flops.forward()) +
                    " FLOPs = 2*s*b*h*V [N21 §5.1], " + SetupText(t, h) +
                    "; backward I = W = forward [Q24 Table 1]; " +
-                   StaticText(d.params, t) +
+                   StaticText(d.params, t, d.tied_copy_params) +
                    "; activation 2*e*s*b*h" + (sp ? "/tp" : "") +
                    "; workspace fp32 logits 4*s*b*V/tp [MTM]";
     out.push_back(std::move(d));

@@ -12,6 +12,14 @@
 //          split of the backward, Table 1).
 //   [MTM]  Megatron-LM megatron/training/theoretical_memory_usage.py (bytes
 //          per parameter, embedding and output-layer activations).
+//   [MLM]  Megatron-LM's model code: megatron/training/arguments.py
+//          (validate_args: bf16 forces accumulate_allreduce_grads_in_fp32)
+//          and megatron/core/models/common/language_module/
+//          language_module.py (setup_embeddings_and_output_layer: with
+//          share_embeddings_and_output_weights and more than one pipeline
+//          stage the last stage allocates its own output_layer.weight, a
+//          copy of the word embeddings kept equal by an all-reduce of the
+//          embedding group).
 //   [ZeRO] Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training
 //          Trillion Parameter Models", 2020 (optimizer-state bytes, §3.1).
 //   [HF]   the HuggingFace transformers modeling files of each family
@@ -41,10 +49,21 @@ ParamCount EmbeddingParams(const Architecture& a);  // + learned positions
 ParamCount DecoderLayerParams(const Architecture& a, int layer);  // 0-based
 ParamCount FinalNormParams(const Architecture& a);
 ParamCount HeadParams(const Architecture& a);  // 0 when tied
-ParamCount MtpLayerParams(const Architecture& a);
-// Embedding + decoder layers + final norm + head (+ MTP layers when
-// `with_mtp`; the published totals exclude them).
+ParamCount MtpLayerParams(const Architecture& a);  // own weights only
+// The parameter totals, in the two conventions models publish:
+//   main model  embedding + decoder layers + final norm + head, a tied head
+//               counted once, MTP modules excluded: DeepSeek-V3's "671B"
+//               (exactly 671,026,419,200), Llama's and Qwen's totals;
+//   with MTP    + MtpModuleParams: DeepSeek-V3's "685B total, including
+//               671B of the main model and 14B of the MTP module" (model
+//               card), which counts each MTP module with its own embedding
+//               and output head (the HF checkpoint's layer 61 stores
+//               embed_tokens and shared_head.head).
+// TotalParams(a, false) is the first, TotalParams(a, true) the second.
 std::int64_t TotalParams(const Architecture& a, bool with_mtp);
+// Each MTP module as published: MtpLayerParams + its embedding V x h + its
+// head V x h (one matrix when tied), times the MTP layers. 0 without MTP.
+std::int64_t MtpModuleParams(const Architecture& a);
 
 // Forward FLOPs of one item for one micro-batch of the whole model (before
 // any parallel split): `matmul` multiplies weights (its backward splits into
@@ -70,16 +89,44 @@ struct Activation {
 };
 Activation DecoderActivation(const Architecture& a, const Training& t,
                              bool moe);
+// Bytes of a decoder layer's activation W still needs after I (matmul
+// inputs and output gradients) [Q24 Table 1]; at most DecoderActivation's
+// none.
+std::int64_t DecoderWeightGradStash(const Architecture& a, const Training& t,
+                                    bool moe);
 
-// Bytes of fp32 optimizer state per parameter in mixed precision: Adam 12
-// (master weight, m, v), SGD with momentum 8 (master weight, momentum)
-// [ZeRO §3.1: "K = 12" for mixed-precision Adam; [MTM] uses the same 12].
+// Bytes one parameter costs on a rank: its weight, its gradient buffer and
+// its optimizer state.
+//   weight     DtypeBytes(training.dtype)
+//   gradient   DtypeBytes(training.grad_dtype): Megatron's main_grad buffer
+//              (fp32 for bf16, forced by arguments.py; fp16 for fp16 unless
+//              --accumulate-allreduce-grads-in-fp32; fp32 for fp32)
+//   optimizer  K: in mixed precision (bf16, fp16) an fp32 master weight 4
+//              plus Adam's m and v 8 (ZeRO §3.1's "K = 12") or SGD's
+//              momentum 4 (K = 8); in fp32 training the weight is the
+//              master copy, so Adam 8 and SGD 4 [ZeRO, MTM, MLM].
+// bf16 weights, fp32 gradients and Adam give Megatron
+// theoretical_memory_usage.py's 18 B/param, or 6 + 12/d with the
+// distributed optimizer, which divides the optimizer state (only) over
+// `shards` [MTM, ZeRO-1].
+struct ParamStateBytes {
+  int weight = 2;
+  int gradient = 4;
+  int optimizer = 12;
+  double PerParam(bool distributed_optimizer, int shards) const {
+    return distributed_optimizer
+               ? weight + gradient + static_cast<double>(optimizer) / shards
+               : static_cast<double>(weight + gradient + optimizer);
+  }
+};
+ParamStateBytes StateBytes(Dtype dtype, Dtype grad_dtype, Optimizer optimizer);
+ParamStateBytes StateBytes(const Training& t);
+
+// The mixed-precision optimizer state K (Adam 12, SGD with momentum 8) and
+// the bytes per parameter of bf16 weights with fp32 gradients (18 for Adam,
+// 14 for SGD; 6 + K / shards with the distributed optimizer). The
+// two-argument form is Adam.
 int OptimizerStateBytes(Optimizer optimizer);
-
-// Bytes per parameter of weights + gradients + optimizer state in mixed
-// precision: 6 (bf16 weight 2 + fp32 grad 4) + the optimizer state K, that
-// is 18 for Adam and 14 for SGD with momentum, or 6 + K / shards with the
-// distributed optimizer [MTM, ZeRO-1]. The two-argument form is Adam.
 double BytesPerParam(Optimizer optimizer, bool distributed_optimizer,
                      int shards);
 double BytesPerParam(bool distributed_optimizer, int shards);
@@ -90,8 +137,17 @@ struct DerivedLayer {
   ParamCount params;        // of the whole layer (all ranks)
   Flops flops;              // whole model, one micro-batch
   Activation activation;    // this device
+  // Parameters held besides the model's own (not in `params` nor in the
+  // totals): on the head, Megatron's copy of tied word embeddings when the
+  // head is on another pipeline rank than the embedding (training.pp > 1).
+  std::int64_t tied_copy_params = 0;
   std::string provenance;   // where each number came from
 };
+
+// Whether `grad_dtype` is a gradient format Megatron-LM trains `dtype`
+// weights with: fp32, or the weights' own 16-bit format (error key
+// "training.grad_dtype").
+Status ValidateGradDtype(Dtype dtype, Dtype grad_dtype);
 
 // Checks the architecture and setup (positive sizes, divisibility by tp,
 // ...); errors name the field ("architecture.heads", "training.tp").
@@ -100,7 +156,8 @@ Status ValidateCostInputs(const Architecture& a, const Training& t,
 
 // The ordered layers: embedding, decoder.0 .. decoder.{L-1} (kind moe where
 // the layer is MoE), mtp.0 .. (kind mtp), head (final norm + LM head +
-// loss). REQUIRES: ValidateCostInputs(a, t, h).ok()
+// loss; with tied embeddings and t.pp > 1 also the copy of the word
+// embeddings, DerivedLayer::tied_copy_params). REQUIRES: ValidateCostInputs(a, t, h).ok()
 std::vector<DerivedLayer> DeriveLayers(const Architecture& a,
                                        const Training& t, const Hardware& h);
 std::vector<Layer> BuildLayers(const Architecture& a, const Training& t,

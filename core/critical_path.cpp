@@ -62,11 +62,13 @@ std::vector<CriticalStep> CriticalPath(const PipelineSpec& spec,
       }
       consider(v - 1, ready);
     }
-    internal::ForEachDependency(spec, ix, op_of[v], v, [&](std::int32_t u, std::int32_t w) {
-      Nanos ready = timing[u].end;
-      if (device_of[u] != device_of[w] && arrival[u] >= 0) ready = arrival[u];
-      consider(u, ready);
-    });
+    const size_t k = static_cast<size_t>(v - ix.offset[d]);
+    internal::ForEachOpDependency(
+        spec, ix, program.ops[d], k, v, [&](std::int32_t u, std::int32_t w) {
+          Nanos ready = timing[u].end;
+          if (device_of[u] != device_of[w] && arrival[u] >= 0) ready = arrival[u];
+          consider(u, ready);
+        });
     // No predecessor holds the op back: it starts the path.
     if (best < 0 || best_ready < timing[v].start || timing[v].start == 0) break;
     v = best;

@@ -64,6 +64,7 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
   Fill(dev_free_, static_cast<size_t>(p), Nanos{0});
   Fill(mem_now_, static_cast<size_t>(p), Bytes{0});
   Fill(inflight_, static_cast<size_t>(p), 0);
+  Fill(pair_save_, static_cast<size_t>(p), Nanos{0});
   Fill(queued_, static_cast<size_t>(p), char{1});
   worklist_.clear();
   for (int d = p - 1; d >= 0; --d) worklist_.push_back(d);
@@ -161,6 +162,33 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
           break;
       }
       if (ready == kUnset) break;
+      // An overlapped F+B (Op::paired) starts when its backward is ready
+      // too; the backward then runs right after the F, both shortened by
+      // their shares of the saving (set on the F, applied to both).
+      Nanos save = 0;
+      if (op.paired && pc + 1 < ops.size()) {
+        const Op& next = ops[pc + 1];
+        const size_t nkey = static_cast<size_t>(next.stage.value) * m + next.mb.value;
+        if (f_done_[nkey] == kUnset && !(next.stage == op.stage && next.mb == op.mb)) break;
+        if (bwd_ready_[nkey] == kUnset) break;
+        if (!(next.stage == op.stage && next.mb == op.mb)) {
+          ready = std::max({ready, f_done_[nkey], bwd_ready_[nkey]});
+        } else {
+          ready = std::max(ready, bwd_ready_[nkey]);
+        }
+        const StageCost& nc = spec.stages[next.stage.value];
+        const Nanos bdur = nc.recompute + nc.backward_input +
+                           (next.kind == OpKind::B ? nc.backward_weight : 0);
+        const Nanos shorter = std::min(cost.forward, bdur);
+        const Nanos total =
+            static_cast<Nanos>(static_cast<Int128>(shorter) * spec.fb_overlap_ppm / 1'000'000);
+        const Nanos both = cost.forward + bdur;
+        // The F's share of the saving, in proportion to its time.
+        save = both > 0 ? static_cast<Nanos>(static_cast<Int128>(total) * cost.forward / both) : 0;
+        pair_save_[d] = total - save;
+      } else if (pc > 0 && ops[pc - 1].paired) {
+        save = pair_save_[d];
+      }
 
       const Nanos free = dev_free_[d];
       const Nanos start = std::max(free, ready);
@@ -190,6 +218,7 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
           during += cost.backward_transient;
           break;
       }
+      dur -= save;
       const Nanos end = start + dur;
       if (pc == 0) ds.first_start = start;
       ds.last_end = end;
@@ -223,6 +252,7 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
           if (op.kind == OpKind::B) {
             mem_now_[d] -= cost.activation;
           } else {
+            mem_now_[d] -= cost.input_grad_release;
             i_done_[key] = end;
           }
           if (s > 0) {
@@ -236,7 +266,7 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
           break;
         }
         case OpKind::W:
-          mem_now_[d] -= cost.activation;
+          mem_now_[d] -= cost.activation - cost.input_grad_release;
           break;
       }
       ds.comm_blocked += stream_free - end;

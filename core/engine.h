@@ -7,13 +7,18 @@
 //   - F(s,j) needs F(s-1,j); B/I(s,j) needs F(s,j) and the gradient from
 //     B/I(s+1,j) (the last stage needs only its own F); W(s,j) needs I(s,j);
 //   - a stage with recompute runs its extra forward right before B (or I);
+//   - an F paired with the next op (Op::paired, DualPipeV's overlapped F+B)
+//     starts only when that backward is ready too; the two run back to back
+//     and together take F + B - fb_overlap_ppm/1e6 x min(F, B), the saving
+//     split between them in proportion to their times;
 //   - a message between stages on different devices occupies the directed
 //     link for bytes/bandwidth (messages on one direction serialize in send
 //     order) and arrives latency after it leaves the link queue; with
 //     CommMode::Blocking the sender's compute stream waits until arrival.
 //   - memory of a device = static memory of its stages + activations stashed
-//     at the end of each F and released at the end of the matching B (or W)
-//     + the transient working set of the op running.
+//     at the end of each F and released at the end of the matching B (or,
+//     split, input_grad_release of it at the end of I and the rest at the
+//     end of W) + the transient working set of the op running.
 //
 // Every message on a directed link (a -> b) is sent by device a, whose ops
 // finish in time order, so the engine can process events device by device in
@@ -135,6 +140,7 @@ class Engine {
   std::vector<Nanos> dev_free_;
   std::vector<Bytes> mem_now_;
   std::vector<int> inflight_;
+  std::vector<Nanos> pair_save_;   // per device: the B's share of its pair's saving
   std::vector<int> worklist_;
   std::vector<char> queued_;
   std::vector<std::pair<Nanos, Nanos>> occupancy_;  // [s]: s->s+1, s+1->s

@@ -54,6 +54,19 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
                                  std::to_string(shape.m)};
   }
   const int stages = p * v;
+  if (shape.placement == StagePlacement::V && v != 2) {
+    return Error{"pipeline.virtual_stages",
+                 "must be 2 for the V placement (rank r holds stages r and "
+                 "2p-1-r); got " + std::to_string(v)};
+  }
+  if (shape.fb_overlap_ppm < 0 || shape.fb_overlap_ppm > 1'000'000) {
+    return Error{"pipeline.fb_overlap",
+                 "must be a share in [0, 1]; got " +
+                     std::to_string(static_cast<double>(shape.fb_overlap_ppm) /
+                                    1e6)};
+  }
+  const std::vector<DeviceId> placement =
+      StagePlacementDevices(shape.placement, p, v);
   if (static_cast<int>(cluster.devices.size()) != p) {
     return Error{"cluster.devices",
                  "must describe one device per pipeline stage (" +
@@ -92,7 +105,8 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
     if (c < 0 || (c == 0 && !allow_empty)) {
       return Error{"strategy",
                    "chunk " + std::to_string(s / p) + " of rank " +
-                       std::to_string(s % p) + " (stage " + std::to_string(s) +
+                       std::to_string(placement[s].value) + " (stage " +
+                       std::to_string(s) +
                        ") must hold at least one layer" +
                        (c == 0 ? " (set strategy.allow_empty_chunks to allow "
                                  "empty chunks)"
@@ -116,7 +130,9 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
   spec.v = v;
   spec.m = shape.m;
   spec.comm = shape.comm;
-  spec.stage_device = DefaultPlacement(p, v);
+  spec.placement = shape.placement;
+  spec.fb_overlap_ppm = shape.fb_overlap_ppm;
+  spec.stage_device = placement;
   spec.device_capacity.resize(p);
   for (int d = 0; d < p; ++d) {
     spec.device_capacity[d] = cluster.devices[d].memory_capacity;
@@ -141,6 +157,7 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
       const std::uint8_t choice = strategy.recompute[li];
       if (choice == 0) {
         st.activation += l.activation;
+        st.input_grad_release += l.activation - l.HeldAfterInputGrad(l.activation);
       } else {
         if (choice > l.recompute.size()) {
           return Error{"strategy.recompute",
@@ -151,6 +168,8 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
         }
         const RecomputeOption& o = l.recompute[choice - 1];
         st.activation += o.retained_activation;
+        st.input_grad_release +=
+            o.retained_activation - l.HeldAfterInputGrad(o.retained_activation);
         rc += o.extra_time;
         max_rematerialized = std::max(
             max_rematerialized, l.activation - o.retained_activation);

@@ -15,6 +15,8 @@ struct PipelineShape {
   int v = 1;  // virtual stages (chunks) per rank
   int m = 1;  // micro-batches
   CommMode comm = CommMode::Overlapped;
+  StagePlacement placement = StagePlacement::Loop;  // V: v must be 2
+  std::int64_t fb_overlap_ppm = 0;  // PipelineSpec::fb_overlap_ppm
 };
 
 // Megatron-style default split of the layers over p*v stages: embedding
@@ -36,7 +38,11 @@ Strategy EvenStrategy(const std::vector<Layer>& layers, int p, int v);
 // its option's retained_activation when recomputed); the backward transient
 // is the largest workspace plus the largest (activation - retained) among its
 // recomputed layers (recompute re-materializes one layer at a time); the
-// output size is that of the stage's last layer.
+// output size is that of the stage's last layer. The part of the stash freed
+// at the end of I (input_grad_release) is, per layer, its stash less
+// Layer::HeldAfterInputGrad of it: a recomputed layer holds at most what it
+// stashed (what recompute re-materializes for W is its backward transient).
+// Placement: shape.placement (V needs v = 2, key pipeline.virtual_stages).
 Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
                            const Cluster& cluster, const PipelineShape& shape,
                            const Strategy& strategy, bool allow_empty = false);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,11 +56,22 @@ struct Layer {
   bool split_backward = false;  // true when the config gave I and W separately
   Bytes static_memory = 0;      // weights + gradients + optimizer state
   Bytes activation = 0;         // stashed per micro-batch from F to B (or W)
+  // Of `activation`, the bytes still held between the end of I and the end
+  // of W when the backward is split (W needs the inputs and the output
+  // gradients of the layer's matmuls [Q24 Table 1: M_W = 32sbh]); unset:
+  // all of it (nothing is freed before W).
+  std::optional<Bytes> activation_after_input_grad;
   Bytes workspace = 0;          // transient working set while its op runs
   Bytes output_bytes = 0;       // activation sent to the next layer per mb
   std::vector<RecomputeOption> recompute;  // modes offered besides "none"
 
   Nanos backward() const { return backward_input + backward_weight; }
+  // Bytes of a stash of `stash` bytes (the activation, or a recompute
+  // mode's retained part) still held after I: never more than the stash.
+  Bytes HeldAfterInputGrad(Bytes stash) const {
+    const Bytes held = activation_after_input_grad.value_or(activation);
+    return held < stash ? held : stash;
+  }
 };
 
 struct Device {

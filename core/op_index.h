@@ -72,4 +72,20 @@ void ForEachDependency(const PipelineSpec& spec, const OpIndex& ix,
   }
 }
 
+// ForEachDependency of device d's k-th op (vertex v), plus, for an F paired
+// with the next op (Op::paired), that op's dependencies as edges into v: the
+// overlapped pair starts only when both halves are ready.
+template <class Fn>
+void ForEachOpDependency(const PipelineSpec& spec, const OpIndex& ix,
+                         const std::vector<Op>& device_ops, size_t k,
+                         std::int32_t v, Fn&& edge) {
+  ForEachDependency(spec, ix, device_ops[k], v, edge);
+  if (device_ops[k].paired && k + 1 < device_ops.size()) {
+    ForEachDependency(spec, ix, device_ops[k + 1], v + 1,
+                      [&](std::int32_t u, std::int32_t) {
+                        if (u != v) edge(u, v);
+                      });
+  }
+}
+
 }  // namespace ppb::internal

@@ -11,6 +11,16 @@ std::vector<DeviceId> DefaultPlacement(int p, int v) {
   return placement;
 }
 
+std::vector<DeviceId> StagePlacementDevices(StagePlacement placement, int p,
+                                            int v) {
+  if (placement == StagePlacement::Loop) return DefaultPlacement(p, v);
+  std::vector<DeviceId> devices(static_cast<size_t>(p) * v);
+  for (int s = 0; s < p * v; ++s) {
+    devices[static_cast<size_t>(s)] = DeviceId(s < p ? s : 2 * p - 1 - s);
+  }
+  return devices;
+}
+
 std::vector<Link> RingLinkMatrix(int p, const std::vector<Link>& links) {
   std::vector<Link> matrix(static_cast<size_t>(p) * p);
   for (int from = 0; from < p; ++from) {

@@ -6,6 +6,7 @@
 //   num_stages() == p * v; stage_device[s] < p; link matrix is p*p.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "core/model.h"
@@ -21,7 +22,11 @@ struct StageCost {
   Nanos backward_weight = 0;  // W
   Nanos recompute = 0;        // extra forward run right before B (or I)
   Bytes static_memory = 0;    // weights + grads + optimizer state
-  Bytes activation = 0;       // stashed at end of F, freed at end of B (or W)
+  Bytes activation = 0;       // stashed at end of F, freed at end of B (or
+                              // at the end of I and W, see the next field)
+  Bytes input_grad_release = 0;  // part of `activation` freed at the end of
+                                 // I; the rest is freed at the end of W
+                                 // (0: all of it held until W)
   Bytes forward_transient = 0;   // working set while F runs
   Bytes backward_transient = 0;  // working set while B / I / W run (includes
                                  // re-materialized activations of recompute)
@@ -30,6 +35,27 @@ struct StageCost {
   int num_layers = 0;
   int num_recomputed = 0;
 };
+
+// Which rank holds global stage s (of p*v):
+//   Loop: rank s mod p (chunk c of rank r is stage c*p + r; Megatron, torch's
+//         "loop" style);
+//   V:    v = 2, rank r holds stages r and 2p-1-r (torch's "v" style, ZB-V
+//         and DualPipeV): the model goes down the ranks and back up, so the
+//         turn from stage p-1 to p stays on rank p-1 and the last stage is
+//         on rank 0.
+enum class StagePlacement : std::uint8_t { Loop, V };
+
+// The global stage of chunk `chunk` of rank `rank`: chunk * p + rank (Loop),
+// or rank / 2p-1-rank (V, chunk 0 / 1).
+constexpr int StageOf(StagePlacement placement, int p, int chunk, int rank) {
+  return placement == StagePlacement::V && chunk == 1 ? 2 * p - 1 - rank
+                                                      : chunk * p + rank;
+}
+
+// "loop" or "v".
+constexpr const char* StagePlacementName(StagePlacement placement) {
+  return placement == StagePlacement::V ? "v" : "loop";
+}
 
 struct PipelineSpec {
   int p = 1;  // pipeline ranks (devices)
@@ -40,6 +66,10 @@ struct PipelineSpec {
   std::vector<Bytes> device_capacity;     // size p
   std::vector<Link> link_matrix;          // size p*p: [from * p + to]
   CommMode comm = CommMode::Overlapped;
+  StagePlacement placement = StagePlacement::Loop;  // of stage_device
+  // Overlapped F+B ops (Op::paired) save this share, in parts per million,
+  // of the shorter of the two: 0 (the default) runs them back to back.
+  std::int64_t fb_overlap_ppm = 0;
 
   int num_stages() const { return p * v; }
   const Link& link(DeviceId from, DeviceId to) const {
@@ -54,6 +84,10 @@ struct PipelineSpec {
 
 // Default placement: global stage s on rank s mod p.
 std::vector<DeviceId> DefaultPlacement(int p, int v);
+
+// The placement of `placement` (see StagePlacement). REQUIRES: v == 2 for V.
+std::vector<DeviceId> StagePlacementDevices(StagePlacement placement, int p,
+                                            int v);
 
 // Link matrix for a ring of ranks from Cluster::links (links[r] joins r and
 // r+1 mod p; REQUIRES: links.size() == p). A pair that is not adjacent gets

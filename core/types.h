@@ -50,10 +50,16 @@ constexpr char OpKindLetter(OpKind k) {
 }
 
 // One compute operation of a program.
+//
+// `paired` joins an F to the backward (B or I) that follows it on the same
+// device into one overlapped F+B op (DualPipeV, DeepSeek-V3 §3.2.1; torch's
+// OVERLAP_F_B action): the two start together once both are ready and take
+// F + B less PipelineSpec::fb_overlap_ppm of the shorter one. Set on the F.
 struct Op {
   OpKind kind = OpKind::F;
   StageId stage;
   MicrobatchId mb;
+  bool paired = false;
   constexpr bool operator==(const Op&) const = default;
 };
 

@@ -113,6 +113,12 @@ Status ValidateSpec(const PipelineSpec& spec) {
       return Error{"model", "stage " + Str(static_cast<long long>(s)) +
                                 " has a negative time or memory value"};
     }
+    if (c.input_grad_release < 0 || c.input_grad_release > c.activation) {
+      return Error{"model", "stage " + Str(static_cast<long long>(s)) +
+                                " frees " + Str(c.input_grad_release) +
+                                " bytes at the end of I; expected 0 to its "
+                                "activation, " + Str(c.activation)};
+    }
   }
   for (const Link& l : spec.link_matrix) {
     if (l.latency < 0 || l.bandwidth < 0) {
@@ -144,6 +150,21 @@ Status ValidateProgram(const PipelineSpec& spec, const Program& program) {
                                      ActionString(op) + " but stage " + Str(s) +
                                      " is placed on rank " +
                                      Str(spec.stage_device[s].value)};
+      }
+    }
+  }
+  // An overlapped pair is an F followed by a B or I (Op::paired).
+  for (int d = 0; d < spec.p; ++d) {
+    const std::vector<Op>& ops = program.ops[d];
+    for (size_t k = 0; k < ops.size(); ++k) {
+      if (!ops[k].paired) continue;
+      if (ops[k].kind != OpKind::F || k + 1 == ops.size() ||
+          (ops[k + 1].kind != OpKind::B && ops[k + 1].kind != OpKind::I) ||
+          ops[k + 1].paired) {
+        return Error{"schedule",
+                     "rank " + Str(d) + " overlaps " + ActionString(ops[k]) +
+                         " with the next op; expected an F followed by a B "
+                         "or I"};
       }
     }
   }
@@ -187,10 +208,10 @@ Status ValidateProgram(const PipelineSpec& spec, const Program& program) {
       ops_by_vertex[v] = program.ops[d][k];
       device_of[v] = d;
       if (k > 0) boost::add_edge(v - 1, v, g);
-      internal::ForEachDependency(spec, ix, program.ops[d][k], v,
-                                  [&](std::int32_t u, std::int32_t w) {
-                                    boost::add_edge(u, w, g);
-                                  });
+      internal::ForEachOpDependency(spec, ix, program.ops[d], k, v,
+                                    [&](std::int32_t u, std::int32_t w) {
+                                      boost::add_edge(u, w, g);
+                                    });
     }
   }
   std::vector<Vertex> parent(boost::num_vertices(g));

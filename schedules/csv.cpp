@@ -10,8 +10,13 @@
 //     quotes; an empty cell (also from a trailing comma) is an idle step;
 //   - communication and FSDP actions (SEND_F, RECV_F, SEND_B, RECV_B, UNSHARD,
 //     RESHARD, REDUCE_GRAD, e.g. "1SEND_F0") are skipped;
+//   - an overlapped forward+backward is torch's OVERLAP_F_B action with its
+//     sub-actions, "(4F4;3B0)OVERLAP_F_B" (torch _Action.__repr__ /
+//     from_str, v2.14.1; ScheduleDualPipeV): an F and then a B or I, read
+//     as the F with Op::paired set followed by the backward;
 //   - "column" in errors is the 1-based cell number within the line.
 #include <array>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,6 +75,31 @@ std::vector<std::string_view> SplitLines(std::string_view text) {
   return lines;
 }
 
+constexpr std::string_view kOverlap = "OVERLAP_F_B";
+
+// "(<F action>;<B or I action>)OVERLAP_F_B" -> the two ops, the F paired.
+Result<std::pair<Op, Op>> ParseOverlap(std::string_view cell) {
+  const Error bad{"", "expected an overlapped action like (4F4;3B0)" +
+                          std::string(kOverlap) +
+                          " (an F and then a B or I); got '" +
+                          std::string(cell) + "'"};
+  const size_t close = cell.find(')');
+  if (close == std::string_view::npos || cell.substr(close + 1) != kOverlap) {
+    return bad;
+  }
+  const std::string_view inner = cell.substr(1, close - 1);
+  const size_t semi = inner.find(';');
+  if (semi == std::string_view::npos) return bad;
+  Result<Op> f = ParseAction(Trim(inner.substr(0, semi)));
+  Result<Op> b = ParseAction(Trim(inner.substr(semi + 1)));
+  if (!f.ok() || !b.ok() || f->kind != OpKind::F ||
+      (b->kind != OpKind::B && b->kind != OpKind::I)) {
+    return bad;
+  }
+  f->paired = true;
+  return std::pair<Op, Op>{*f, *b};
+}
+
 }  // namespace
 
 Result<Program> ParseScheduleCsv(std::string_view text) {
@@ -89,7 +119,16 @@ Result<Program> ParseScheduleCsv(std::string_view text) {
       if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"') {
         cell = Trim(cell.substr(1, cell.size() - 2));
       }
-      if (!cell.empty() && !IsCommAction(cell)) {
+      if (cell.starts_with("(")) {
+        Result<std::pair<Op, Op>> pair = ParseOverlap(cell);
+        if (!pair.ok()) {
+          return Error{"", "line " + std::to_string(row + 1) + ", column " +
+                               std::to_string(column) + ": " +
+                               pair.error().message};
+        }
+        program.ops[row].push_back(pair->first);
+        program.ops[row].push_back(pair->second);
+      } else if (!cell.empty() && !IsCommAction(cell)) {
         Result<Op> op = ParseAction(cell);
         if (!op.ok()) {
           return Error{"", "line " + std::to_string(row + 1) + ", column " +
@@ -114,6 +153,12 @@ std::string DumpScheduleCsv(const Program& program) {
   for (const std::vector<Op>& device_ops : program.ops) {
     for (size_t i = 0; i < device_ops.size(); ++i) {
       if (i > 0) out += ',';
+      if (device_ops[i].paired && i + 1 < device_ops.size()) {
+        out += "(" + ActionString(device_ops[i]) + ";" +
+               ActionString(device_ops[i + 1]) + ")" + std::string(kOverlap);
+        ++i;
+        continue;
+      }
       out += ActionString(device_ops[i]);
     }
     out += '\n';

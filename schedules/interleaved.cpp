@@ -95,19 +95,8 @@ Result<int> PyTorchGroup(const PipelineSpec& spec, int group) {
                       "groups m / max(1, m / p) microbatches per round; got ",
                       Str(group), " (use flavor megatron to set it)"})};
   }
-  const int rounds = std::max(1, spec.m / spec.p);
-  if (spec.m % rounds != 0) {
-    constexpr std::string_view kTorch =
-        "Interleaved 1F1B requires the number of microbatches to be a "
-        "multiple of the number of rounds (";
-    const std::string torch_text =
-        Cat({kTorch, Str(rounds), "), but got ", Str(spec.m), "."});
-    return Error{"pipeline.microbatches",
-                 Cat({"must be a multiple of the number of rounds max(1, "
-                      "microbatches / stages) for interleaved (PyTorch: \"",
-                      torch_text, "\"); got ", Str(spec.m)})};
-  }
-  return spec.m / rounds;
+  return schedule_internal::TorchMicrobatchesPerRound(spec, "interleaved",
+                                                       "Interleaved 1F1B requires");
 }
 
 }  // namespace

@@ -109,4 +109,59 @@ inline Error NeedsOneChunk(std::string_view schedule, int v) {
                     " (use interleaved for v > 1); got ", Str(v)})};
 }
 
+// The V schedules' shape (torch's ScheduleZBVZeroBubble and
+// ScheduleDualPipeV, v2.14.1): exactly two stages per rank (torch's
+// ValueError "ZBV requires exactly 2 stages per rank, but got N.", quoted),
+// placed V-shaped (spec.stage_device as StagePlacementDevices(V, p, 2); Lower
+// does so for these schedules).
+inline Status CheckVShape(const PipelineSpec& spec, std::string_view schedule) {
+  if (Status s = CheckShape(spec); !s.ok()) return s;
+  if (spec.v != 2) {
+    return Error{"pipeline.virtual_stages",
+                 Cat({"must be 2 for ", schedule,
+                      " (PyTorch: \"ZBV requires exactly 2 stages per rank, "
+                      "but got ",
+                      Str(spec.v), ".\"); got ", Str(spec.v)})};
+  }
+  if (spec.stage_device != StagePlacementDevices(StagePlacement::V, spec.p, 2)) {
+    return Error{"pipeline.schedule",
+                 Cat({schedule,
+                      " needs the V placement (rank r holds stages r and "
+                      "2p-1-r); got another placement of the stages"})};
+  }
+  return {};
+}
+
+// "must not be set for <schedule> (PyTorch), which has no such knob; got g".
+inline Error NoGroup(std::string_view schedule, int group) {
+  return Error{"pipeline.microbatch_group",
+               Cat({"must not be set for ", schedule,
+                    " (PyTorch), which has no microbatch group; got ",
+                    Str(group)})};
+}
+
+// torch's rounds of the interleaved schedules (ScheduleInterleaved1F1B,
+// ScheduleInterleavedZeroBubble, v2.14.1): rounds = max(1, m / p) must divide
+// m, and each round takes m / rounds micro-batches. `torch_prefix` is the
+// start of torch's ValueError text ("Zero bubble requires"), quoted in the
+// error. Returns the micro-batches per round.
+inline Result<int> TorchMicrobatchesPerRound(const PipelineSpec& spec,
+                                             std::string_view schedule,
+                                             std::string_view torch_prefix) {
+  const int rounds = spec.m / spec.p > 1 ? spec.m / spec.p : 1;
+  if (spec.m % rounds != 0) {
+    const std::string torch_text =
+        Cat({torch_prefix,
+             " the number of microbatches to be a multiple of the number of "
+             "rounds (",
+             Str(rounds), "), but got ", Str(spec.m), "."});
+    return Error{"pipeline.microbatches",
+                 Cat({"must be a multiple of the number of rounds max(1, "
+                      "microbatches / stages) for ",
+                      schedule, " (PyTorch: \"", torch_text, "\"); got ",
+                      Str(spec.m)})};
+  }
+  return spec.m / rounds;
+}
+
 }  // namespace ppb::schedule_internal

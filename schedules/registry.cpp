@@ -7,26 +7,52 @@
 namespace ppb {
 namespace {
 
-constexpr std::array<ScheduleInfo, 5> kSchedules{{
+constexpr std::array<ScheduleInfo, 9> kSchedules{{
     {"gpipe", "GPipe: all forwards, then all backwards (v = 1)",
-     &GenerateGPipe},
+     &GenerateGPipe, "GPipe"},
     {"1f1b",
      "1F1B / PipeDream-Flush: warm-up forwards, then one forward "
      "and one backward in turn (v = 1)",
-     &Generate1F1B},
+     &Generate1F1B, "1F1B"},
     {"interleaved",
      "interleaved 1F1B: v chunks per rank, microbatches in "
      "groups (Megatron-LM / PyTorch rules by flavor)",
-     &GenerateInterleaved},
+     &GenerateInterleaved, "Interleaved1F1B"},
+    {"looped-bfs",
+     "looped BFS: v chunks per rank, each chunk's forwards for all "
+     "microbatches, then the backwards in reverse (PyTorch)",
+     &GenerateLoopedBFS, "LoopedBFS"},
+    {"interleaved-zero-bubble",
+     "zero bubble (ZB-H1 for v = 1): interleaved 1F1B with split backward, "
+     "weight gradients filling the bubbles (PyTorch)",
+     &GenerateInterleavedZeroBubble, "InterleavedZeroBubble"},
+    {"zbv-zero-bubble",
+     "ZB-V: two chunks per rank in a V (rank r holds stages r and 2p-1-r), "
+     "split backward; zero bubble when F = I = W (PyTorch, v = 2)",
+     &GenerateZBVZeroBubble, "ZBVZeroBubble", StagePlacement::V},
+    {"dualpipev",
+     "DualPipeV: V placement, a forward and another micro-batch's backward "
+     "overlapped as one op in the steady state (PyTorch, v = 2, m >= 2p)",
+     &GenerateDualPipeV, "DualPipeV", StagePlacement::V},
     {"zb-1p",
      "ZB-1p (Zero Bubble, adaptive): split backward, the F/I/W order with "
      "the shortest simulated iteration within 1F1B's activation memory (v = 1)",
-     &GenerateZB1P},
+     &GenerateZB1P, ""},
     {"zb-2p",
      "ZB-2p (Zero Bubble, adaptive): as zb-1p within twice 1F1B's "
      "activation memory (v = 1)",
-     &GenerateZB2P},
+     &GenerateZB2P, ""},
 }};
+
+char LowerChar(char c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
+
+bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (LowerChar(a[i]) != LowerChar(b[i])) return false;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -35,6 +61,21 @@ std::span<const ScheduleInfo> ScheduleRegistry() { return kSchedules; }
 const ScheduleInfo* FindSchedule(std::string_view name) {
   for (const ScheduleInfo& info : kSchedules) {
     if (info.name == name) return &info;
+  }
+  return nullptr;
+}
+
+const ScheduleInfo* FindScheduleByAnyName(std::string_view name) {
+  constexpr std::string_view kClassPrefix = "Schedule";
+  for (const ScheduleInfo& info : kSchedules) {
+    if (EqualsIgnoringCase(name, info.name)) return &info;
+    if (info.torch_name.empty()) continue;  // torch has no such schedule
+    if (EqualsIgnoringCase(name, info.torch_name)) return &info;
+    if (name.size() > kClassPrefix.size() &&
+        EqualsIgnoringCase(name.substr(0, kClassPrefix.size()), kClassPrefix) &&
+        EqualsIgnoringCase(name.substr(kClassPrefix.size()), info.torch_name)) {
+      return &info;
+    }
   }
   return nullptr;
 }

@@ -38,6 +38,12 @@ struct ScheduleInfo {
   std::string_view name;         // "gpipe", "1f1b", "interleaved"
   std::string_view description;  // one line for --help and the README
   GenerateFn generate;
+  // torch's name (get_schedule_class: "1F1B", "LoopedBFS"; the class is
+  // "Schedule" + it); the config accepts either, in any case. Empty when
+  // torch has no such schedule (zb-1p, zb-2p): emitted as a schedule CSV.
+  std::string_view torch_name;
+  // Where the schedule puts the stages (Lower's PipelineShape::placement).
+  StagePlacement placement = StagePlacement::Loop;
 };
 
 // All registered schedules, in a fixed order.
@@ -45,6 +51,11 @@ std::span<const ScheduleInfo> ScheduleRegistry();
 
 // nullptr when no schedule has that name.
 const ScheduleInfo* FindSchedule(std::string_view name);
+
+// The schedule a user's name means: a registry name or torch's name or class
+// name ("Interleaved1F1B", "ScheduleLoopedBFS"), in any case; nullptr when
+// none.
+const ScheduleInfo* FindScheduleByAnyName(std::string_view name);
 
 // Each generator: errors name the key they concern ("pipeline.microbatches",
 // "pipeline.microbatch_group", "pipeline.virtual_stages") and the constraint.
@@ -54,6 +65,14 @@ Result<Program> Generate1F1B(const PipelineSpec& spec,
                              const ScheduleParams& params);
 Result<Program> GenerateInterleaved(const PipelineSpec& spec,
                                     const ScheduleParams& params);
+Result<Program> GenerateLoopedBFS(const PipelineSpec& spec,
+                                  const ScheduleParams& params);
+Result<Program> GenerateInterleavedZeroBubble(const PipelineSpec& spec,
+                                              const ScheduleParams& params);
+Result<Program> GenerateZBVZeroBubble(const PipelineSpec& spec,
+                                      const ScheduleParams& params);
+Result<Program> GenerateDualPipeV(const PipelineSpec& spec,
+                                  const ScheduleParams& params);
 // The Zero Bubble paper's adaptive schedules (Qi et al., ICLR 2024, §3):
 // the order of F, I and W ops with the shortest simulated iteration found
 // under an activation limit per rank (default 1p resp. 2p; see
@@ -65,7 +84,8 @@ Result<Program> GenerateZB2P(const PipelineSpec& spec,
                              const ScheduleParams& params);
 
 // torch schedule CSV: one row per rank, comma-separated actions ("0F0",
-// "2B1", "2I1", "2W1"); empty cells are idle steps and are skipped; the
+// "2B1", "2I1", "2W1", the overlapped "(4F4;3B0)OVERLAP_F_B", read as a
+// paired F and its B); empty cells are idle steps and are skipped; the
 // communication actions SEND_F/RECV_F/SEND_B/RECV_B ("0SEND_F1" etc.) are
 // accepted and ignored (the engine derives messages from dependencies).
 // Errors name the row (1-based line) and column of the bad cell. The result is

@@ -62,6 +62,16 @@ done
 case_ simulate-example-interleaved.txt --config configs/example.yaml --schedule interleaved --virtual-stages 2
 case_ simulate-example-gpipe.txt --config configs/example.yaml --schedule gpipe
 case_ simulate-custom-csv.txt --config configs/custom.yaml --schedule-csv configs/custom-p2.csv
+# the zero-bubble generation: V placement, split backward, overlapped F+B
+case_ simulate-example-zbv.txt --config configs/example.yaml --schedule zbv-zero-bubble --virtual-stages 2
+case_ simulate-example-dualpipev.json --config configs/example.yaml --schedule dualpipev \
+  --virtual-stages 2 --format json
+case_ dump-schedule-example-dualpipev.txt --config configs/example.yaml --schedule dualpipev \
+  --virtual-stages 2 --dump-schedule out/schedule.csv
+case_ emit-torchtitan-example-zbv.txt --config configs/example.yaml --schedule zbv-zero-bubble \
+  --virtual-stages 2 --emit torchtitan
+case_ emit-megatron-example-zbv.txt --config configs/example.yaml --schedule zbv-zero-bubble \
+  --virtual-stages 2 --emit megatron
 
 # ---- schedule dumps, critical paths, pictures, traces
 for base in example interleaved heterogeneous tight-memory; do
@@ -118,7 +128,7 @@ case_ calibrate-hp_init_demo.txt calibrate --measurements data/sapp/hp_init_demo
 case_ calibrate-hp_init_demo.json calibrate --measurements data/sapp/hp_init_demo.yaml --memory-unit 1MiB \
   --time-unit 1ms --no-constant --format json
 case_ calibrate-hp_init_demo-constant.txt calibrate --measurements data/sapp/hp_init_demo.yaml \
-  --memory-unit 1MiB --time-unit 1ms    # refused: negative per-stage constant
+  --memory-unit 1MiB --time-unit 1ms    # accepted with a warning: negative per-stage constant (as SAPP)
 case_ calibrate-hp_init_demo-no-unit.txt calibrate --measurements data/sapp/hp_init_demo.yaml   # refused
 case_ calibrate-mf_mem.txt calibrate --measurements data/sapp/mf_mem.yaml --memory-unit 1MiB --no-constant
 case_ calibrate-mf_mem.json calibrate --measurements data/sapp/mf_mem.yaml --memory-unit 1MiB --no-constant \

@@ -45,7 +45,7 @@ ChoiceProblem::ChoiceProblem(const SearchProblem& problem, const SearchOptions& 
 }
 
 StageFixed ChoiceProblem::Fixed(int s, int i, int j, Bytes prev_output) const {
-  const double speed = pb.cluster.devices[s % c.p].speed;
+  const double speed = pb.cluster.devices[c.spec.stage_device[s].value].speed;
   StageFixed x;
   x.f = ScaleTime(pf[j] - pf[i], speed);
   x.bi = ScaleTime(pbi[j] - pbi[i], speed);
@@ -58,7 +58,7 @@ StageFixed ChoiceProblem::Fixed(int s, int i, int j, Bytes prev_output) const {
 
 Nanos ChoiceProblem::CommFwd(int s, Bytes bytes) const {
   if (s + 1 >= c.S) return 0;
-  const int a = s % c.p, b = (s + 1) % c.p;
+  const int a = c.spec.stage_device[s].value, b = c.spec.stage_device[s + 1].value;
   if (a == b) return 0;
   const Link& l = c.spec.link(DeviceId(a), DeviceId(b));
   return l.latency + LinkOccupancy(bytes, l.bandwidth);
@@ -66,7 +66,7 @@ Nanos ChoiceProblem::CommFwd(int s, Bytes bytes) const {
 
 Nanos ChoiceProblem::CommBwd(int s, Bytes bytes) const {  // gradient from s+1 to s
   if (s + 1 >= c.S) return 0;
-  const int a = (s + 1) % c.p, b = s % c.p;
+  const int a = c.spec.stage_device[s + 1].value, b = c.spec.stage_device[s].value;
   if (a == b) return 0;
   const Link& l = c.spec.link(DeviceId(a), DeviceId(b));
   return l.latency + LinkOccupancy(bytes, l.bandwidth);

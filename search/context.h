@@ -36,6 +36,12 @@ struct ChoiceContext {
   Program program;
   PipelineSpec spec;  // template: shape, placement, links, capacities
   MemoryProfile profile;
+  // The program splits backwards (I and W ops: the zero-bubble schedules).
+  // A device's last op may then be a W that nothing follows, and one
+  // micro-batch's chain runs through I's only: the bounds drop their tail
+  // and chain terms (weaker, still valid). The memory profile holds a stash
+  // until W (exact unless a stage frees part of it at I: then it errs high).
+  bool split_backward = false;
 };
 
 // What a stage costs on its device with the cheapest-memory recompute, and

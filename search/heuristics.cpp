@@ -30,7 +30,7 @@ std::vector<int> RelaxedSplit(const ChoiceProblem& cp, const std::vector<int>& p
   std::vector<int> quota(S, 0);
   for (int d = 0; d < p; ++d) {
     for (int c = 0; c < v; ++c) {
-      quota[c * p + d] = per_device[d] / v + (c < per_device[d] % v ? 1 : 0);
+      quota[StageOf(cp.c.spec.placement, p, c, d)] = per_device[d] / v + (c < per_device[d] % v ? 1 : 0);
     }
   }
   return SplitFromQuota(cp, quota, rep);
@@ -142,7 +142,7 @@ std::vector<int> ChunkAwareSplit(const ChoiceProblem& cp, const std::vector<int>
     };
     compose(0, k);
     if (best_x.empty()) return {};
-    for (int c = 0; c < v; ++c) quota[c * p + d] = best_x[c];
+    for (int c = 0; c < v; ++c) quota[StageOf(cp.c.spec.placement, p, c, d)] = best_x[c];
   }
   return SplitFromQuota(cp, quota, rep);
 }
@@ -157,7 +157,7 @@ std::vector<int> BalancedSplit(const ChoiceProblem& cp) {
   const int S = cp.c.S, L = cp.c.L;
   const int kmin = cp.pb.allow_empty_chunks ? 0 : 1;
   auto work = [&](int s, int i, int j) {
-    const double sp = cp.pb.cluster.devices[s % cp.c.p].speed;
+    const double sp = cp.pb.cluster.devices[cp.c.spec.stage_device[s].value].speed;
     return ScaleTime(cp.pf[j] - cp.pf[i] + cp.pbi[j] - cp.pbi[i] + cp.pbw[j] - cp.pbw[i], sp);
   };
   auto try_cap = [&](Nanos cap, std::vector<int>& out) {
@@ -225,10 +225,10 @@ void Searcher::LocalSearch(std::vector<int> split, std::mt19937_64& rng,
         });
         for (int di = 0; di < std::min(2, cp_.c.p); ++di) {
           for (int c = 0; c < cp_.c.v; ++c) {
-            const int from = c * cp_.c.p + order[di];
+            const int from = StageOf(cp_.c.spec.placement, cp_.c.p, c, order[di]);
             for (int ti = cp_.c.p - 1; ti >= 0; --ti) {
               for (int c2 = 0; c2 < cp_.c.v; ++c2) {
-                const int to = c2 * cp_.c.p + order[ti];
+                const int to = StageOf(cp_.c.spec.placement, cp_.c.p, c2, order[ti]);
                 if (to != from) moves.emplace_back(from, to);
               }
             }
@@ -315,7 +315,7 @@ bool Searcher::AnyFeasibleSplit(std::vector<int>* out) {
   std::function<bool(int, int)> rec = [&](int s, int pos) {
     if (--budget < 0) return false;
     if (s == S) return pos == L;
-    const int d = s % p;
+    const int d = cp_.c.spec.stage_device[s].value;
     const int khi = s == S - 1 ? L - pos : L - pos - (S - s - 1) * kmin;
     const int klo = s == S - 1 ? L - pos : kmin;
     const Bytes prev = s > 0 ? fixed_[s - 1].output : 0;

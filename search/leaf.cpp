@@ -53,7 +53,7 @@ bool Searcher::ChooseRecompute(const std::vector<int>& split, bool& exact,
     }
     exact &= dev_exact;
     std::vector<const StageFixed*> fxp(cp_.c.v);
-    for (int c = 0; c < cp_.c.v; ++c) fxp[c] = &fx[c * cp_.c.p + d];
+    for (int c = 0; c < cp_.c.v; ++c) fxp[c] = &fx[StageOf(cp_.c.spec.placement, cp_.c.p, c, d)];
     max_peak = std::max(max_peak, cp_.DevicePeak(d, fxp, pts));
   }
   for (int d = 0; d < cp_.c.p; ++d) {
@@ -64,7 +64,7 @@ bool Searcher::ChooseRecompute(const std::vector<int>& split, bool& exact,
     exact &= dev_exact && t == least[d];
     const double speed = cp_.pb.cluster.devices[d].speed;
     for (int c = 0; c < cp_.c.v; ++c) {
-      const int s = c * cp_.c.p + d;
+      const int s = StageOf(cp_.c.spec.placement, cp_.c.p, c, d);
       chosen_[s] = pts[c];
       rtime_[s] = ScaleTime(pts[c]->time, speed);
     }
@@ -126,8 +126,8 @@ void Searcher::SimulatePicks(const std::vector<int>& split,
   rtime_.assign(cp_.c.S, 0);
   for (int d = 0; d < p; ++d) {
     for (int c = 0; c < v; ++c) {
-      chosen_[c * p + d] = pick[d]->pts[c];
-      rtime_[c * p + d] = pick[d]->times[c];
+      chosen_[StageOf(cp_.c.spec.placement, p, c, d)] = pick[d]->pts[c];
+      rtime_[StageOf(cp_.c.spec.placement, p, c, d)] = pick[d]->times[c];
     }
   }
   SimulateChosen(split, out);
@@ -420,8 +420,8 @@ bool Searcher::ExhaustLeaf(const std::vector<int>& split, Nanos& unproved) {
         }
       }
       for (int c = 0; c < v; ++c) {
-        chosen_[c * p + d] = pick->pts[c];
-        rtime_[c * p + d] = pick->times[c];
+        chosen_[StageOf(cp_.c.spec.placement, p, c, d)] = pick->pts[c];
+        rtime_[StageOf(cp_.c.spec.placement, p, c, d)] = pick->times[c];
       }
     }
     Candidate cand;

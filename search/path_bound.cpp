@@ -74,9 +74,13 @@ std::vector<Path> BuildPaths(const ChoiceProblem& cp) {
       P.c += hop(s, s + 1);
     }
   };
+  // With a split backward (I and W ops: the zero-bubble schedules) the
+  // chain runs through the I's, whose time a path has no coefficient for:
+  // only the messages count (a shorter path, still a valid bound).
+  const bool split = cp.c.split_backward;
   auto bwd_chain = [&](Path& P, int below) {  // B of stages < below
     for (int s = 0; s < below; ++s) {
-      P.b[s] += 1;
+      if (!split) P.b[s] += 1;
       if (s + 1 < S) P.c += hop(s + 1, s);
     }
   };
@@ -96,7 +100,7 @@ std::vector<Path> BuildPaths(const ChoiceProblem& cp) {
     const std::vector<Op>& ops = cp.c.program.ops[d];
     if (ops.empty()) continue;
     for (int c = 0; c < cp.c.v; ++c) {
-      const int sigma = c * p + d;
+      const int sigma = StageOf(cp.c.spec.placement, p, c, d);
       int first_f = -1, last_b = -1;
       for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
         if (ops[i].stage.value != sigma) continue;
@@ -361,7 +365,7 @@ void OpenTreeBound::Setup() {
   fd = static_cast<double>(dec.forward);
   bd = static_cast<double>(dec.backward_input + dec.backward_weight);
   speed.assign(S, 0.0);
-  for (int st = 0; st < S; ++st) speed[st] = cp.pb.cluster.devices[st % p].speed;
+  for (int st = 0; st < S; ++st) speed[st] = cp.pb.cluster.devices[cp.c.spec.stage_device[st].value].speed;
   // Stages that must hold a decoder: all but those of a pinned first or
   // last layer, unless other non-decoder layers could fill some.
   must.assign(S, 0);
@@ -406,8 +410,8 @@ std::vector<double> OpenTreeBound::LeastRt(const Box& box) const {
   for (int d = 0; d < p; ++d) {
     int klo = lo[d], khi = hi[d], floor_d = 0, ceil_d = 0;
     for (int c = 0; c < v; ++c) {
-      floor_d += box.lb[c * p + d];
-      ceil_d += box.ub[c * p + d];
+      floor_d += box.lb[StageOf(cp.c.spec.placement, p, c, d)];
+      ceil_d += box.ub[StageOf(cp.c.spec.placement, p, c, d)];
     }
     klo = std::max(klo, floor_d);
     khi = std::min(khi, ceil_d);
@@ -423,7 +427,7 @@ double OpenTreeBound::RecomputeOn(const Path& P, const std::vector<double>& r) c
   for (int d = 0; d < p; ++d) {
     if (r[d] == 0) continue;
     double least = P.b[d];
-    for (int c = 1; c < v; ++c) least = std::min(least, P.b[c * p + d]);
+    for (int c = 1; c < v; ++c) least = std::min(least, P.b[StageOf(cp.c.spec.placement, p, c, d)]);
     t += least * r[d];
   }
   return t;
@@ -460,7 +464,7 @@ double OpenTreeBound::Respond(const std::vector<double>& lam, const Box& box) {
     int count = 0;
     units.clear();
     for (int c = 0; c < v; ++c) {
-      const int st = c * p + d;
+      const int st = StageOf(cp.c.spec.placement, p, c, d);
       if (box.lb[st] > box.ub[st]) return kNone;
       count += box.lb[st];
       total += box.lb[st] * cost[st];
@@ -537,9 +541,9 @@ Solved OpenTreeBound::SolveBox(const Box& box) {
   for (int st = 0; st < S; ++st) d_rest -= box.lb[st];
   for (int d = 0; d < p; ++d) {
     int floor_d = 0;
-    for (int c = 0; c < v; ++c) floor_d += box.lb[c * p + d];
+    for (int c = 0; c < v; ++c) floor_d += box.lb[StageOf(cp.c.spec.placement, p, c, d)];
     std::fill(col.begin(), col.end(), 0.0);
-    for (int c = 0; c < v; ++c) col[1 + c * p + d] = 1.0;
+    for (int c = 0; c < v; ++c) col[1 + StageOf(cp.c.spec.placement, p, c, d)] = 1.0;
     lp.AddColumn(std::max(lo[d], floor_d) - floor_d, col);  // sum_c x_cd >= lo_d
     for (double& e : col) e = -e;
     lp.AddColumn(-(hi[d] - floor_d), col);  // sum_c x_cd <= hi_d
@@ -623,7 +627,7 @@ bool OpenTreeBound::CriticalPathAt(const std::vector<double>& x, Path* P) {
   if (totals.first_pinned) ++st.layers_per_stage[0];
   if (totals.last_pinned) ++st.layers_per_stage[S - 1];
   st.recompute.assign(cp.pb.layers.size(), 0);
-  auto spec = Lower(cp.pb.layers, cp.pb.cluster, PipelineShape{p, v, cp.c.m, cp.pb.comm}, st, false);
+  auto spec = Lower(cp.pb.layers, cp.pb.cluster, PipelineShape{p, v, cp.c.m, cp.pb.comm, cp.c.spec.placement}, st, false);
   if (!spec.ok()) return false;
   for (int s = 0; s < S; ++s) {
     double f = x[s] * static_cast<double>(dec.forward);
@@ -659,7 +663,7 @@ Nanos OpenTreeBound::Run() {
   // settled (no allocation in it does better than that relaxation). The
   // bound is the least over settled and open boxes.
   Box root{must, std::vector<int>(S, D)};
-  for (int st = 0; st < S; ++st) root.ub[st] = std::min(D, hi[st % p]);
+  for (int st = 0; st < S; ++st) root.ub[st] = std::min(D, hi[cp.c.spec.stage_device[st].value]);
   Solved at_root = SolveBox(root);
   if (!std::isfinite(at_root.bound)) return 0;  // cannot happen below a real incumbent
   using Open = std::pair<double, int>;  // (bound, index into boxes)

@@ -24,7 +24,7 @@ Bytes RecomputeChoice::DevicePeakLowerBound(int d, int assigned, const std::vect
   std::vector<Bytes> stash(cp_.c.v, 0), remat(cp_.c.v, 0), ws(cp_.c.v, 0);
   Bytes stat = 0;
   for (int c = 0; c < cp_.c.v; ++c) {
-    const int s = c * cp_.c.p + d;
+    const int s = StageOf(cp_.c.spec.placement, cp_.c.p, c, d);
     if (s >= assigned) continue;
     const int i = first_layer[s], j = i + split[s];
     const Menu& menu = GetMenu(i, j);
@@ -107,7 +107,7 @@ Nanos RecomputeChoice::DeviceRecompute(int d, const std::vector<int>& first,
   key.push_back(static_cast<std::int32_t>(cap & 0xffffffff));
   key.push_back(fewest_recomputed ? 1 : 0);
   for (int c = 0; c < cp_.c.v; ++c) {
-    const int s = c * cp_.c.p + d;
+    const int s = StageOf(cp_.c.spec.placement, cp_.c.p, c, d);
     key.push_back(first[s]);
     key.push_back(split[s]);
   }
@@ -119,7 +119,7 @@ Nanos RecomputeChoice::DeviceRecompute(int d, const std::vector<int>& first,
   std::vector<const Menu*> menus(cp_.c.v);
   std::vector<const StageFixed*> fxp(cp_.c.v);
   for (int c = 0; c < cp_.c.v; ++c) {
-    const int s = c * cp_.c.p + d;
+    const int s = StageOf(cp_.c.spec.placement, cp_.c.p, c, d);
     menus[c] = &GetMenu(first[s], first[s] + split[s]);
     fxp[c] = &fx[s];
   }
@@ -182,7 +182,7 @@ bool RecomputeChoice::EnumerateDevice(int d, const std::vector<int>& first,
   std::vector<const Menu*> menus(v);
   std::vector<const StageFixed*> fxp(v);
   for (int c = 0; c < v; ++c) {
-    const int s = c * p + d;
+    const int s = StageOf(cp_.c.spec.placement, p, c, d);
     menus[c] = &GetMenu(first[s], first[s] + split[s]);
     fxp[c] = &fx[s];
     if (menus[c]->truncated) return false;

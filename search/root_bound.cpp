@@ -369,7 +369,7 @@ Nanos RootBound(const ChoiceProblem& cp, Fronts* fronts, RecomputeRows* rt_cache
     const Nanos head = static_cast<Nanos>(chain_dec) * ScaleTime(dec.forward, cp.max_speed) +
                        static_cast<Nanos>(std::max(0, d * kmin - chain_dec)) *
                            ScaleTime(f_min, cp.max_speed);
-    const Nanos tail = static_cast<Nanos>(chain_dec) *
+    const Nanos tail = cp.c.split_backward ? 0 : static_cast<Nanos>(chain_dec) *
                            ScaleTime(dec.backward_input + dec.backward_weight, cp.max_speed) +
                        static_cast<Nanos>(std::max(0, d * kmin - chain_dec)) *
                            ScaleTime(b_min, cp.max_speed);

@@ -42,6 +42,10 @@ Result<ChoiceContext> MakeContext(const SearchProblem& pb, int index) {
   // evaluation.
   c.spec = PipelineSpec::Uniform(pb.p, ch.v, pb.m, 1, 1);
   c.spec.comm = pb.comm;
+  if (info->placement == StagePlacement::V && ch.v == 2) {
+    c.spec.placement = StagePlacement::V;
+    c.spec.stage_device = StagePlacementDevices(StagePlacement::V, pb.p, ch.v);
+  }
   if (static_cast<int>(pb.cluster.devices.size()) != pb.p ||
       static_cast<int>(pb.cluster.links.size()) != pb.p) {
     return Error{"cluster", "needs one device and one link per stage (" +
@@ -71,6 +75,9 @@ Result<ChoiceContext> MakeContext(const SearchProblem& pb, int index) {
   auto prog = info->generate(c.spec, ch.params);
   if (!prog.ok()) return prog.error();
   c.program = std::move(prog).value();
+  for (const std::vector<Op>& ops : c.program.ops) {
+    for (const Op& op : ops) c.split_backward = c.split_backward || op.kind == OpKind::I;
+  }
   c.profile = BuildProfile(c.spec, c.program);
   return c;
 }
@@ -302,14 +309,15 @@ Result<Candidate> Evaluate(const SearchProblem& problem, int choice,
   const ScheduleChoice& ch = problem.choices[choice];
   const Cluster placed =
       placement.empty() ? Cluster{} : ClusterFor(problem.topology, placement);
-  auto spec = Lower(problem.layers, placement.empty() ? problem.cluster : placed,
-                    PipelineShape{problem.p, ch.v, problem.m, problem.comm}, strategy,
-                    problem.allow_empty_chunks);
-  if (!spec.ok()) return spec.error();
   const ScheduleInfo* info = FindSchedule(ch.schedule);
   if (info == nullptr) {
     return Error{"search.schedules", "unknown schedule '" + ch.schedule + "'"};
   }
+  auto spec = Lower(problem.layers, placement.empty() ? problem.cluster : placed,
+                    PipelineShape{problem.p, ch.v, problem.m, problem.comm,
+                                  info->placement},
+                    strategy, problem.allow_empty_chunks);
+  if (!spec.ok()) return spec.error();
   Result<Program> prog = Error{};
   if (ch.schedule.rfind("zb-", 0) == 0) {
     // The one order the search ran for this choice (MakeContext), so that

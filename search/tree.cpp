@@ -116,7 +116,7 @@ long double WaterLevel(std::vector<std::pair<Nanos, double>>& open, long double 
 Nanos Searcher::ChildBound(int s, int pos, int k, const StageFixed& fx, Nanos rt,
                            Nanos dev_rt) const {
   const int S = cp_.c.S, p = cp_.c.p, m = cp_.c.m;
-  const int d = s % p;
+  const int d = cp_.c.spec.stage_device[s].value;
   // Bound: per-device head + work + tail, plus water-filling of the
   // layers not yet placed over devices with open stages.
   const Nanos w = fx.f + fx.bi + fx.bw + rt;
@@ -130,7 +130,7 @@ Nanos Searcher::ChildBound(int s, int pos, int k, const StageFixed& fx, Nanos rt
     Nanos h = head_[dd], t = tail_[dd], wk = work_[dd];
     if (s < dd) {
       h += fx.f + cf;
-      t += fx.bi + fx.bw + rt + cb;
+      if (!cp_.c.split_backward) t += fx.bi + fx.bw + rt + cb;
     }
     if (dd == d) wk += static_cast<Nanos>(m) * (w + dev_rt);
     base[dd] = h + wk + t;
@@ -142,13 +142,13 @@ Nanos Searcher::ChildBound(int s, int pos, int k, const StageFixed& fx, Nanos rt
   const Nanos rest_work = cp_.suffix_work[next];
   const Nanos chain = chain_ + w + cf + cb +
                       static_cast<Nanos>(std::floor(static_cast<double>(rest_work) / cp_.max_speed));
-  bound = std::max(bound, chain);
+  if (!cp_.c.split_backward) bound = std::max(bound, chain);
   // Water-filling: devices with stages still open absorb the remaining
   // work m * rest_work (speed-1 units) at their speeds.
   if (rest_work > 0) {
     std::vector<std::pair<Nanos, double>> open;  // (base, speed)
     for (int dd = 0; dd < p; ++dd) {
-      const int last_stage = (cp_.c.v - 1) * p + dd;
+      const int last_stage = StageOf(cp_.c.spec.placement, p, cp_.c.v - 1, dd);
       if (last_stage > s) open.emplace_back(base[dd], cp_.pb.cluster.devices[dd].speed);
     }
     if (!open.empty()) {
@@ -179,7 +179,7 @@ void Searcher::Dfs(int s, int pos) {
   const int kmin = cp_.pb.allow_empty_chunks ? 0 : 1;
   const int remaining_after = S - s - 1;
   const int kmax_total = L - pos - remaining_after * kmin;
-  const int d = s % p;
+  const int d = cp_.c.spec.stage_device[s].value;
   int klo = kmin, khi = kmax_total;
   if (s == S - 1) klo = khi = L - pos;
   if (klo > khi) return;
@@ -230,7 +230,7 @@ void Searcher::Dfs(int s, int pos) {
       dev_rt = rc_.DeviceRecompute(d, first_layer_, split_, fixed_, pts, ex);
       bool truncated = false;
       for (int c = 0; c < cp_.c.v; ++c) {
-        const int sc = c * p + d;
+        const int sc = StageOf(cp_.c.spec.placement, p, c, d);
         truncated |= rc_.GetMenu(first_layer_[sc], first_layer_[sc] + split_[sc]).truncated;
       }
       if (truncated) {
@@ -298,7 +298,7 @@ void Searcher::Dfs(int s, int pos) {
     const Nanos saved_work = work_[d], saved_chain = chain_;
     for (int dd = s + 1; dd < p; ++dd) {
       head_[dd] += fx.f + cf;
-      tail_[dd] += fx.bi + fx.bw + ch.rtime + cb;
+      if (!cp_.c.split_backward) tail_[dd] += fx.bi + fx.bw + ch.rtime + cb;
     }
     work_[d] += static_cast<Nanos>(m) * (w + ch.dev_rt);
     chain_ += w + cf + cb;

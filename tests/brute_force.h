@@ -112,14 +112,17 @@ inline std::string Describe(const SearchProblem& pr) {
 inline SimResult Simulate(const SearchProblem& pr, int choice, const Strategy& st,
                    Engine& engine) {
   const ScheduleChoice& c = pr.choices.at(choice);
-  const PipelineShape shape{pr.p, c.v, pr.m, pr.comm};
+  const ScheduleInfo* info = FindSchedule(c.schedule);
+  REQUIRE(info != nullptr);
+  PipelineShape shape{pr.p, c.v, pr.m, pr.comm};
+  if (info->placement == StagePlacement::V && c.v == 2) {
+    shape.placement = StagePlacement::V;  // as Prepare lowers it
+  }
   Result<PipelineSpec> spec =
       Lower(pr.layers, pr.cluster, shape, st, pr.allow_empty_chunks);
   INFO("strategy " << Show(st));
   if (!spec.ok())
     FAIL("Lower: " << spec.error().key << ": " << spec.error().message);
-  const ScheduleInfo* info = FindSchedule(c.schedule);
-  REQUIRE(info != nullptr);
   Result<Program> program = info->generate(*spec, c.params);
   if (!program.ok()) {
     FAIL("generate: " << program.error().key << ": "

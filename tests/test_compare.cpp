@@ -84,6 +84,10 @@ strategy:
   recompute: {layers: {decoder.0: full}}
 )";
 
+// The three schedules these tests were written for (the default set has
+// every registered one; see "compare's default set" below).
+constexpr const char* kThree = "gpipe,1f1b,interleaved";
+
 json CompareJson(std::vector<std::string> args) {
   args.insert(args.begin(), "compare");
   args.push_back("--format");
@@ -196,9 +200,9 @@ TEST_CASE("compare agrees with separate ppb-sim runs", "[compare][cli]") {
     const std::string path = Config("example.yaml");
     const json j = CompareJson({"--config", path});
     CHECK(j["schema"] == "ppb.compare/1");
-    REQUIRE(j["rows"].size() == 5);
-    CHECK(j["rows"][3]["schedule"] == "zb-1p");
-    CHECK(j["rows"][4]["schedule"] == "zb-2p");
+    REQUIRE(j["rows"].size() == 9);
+    CHECK(j["rows"][7]["schedule"] == "zb-1p");
+    CHECK(j["rows"][8]["schedule"] == "zb-2p");
     CHECK(j["rows"][2]["virtual_stages"] == 2);
     CHECK(j["notes"][0].get<std::string>().find("v = 2") != std::string::npos);
     for (const json& row : j["rows"]) {
@@ -211,9 +215,8 @@ TEST_CASE("compare agrees with separate ppb-sim runs", "[compare][cli]") {
   }
   SECTION("interleaved config: its layout applies to v = 2 only") {
     const std::string path = Config("interleaved.yaml");
-    const json j = CompareJson({"--config", path, "--schedules", "gpipe,1f1b,interleaved", "--vary",
-                                "pipeline.microbatches=6,8", "--vary",
-                                "pipeline.virtual_stages=2,4"});
+    const json j = CompareJson({"--config", path, "--schedules", kThree, "--vary",
+                                "pipeline.microbatches=6,8", "--vary", "pipeline.virtual_stages=2,4"});
     REQUIRE(j["rows"].size() == 12);
     for (const json& row : j["rows"]) CheckAgainstSimulate(path, row);
     // m = 6 is not a multiple of p = 4: refused by Megatron's rules.
@@ -228,8 +231,7 @@ TEST_CASE("compare agrees with separate ppb-sim runs", "[compare][cli]") {
   }
   SECTION("a config split for v = 1; recompute kept with the even split") {
     const std::string path = WriteTemp("linked.yaml", kLinked);
-    const json j = CompareJson(
-        {"--config", path, "--schedules", "gpipe,1f1b,interleaved", "--virtual-stages", "2"});
+    const json j = CompareJson({"--config", path, "--schedules", kThree, "--virtual-stages", "2"});
     REQUIRE(j["rows"].size() == 3);
     for (const json& row : j["rows"]) CheckAgainstSimulate(path, row);
     CHECK(j["rows"][1]["split"] == "config");
@@ -249,8 +251,8 @@ TEST_CASE("compare agrees with separate ppb-sim runs", "[compare][cli]") {
 
 TEST_CASE("compare: closed forms with uniform layers and free links", "[compare]") {
   const std::string path = WriteTemp("uniform.yaml", kUniform);
-  const json j = CompareJson({"--config", path, "--schedules", "gpipe,1f1b,interleaved", "--vary",
-                              "pipeline.virtual_stages=2,4,8"});
+  const json j = CompareJson(
+      {"--config", path, "--schedules", kThree, "--vary", "pipeline.virtual_stages=2,4,8"});
   REQUIRE(j["rows"].size() == 9);
   constexpr long long kMs = 1'000'000;
   for (int k = 0; k < 3; ++k) {
@@ -408,7 +410,8 @@ TEST_CASE("compare: bad --vary and --schedules input exits 2", "[compare]") {
           .find("expected each key once") != std::string::npos);
   CHECK(CompareError({"--config", path, "--schedules", "custom"}) ==
         "ppb-sim: --schedules: expected a comma-separated list of gpipe, 1f1b, "
-        "interleaved, zb-1p, zb-2p; got 'custom'\n");
+        "interleaved, looped-bfs, interleaved-zero-bubble, zbv-zero-bubble, "
+        "dualpipev, zb-1p, zb-2p; got 'custom'\n");
   CHECK(CompareError({"--config", path, "--schedules", "1f1b,"}).find("--schedules") !=
         std::string::npos);
   CHECK(CompareError({"--config", path, "--format", "xml"}) ==
@@ -422,6 +425,8 @@ TEST_CASE("compare: text, json and csv formats", "[compare]") {
   const std::vector<std::string> args = {"compare",
                                          "--config",
                                          path,
+                                         "--schedules",
+                                         kThree,
                                          "--vary",
                                          "pipeline.microbatches=6,8",
                                          "--vary",
@@ -439,7 +444,7 @@ TEST_CASE("compare: text, json and csv formats", "[compare]") {
   };
 
   const json j = json::parse(run("json"));
-  REQUIRE(j["rows"].size() == 20);  // 4 variants x 5 schedules
+  REQUIRE(j["rows"].size() == 12);
   CHECK(j["vary"][1]["values"] == json::parse(R"(["5us", "x10"])"));
   CHECK(j["rows"][0]["variant"] ==
         json::parse(R"({"pipeline.microbatches": "6", "cluster.link.latency": "5us"})"));
@@ -448,7 +453,7 @@ TEST_CASE("compare: text, json and csv formats", "[compare]") {
   CHECK(j["rows"][2].count("iteration_time_ns") == 0);
 
   const auto csv = ParseCsv(run("csv"));
-  REQUIRE(csv.size() == 1 + 20);
+  REQUIRE(csv.size() == 1 + 12);
   CHECK(csv[0][0] == "pipeline.microbatches");
   CHECK(csv[0][1] == "cluster.link.latency");
   CHECK(csv[0][2] == "schedule");
@@ -456,7 +461,7 @@ TEST_CASE("compare: text, json and csv formats", "[compare]") {
   const auto col = [&](std::string_view name) {
     return std::find(csv[0].begin(), csv[0].end(), name) - csv[0].begin();
   };
-  for (size_t i = 0; i < 20; ++i) {
+  for (size_t i = 0; i < 12; ++i) {
     const json& r = j["rows"][i];
     const auto& c = csv[i + 1];
     CHECK(c[col("schedule")] == r["schedule"]);
@@ -474,11 +479,41 @@ TEST_CASE("compare: text, json and csv formats", "[compare]") {
   CHECK(csv[3][col("fallback_reason")].find(',') != std::string::npos);
 
   const std::string text = run("text");
-  CHECK(text.rfind("ppb-sim compare: linked | 5 schedules x 4 variants\n", 0) == 0);
+  CHECK(text.rfind("ppb-sim compare: linked | 3 schedules x 4 variants\n", 0) == 0);
   CHECK(text.find("rejected [") != std::string::npos);
   CHECK(text.find("interleaved runs with v = 2") != std::string::npos);
   CHECK(text.find("): pipeline.microbatches: must be a multiple") != std::string::npos);
   CHECK(text.find("even split (the config's recompute kept)") != std::string::npos);
+}
+
+TEST_CASE("compare's default set: every registered schedule, refusals as rows",
+          "[compare]") {
+  const std::string path = WriteTemp("uniform-zb.yaml", kUniform);
+  const json j = CompareJson({"--config", path});
+  std::vector<std::string> names;
+  for (const json& row : j["rows"]) names.push_back(row["schedule"]);
+  CHECK(names == std::vector<std::string>{"gpipe", "1f1b", "interleaved", "looped-bfs",
+                                          "interleaved-zero-bubble", "zbv-zero-bubble",
+                                          "dualpipev", "zb-1p", "zb-2p"});
+  for (const json& row : j["rows"]) {
+    INFO(row.dump());
+    if (row["status"] == "ok") CheckAgainstSimulate(path, row);
+  }
+  // v = 2 for the V schedules; m = 8 = 2p: dualpipev runs.
+  CHECK(j["rows"][5]["virtual_stages"] == 2);
+  CHECK(j["rows"][6]["virtual_stages"] == 2);
+  CHECK(j["rows"][6]["status"] == "ok");
+  // m = 6 < 2p: dualpipev is refused with torch's rule, as a row.
+  const json six = CompareJson({"--config", path, "--microbatches", "6"});
+  CHECK(six["rows"][6]["status"] == "rejected");
+  CHECK(six["rows"][6]["reason"].get<std::string>().find(
+            "DualPipeV requires at least as many microbatches as stages") != std::string::npos);
+  // torch's names are accepted.
+  const json torch =
+      CompareJson({"--config", path, "--schedules", "ScheduleZBVZeroBubble,LoopedBFS"});
+  REQUIRE(torch["rows"].size() == 2);
+  CHECK(torch["rows"][0]["schedule"] == "zbv-zero-bubble");
+  CHECK(torch["rows"][1]["schedule"] == "looped-bfs");
 }
 
 }  // namespace ppb

@@ -553,6 +553,7 @@ TEST_CASE("config: CLI overrides replace file values", "[config]") {
     unknown.schedule = "zb";
     CHECK(ParseError(std::string(kBase), unknown) ==
           "run.yaml: --schedule: must be one of gpipe, 1f1b, interleaved, "
+          "looped-bfs, interleaved-zero-bubble, zbv-zero-bubble, dualpipev, "
           "zb-1p, zb-2p, custom; got zb");
   }
   SECTION("a schedule constraint on an overridden value names the flag") {
@@ -599,7 +600,8 @@ TEST_CASE("config errors: YAML and structure", "[config]") {
        "run.yaml:31: model.layers[2].outptu: unknown key; expected one of "
        "name, "
        "kind, repeat, forward, backward, backward_input, backward_weight, "
-       "static_memory, activation, workspace, output, recompute"},
+       "static_memory, activation, activation_after_input_grad, workspace, "
+       "output, recompute"},
       {{{"virtual_stages: 1", "stages: 4"}},
        "run.yaml:44: pipeline.stages: must be given once; got it again (first "
        "on line 42)"},
@@ -640,7 +642,8 @@ TEST_CASE("config errors: pipeline", "[config]") {
        "0"},
       {{{"schedule: 1f1b", "schedule: zb"}},
        "run.yaml:45: pipeline.schedule: must be one of gpipe, 1f1b, "
-       "interleaved, zb-1p, zb-2p, custom; got zb"},
+       "interleaved, looped-bfs, interleaved-zero-bubble, zbv-zero-bubble, "
+       "dualpipev, zb-1p, zb-2p, custom; got zb"},
       {{{"communication: overlapped",
           "communication: overlapped\n  activation_limit: 0p"}},
        "run.yaml:48: pipeline.activation_limit: must be a size (e.g. 24GiB) "

@@ -407,7 +407,7 @@ TEST_CASE("ppb-sim model: golden Llama-3-8B json and text", "[cost][cli]") {
   REQUIRE(r.status == 0);
   CHECK(r.out.rfind("model llama3-8b from ", 0) == 0);
   CHECK(r.out.find(": 34 layers\n") != std::string::npos);
-  CHECK(r.out.find("\ntotal: 8030261248 params, ") != std::string::npos);
+  CHECK(r.out.find("\ntotal: 8030261248 params (main model), ") != std::string::npos);
   CHECK(r.out.find(" all layers on one rank\n") != std::string::npos);
 }
 

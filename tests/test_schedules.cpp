@@ -215,14 +215,16 @@ TEST_CASE("registry lists the schedules in a fixed order", "[schedules]") {
     CHECK_FALSE(info.description.empty());
     CHECK(info.generate != nullptr);
   }
-  CHECK(names == std::vector<std::string>{"gpipe", "1f1b", "interleaved",
-                                          "zb-1p", "zb-2p"});
+  CHECK(names == std::vector<std::string>{
+                     "gpipe", "1f1b", "interleaved", "looped-bfs",
+                     "interleaved-zero-bubble", "zbv-zero-bubble",
+                     "dualpipev", "zb-1p", "zb-2p"});
   REQUIRE(FindSchedule("1f1b") != nullptr);
   CHECK(FindSchedule("1f1b")->generate == &Generate1F1B);
   CHECK(FindSchedule("gpipe")->generate == &GenerateGPipe);
   CHECK(FindSchedule("interleaved")->generate == &GenerateInterleaved);
   CHECK(FindSchedule("1F1B") == nullptr);
-  CHECK(FindSchedule("zb-v") == nullptr);
+  CHECK(FindSchedule("ScheduleLoopedBFS") == nullptr);
 }
 
 // ---------------------------------------------------------------------------
@@ -394,11 +396,9 @@ TEST_CASE("generators follow the rules and formulas for other shapes",
           "[schedules]") {
   int generated = 0;
   int refused = 0;
-  for (const ScheduleInfo& info : ScheduleRegistry()) {
+  for (const char* schedule : {"gpipe", "1f1b", "interleaved"}) {
+    const ScheduleInfo& info = *FindSchedule(schedule);
     const std::string name(info.name);
-    // The adaptive schedules plan from stage costs, which Shape() lacks:
-    // tests/test_zb_adaptive.cpp runs them over the same shapes with costs.
-    if (name.rfind("zb-", 0) == 0) continue;
     for (Flavor flavor : {Flavor::Megatron, Flavor::PyTorch}) {
       for (int p : {1, 2, 3, 4, 5, 8}) {
         for (int v : {1, 2, 3}) {
@@ -584,10 +584,18 @@ TEST_CASE("DumpScheduleCsv writes one row per rank", "[csv]") {
 TEST_CASE("CSV round trip gives the same program", "[csv]") {
   for (const ScheduleInfo& info : ScheduleRegistry()) {
     for (int p : {1, 2, 4}) {
-      const int v = info.name == "interleaved" ? 2 : 1;
-      // Costs for the adaptive schedules, which plan from them.
-      PipelineSpec spec = PipelineSpec::Uniform(p, v, 2 * p, 1, 1);
-      for (StageCost& c : spec.stages) c.backward_weight = 1;
+      const bool two = info.name == "interleaved" ||
+                       info.placement == StagePlacement::V;
+      const int v = two ? 2 : 1;
+      PipelineSpec spec = Shape(p, v, 2 * p);
+      if (info.placement == StagePlacement::V) {
+        spec.stage_device = StagePlacementDevices(StagePlacement::V, p, v);
+      }
+      if (info.name.starts_with("zb-")) {
+        // Costs for the adaptive schedules, which plan from them.
+        spec = PipelineSpec::Uniform(p, v, 2 * p, 1, 1);
+        for (StageCost& c : spec.stages) c.backward_weight = 1;
+      }
       const Result<Program> program = info.generate(spec, {});
       REQUIRE(program.ok());
       const std::string csv = DumpScheduleCsv(*program);
@@ -598,6 +606,29 @@ TEST_CASE("CSV round trip gives the same program", "[csv]") {
       CHECK(DumpScheduleCsv(*back) == csv);
     }
   }
+  // torch's overlapped action, both ways (ScheduleDualPipeV's spelling).
+  const Result<Program> overlapped =
+      ParseScheduleCsv("0F0,(0F1;7B0)OVERLAP_F_B, ( 0F2 ; 7I1 )OVERLAP_F_B\n");
+  REQUIRE(overlapped.ok());
+  REQUIRE(overlapped->ops.size() == 1);
+  const std::vector<Op> pairs = {
+      MakeOp(OpKind::F, 0, 0), Op{OpKind::F, StageId(0), MicrobatchId(1), true},
+      MakeOp(OpKind::B, 7, 0), Op{OpKind::F, StageId(0), MicrobatchId(2), true},
+      MakeOp(OpKind::I, 7, 1)};
+  CHECK(overlapped->ops[0] == pairs);
+  CHECK(DumpScheduleCsv(*overlapped) ==
+        "0F0,(0F1;7B0)OVERLAP_F_B,(0F2;7I1)OVERLAP_F_B\n");
+  for (const char* bad : {"(0F1;7B0)", "(0F1;7W0)OVERLAP_F_B",
+                          "(7B0;0F1)OVERLAP_F_B", "(0F1)OVERLAP_F_B"}) {
+    INFO(bad);
+    const Result<Program> r = ParseScheduleCsv(std::string("0F0,") + bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message ==
+          std::string("line 1, column 2: expected an overlapped action like "
+                      "(4F4;3B0)OVERLAP_F_B (an F and then a B or I); got '") +
+              bad + "'");
+  }
+
   // I and W ops and a rank with no ops in the middle.
   Program split;
   split.ops = {{MakeOp(OpKind::F, 0, 0), MakeOp(OpKind::I, 0, 0),

@@ -52,6 +52,10 @@ struct InstanceOptions {
   std::int64_t budget = 3000;  // most strategies to enumerate
   bool allow_empty = true;     // sometimes allow empty chunks
   bool multi_choice = true;    // sometimes several schedule choices
+  // PyTorch's zero-bubble schedules instead: looped-bfs for gpipe,
+  // interleaved-zero-bubble (ZB-H1) for 1f1b, zbv-zero-bubble (V placement)
+  // for interleaved; m = p or 2p.
+  bool zero_bubble = false;
 };
 
 // A random problem with unlimited memory (capacities are set afterwards).
@@ -62,12 +66,18 @@ SearchProblem RandomProblem(std::mt19937_64& rng, const InstanceOptions& opt) {
   const int kind = Uniform(rng, 0, opt.multi_choice ? 5 : 2);
   const bool interleaved = kind == 2 || kind == 3 || kind == 5;
   pr.p = interleaved || Chance(rng, 0.9) ? Uniform(rng, 2, 4) : 1;
-  pr.m = interleaved ? pr.p * Uniform(rng, 1, 2) : Uniform(rng, 1, 8);
-  auto add = [&](const char* name, int v) {
+  pr.m = interleaved || opt.zero_bubble ? pr.p * Uniform(rng, 1, 2)
+                                        : Uniform(rng, 1, 8);
+  auto add = [&](std::string name, int v) {
     ScheduleChoice c;
+    if (opt.zero_bubble) {
+      name = name == "gpipe"  ? "looped-bfs"
+             : name == "1f1b" ? "interleaved-zero-bubble"
+                              : "zbv-zero-bubble";
+    }
     c.schedule = name;
     c.v = v;
-    if (v > 1 && pr.m >= 2 * pr.p && Chance(rng, 0.3))
+    if (v > 1 && pr.m >= 2 * pr.p && !opt.zero_bubble && Chance(rng, 0.3))
       c.params.group = 2 * pr.p;
     pr.choices.push_back(c);
   };
@@ -534,6 +544,32 @@ TEST_CASE("search finds the exhaustive optimum and proves it", "[search]") {
   // The generator must produce instances where memory decides the answer.
   CHECK(binding >= static_cast<int>(seeds.size()) / 4);
   CHECK(multi >= static_cast<int>(seeds.size()) / 6);
+}
+
+TEST_CASE("search finds the exhaustive optimum under the zero-bubble schedules",
+          "[search]") {
+  int v_placed = 0;
+  for (std::uint64_t seed : Seeds(7001, 40)) {
+    INFO("seed " << seed);
+    InstanceOptions io;
+    io.zero_bubble = true;
+    const Instance in = RandomFeasibleInstance(seed, io);
+    INFO(Describe(in.problem));
+    for (const ScheduleChoice& c : in.problem.choices) {
+      v_placed += c.schedule == "zbv-zero-bubble";
+    }
+    SearchOptions opt;
+    opt.seed = seed;
+    const SearchResult r = MustSearch(in.problem, opt);
+    INFO("search: " << r.stop_reason << ", best " << Show(ObjectiveOf(r.best))
+                    << " " << Show(r.best.strategy) << " choice " << r.best.choice);
+    REQUIRE(r.found);
+    CHECK(r.proved_optimal);
+    CHECK(ObjectiveOf(r.best) == *in.optimum);
+    CHECK(r.lower_bound <= std::get<0>(*in.optimum));
+    CheckReported(in.problem, opt, r);
+  }
+  CHECK(v_placed >= 10);
 }
 
 TEST_CASE("infeasible problems report the smallest uniform capacity that fits",

@@ -164,7 +164,8 @@ TEST_CASE("search block: errors name file, line and key", "[search-cli]") {
        "run.yaml:18: search.bogus: unknown key; expected one of schedules,"},
       {"search:\n  schedules: [1f1b, custom]\n",
        "run.yaml:18: search.schedules[1]: must be one of gpipe, 1f1b, "
-       "interleaved, zb-1p, zb-2p (a custom schedule fixes the op order of one split); got "
+       "interleaved, looped-bfs, interleaved-zero-bubble, zbv-zero-bubble, "
+       "dualpipev, zb-1p, zb-2p (a custom schedule fixes the op order of one split); got "
        "custom"},
       {"search:\n  schedules: [1f1b, 1F1B]\n",
        "run.yaml:18: search.schedules[1]: must name each schedule once; got "
@@ -310,7 +311,8 @@ TEST_CASE("candidates: errors name the candidates file", "[search-cli]") {
               "the name of candidates[0]");
   CheckPrefix(CandidatesError("candidates:\n  - {name: a, schedule: zb}\n"),
               "cands.yaml:2: candidates[0].schedule: must be one of gpipe, "
-              "1f1b, interleaved, zb-1p, zb-2p; got zb");
+              "1f1b, interleaved, looped-bfs, interleaved-zero-bubble, "
+              "zbv-zero-bubble, dualpipev, zb-1p, zb-2p; got zb");
   CheckPrefix(CandidatesError("candidates:\n  - {name: a, schedule: "
                               "interleaved}\n"),
               "cands.yaml:2: candidates[0].schedule: schedule interleaved "

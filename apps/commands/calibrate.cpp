@@ -31,6 +31,9 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
       "what one SAPP memory number is (e.g. 1MiB); SAPP input only")(
       "time-unit", po::value<std::string>(),
       "what one SAPP time number is (e.g. 1ms); SAPP input only")(
+      "sapp-time", po::value<std::string>(),
+      "what SAPP's time_config numbers are: forward (MindFormers r1.5.0, "
+      "the default) or forward+backward (before commit 959a2451)")(
       "no-constant", "do not fit a per-stage constant (C = 0)");
   po::variables_map vm;
   try {
@@ -71,6 +74,16 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
     }
     units.time = *t;
   }
+  if (vm.count("sapp-time")) {
+    const std::string v = vm["sapp-time"].as<std::string>();
+    if (v != "forward" && v != "forward+backward") {
+      err << "ppb-sim: --sapp-time: expected forward or forward+backward; "
+             "got '" << v << "'\n";
+      return 2;
+    }
+    units.time_meaning =
+        v == "forward" ? SappTime::Forward : SappTime::ForwardBackward;
+  }
   const std::string path = vm["measurements"].as<std::string>();
   Result<Measurements> m = LoadMeasurements(path, units);
   if (!m.ok()) {
@@ -82,6 +95,11 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
   if (!fit.ok()) {
     err << path << ": " << fit.error().message << "\n";
     return 2;
+  }
+  // SAPP's negative per-stage constant is accepted (Calibrate refuses it
+  // for ppb's own measurements); say what it means.
+  if (fit->constant < -0.5) {
+    err << "ppb-sim calibrate: warning: " << NegativeConstantText(*fit) << "\n";
   }
   if (format == "json") {
     out << FormatCalibrationJson(*m, *fit);

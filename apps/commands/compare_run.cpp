@@ -59,6 +59,22 @@ std::string Reason(std::string_view filename, const Error& e, bool v_from_flag) 
   return s;
 }
 
+// Whether the registered schedule places its stages in a V (fixed v = 2).
+bool PlacementIsV(const std::string& schedule) {
+  const ScheduleInfo* info = FindSchedule(schedule);
+  return info != nullptr && info->placement == StagePlacement::V;
+}
+
+// "a", "a and b", "a, b and c".
+std::string JoinAnd(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t k = 0; k < items.size(); ++k) {
+    if (k > 0) out += k + 1 == items.size() ? " and " : ", ";
+    out += items[k];
+  }
+  return out;
+}
+
 bool IsStrategyError(const Error& e) {
   return e.key == "strategy" || e.key.rfind("strategy.", 0) == 0;
 }
@@ -83,11 +99,9 @@ Status ReadSchedules(const CompareRequest& request, CompareTable& table) {
   }
   if (request.schedules.empty()) table.schedules = registered;
   for (const std::string& given : request.schedules) {
-    std::string name = given;
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char c) { return std::tolower(c); });
-    if (name == "interleaved1f1b") name = "interleaved";
-    if (std::find(registered.begin(), registered.end(), name) == registered.end()) {
+    const ScheduleInfo* info = FindScheduleByAnyName(given);
+    const std::string name = info == nullptr ? given : std::string(info->name);
+    if (info == nullptr) {
       return Error{"--schedules",
                    "--schedules: expected a comma-separated "
                    "list of " +
@@ -304,12 +318,27 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
         "interleaved runs with v = 2: the config has v = 1 (choose v with "
         "--virtual-stages or --vary pipeline.virtual_stages=2,4)");
   }
-  const bool has_flat = std::any_of(table.schedules.begin(), table.schedules.end(),
-                                    [](const std::string& s) { return s != "interleaved"; });
-  if (has_flat && (v_varied || cli.virtual_stages || base->shape.v > 1)) {
+  // gpipe and 1f1b run one chunk per rank, the V schedules two; the other
+  // schedules take the varied / flag / config v (interleaved: as above).
+  std::vector<std::string> flat, chunked, two;
+  for (const std::string& s : table.schedules) {
+    (s == "gpipe" || s == "1f1b" ? flat
+     : PlacementIsV(s)           ? two
+                                 : chunked)
+        .push_back(s);
+  }
+  const bool v_given = v_varied || cli.virtual_stages.has_value();
+  if (!flat.empty() && (v_given || base->shape.v > 1)) {
     table.notes.push_back(
-        "gpipe and 1f1b run with v = 1 (pipeline.virtual_stages applies to "
-        "interleaved only)");
+        JoinAnd(flat) + (flat.size() == 1 ? " runs" : " run") +
+        " with v = 1 (pipeline.virtual_stages applies to " +
+        (chunked.empty() ? std::string("no other schedule") : JoinAnd(chunked)) +
+        " only)");
+  }
+  if (!two.empty() && (v_given || base->shape.v != 2)) {
+    table.notes.push_back(JoinAnd(two) + (two.size() == 1 ? " runs" : " run") +
+                          " with v = 2 (the V placement: rank r holds stages r "
+                          "and 2p-1-r)");
   }
 
   const YAML::Node strategy = At(root, {{"strategy"}});
@@ -327,9 +356,11 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
       row.schedule = schedule;
       CliOverrides ov = var.overrides;
       ov.schedule = schedule;
-      const int v = schedule != "interleaved"
-                        ? 1
-                        : var.v.value_or(cli.virtual_stages.value_or(interleaved_v));
+      const int v =
+          schedule == "gpipe" || schedule == "1f1b" ? 1
+          : PlacementIsV(schedule)                  ? 2
+          : var.v.value_or(cli.virtual_stages.value_or(
+                schedule == "interleaved" ? interleaved_v : base->shape.v));
       ov.virtual_stages = v;
       row.v = v;
       row.p = ov.stages.value_or(base->shape.p);

@@ -89,8 +89,12 @@ Result<RankCandidate> Parser::ParseCandidate(const Entry& item,
     if (!x.ok()) return x.error();
     c.v = static_cast<int>(*x);
     v_key_ = v->path;
-  } else if (schedule != nullptr && c.schedule != "interleaved") {
+  } else if (schedule != nullptr &&
+             (c.schedule == "gpipe" || c.schedule == "1f1b")) {
     c.v = 1;
+  } else if (schedule != nullptr) {
+    const ScheduleInfo* info = FindSchedule(c.schedule);
+    if (info != nullptr && info->placement == StagePlacement::V) c.v = 2;
   }
   c.params = base.schedule_params;
   if (const Entry* g = Find(e, "microbatch_group")) {

@@ -63,8 +63,35 @@ Status Parser::ParseRoot(const YAML::Node& root) {
   PPB_RETURN_IF_ERROR(ParseCluster(cluster != nullptr
                                        ? cluster->value
                                        : YAML::Node(YAML::NodeType::Map)));
+  PPB_RETURN_IF_ERROR(ApplyStageConstant());
   PPB_RETURN_IF_ERROR(ParseStrategy(Find(*top, "strategy")));
   return ParseSearch(Find(*top, "search"));
+}
+
+// SAPP's stage_const_mem (RunConfig::stage_constant): every stage holds it
+// besides its layers, so each device has that much less for them.
+Status Parser::ApplyStageConstant() {
+  const Bytes c = cfg_.stage_constant;
+  if (c == 0) return Status();
+  auto apply = [&](Bytes& capacity) -> Status {
+    if (capacity - c <= 0) {
+      return Fail("model.sapp_layers",
+                  "has stage_const_mem " + std::to_string(c) +
+                      " B, at least a device's memory capacity (" +
+                      std::to_string(capacity) + " B)");
+    }
+    capacity -= c;
+    return Status();
+  };
+  for (Device& d : cfg_.cluster.devices) {
+    PPB_RETURN_IF_ERROR(apply(d.memory_capacity));
+  }
+  if (cfg_.topology) {
+    for (DeviceType& t : cfg_.topology->types) {
+      PPB_RETURN_IF_ERROR(apply(t.memory_capacity));
+    }
+  }
+  return Status();
 }
 
 }  // namespace ppb::config_detail
@@ -102,7 +129,11 @@ Status CheckSchedule(const std::string& schedule, int p, int v, int m,
     return Error{"pipeline.schedule",
                  "must name a registered schedule; got " + schedule};
   }
-  const PipelineSpec spec = PipelineSpec::Uniform(p, v, m, 1, 1);
+  PipelineSpec spec = PipelineSpec::Uniform(p, v, m, 1, 1);
+  if (info->placement == StagePlacement::V && v == 2) {
+    spec.placement = StagePlacement::V;
+    spec.stage_device = StagePlacementDevices(StagePlacement::V, p, v);
+  }
   Result<Program> program = info->generate(spec, params);
   if (!program.ok()) return program.error();
   return Status();
@@ -119,7 +150,17 @@ Result<PreparedRun> Prepare(const RunConfig& config) {
     return e;
   };
 
-  Result<PipelineSpec> spec = Lower(config.layers, config.cluster, config.shape,
+  // The schedule decides where the stages go (V for zbv-zero-bubble and
+  // dualpipev, when v = 2; their generators refuse other v).
+  PipelineShape shape = config.shape;
+  if (!custom) {
+    const ScheduleInfo* named = FindSchedule(config.schedule);
+    if (named != nullptr && named->placement == StagePlacement::V &&
+        shape.v == 2) {
+      shape.placement = StagePlacement::V;
+    }
+  }
+  Result<PipelineSpec> spec = Lower(config.layers, config.cluster, shape,
                                     config.strategy, config.allow_empty_chunks);
   if (!spec.ok()) return fail(spec.error());
   if (Status s = ValidateSpec(*spec); !s.ok()) return fail(s.error());

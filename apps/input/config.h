@@ -83,6 +83,16 @@ struct RunConfig {
   // as `layers`, plus params, FLOPs and provenance). Empty otherwise.
   std::string hf_config;
   std::vector<DerivedLayer> derived;
+  // With derived layers: what they were derived from.
+  Architecture architecture;
+  Training training;
+  // With model.sapp_layers: SAPP's stage_const_mem, memory each stage holds
+  // besides its layers (may be negative). It is taken off every device's
+  // capacity (cluster and topology) after loading.
+  Bytes stage_constant = 0;
+  // What the loader assumed and the reports print ("SAPP time read as
+  // forward ...").
+  std::vector<std::string> input_notes;
   Cluster cluster;            // p devices and p links (with a topology:
                               // those of `placement`)
   // A heterogeneous cluster (cluster.device_types, cluster.nodes,

@@ -12,7 +12,7 @@ Status Parser::ParseModel(const YAML::Node& node, const Entry* training,
                           const Entry* hardware) {
   Result<Entries> e =
       Map(node, "model", {"name", "layers", "hf_config", "architecture",
-                          "sapp_layers", "sapp_units"});
+                          "sapp_layers", "sapp_units", "sapp_time"});
   if (!e.ok()) return e.error();
   if (const Entry* name = Find(*e, "name")) {
     Result<std::string> s = String(name->value, name->path, "a string");
@@ -27,7 +27,8 @@ Status Parser::ParseModel(const YAML::Node& node, const Entry* training,
                 "architecture one way); got both");
   }
   if (const Entry* source = hf != nullptr ? hf : inline_arch) {
-    for (std::string_view other : {"layers", "sapp_layers", "sapp_units"}) {
+    for (std::string_view other :
+         {"layers", "sapp_layers", "sapp_units", "sapp_time"}) {
       if (const Entry* x = Find(*e, other)) {
         return Fail(x->path, "must not be given with " + source->path +
                                  " (the layers are derived from it); got "
@@ -36,7 +37,8 @@ Status Parser::ParseModel(const YAML::Node& node, const Entry* training,
     }
     return ParseDerivedModel(*source, training, hardware);
   }
-  if (Find(*e, "sapp_layers") || Find(*e, "sapp_units")) {
+  if (Find(*e, "sapp_layers") || Find(*e, "sapp_units") ||
+      Find(*e, "sapp_time")) {
     return ParseSappModel(*e);
   }
   for (const Entry* x : {training, hardware}) {
@@ -110,6 +112,8 @@ Status Parser::ParseDerivedModel(const Entry& source, const Entry* training,
         {"training.ep", "training.expert_parallel"},
         {"training.dp", "training.data_parallel"},
         {"training.activation_bytes", "training.dtype"},
+        {"training.grad_dtype", "training.grad_dtype"},
+        {"training.pp", "pipeline.stages"},
         {"hardware.peak_tflops", "hardware.peak_tflops"},
         {"hardware.achievable_fraction", "hardware.achievable_fraction"}};
     static const std::map<std::string, std::string> kInlineKeys = {
@@ -136,6 +140,8 @@ Status Parser::ParseDerivedModel(const Entry& source, const Entry* training,
                                  s.error().message);
   }
   cfg_.derived = DeriveLayers(arch, *t, *h);
+  cfg_.architecture = arch;
+  cfg_.training = *t;
   for (const DerivedLayer& d : cfg_.derived) cfg_.layers.push_back(d.layer);
   return Status();
 }
@@ -175,16 +181,36 @@ Status Parser::ParseSappModel(const Entries& e) {
   Result<std::int64_t> mv =
       Size(m->value, m->path, true);
   if (!mv.ok()) return mv.error();
+  SappUnits sapp_units{*tv, *mv, std::nullopt};
+  if (const Entry* st = Find(e, "sapp_time")) {
+    // What SAPP's `time` is (apps/input/sapp.h): MindFormers r1.5.0 reads
+    // the forward time, versions before commit 959a2451 forward + backward.
+    Result<size_t> i = Choice(st->value, st->path, {"forward", "forward+backward"});
+    if (!i.ok()) return i.error();
+    sapp_units.time_meaning =
+        *i == 0 ? SappTime::Forward : SappTime::ForwardBackward;
+  }
   std::filesystem::path fp(*name);
   if (fp.is_relative()) {
     fp = std::filesystem::path(cfg_.path).parent_path() / fp;
   }
-  Result<std::vector<Layer>> layers =
-      LoadSappLayers(fp.string(), SappUnits{*tv, *mv});
-  if (!layers.ok()) {
-    return Fail(file->path, "cannot be used: " + layers.error().message);
+  Result<SappModel> sapp = LoadSappModel(fp.string(), sapp_units);
+  if (!sapp.ok()) {
+    return Fail(file->path, "cannot be used: " + sapp.error().message);
   }
-  cfg_.layers = std::move(*layers);
+  cfg_.layers = std::move(sapp->layers);
+  cfg_.stage_constant = sapp->stage_constant;
+  cfg_.input_notes.push_back(sapp->time_note);
+  if (sapp->stage_constant != 0) {
+    cfg_.input_notes.push_back(
+        "SAPP stage_const_mem " +
+        std::to_string(sapp->stage_constant / (1 << 20)) +
+        " MiB per stage: taken off every device's memory capacity" +
+        (sapp->stage_constant < 0
+             ? " (negative: the per-layer terms of SAPP's fit overstate "
+               "memory, the constant corrects them)"
+             : ""));
+  }
   if (cfg_.model_name.empty()) cfg_.model_name = fp.stem().string();
   return Status();
 }
@@ -196,8 +222,9 @@ Status Parser::ParseLayer(const Entry& item,
   Result<Entries> er =
       Map(item.value, path,
           {"name", "kind", "repeat", "forward", "backward", "backward_input",
-           "backward_weight", "static_memory", "activation", "workspace",
-           "output", "recompute"});
+           "backward_weight", "static_memory", "activation",
+           "activation_after_input_grad", "workspace", "output",
+           "recompute"});
   if (!er.ok()) return er.error();
   const Entries& e = *er;
   Layer layer;
@@ -263,6 +290,20 @@ Status Parser::ParseLayer(const Entry& item,
       if (!b.ok()) return b.error();
       *field.out = *b;
     }
+  }
+  if (const Entry* held = Find(e, "activation_after_input_grad")) {
+    Result<Bytes> b = Size(held->value, held->path, false);
+    if (!b.ok()) return b.error();
+    if (*b > layer.activation) {
+      const Entry* activation = Find(e, "activation");
+      return Fail(held->path,
+                  "must be at most the layer's activation (" +
+                      (activation != nullptr ? activation->value.Scalar()
+                                             : std::string("0, not given")) +
+                      "), the part of it still held between I and W; got " +
+                      held->value.Scalar());
+    }
+    layer.activation_after_input_grad = *b;
   }
   if (const Entry* rc = Find(e, "recompute")) {
     PPB_RETURN_IF_ERROR(

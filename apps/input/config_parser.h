@@ -75,6 +75,7 @@ class Parser : public ConfigReader {
 
   // config_cluster.cpp: cluster.* (per-rank devices and links, or a topology)
   Status ParseCluster(const YAML::Node& node);
+  Status ApplyStageConstant();
   Status ParseTopology(const Entries& e);
   Status ParseDeviceTypes(const Entry& types, Topology& t);
   Status ParseNodes(const Entry& nodes, Topology& t);

@@ -4,6 +4,8 @@
 // the shapes of the other sections depend on p and v. Errors as every
 // config error: "file:line: pipeline.<key>: must be ...; got ...".
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 
 #include "apps/input/config_parser.h"
 
@@ -53,7 +55,7 @@ Status Parser::ParsePipeline(const Entry* section) {
         Map(section->value, "pipeline",
             {"stages", "microbatches", "virtual_stages", "schedule", "flavor",
              "microbatch_group", "communication", "schedule_csv",
-             "activation_limit"});
+             "fb_overlap", "activation_limit"});
     if (!r.ok()) return r.error();
     e = std::move(*r);
   }
@@ -88,6 +90,21 @@ Status Parser::ParsePipeline(const Entry* section) {
     Result<size_t> i = Choice(c->value, c->path, {"overlapped", "blocking"});
     if (!i.ok()) return i.error();
     cfg_.shape.comm = *i == 0 ? CommMode::Overlapped : CommMode::Blocking;
+  }
+  if (const Entry* o = Find(e, "fb_overlap")) {
+    // The share of the shorter half an overlapped F+B (dualpipev) saves.
+    const std::string want = "must be a share in [0, 1]";
+    double x = -1;
+    if (o->value.IsScalar()) {
+      const std::string& s = o->value.Scalar();
+      const char* end = s.data() + s.size();
+      auto [ptr, ec] = std::from_chars(s.data(), end, x);
+      if (s.empty() || ec != std::errc() || ptr != end) x = -1;
+    }
+    if (!(x >= 0.0 && x <= 1.0)) {
+      return Fail(o->path, want + "; got " + Given(o->value));
+    }
+    cfg_.shape.fb_overlap_ppm = std::llround(x * 1e6);
   }
   if (const Entry* a = Find(e, "activation_limit")) {
     if (Status s = ParseActivationLimit(*a); !s.ok()) return s;
@@ -186,16 +203,14 @@ std::vector<std::string> Parser::ScheduleNames(bool with_custom) {
   return names;
 }
 
-// A schedule name as given (any case; torch's Interleaved1F1B is
-// interleaved) to its registry name, or "" when there is none.
+// A schedule name as given (any case; torch's names and class names, e.g.
+// Interleaved1F1B or ScheduleLoopedBFS, are aliases) to its registry name, or
+// "" when there is none.
 std::string Parser::NormalizeSchedule(const std::string& given,
                                       bool with_custom) {
-  std::string name = Lower(given);
-  if (name == "interleaved1f1b") name = "interleaved";  // torch's name
-  const std::vector<std::string> names = ScheduleNames(with_custom);
-  return std::find(names.begin(), names.end(), name) == names.end()
-             ? std::string()
-             : name;
+  if (with_custom && Lower(given) == "custom") return "custom";
+  const ScheduleInfo* info = FindScheduleByAnyName(given);
+  return info == nullptr ? std::string() : std::string(info->name);
 }
 
 }  // namespace ppb::config_detail

@@ -150,7 +150,8 @@ do {                               \
 Result<Training> Parser::ParseTraining(const Entry& section) {
   Result<Entries> r =
       Map(section.value, "training",
-          {"seq_length", "micro_batch_size", "dtype", "tensor_parallel",
+          {"seq_length", "micro_batch_size", "dtype", "grad_dtype",
+           "tensor_parallel",
            "sequence_parallel", "context_parallel", "expert_parallel",
            "data_parallel", "distributed_optimizer", "optimizer"});
   if (!r.ok()) return r.error();
@@ -180,11 +181,26 @@ Result<Training> Parser::ParseTraining(const Entry& section) {
     if (f.out64 != nullptr) *f.out64 = *v;
     if (f.out != nullptr) *f.out = *v;
   }
+  // training.dtype: weights and activations; training.grad_dtype: the
+  // gradient buffer, by default Megatron's for that dtype
+  // (core/architecture.h DefaultGradDtype).
+  static const Dtype kDtypes[] = {Dtype::Bf16, Dtype::Fp16, Dtype::Fp32};
   if (const Entry* x = Find(e, "dtype")) {
     Result<size_t> i = Choice(x->value, x->path, {"bf16", "fp16", "fp32"});
     if (!i.ok()) return i.error();
-    t.activation_bytes = *i == 2 ? 4 : 2;
+    t.dtype = kDtypes[*i];
+    t.activation_bytes = DtypeBytes(t.dtype);
   }
+  t.grad_dtype = DefaultGradDtype(t.dtype);
+  if (const Entry* x = Find(e, "grad_dtype")) {
+    Result<size_t> i = Choice(x->value, x->path, {"bf16", "fp16", "fp32"});
+    if (!i.ok()) return i.error();
+    t.grad_dtype = kDtypes[*i];
+    if (Status s = ValidateGradDtype(t.dtype, t.grad_dtype); !s.ok()) {
+      return Fail(x->path, s.error().message);
+    }
+  }
+  t.pp = cfg_.shape.p;
   if (const Entry* x = Find(e, "sequence_parallel")) {
     Result<bool> b = Bool(x->value, x->path);
     if (!b.ok()) return b.error();

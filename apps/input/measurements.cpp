@@ -284,9 +284,23 @@ class Reader {
     int n_used = 0;
     for (bool u : used) n_used += u;
     out.problem.fit_constant = body_count >= n_used + 2;
+    // ComputeMemory accepts a negative constant and SAPP plans with it.
+    out.problem.allow_negative_constant = true;
     if (const YAML::Node tc = root["time_config"]) {
       CAL_TRY(Keys(tc, "time_config", {"head", "body", "tail"}));
-      const double t = static_cast<double>(units_.time);
+      // time_config holds SAPP's per-layer `time` (apps/input/sapp.h):
+      // forward only since MindFormers 959a2451 (F + B = 3 x time), F + B
+      // before. ppb's layer times are F + B.
+      const SappTime meaning = units_.time_meaning.value_or(SappTime::Forward);
+      const double t = static_cast<double>(units_.time) *
+                       (meaning == SappTime::Forward ? 3.0 : 1.0);
+      out.time_note =
+          std::string("SAPP time_config read as ") + SappTimeName(meaning) +
+          (meaning == SappTime::Forward ? ", F + B = 3 x time" : "") +
+          (units_.time_meaning ? " (--sapp-time)"
+                               : " (MindFormers r1.5.0; --sapp-time "
+                                 "forward+backward for files written before "
+                                 "commit 959a2451)");
       for (const char* k : {"head", "body", "tail"}) {
         if (!tc[k]) continue;
         Result<double> v = SappNumber(tc[k], std::string("time_config.") + k, t, "--time-unit");

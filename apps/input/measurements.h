@@ -21,6 +21,9 @@ struct Measurements {
   // Layer times given directly (SAPP time_config or `layer_times`), ns of
   // forward + backward per micro-batch; used when no stage time is measured.
   std::optional<double> body_time, head_time, tail_time;
+  // SAPP input: how its time_config numbers were read (apps/input/sapp.h
+  // SappTime), for the report.
+  std::string time_note;
 };
 
 // Reads `text` (errors "file:line: key: message"). `units` applies to a SAPP

@@ -96,11 +96,23 @@ Result<SearchProblem> BuildSearchProblem(const RunConfig& config) {
   const std::string g_key = s.microbatch_groups.empty()
                                 ? "pipeline.microbatch_group"
                                 : "search.microbatch_groups";
+  // Which v each schedule runs: gpipe and 1f1b 1, interleaved >= 2, the V
+  // schedules 2, looped-bfs and interleaved-zero-bubble any.
+  const auto fixed_v = [](const std::string& x) {
+    const ScheduleInfo* info = FindSchedule(x);
+    if (info != nullptr && info->placement == StagePlacement::V) return 2;
+    return x == "gpipe" || x == "1f1b" ? 1 : 0;
+  };
   const bool interleaved = std::find(schedules.begin(), schedules.end(),
                                      "interleaved") != schedules.end();
-  const bool flat =
-      std::any_of(schedules.begin(), schedules.end(),
-                  [](const std::string& x) { return x != "interleaved"; });
+  const bool multi = std::any_of(
+      schedules.begin(), schedules.end(), [&](const std::string& x) {
+        return fixed_v(x) == 0;
+      });
+  const bool flat = std::any_of(
+      schedules.begin(), schedules.end(), [&](const std::string& x) {
+        return x != "interleaved" && fixed_v(x) != 2;
+      });
 
   // Every listed value must be used by some listed schedule.
   if (!s.virtual_stages.empty()) {
@@ -111,7 +123,7 @@ Result<SearchProblem> BuildSearchProblem(const RunConfig& config) {
                            "(v = 1 is gpipe or 1f1b, which search.schedules "
                            "does not list); got 1");
       }
-      if (v >= 2 && !interleaved) {
+      if (v >= 2 && !multi) {
         return ConfigError(
             config, v_key,
             "must be 1 unless search.schedules lists interleaved; got " +
@@ -146,9 +158,10 @@ Result<SearchProblem> BuildSearchProblem(const RunConfig& config) {
   const bool as_given = s.schedules.empty() && s.virtual_stages.empty();
   for (const std::string& schedule : schedules) {
     for (int v : vs) {
-      if (!as_given && (schedule == "interleaved") != (v >= 2)) {
-        if (schedule == "interleaved") continue;
-        v = 1;  // gpipe and 1f1b run with v = 1 whatever the list says
+      if (!as_given && fixed_v(schedule) != 0) {
+        v = fixed_v(schedule);  // gpipe, 1f1b: 1; the V schedules: 2
+      } else if (!as_given && schedule == "interleaved" && v < 2) {
+        continue;
       }
       for (int g : groups) {
         ScheduleChoice choice;

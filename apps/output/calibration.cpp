@@ -23,6 +23,18 @@ double ExtraTimeCoef(const std::string& mode) {
 
 }  // namespace
 
+std::string NegativeConstantText(const CalibrationResult& fit) {
+  return fmt::format(
+      "per-stage constant {} is negative; accepted as SAPP does (its "
+      "ComputeMemory plans with it). It is not memory a stage frees: the "
+      "linear fit gives each layer more than its marginal cost over the "
+      "layer counts measured, and the constant takes the surplus back once "
+      "per stage. Use it only with these per-layer terms: the layer costs "
+      "below leave it out, so give each device {} more memory "
+      "(cluster.devices.memory + |C|) to plan as SAPP does",
+      MiB(fit.constant), MiB(-fit.constant));
+}
+
 Result<std::string> FormatCalibratedModel(const Measurements& m,
                                           const CalibrationResult& fit,
                                           const std::string& source) {
@@ -55,6 +67,13 @@ Result<std::string> FormatCalibratedModel(const Measurements& m,
         "# Per-stage constant {} B ({}): not a layer cost; subtract it from "
         "cluster.devices.memory.\n",
         bytes(fit.constant), MiB(fit.constant));
+  } else if (fit.constant < -0.5) {
+    y += fmt::format(
+        "# Per-stage constant {} B ({}), negative: the fitted layer costs "
+        "overstate each stage by that much; add {} B to "
+        "cluster.devices.memory to plan as SAPP does.\n",
+        std::llround(fit.constant), MiB(fit.constant),
+        std::llround(-fit.constant));
   }
   y += "model:\n  name: calibrated\n  layers:\n";
   y += fmt::format(
@@ -90,6 +109,7 @@ std::string FormatCalibrationText(const Measurements& m,
   t += fmt::format("calibration ({} input, {} memory measurements{})\n",
                    m.sapp ? "SAPP" : "ppb", fit.memory_rows.size(),
                    fit.has_time ? fmt::format(", {} time measurements", fit.time_rows.size()) : "");
+  if (!m.time_note.empty()) t += m.time_note + "\n";
   t += "memory coefficients:\n";
   t += fmt::format("  static per layer           {}\n", MiB(fit.static_per_layer));
   for (size_t i = 0; i < m.problem.modes.size(); ++i) {
@@ -99,6 +119,7 @@ std::string FormatCalibrationText(const Measurements& m,
   }
   t += fmt::format("  per-stage constant         {}{}\n", MiB(fit.constant),
                    m.problem.fit_constant ? "" : " (not fitted)");
+  if (fit.constant < -0.5) t += "  warning: " + NegativeConstantText(fit) + "\n";
   t += fmt::format("  first stage extra          {}\n", MiB(fit.first_extra));
   t += fmt::format("  last stage extra           {}\n", MiB(fit.last_extra));
   t += fmt::format("  condition number           {:.4g}\n", fit.memory_condition);
@@ -129,6 +150,7 @@ std::string FormatCalibrationJson(const Measurements& m,
   nlohmann::ordered_json j;
   j["schema"] = "ppb.calibrate/1";
   j["input"] = m.sapp ? "sapp" : "ppb";
+  if (!m.time_note.empty()) j["time_note"] = m.time_note;
   nlohmann::ordered_json mem;
   mem["static_per_layer_bytes"] = fit.static_per_layer;
   nlohmann::ordered_json act = nlohmann::ordered_json::object();
@@ -138,6 +160,7 @@ std::string FormatCalibrationJson(const Measurements& m,
   mem["activation_bytes"] = act;
   mem["constant_bytes"] = fit.constant;
   mem["constant_fitted"] = m.problem.fit_constant;
+  if (fit.constant < -0.5) mem["constant_warning"] = NegativeConstantText(fit);
   mem["first_extra_bytes"] = fit.first_extra;
   mem["last_extra_bytes"] = fit.last_extra;
   mem["condition"] = fit.memory_condition;

@@ -21,4 +21,8 @@ std::string FormatCalibrationText(const Measurements& m,
 std::string FormatCalibrationJson(const Measurements& m,
                                   const CalibrationResult& fit);
 
+// Why a negative per-stage constant (accepted for SAPP input, as SAPP does)
+// is no contradiction, and what to do with it. REQUIRES: fit.constant < 0.
+std::string NegativeConstantText(const CalibrationResult& fit);
+
 }  // namespace ppb

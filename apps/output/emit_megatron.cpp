@@ -20,6 +20,7 @@
 
 #include "apps/input/search_problem.h"
 #include "apps/output/emit_common.h"
+#include "apps/output/output.h"
 #include "core/strategy.h"
 #include "schedules/schedule.h"
 
@@ -284,6 +285,14 @@ Result<Emission> emit_detail::EmitMegatron(const RunConfig& config) {
     }
   }
 
+  if (PlacementOf(config.schedule, v) == StagePlacement::V) {
+    return Fail(f, fmt::format("needs the stages on ranks as Megatron-LM places "
+                               "them (stage s on rank s mod p); got schedule {}, "
+                               "whose V placement puts stages r and 2p-1-r on "
+                               "rank r",
+                               config.schedule));
+  }
+
   Emission e;
   e.framework = f;
   std::string& text = e.text;
@@ -325,6 +334,10 @@ Result<Emission> emit_detail::EmitMegatron(const RunConfig& config) {
     AddNote(text,
             "with v = 1 Megatron-LM runs 1F1B (simulated: torch's "
             "interleaved order with one chunk per rank)");
+  } else if (config.schedule != "1f1b" && config.schedule != "interleaved") {
+    AddNote(text, fmt::format("Megatron-LM runs its own 1F1B / interleaved "
+                              "order with this split, not the simulated {}",
+                              config.schedule));
   }
   if (!rc.note.empty()) AddNote(text, rc.note);
   if (const auto uneven = MegatronUnevenFlags(layers, s.layers_per_stage, p, v)) {

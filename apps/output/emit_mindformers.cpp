@@ -21,6 +21,7 @@
 
 #include "apps/input/search_problem.h"
 #include "apps/output/emit_common.h"
+#include "apps/output/output.h"
 #include "core/strategy.h"
 #include "schedules/schedule.h"
 
@@ -189,8 +190,17 @@ Result<Emission> emit_detail::EmitMindFormers(const RunConfig& config) {
         pin.tail == 1 ? std::string("the head") : fmt::format("the {} head/MTP layers", pin.tail));
   }
   AddNote(text, pinned);
-  if (config.schedule == "gpipe" || config.schedule == "custom" ||
-      (config.schedule == "interleaved" && v == 1)) {
+  if (PlacementOf(config.schedule, v) == StagePlacement::V) {
+    AddNote(text, "simulated under schedule " + config.schedule +
+                      ", whose V placement (rank r holds stages r and 2p-1-r) "
+                      "MindFormers' stage lists cannot express: they read "
+                      "stage s as chunk s / p of rank s mod p; the lists give "
+                      "each stage's layers in model order, which MindFormers "
+                      "runs on that loop placement");
+  } else if (config.schedule != "1f1b" && config.schedule != "interleaved") {
+    AddNote(text, "simulated under schedule " + config.schedule +
+                      "; these keys set the split and the recompute only");
+  } else if (config.schedule == "interleaved" && v == 1) {
     AddNote(text, "simulated under schedule " + config.schedule +
                       "; these keys set the split and the recompute only");
   }

@@ -21,6 +21,7 @@
 
 #include "apps/input/search_problem.h"
 #include "apps/output/emit_common.h"
+#include "apps/output/output.h"
 #include "core/strategy.h"
 #include "schedules/schedule.h"
 
@@ -32,12 +33,12 @@ namespace {
 
 constexpr const char* kCsvName = "ppb-schedule.csv";
 
-// torch's name of a ppb schedule (conventions.md, torch schedule names).
-const char* TorchScheduleName(const std::string& schedule) {
-  if (schedule == "gpipe") return "GPipe";
-  if (schedule == "1f1b") return "1F1B";
-  if (schedule == "interleaved") return "Interleaved1F1B";
-  return "PipelineScheduleMulti";
+// torch's name of a ppb schedule (conventions.md, torch schedule names;
+// torch get_schedule_class, v2.14.1).
+std::string TorchScheduleName(const std::string& schedule) {
+  const ScheduleInfo* info = FindSchedule(schedule);
+  return info != nullptr ? std::string(info->torch_name)
+                         : std::string("PipelineScheduleMulti");
 }
 
 // torchtitan module names of each layer: tok_embeddings, layers.N, and
@@ -89,8 +90,11 @@ Result<Emission> emit_detail::EmitTorchtitan(const RunConfig& config, const Prog
   // docs/schedules.md, flavor pytorch); the CSV when it is not the one
   // simulated.
   std::string why_csv;
+  const ScheduleInfo* info = FindSchedule(config.schedule);
   if (config.schedule == "custom") {
     why_csv = "the simulated order is a custom schedule CSV";
+  } else if (info != nullptr && info->torch_name.empty()) {
+    why_csv = fmt::format("torch has no schedule {}", config.schedule);
   } else {
     RunConfig torch = config;
     torch.schedule_params = ScheduleParams{Flavor::PyTorch, 0};
@@ -155,11 +159,16 @@ Result<Emission> emit_detail::EmitTorchtitan(const RunConfig& config, const Prog
   }
   text += "\n[activation_checkpoint]\n";
   text += fmt::format("mode = \"{}\"\n", ac);
-  AddNote(text, fmt::format("stage s = chunk * p + rank (torchtitan's loop style), {} "
+  const std::string style =
+      PlacementOf(config.schedule, v) == StagePlacement::V
+          ? "rank r holds stages r and 2p-1-r (torchtitan's v style, which it "
+            "takes for ZBVZeroBubble and DualPipeV)"
+          : "stage s = chunk * p + rank (torchtitan's loop style)";
+  AddNote(text, fmt::format("{}, {} "
                             "stage(s) per rank; m = {} micro-batches: set "
                             "training.local_batch_size = {} x "
                             "pipeline_parallel_microbatch_size",
-                            v, m, m));
+                            style, v, m, m));
   if (csv) {
     AddNote(text, why_csv +
                       "; save the schedule CSV printed with this "

@@ -26,10 +26,12 @@ struct Totals {
   Bytes activation = 0;
 };
 
+// Layer sums; params: the main model (the published convention,
+// core/cost_model.h TotalParams), MTP layers and tied copies excluded.
 Totals Sum(const RunConfig& config) {
   Totals t;
   for (const DerivedLayer& d : config.derived) {
-    t.params += d.params.total();
+    if (d.layer.kind != LayerKind::Mtp) t.params += d.params.total();
     t.flops += d.flops.forward();
     t.forward += d.layer.forward;
     t.backward += d.layer.backward();
@@ -37,6 +39,63 @@ Totals Sum(const RunConfig& config) {
     t.activation += d.layer.activation;
   }
   return t;
+}
+
+std::int64_t MtpLayerSum(const RunConfig& config) {
+  std::int64_t n = 0;
+  for (const DerivedLayer& d : config.derived) {
+    if (d.layer.kind == LayerKind::Mtp) n += d.params.total();
+  }
+  return n;
+}
+
+// The head's copy of tied word embeddings (DerivedLayer::tied_copy_params).
+const DerivedLayer* TiedCopy(const RunConfig& config) {
+  for (const DerivedLayer& d : config.derived) {
+    if (d.tied_copy_params > 0) return &d;
+  }
+  return nullptr;
+}
+
+// What each number of the totals counts, and the precision used.
+std::string ConventionText(const RunConfig& config) {
+  const Architecture& a = config.architecture;
+  const Training& t = config.training;
+  std::string s;
+  if (a.mtp_layers > 0) {
+    const std::int64_t module = MtpModuleParams(a);
+    s += fmt::format(
+        "mtp: the mtp layers above hold {} params of their own (they share "
+        "the main model's embedding and head); as published, "
+        "the MTP module is {} params (with its own embedding and head), "
+        "main model + MTP module {} params\n",
+        MtpLayerSum(config), module, TotalParams(a, true));
+  }
+  if (const DerivedLayer* d = TiedCopy(config)) {
+    s += fmt::format(
+        "tied embeddings: with p = {} > 1 the last stage ({}) also holds a "
+        "copy of the word embeddings, {} params with their gradients and "
+        "optimizer state (Megatron's setup_embeddings_and_output_layer); "
+        "in its static memory, not in the params\n",
+        t.pp, d->layer.name, d->tied_copy_params);
+  }
+  const ParamStateBytes b = StateBytes(t);
+  const bool default_grad = t.grad_dtype == DefaultGradDtype(t.dtype);
+  s += fmt::format(
+      "precision: {} weights {} B, {} gradients {} B ({}), {} state {} B "
+      "({}) per parameter{}\n",
+      DtypeName(t.dtype), b.weight, DtypeName(t.grad_dtype), b.gradient,
+      default_grad ? "Megatron's default for " + std::string(DtypeName(t.dtype))
+                   : std::string("training.grad_dtype"),
+      t.optimizer == Optimizer::Adam ? "Adam" : "SGD momentum", b.optimizer,
+      t.dtype == Dtype::Fp32 ? "fp32 moments, no master copy"
+                             : "fp32 master weight + fp32 moments",
+      t.distributed_optimizer ? ", optimizer state sharded over dp*cp" : "");
+  s += "conventions: params per layer and the total count each weight matrix "
+       "once (HuggingFace shapes; the main-model total is the published "
+       "one); static memory is weights + gradients + optimizer state on one "
+       "rank (Megatron's theoretical_memory_usage accounting)\n";
+  return s;
 }
 
 }  // namespace
@@ -67,12 +126,14 @@ std::string FormatModelText(const RunConfig& config) {
   }
   const Totals t = Sum(config);
   s += fmt::format(
-      "total: {} params, {:.1f} GFLOP forward per micro-batch, forward "
+      "total: {} params (main model), {:.1f} GFLOP forward per "
+      "micro-batch, forward "
       "{:.3f} ms, backward {:.3f} ms, static {:.2f} GiB, activation {:.2f} "
       "GiB per micro-batch (no recompute), all layers on one rank\n",
       t.params, t.flops / 1e9, Ms(t.forward), Ms(t.backward),
       static_cast<double>(t.static_memory) / (1 << 30),
       static_cast<double>(t.activation) / (1 << 30));
+  s += ConventionText(config);
   // Sources: each distinct provenance once, with the layers it covers.
   s += "sources:\n";
   std::vector<std::string> seen;
@@ -104,6 +165,7 @@ std::string FormatModelJson(const RunConfig& config) {
     x["name"] = l.name;
     x["kind"] = LayerKindName(l.kind);
     x["params"] = d.params.total();
+    if (d.tied_copy_params > 0) x["tied_copy_params"] = d.tied_copy_params;
     x["expert_params"] = d.params.expert;
     x["forward_flops"] = d.flops.forward();
     x["forward_ns"] = l.forward;
@@ -126,6 +188,22 @@ std::string FormatModelJson(const RunConfig& config) {
                  {"backward_ns", t.backward},
                  {"static_memory_bytes", t.static_memory},
                  {"activation_bytes", t.activation}};
+  const Architecture& a = config.architecture;
+  const Training& tr = config.training;
+  if (a.mtp_layers > 0) {
+    j["totals"]["mtp_layer_params"] = MtpLayerSum(config);
+    j["totals"]["mtp_module_params_published"] = MtpModuleParams(a);
+    j["totals"]["params_with_mtp_published"] = TotalParams(a, true);
+  }
+  const DerivedLayer* copy = TiedCopy(config);
+  j["totals"]["tied_copy_params"] = copy != nullptr ? copy->tied_copy_params : 0;
+  const ParamStateBytes b = StateBytes(tr);
+  j["precision"] = {{"dtype", DtypeName(tr.dtype)},
+                    {"grad_dtype", DtypeName(tr.grad_dtype)},
+                    {"weight_bytes", b.weight},
+                    {"gradient_bytes", b.gradient},
+                    {"optimizer_bytes", b.optimizer},
+                    {"distributed_optimizer", tr.distributed_optimizer}};
   return JsonText(j, 2) + "\n";
 }
 

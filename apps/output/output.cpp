@@ -86,28 +86,40 @@ std::string FormatBytes(Bytes b) {
   return fmt::format("{} B", b);
 }
 
+StagePlacement PlacementOf(const std::string& schedule, int v) {
+  const ScheduleInfo* info = FindSchedule(schedule);
+  return info != nullptr && info->placement == StagePlacement::V && v == 2
+             ? StagePlacement::V
+             : StagePlacement::Loop;
+}
+
 std::vector<std::vector<int>> ByChunkAndRank(const std::vector<int>& per_stage,
-                                             int p, int v) {
+                                             int p, int v,
+                                             StagePlacement placement) {
   std::vector<std::vector<int>> out(static_cast<size_t>(v));
   for (int c = 0; c < v; ++c) {
-    out[c].assign(per_stage.begin() + static_cast<std::ptrdiff_t>(c) * p,
-                  per_stage.begin() + static_cast<std::ptrdiff_t>(c + 1) * p);
+    for (int r = 0; r < p; ++r) {
+      out[c].push_back(
+          per_stage[static_cast<size_t>(StageOf(placement, p, c, r))]);
+    }
   }
   return out;
 }
 
 std::vector<std::string> LayersHeld(const RunConfig& config, int p, int v) {
-  return LayersHeld(config.strategy.layers_per_stage, p, v);
+  return LayersHeld(config.strategy.layers_per_stage, p, v,
+                    PlacementOf(config.schedule, v));
 }
 
 std::vector<std::string> LayersHeld(const std::vector<int>& layers_per_stage,
-                                    int p, int v) {
+                                    int p, int v, StagePlacement placement) {
   const auto ranges = StageRanges(layers_per_stage);
   std::vector<std::string> out(p);
   for (int r = 0; r < p; ++r) {
     std::string s;
     for (int c = 0; c < v; ++c) {
-      const auto [first, last] = ranges[static_cast<size_t>(c) * p + r];
+      const auto [first, last] =
+          ranges[static_cast<size_t>(StageOf(placement, p, c, r))];
       if (c > 0) s += ", ";
       if (v > 1) s += fmt::format("c{} ", c);
       s += first < 0 ? std::string("-")
@@ -136,8 +148,10 @@ std::string DescribeSchedule(const RunConfig& config) {
   if (config.schedule == "interleaved") {
     schedule += fmt::format(" ({}, g={})", FlavorName(config.schedule_params.flavor),
                             EffectiveGroup(config));
-  } else if (config.schedule != "custom") {
+  } else if (config.schedule == "gpipe" || config.schedule == "1f1b") {
     schedule += fmt::format(" ({})", FlavorName(config.schedule_params.flavor));
+  } else if (config.schedule != "custom") {
+    schedule += " (pytorch)";  // the zero-bubble schedules have no flavor
   }
   return schedule;
 }
@@ -213,6 +227,11 @@ std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
                      config.model_name.empty() ? config.path : config.model_name,
                      schedule, spec.p, spec.v, spec.m, config.layers.size(),
                      spec.comm == CommMode::Overlapped ? "overlapped" : "blocking");
+  for (const std::string& n : config.input_notes) out += "input: " + n + "\n";
+  if (spec.placement == StagePlacement::V) {
+    out += fmt::format("placement V: rank r holds stages r and {}-r (c1 below)\n",
+                       2 * spec.p - 1);
+  }
   if (r.outcome == Outcome::Deadlock) {
     std::string stuck;
     for (const Op& op : r.stuck) {
@@ -302,6 +321,7 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
   j["schema"] = "ppb.sim/1";
   j["config"] = config.path;
   j["model"] = config.model_name;
+  if (!config.input_notes.empty()) j["input_notes"] = config.input_notes;
   j["schedule"] = config.schedule;
   j["flavor"] = FlavorName(config.schedule_params.flavor);
   j["stages"] = spec.p;
@@ -333,7 +353,9 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
   }
   // layers_per_chunk as [chunk][rank] counts, as Megatron/MindFormers think.
   j["layers_per_chunk"] =
-      ByChunkAndRank(config.strategy.layers_per_stage, spec.p, spec.v);
+      ByChunkAndRank(config.strategy.layers_per_stage, spec.p, spec.v,
+                     spec.placement);
+  if (spec.placement == StagePlacement::V) j["placement"] = "v";
   const auto ranges = StageRanges(config.strategy.layers_per_stage);
   Json devices = Json::array();
   for (int d = 0; d < spec.p; ++d) {
@@ -342,7 +364,8 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
     dj["rank"] = d;
     Json layers = Json::array();
     for (int c = 0; c < spec.v; ++c) {
-      const auto [first, last] = ranges[static_cast<size_t>(c) * spec.p + d];
+      const auto [first, last] =
+          ranges[static_cast<size_t>(StageOf(spec.placement, spec.p, c, d))];
       layers.push_back(first < 0 ? Json::array() : Json::array({first, last}));
     }
     dj["layers"] = layers;
@@ -408,6 +431,12 @@ std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
                    {"microbatch", op.mb.value},
                    {"chunk", op.stage.value / spec.p}};
       if (t.recompute > 0) args["recompute_us"] = ToUs(t.recompute);
+      // The two halves of an overlapped F+B (dualpipev): torch's action.
+      if (op.paired && k + 1 < prog.ops[d].size()) {
+        args["overlapped_with"] = ActionString(prog.ops[d][k + 1]);
+      } else if (k > 0 && prog.ops[d][k - 1].paired) {
+        args["overlapped_with"] = ActionString(prog.ops[d][k - 1]);
+      }
       events.push_back({{"name", ActionString(op)},
                         {"cat", std::string(1, OpKindLetter(op.kind))},
                         {"ph", "X"},

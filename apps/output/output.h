@@ -56,13 +56,19 @@ std::string FormatCriticalPath(const std::vector<CriticalStep>& path);
 // indexes into config.layers. One string per rank.
 std::vector<std::string> LayersHeld(const RunConfig& config, int p, int v);
 // The same for any layers per global stage (size p*v).
-std::vector<std::string> LayersHeld(const std::vector<int>& layers_per_stage,
-                                    int p, int v);
+std::vector<std::string> LayersHeld(
+    const std::vector<int>& layers_per_stage, int p, int v,
+    StagePlacement placement = StagePlacement::Loop);
 
 // Per-global-stage values (size p*v, stage s = chunk * p + rank) as
 // [chunk][rank] rows.
-std::vector<std::vector<int>> ByChunkAndRank(const std::vector<int>& per_stage,
-                                             int p, int v);
+std::vector<std::vector<int>> ByChunkAndRank(
+    const std::vector<int>& per_stage, int p, int v,
+    StagePlacement placement = StagePlacement::Loop);
+
+// Where `schedule` puts the stages with v chunks per rank (V for the V
+// schedules when v = 2, as Prepare lowers them; Loop otherwise).
+StagePlacement PlacementOf(const std::string& schedule, int v);
 
 // "12.50 GiB"-style memory for people.
 std::string FormatBytes(Bytes b);

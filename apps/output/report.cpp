@@ -274,7 +274,8 @@ std::string Recommendation(const SearchProblem& problem, const SearchResult& res
   for (int ch = 0; ch < v; ++ch) {
     std::vector<std::string> cells = {fmt::format("chunk {}", ch)};
     for (int r = 0; r < p; ++r) {
-      cells.push_back(std::to_string(c.strategy.layers_per_stage[static_cast<size_t>(ch) * p + r]));
+      cells.push_back(std::to_string(c.strategy.layers_per_stage[static_cast<size_t>(
+          StageOf(PlacementOf(choice.schedule, v), p, ch, r))]));
     }
     out += Row(cells);
   }

@@ -180,13 +180,16 @@ Json CandidateJson(const SearchProblem& problem, const Candidate& c) {
   j["feasible"] = c.feasible;
   j["oom_ranks"] = OomRanks(c);
   j["recomputed_layers"] = c.recomputed_layers;
-  j["layers_per_chunk"] = ByChunkAndRank(c.strategy.layers_per_stage, p, v);
+  const StagePlacement placement = PlacementOf(choice.schedule, v);
+  j["layers_per_chunk"] =
+      ByChunkAndRank(c.strategy.layers_per_stage, p, v, placement);
   j["layout"] =
       FormatMegatronLayout(c.strategy.layers_per_stage, problem.layers);
   Json per_stage = Json::object();
   for (const std::string& mode : ModeNames(problem.layers)) {
     per_stage[mode] =
-        ByChunkAndRank(ModeCounts(problem.layers, c.strategy, mode), p, v);
+        ByChunkAndRank(ModeCounts(problem.layers, c.strategy, mode), p, v,
+                       placement);
   }
   Json per_layer = Json::array();
   for (size_t i = 0; i < problem.layers.size(); ++i) {
@@ -227,6 +230,7 @@ Json Header(const char* schema, const RunConfig& config,
   j["schema"] = schema;
   j["config"] = config.path;
   j["model"] = config.model_name;
+  if (!config.input_notes.empty()) j["input_notes"] = config.input_notes;
   j["layers"] = problem.layers.size();
   j["stages"] = problem.p;
   j["microbatches"] = problem.m;
@@ -260,8 +264,10 @@ std::string ChunkRankTable(const SearchProblem& problem, const Candidate& c) {
       out += fmt::format("    {:<{}}  {:>7}", ch == 0 ? name : "", label,
                          v > 1 ? fmt::format("chunk {}", ch) : "");
       for (int r = 0; r < p; ++r) {
-        out +=
-            fmt::format(" {:>3}", per_stage[static_cast<size_t>(ch) * p + r]);
+        out += fmt::format(
+            " {:>3}", per_stage[static_cast<size_t>(StageOf(
+                          PlacementOf(problem.choices[c.choice].schedule, v), p,
+                          ch, r))]);
       }
       out += "\n";
     }
@@ -297,7 +303,8 @@ std::string BestText(const SearchProblem& problem, const Candidate& c) {
   out += ChunkRankTable(problem, c);
   out += fmt::format("  recompute by layer: {}\n",
                      RecomputeByLayer(problem.layers, c.strategy));
-  const auto held = LayersHeld(c.strategy.layers_per_stage, p, v);
+  const auto held = LayersHeld(c.strategy.layers_per_stage, p, v,
+                               PlacementOf(choice.schedule, v));
   size_t width = 6;
   for (const auto& h : held) width = std::max(width, h.size());
   out += fmt::format("  {:>4}  {:<{}}  {:>12}  {:>12}  {:>12}  {:>23}\n",
@@ -401,6 +408,11 @@ std::string FormatSearchText(const RunConfig& config,
       problem.m, problem.layers.size(),
       problem.comm == CommMode::Overlapped ? "overlapped" : "blocking",
       choices);
+  if (!config.input_notes.empty()) {
+    out.pop_back();  // the notes sit under the header, before the blank line
+    for (const std::string& n : config.input_notes) out += "input: " + n + "\n";
+    out += "\n";
+  }
   if (result.found) {
     out += BestText(problem, result.best);
     out += "\n";
