@@ -18,7 +18,8 @@
 //   zb-1p: p * a_s, what 1F1B holds on rank 0 (p micro-batches of a stage);
 //   zb-2p: 2 p * a_s;
 //   pipeline.activation_limit: k p * a_s ("kp") or a byte count.
-// Memory follows the engine: F stashes a_s, W releases it.
+// Memory follows the engine: F stashes a_s, I releases the stage's
+// input_grad_release of it, W the rest.
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -50,7 +51,8 @@ zb::Plan MakePlan(const PipelineSpec& spec, int multiple, Bytes bytes) {
     z.i = c.recompute + c.backward_input;
     z.w = c.backward_weight;
     z.act = c.activation;
-    z.held = c.activation;  // the engine releases the whole stash at W
+    // The engine frees input_grad_release at the end of I, the rest at W.
+    z.held = c.activation - c.input_grad_release;
     z.limit = bytes > 0 ? bytes : static_cast<Bytes>(multiple) * spec.p * c.activation;
     if (s + 1 < n) {
       const DeviceId a = spec.stage_device[static_cast<size_t>(s)];
