@@ -7,7 +7,7 @@
 namespace ppb {
 namespace {
 
-constexpr std::array<ScheduleInfo, 7> kSchedules{{
+constexpr std::array<ScheduleInfo, 9> kSchedules{{
     {"gpipe", "GPipe: all forwards, then all backwards (v = 1)",
      &GenerateGPipe, "GPipe"},
     {"1f1b",
@@ -34,6 +34,14 @@ constexpr std::array<ScheduleInfo, 7> kSchedules{{
      "DualPipeV: V placement, a forward and another micro-batch's backward "
      "overlapped as one op in the steady state (PyTorch, v = 2, m >= 2p)",
      &GenerateDualPipeV, "DualPipeV", StagePlacement::V},
+    {"zb-1p",
+     "ZB-1p (Zero Bubble, adaptive): split backward, the F/I/W order with "
+     "the shortest simulated iteration within 1F1B's activation memory (v = 1)",
+     &GenerateZB1P, ""},
+    {"zb-2p",
+     "ZB-2p (Zero Bubble, adaptive): as zb-1p within twice 1F1B's "
+     "activation memory (v = 1)",
+     &GenerateZB2P, ""},
 }};
 
 char LowerChar(char c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
@@ -60,10 +68,9 @@ const ScheduleInfo* FindSchedule(std::string_view name) {
 const ScheduleInfo* FindScheduleByAnyName(std::string_view name) {
   constexpr std::string_view kClassPrefix = "Schedule";
   for (const ScheduleInfo& info : kSchedules) {
-    if (EqualsIgnoringCase(name, info.name) ||
-        EqualsIgnoringCase(name, info.torch_name)) {
-      return &info;
-    }
+    if (EqualsIgnoringCase(name, info.name)) return &info;
+    if (info.torch_name.empty()) continue;  // torch has no such schedule
+    if (EqualsIgnoringCase(name, info.torch_name)) return &info;
     if (name.size() > kClassPrefix.size() &&
         EqualsIgnoringCase(name.substr(0, kClassPrefix.size()), kClassPrefix) &&
         EqualsIgnoringCase(name.substr(kClassPrefix.size()), info.torch_name)) {

@@ -23,6 +23,12 @@ enum class Flavor : std::uint8_t { Megatron, PyTorch };
 struct ScheduleParams {
   Flavor flavor = Flavor::Megatron;
   int group = 0;  // Megatron microbatch_group_size_per_vp_stage; 0 = default
+  // pipeline.activation_limit, for the adaptive schedules (zb-1p, zb-2p):
+  // stashed activation bytes a rank may hold. activation_bytes > 0 gives it
+  // in bytes; otherwise activation_multiple k > 0 gives k * p micro-batches of
+  // the rank's stage ("1p", "2p"); both 0: the schedule's own default.
+  int activation_multiple = 0;
+  Bytes activation_bytes = 0;
 };
 
 using GenerateFn = Result<Program> (*)(const PipelineSpec&,
@@ -33,7 +39,8 @@ struct ScheduleInfo {
   std::string_view description;  // one line for --help and the README
   GenerateFn generate;
   // torch's name (get_schedule_class: "1F1B", "LoopedBFS"; the class is
-  // "Schedule" + it); the config accepts either, in any case.
+  // "Schedule" + it); the config accepts either, in any case. Empty when
+  // torch has no such schedule (zb-1p, zb-2p): emitted as a schedule CSV.
   std::string_view torch_name;
   // Where the schedule puts the stages (Lower's PipelineShape::placement).
   StagePlacement placement = StagePlacement::Loop;
@@ -66,6 +73,15 @@ Result<Program> GenerateZBVZeroBubble(const PipelineSpec& spec,
                                       const ScheduleParams& params);
 Result<Program> GenerateDualPipeV(const PipelineSpec& spec,
                                   const ScheduleParams& params);
+// The Zero Bubble paper's adaptive schedules (Qi et al., ICLR 2024, §3):
+// the order of F, I and W ops with the shortest simulated iteration found
+// under an activation limit per rank (default 1p resp. 2p; see
+// zb_adaptive.cpp). v must be 1 ("pipeline.virtual_stages"); a limit below
+// one micro-batch of a stage is refused ("pipeline.activation_limit").
+Result<Program> GenerateZB1P(const PipelineSpec& spec,
+                             const ScheduleParams& params);
+Result<Program> GenerateZB2P(const PipelineSpec& spec,
+                             const ScheduleParams& params);
 
 // torch schedule CSV: one row per rank, comma-separated actions ("0F0",
 // "2B1", "2I1", "2W1", the overlapped "(4F4;3B0)OVERLAP_F_B", read as a

@@ -55,6 +55,23 @@ Result<ChoiceContext> MakeContext(const SearchProblem& pb, int index) {
     c.spec.device_capacity[d] = pb.cluster.devices[d].memory_capacity;
   }
   c.spec.link_matrix = RingLinkMatrix(pb.p, pb.cluster.links);
+  // The adaptive schedules (zb-1p, zb-2p) plan from costs: one order per
+  // choice, planned for equal F, I and W, with one unit of activation per
+  // micro-batch so that their limit counts micro-batches (k p of each
+  // rank's stage), which holds for every split. A limit in bytes depends
+  // on the split and cannot be kept by one order.
+  if (ch.schedule.rfind("zb-", 0) == 0) {
+    if (ch.params.activation_bytes > 0) {
+      return Error{"pipeline.activation_limit",
+                   "must be kp (k p micro-batches per rank) when searching "
+                   "with " + ch.schedule + ": one order serves every split; got " +
+                       std::to_string(ch.params.activation_bytes) + " bytes"};
+    }
+    for (StageCost& st : c.spec.stages) {
+      st.backward_weight = 1;
+      st.activation = 1;
+    }
+  }
   auto prog = info->generate(c.spec, ch.params);
   if (!prog.ok()) return prog.error();
   c.program = std::move(prog).value();
@@ -332,7 +349,17 @@ Result<Candidate> Evaluate(const SearchProblem& problem, int choice,
                                   info->placement},
                     strategy, problem.allow_empty_chunks);
   if (!spec.ok()) return spec.error();
-  auto prog = info->generate(*spec, ch.params);
+  Result<Program> prog = Error{};
+  if (ch.schedule.rfind("zb-", 0) == 0) {
+    // The one order the search ran for this choice (MakeContext), so that
+    // reported times are those it ranked and bounded.
+    Result<search_detail::ChoiceContext> ctx =
+        search_detail::MakeContext(problem, choice);
+    if (!ctx.ok()) return ctx.error();
+    prog = std::move(ctx->program);
+  } else {
+    prog = info->generate(*spec, ch.params);
+  }
   if (!prog.ok()) return prog.error();
   Engine engine;
   SimOptions so;

@@ -384,6 +384,24 @@ pipeline:
   CHECK(even->strategy.layers_per_stage == std::vector<int>{3, 2, 2, 3});
 }
 
+TEST_CASE("config: pipeline.activation_limit for zb-1p / zb-2p", "[config]") {
+  Result<RunConfig> plain = Parse(Edit({{"schedule: 1f1b", "schedule: zb-2p"}}));
+  REQUIRE(plain.ok());
+  CHECK(plain->schedule == "zb-2p");
+  CHECK(plain->schedule_params.activation_multiple == 0);
+  CHECK(plain->schedule_params.activation_bytes == 0);
+  Result<RunConfig> kp = Parse(Edit(
+      {{"communication: overlapped",
+        "communication: overlapped\n  activation_limit: 3p"}}));
+  REQUIRE(kp.ok());
+  CHECK(kp->schedule_params.activation_multiple == 3);
+  Result<RunConfig> size = Parse(Edit(
+      {{"communication: overlapped",
+        "communication: overlapped\n  activation_limit: 24GiB"}}));
+  REQUIRE(size.ok());
+  CHECK(size->schedule_params.activation_bytes == Bytes{24} << 30);
+}
+
 TEST_CASE("config: schedule names, flavor, devices list", "[config]") {
   Result<RunConfig> r = Parse(Edit(
       {{"schedule: 1f1b", "schedule: Interleaved1F1B"},
@@ -536,7 +554,7 @@ TEST_CASE("config: CLI overrides replace file values", "[config]") {
     CHECK(ParseError(std::string(kBase), unknown) ==
           "run.yaml: --schedule: must be one of gpipe, 1f1b, interleaved, "
           "looped-bfs, interleaved-zero-bubble, zbv-zero-bubble, dualpipev, "
-          "custom; got zb");
+          "zb-1p, zb-2p, custom; got zb");
   }
   SECTION("a schedule constraint on an overridden value names the flag") {
     CliOverrides m;
@@ -625,7 +643,15 @@ TEST_CASE("config errors: pipeline", "[config]") {
       {{{"schedule: 1f1b", "schedule: zb"}},
        "run.yaml:45: pipeline.schedule: must be one of gpipe, 1f1b, "
        "interleaved, looped-bfs, interleaved-zero-bubble, zbv-zero-bubble, "
-       "dualpipev, custom; got zb"},
+       "dualpipev, zb-1p, zb-2p, custom; got zb"},
+      {{{"communication: overlapped",
+          "communication: overlapped\n  activation_limit: 0p"}},
+       "run.yaml:48: pipeline.activation_limit: must be a size (e.g. 24GiB) "
+       "or kp with k a positive integer (1p, 2p); got 0p"},
+      {{{"communication: overlapped",
+          "communication: overlapped\n  activation_limit: lots"}},
+       "run.yaml:48: pipeline.activation_limit: must be a size (e.g. 24GiB) "
+       "or kp with k a positive integer (1p, 2p); got lots"},
       {{{"flavor: megatron", "flavor: nvidia"}},
        "run.yaml:46: pipeline.flavor: must be one of megatron, pytorch; got "
        "nvidia"},

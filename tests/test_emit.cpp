@@ -720,4 +720,20 @@ TEST_CASE("ppb-sim --emit: text after the report, JSON object, file, errors") {
   }
 }
 
+
+// torch has no zb-1p (empty torch_name): torchtitan gets the order as CSV,
+// never an empty schedule name.
+TEST_CASE("emit torchtitan writes the schedule CSV for zb-1p") {
+  const RunConfig config =
+      Load(Model() + "pipeline: {stages: 2, microbatches: 4, schedule: zb-1p}\n");
+  const Program program = ProgramOf(config);
+  auto e = Emit(Framework::Torchtitan, config, program);
+  REQUIRE(e.ok());
+  CHECK(e->schedule_csv == DumpScheduleCsv(program));
+  CHECK_THAT(e->text, Catch::Contains("pipeline_parallel_schedule = "
+                                      "\"PipelineScheduleMulti\"\n"));
+  CHECK_THAT(e->text, Catch::Contains("torch has no schedule zb-1p"));
+  CHECK_THAT(e->text, !Catch::Contains("pipeline_parallel_schedule = \"\""));
+}
+
 }  // namespace ppb

@@ -134,6 +134,11 @@ TEST_CASE("torch's class names find the zero-bubble schedules",
         "interleaved");
   CHECK(FindScheduleByAnyName("Schedule") == nullptr);
   CHECK(FindScheduleByAnyName("zero-bubble") == nullptr);
+  // zb-1p / zb-2p have no torch name: found by their own name only, and
+  // an empty name finds nothing.
+  REQUIRE(FindScheduleByAnyName("ZB-1P") != nullptr);
+  CHECK(FindScheduleByAnyName("ZB-1P")->generate == &GenerateZB1P);
+  CHECK(FindScheduleByAnyName("") == nullptr);
 }
 
 TEST_CASE("zero-bubble schedules reproduce every PyTorch record (p = 4)",

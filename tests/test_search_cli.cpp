@@ -166,7 +166,7 @@ TEST_CASE("search block: errors name file, line and key", "[search-cli]") {
       {"search:\n  schedules: [1f1b, custom]\n",
        "run.yaml:18: search.schedules[1]: must be one of gpipe, 1f1b, "
        "interleaved, looped-bfs, interleaved-zero-bubble, zbv-zero-bubble, "
-       "dualpipev (a custom schedule fixes the op order of one split); got "
+       "dualpipev, zb-1p, zb-2p (a custom schedule fixes the op order of one split); got "
        "custom"},
       {"search:\n  schedules: [1f1b, 1F1B]\n",
        "run.yaml:18: search.schedules[1]: must name each schedule once; got "
@@ -313,7 +313,7 @@ TEST_CASE("candidates: errors name the candidates file", "[search-cli]") {
   CheckPrefix(CandidatesError("candidates:\n  - {name: a, schedule: zb}\n"),
               "cands.yaml:2: candidates[0].schedule: must be one of gpipe, "
               "1f1b, interleaved, looped-bfs, interleaved-zero-bubble, "
-              "zbv-zero-bubble, dualpipev; got zb");
+              "zbv-zero-bubble, dualpipev, zb-1p, zb-2p; got zb");
   CheckPrefix(CandidatesError("candidates:\n  - {name: a, schedule: "
                               "interleaved}\n"),
               "cands.yaml:2: candidates[0].schedule: schedule interleaved "
@@ -456,6 +456,29 @@ TEST_CASE("search: JSON report", "[search-cli]") {
   const bool proved = text.out.find("PROVED OPTIMAL") != std::string::npos;
   const bool stopped = text.out.find("stopped at ") != std::string::npos;
   CHECK(proved != stopped);
+}
+
+TEST_CASE("search with zb-1p: one order per choice, reported as searched",
+          "[search-cli][zb]") {
+  const std::string config = WriteTemp("tiny-zb.yaml", Tiny());
+  const CliRun r = Cli({"search", "--config", config, "--format", "json",
+                        "--schedules", "1f1b,zb-1p", "--threads", "1"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["feasible"] == true);
+  // The top list is sorted by the times it reports (they are the search's).
+  for (size_t k = 1; k < j["top"].size(); ++k) {
+    CHECK(j["top"][k - 1]["iteration_time_ms"].get<double>() <=
+          j["top"][k]["iteration_time_ms"].get<double>());
+  }
+  // A byte limit depends on the split: refused by the search (exit 2).
+  const std::string bytes =
+      WriteTemp("tiny-zb-bytes.yaml", Tiny("  activation_limit: 3GiB\n"));
+  const CliRun e = Cli({"search", "--config", bytes, "--schedules", "zb-1p"});
+  CHECK(e.status == 2);
+  CHECK(e.err.find("pipeline.activation_limit: must be kp") !=
+        std::string::npos);
 }
 
 TEST_CASE("search: nothing fits is an answer", "[search-cli]") {

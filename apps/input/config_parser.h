@@ -50,6 +50,7 @@ class Parser : public ConfigReader {
   // the error goes to `key`, showing `given`.
   Status CheckOps(const std::string& key, int p, int v, int m,
                   const std::string& given) const;
+  Status ParseActivationLimit(const Entry& entry);
   static std::vector<std::string> ScheduleNames(bool with_custom);
   static std::string NormalizeSchedule(const std::string& given,
                                        bool with_custom);

@@ -3,6 +3,7 @@
 // its flag when given (--stages, --schedule, ...; key line 0). Read first:
 // the shapes of the other sections depend on p and v. Errors as every
 // config error: "file:line: pipeline.<key>: must be ...; got ...".
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -69,7 +70,7 @@ Status Parser::ParsePipeline(const Entry* section) {
         Map(section->value, "pipeline",
             {"stages", "microbatches", "virtual_stages", "schedule", "flavor",
              "microbatch_group", "communication", "schedule_csv",
-             "fb_overlap"});
+             "fb_overlap", "activation_limit"});
     if (!r.ok()) return r.error();
     e = std::move(*r);
   }
@@ -122,7 +123,37 @@ Status Parser::ParsePipeline(const Entry* section) {
     }
     cfg_.shape.fb_overlap_ppm = std::llround(x * 1e6);
   }
+  if (const Entry* a = Find(e, "activation_limit")) {
+    if (Status s = ParseActivationLimit(*a); !s.ok()) return s;
+  }
   return ParseScheduleChoice(e);
+}
+
+// pipeline.activation_limit: "kp" (k a positive integer: k p micro-batches
+// of each rank's stage) or a positive size ("24GiB"); read by the adaptive
+// schedules zb-1p and zb-2p.
+Status Parser::ParseActivationLimit(const Entry& entry) {
+  const std::string want =
+      "must be a size (e.g. 24GiB) or kp with k a positive integer (1p, 2p)";
+  if (entry.value.IsScalar()) {
+    const std::string text = entry.value.Scalar();
+    if (text.size() >= 2 && text.back() == 'p' &&
+        std::all_of(text.begin(), text.end() - 1,
+                    [](char c) { return c >= '0' && c <= '9'; })) {
+      const std::string digits = text.substr(0, text.size() - 1);
+      if (digits.size() <= 6 && std::stoi(digits) >= 1) {
+        cfg_.schedule_params.activation_multiple = std::stoi(digits);
+        return Status();
+      }
+      return Fail(entry.path, want + "; got " + text);
+    }
+  }
+  Result<Bytes> bytes = Size(entry.value, entry.path, true);
+  if (!bytes.ok()) {
+    return Fail(entry.path, want + "; got " + Given(entry.value));
+  }
+  cfg_.schedule_params.activation_bytes = *bytes;
+  return Status();
 }
 
 // pipeline.schedule and pipeline.schedule_csv, with --schedule and

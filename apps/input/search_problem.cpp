@@ -11,7 +11,9 @@ namespace ppb {
 namespace {
 
 bool SameParams(const ScheduleParams& a, const ScheduleParams& b) {
-  return a.flavor == b.flavor && a.group == b.group;
+  return a.flavor == b.flavor && a.group == b.group &&
+         a.activation_multiple == b.activation_multiple &&
+         a.activation_bytes == b.activation_bytes;
 }
 
 bool SameChoice(const ScheduleChoice& a, const ScheduleChoice& b) {
@@ -167,6 +169,21 @@ Result<SearchProblem> BuildSearchProblem(const RunConfig& config) {
         choice.v = v;
         choice.params.flavor = config.schedule_params.flavor;
         choice.params.group = schedule == "interleaved" ? g : 0;
+        if (schedule.rfind("zb-", 0) == 0) {  // pipeline.activation_limit
+          if (config.schedule_params.activation_bytes > 0) {
+            // One order serves every split (search/search.cpp MakeContext).
+            return ConfigError(
+                config, "pipeline.activation_limit",
+                "must be kp (k p micro-batches per rank) when searching with " +
+                    schedule + ", whose one order serves every split; got " +
+                    std::to_string(config.schedule_params.activation_bytes) +
+                    " bytes");
+          }
+          choice.params.activation_multiple =
+              config.schedule_params.activation_multiple;
+          choice.params.activation_bytes =
+              config.schedule_params.activation_bytes;
+        }
         if (std::any_of(problem.choices.begin(), problem.choices.end(),
                         [&](const ScheduleChoice& c) {
                           return SameChoice(c, choice);

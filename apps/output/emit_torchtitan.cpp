@@ -111,8 +111,11 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
   // docs/schedules.md, flavor pytorch); the CSV when it is not the one
   // simulated.
   std::string why_csv;
+  const ScheduleInfo* info = FindSchedule(config.schedule);
   if (config.schedule == "custom") {
     why_csv = "the simulated order is a custom schedule CSV";
+  } else if (info != nullptr && info->torch_name.empty()) {
+    why_csv = fmt::format("torch has no schedule {}", config.schedule);
   } else {
     RunConfig torch = config;
     torch.schedule_params = ScheduleParams{Flavor::PyTorch, 0};

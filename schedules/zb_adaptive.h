@@ -1,0 +1,69 @@
+// The adaptive zero-bubble schedules' shared vocabulary (Qi et al., "Zero
+// Bubble Pipeline Parallelism", ICLR 2024, §3: ZB-1p / ZB-2p): the per-stage
+// costs the heuristics plan with, the activation limit of each stage, and the
+// order families that propose candidate orders. Not part of the public API.
+//
+// A candidate is one order per stage (v = 1: stage s is the only stage of its
+// rank) of F, I and W ops. Every family keeps F and I in micro-batch order
+// and W after its I, so a candidate never deadlocks; the limit is checked on
+// the order itself (stashed activation depends only on the order of one
+// rank), and zb_adaptive.cpp keeps the candidate with the shortest simulated
+// iteration.
+#pragma once
+
+#include <vector>
+
+#include "core/spec.h"
+#include "core/types.h"
+
+namespace ppb::zb {
+
+// What one stage costs, as the planners see it (integer ns and bytes).
+struct StagePlan {
+  Nanos f = 0;     // forward
+  Nanos i = 0;     // input gradient, recompute included (it runs before I)
+  Nanos w = 0;     // weight gradient
+  Nanos comm = 0;  // message time to stage s+1 (and back): latency plus
+                   // link occupancy; 0 on the last stage or the same device
+  Bytes act = 0;   // stashed at the end of F
+  Bytes held = 0;  // still held after I, released at the end of W
+  Bytes limit = 0;  // most activation bytes the stage's rank may hold
+};
+
+struct Plan {
+  int m = 0;
+  std::vector<StagePlan> stages;  // by stage, size p (v = 1)
+};
+
+// One candidate: orders[s] = stage s's ops in execution order.
+using Orders = std::vector<std::vector<Op>>;
+
+// The authors' greedy heuristic (sail-sg zero-bubble v0.1.0,
+// megatron/core/pipeline_parallel/auto_schedule.py, Graph.manual_order, run
+// by initial_solution for its 8 flag settings): one candidate per setting
+// that fits the limit (settings that hit "Cannot fit memory" give none).
+std::vector<Orders> AuthorsHeuristic(const Plan& plan);
+
+// ppb's own family: an event-driven list scheduler that starts the op each
+// rank can start first, I before F, F up to a warm-up cap, and W when nothing
+// else can start (or when memory needs it); one candidate per (cap, W
+// policy) setting (zb_greedy.cpp).
+std::vector<Orders> ReadyFirst(const Plan& plan);
+
+// 1F1B with split backward and W right after its I, warm-up cut to what the
+// limit holds: fits every limit that holds one micro-batch per stage.
+Orders BoundedOneFOneB(const Plan& plan);
+
+// The candidates of the three families above that fit the limit, simulated
+// on `spec` (timing only: its capacities are ignored); the first with the
+// least (makespan, longest per-rank span, largest stash), then improved by swaps of
+// neighbouring ops that keep the limit (zb_adaptive.cpp). Empty when no
+// candidate fits (never when every stage's limit holds one micro-batch).
+// REQUIRES: spec has p = plan.stages.size() stages, v = 1, one per device,
+// and m = plan.m.
+Orders PlanBest(const PipelineSpec& spec, const Plan& plan);
+
+// Most activation bytes stage s holds over `order` (prefix maximum).
+Bytes ActivationPeak(const StagePlan& stage, const std::vector<Op>& order);
+
+}  // namespace ppb::zb
