@@ -22,6 +22,7 @@
 
 #include "core/program.h"
 #include "schedules/schedule.h"
+#include "tests/reference_ops.h"
 
 namespace ppb {
 namespace {
@@ -38,31 +39,6 @@ PipelineSpec Shape(int p, int v, int m) {
 
 Op MakeOp(OpKind kind, int stage, int mb) {
   return Op{kind, StageId(stage), MicrobatchId(mb)};
-}
-
-// The reference file's token "<T><mb>.<stage>", e.g. "F3.1".
-Op OpFromToken(const std::string& token) {
-  OpKind kind = OpKind::F;
-  switch (token.at(0)) {
-    case 'F':
-      kind = OpKind::F;
-      break;
-    case 'B':
-      kind = OpKind::B;
-      break;
-    case 'I':
-      kind = OpKind::I;
-      break;
-    case 'W':
-      kind = OpKind::W;
-      break;
-    default:
-      FAIL("bad token " << token);
-  }
-  const size_t dot = token.find('.');
-  REQUIRE(dot != std::string::npos);
-  return MakeOp(kind, std::stoi(token.substr(dot + 1)),
-                std::stoi(token.substr(1, dot - 1)));
 }
 
 std::string OrderString(const std::vector<Op>& ops) {
@@ -334,7 +310,7 @@ TEST_CASE("generators reproduce every reference record (p = 4)",
       for (size_t r = 0; r < program->ops.size(); ++r) {
         std::vector<Op> expected;
         for (const auto& token : rec.at("ranks").at(r)) {
-          expected.push_back(OpFromToken(token.get<std::string>()));
+          expected.push_back(test::OpFromReferenceToken(token.get<std::string>()));
         }
         const std::vector<Op>& got = program->ops[r];
         const auto& per_rank = rec.at("per_rank").at(r);

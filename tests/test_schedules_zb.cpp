@@ -19,12 +19,13 @@
 #include "core/program.h"
 #include "core/validate.h"
 #include "schedules/schedule.h"
+#include "tests/reference_ops.h"
 
 namespace ppb {
 namespace {
 
 // The PyTorch records of schedules-zb-p4.jsonl whose schedule is registered,
-// and those not yet (zbv-zero-bubble, dualpipev).
+// and those whose schedule is not (none: all four are).
 constexpr int kTorchZbRecords = 57;
 constexpr int kTorchZbRecordsLeft = 0;
 
@@ -39,43 +40,18 @@ PipelineSpec Shape(const ScheduleInfo& info, int p, int v, int m) {
   return spec;
 }
 
-// The reference token "<T><mb>.<stage>" (e.g. "I3.1").
-Op OneOpFromToken(const std::string& token) {
-  OpKind kind = OpKind::F;
-  switch (token.at(0)) {
-    case 'F':
-      kind = OpKind::F;
-      break;
-    case 'B':
-      kind = OpKind::B;
-      break;
-    case 'I':
-      kind = OpKind::I;
-      break;
-    case 'W':
-      kind = OpKind::W;
-      break;
-    default:
-      FAIL("bad token " << token);
-  }
-  const size_t dot = token.find('.');
-  REQUIRE(dot != std::string::npos);
-  return Op{kind, StageId(std::stoi(token.substr(dot + 1))),
-            MicrobatchId(std::stoi(token.substr(1, dot - 1)))};
-}
-
 // A reference token: one op, or an overlapped "F7.0+B3.7" (the F paired with
 // the B that follows it).
 void AppendToken(const std::string& token, std::vector<Op>& out) {
   const size_t plus = token.find('+');
   if (plus == std::string::npos) {
-    out.push_back(OneOpFromToken(token));
+    out.push_back(test::OpFromReferenceToken(token));
     return;
   }
-  Op f = OneOpFromToken(token.substr(0, plus));
+  Op f = test::OpFromReferenceToken(token.substr(0, plus));
   f.paired = true;
   out.push_back(f);
-  out.push_back(OneOpFromToken(token.substr(plus + 1)));
+  out.push_back(test::OpFromReferenceToken(token.substr(plus + 1)));
 }
 
 std::string OrderString(const std::vector<Op>& ops) {
