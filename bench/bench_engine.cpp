@@ -2,6 +2,7 @@
 // core for p=64, m=256, v=4, i.e. 131,072 compute ops per run).
 #include <benchmark/benchmark.h>
 
+#include "bench/simulate_loop.h"
 #include "core/engine.h"
 #include "core/spec.h"
 #include "schedules/schedule.h"
@@ -21,21 +22,8 @@ void BM_Simulate(benchmark::State& state) {
   spec.link_matrix =
       RingLinkMatrix(p, std::vector<Link>(p, Link{5000, 100'000'000'000}));
   auto program = v == 1 ? Generate1F1B(spec, {}) : GenerateInterleaved(spec, {});
-  if (!program.ok()) {
-    state.SkipWithError(program.error().message.c_str());
-    return;
-  }
-  Engine engine;
-  SimResult result;
-  SimOptions options;
-  options.record_ops = false;
-  for (auto _ : state) {
-    engine.RunInto(spec, *program, options, result);
-    benchmark::DoNotOptimize(result.makespan);
-  }
-  state.SetItemsProcessed(state.iterations() *
-                          static_cast<int64_t>(program->total_ops()));
-  state.counters["ops"] = static_cast<double>(program->total_ops());
+  TimeSimulation(state, spec, program);
+  if (program.ok()) state.counters["ops"] = static_cast<double>(program->total_ops());
 }
 
 BENCHMARK(BM_Simulate)
@@ -64,21 +52,8 @@ void BM_SimulateSchedule(benchmark::State& state, const char* name) {
   spec.link_matrix =
       RingLinkMatrix(p, std::vector<Link>(p, Link{5000, 100'000'000'000}));
   auto program = info->generate(spec, {});
-  if (!program.ok()) {
-    state.SkipWithError(program.error().message.c_str());
-    return;
-  }
-  Engine engine;
-  SimResult result;
-  SimOptions options;
-  options.record_ops = false;
-  for (auto _ : state) {
-    engine.RunInto(spec, *program, options, result);
-    benchmark::DoNotOptimize(result.makespan);
-  }
-  state.SetItemsProcessed(state.iterations() *
-                          static_cast<int64_t>(program->total_ops()));
-  state.counters["ops"] = static_cast<double>(program->total_ops());
+  TimeSimulation(state, spec, program);
+  if (program.ok()) state.counters["ops"] = static_cast<double>(program->total_ops());
 }
 
 BENCHMARK_CAPTURE(BM_SimulateSchedule, 1f1b, "1f1b")

@@ -5,6 +5,7 @@
 // in bench_engine.cpp).
 #include <benchmark/benchmark.h>
 
+#include "bench/simulate_loop.h"
 #include "core/engine.h"
 #include "core/spec.h"
 #include "schedules/schedule.h"
@@ -52,20 +53,7 @@ BENCHMARK(BM_BuildAdaptive)
 void BM_SimulateZB1P(benchmark::State& state) {
   const PipelineSpec spec = Unequal(64, 256);
   const Result<Program> program = GenerateZB1P(spec, {});
-  if (!program.ok()) {
-    state.SkipWithError(program.error().message.c_str());
-    return;
-  }
-  Engine engine;
-  SimResult result;
-  SimOptions options;
-  options.record_ops = false;
-  for (auto _ : state) {
-    engine.RunInto(spec, *program, options, result);
-    benchmark::DoNotOptimize(result.makespan);
-  }
-  state.SetItemsProcessed(state.iterations() *
-                          static_cast<int64_t>(program->total_ops()));
+  TimeSimulation(state, spec, program);
 }
 
 BENCHMARK(BM_SimulateZB1P)->Unit(benchmark::kMicrosecond);
