@@ -22,6 +22,12 @@ Result<std::vector<ChoiceContext>> MakeContexts(const SearchProblem& problem);
 // The search on the problem's own cluster (no placement decision).
 Result<SearchResult> SearchFixed(const SearchProblem& problem, const SearchOptions& options);
 
+// When nothing fits: the least uniform capacity at which a split of some
+// choice does, into res (min_capacity_needed, binding_device,
+// min_capacity_cut).
+void MinCapacity(const SearchProblem& pb, const SearchOptions& options,
+                 const std::vector<ChoiceContext>& ctxs, SearchResult& res);
+
 // The search over device orders (SearchProblem::search_placement).
 Result<SearchResult> SearchPlacement(const SearchProblem& problem,
                                      const SearchOptions& options);
