@@ -110,5 +110,29 @@ BENCHMARK_CAPTURE(BM_Search, hetero_16, "hetero-16.yaml", 60.0)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+// Issue 13: SAPP's own examples with SAPP's flags (p = 16; m = 16 or 32;
+// v = 1, 2 or 3), each at a 10 s limit; target: proved optimal or gap
+// <= 1 %.
+BENCHMARK_CAPTURE(BM_Search, sapp_mf_test_vpp1, "sapp-mf-test-vpp1.yaml", 10.0)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Search, sapp_hp_demo_v1, "sapp-hp-demo-v1.yaml", 10.0)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Search, sapp_llama2_70b_v1, "sapp-llama2-70b-v1.yaml", 10.0)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Search, sapp_llama2_70b_v2, "sapp-llama2-70b-v2.yaml", 10.0)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Search, sapp_hp_demo_v3, "sapp-hp-demo-v3.yaml", 10.0)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace ppb

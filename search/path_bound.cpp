@@ -301,7 +301,12 @@ class OpenTreeBound {
   double Unit(const Path& P, int st) const;
   std::vector<double> LeastRt(const Box& box) const;
   double RecomputeOn(const Path& P, const std::vector<double>& r) const;
+  // The least value of mixture lam over the box's whole allocations.
   double Respond(const std::vector<double>& lam, const Box& box);
+  int LooseStage(const Box& box, const std::vector<double>& x) const;
+  double LeastB(const Path& P, int d) const;  // least B ops of P on d's chunks
+  double RtAt(int d, int k) const;            // d's least recompute with k (time)
+
   bool TimeUp() const;
   static std::vector<double> KeyOf(const Path& P);
   Solved SolveBox(const Box& box);
@@ -438,58 +443,106 @@ double OpenTreeBound::RecomputeOn(const Path& P, const std::vector<double>& r) c
 
 // Respond(): the least value of the mixture lambda over the integral
 // allocations in a box, exactly. Per rank, taking its k cheapest units
-// (stage by stage within the box) costs a convex function of k, so
-// filling each rank's floor (its lbs, then up to lo) and then the
-// cheapest remaining units over all ranks, each rank up to its hi, until
-// D are placed, is optimal.
-//
-// Memory forces recompute: a rank whose count can be k runs at least
+// (stage by stage within the box) costs a convex function of k; on top of
+// it, memory forces recompute: a rank holding k decoders runs at least
 // rt[d][k] of it per micro-batch inside its B ops, spread over its chunks
 // in some way, so a path with b_P B ops on each of the rank's stages
-// carries at least min_c b_P * (least rt over the box's counts for d).
+// carries at least min_c b_P * rt[d][k]. The rank's cost g_d(k) is then
+// any function of k, and a knapsack over the ranks (k within the rank's
+// range and the box, D in all) gives the exact least value. Counts that
+// cannot fit (rt = kInf) are not allocations at all.
+// A stage of a rank whose recompute the box leaves loose at integral x
+// (LeastRt over the rank's count range below rt at x's count), the
+// loosest such rank's widest stage; -1: none.
+int OpenTreeBound::LooseStage(const Box& box, const std::vector<double>& x) const {
+  if (totals.rt.empty()) return -1;
+  const std::vector<double> least = LeastRt(box);
+  int pick = -1;
+  double most = 0;
+  for (int d = 0; d < p; ++d) {
+    int k = 0, widest = -1;
+    for (int c = 0; c < v; ++c) {
+      const int st = StageOf(cp.c.spec.placement, p, c, d);
+      k += static_cast<int>(std::llround(x[st]));
+      if (box.lb[st] < box.ub[st] && (widest < 0 || box.ub[st] - box.lb[st] >
+                                                        box.ub[widest] - box.lb[widest])) {
+        widest = st;
+      }
+    }
+    if (widest < 0 || k < 0 || k > D) continue;
+    const double r = RtAt(d, k);
+    if (!std::isfinite(r)) continue;
+    if (r - least[d] > most) {
+      most = r - least[d];
+      pick = widest;
+    }
+  }
+  return pick;
+}
+
+double OpenTreeBound::LeastB(const Path& P, int d) const {
+  double least = std::numeric_limits<double>::infinity();
+  for (int c = 0; c < v; ++c) least = std::min(least, P.b[StageOf(cp.c.spec.placement, p, c, d)]);
+  return least;
+}
+
+double OpenTreeBound::RtAt(int d, int k) const {
+  if (totals.rt.empty()) return 0;
+  const Nanos t = totals.rt[d][k];
+  return t >= kInf ? std::numeric_limits<double>::infinity()
+                   : static_cast<double>(t) / cp.pb.cluster.devices[d].speed;
+}
+
 double OpenTreeBound::Respond(const std::vector<double>& lam, const Box& box) {
   constexpr double kNone = std::numeric_limits<double>::infinity();
   double cst = 0;
   std::fill(cost.begin(), cost.end(), 0.0);
-  const std::vector<double> rt = LeastRt(box);
+  std::vector<double> rc(p, 0.0);  // per rank: the mixture's weight on its recompute
   for (size_t k = 0; k < lam.size(); ++k) {
     if (lam[k] == 0) continue;
-    cst += lam[k] * (paths[k].c + RecomputeOn(paths[k], rt));
+    cst += lam[k] * paths[k].c;
     for (int st = 0; st < S; ++st) {
       cost[st] += lam[k] * Unit(paths[k], st);
     }
+    for (int d = 0; d < p; ++d) rc[d] += lam[k] * LeastB(paths[k], d);
   }
-  double total = cst;
-  int placed = 0;
-  std::vector<std::pair<double, int>> extra;  // (unit cost, stage) beyond the floors
-  std::vector<std::pair<double, int>> units;
+  // least[j]: the least cost of the ranks so far holding j decoders.
+  std::vector<double> least(D + 1, kNone), next(D + 1);
+  least[0] = 0;
+  std::vector<double> units;
   for (int d = 0; d < p; ++d) {
-    int count = 0;
+    int floor_d = 0;
+    double floor_cost = 0;
     units.clear();
     for (int c = 0; c < v; ++c) {
       const int st = StageOf(cp.c.spec.placement, p, c, d);
       if (box.lb[st] > box.ub[st]) return kNone;
-      count += box.lb[st];
-      total += box.lb[st] * cost[st];
+      floor_d += box.lb[st];
+      floor_cost += box.lb[st] * cost[st];
       const int room = std::min(box.ub[st] - box.lb[st], std::max(0, hi[d]));
-      for (int u = 0; u < room; ++u) units.emplace_back(cost[st], st);
+      for (int u = 0; u < room; ++u) units.push_back(cost[st]);
     }
-    if (count > hi[d]) return kNone;
     std::sort(units.begin(), units.end());
-    size_t i = 0;
-    for (; count < lo[d]; ++i, ++count) {
-      if (i >= units.size()) return kNone;
-      total += units[i].first;
+    const int klo = std::max(lo[d], floor_d);
+    const int khi = std::min<int>({hi[d], floor_d + static_cast<int>(units.size()), D});
+    if (klo > khi) return kNone;
+    std::fill(next.begin(), next.end(), kNone);
+    double g = floor_cost;
+    for (int k = floor_d; k <= khi; ++k) {
+      if (k > floor_d) g += units[k - floor_d - 1];
+      if (k < klo) continue;
+      const double r = RtAt(d, k);
+      if (r == kNone) continue;  // k cannot fit on d
+      const double gk = g + rc[d] * r;
+      for (int j = 0; j + k <= D; ++j) {
+        if (least[j] == kNone) continue;
+        next[j + k] = std::min(next[j + k], least[j] + gk);
+      }
     }
-    placed += count;
-    for (; count < hi[d] && i < units.size(); ++i, ++count) extra.push_back(units[i]);
+    least.swap(next);
   }
-  if (placed > D) return kNone;
-  std::sort(extra.begin(), extra.end());
-  for (size_t i = 0; placed < D && i < extra.size(); ++i, ++placed) {
-    total += extra[i].first;
-  }
-  return placed < D ? kNone : total;
+  if (least[D] == kNone) return kNone;
+  return cst + least[D];
 }
 
 bool OpenTreeBound::TimeUp() const {
@@ -693,6 +746,28 @@ Nanos OpenTreeBound::Run() {
         most = f;
         split = st;
       }
+    }
+    // An integral minimizer still leaves a rank's recompute loose when its
+    // count can vary in the box and the least recompute over the range is
+    // below that of the count at x: split that rank's stage at x.
+    int at = -1;
+    if (split < 0 && !x.empty()) at = LooseStage(boxes[i].first, x);
+    if (at >= 0) {
+      const Box bx = boxes[i].first;  // a copy: boxes grows below
+      const int xr = static_cast<int>(std::llround(x[at]));
+      // [lb, c] and [c + 1, ub], both non-empty.
+      const int c = xr < bx.ub[at] ? xr : xr - 1;
+      for (int side = 0; side < 2; ++side) {
+        Box child = bx;
+        if (side == 0) child.ub[at] = c;
+        else child.lb[at] = c + 1;
+        Solved s = SolveBox(child);
+          s.bound = std::max(s.bound, b);
+        if (!std::isfinite(s.bound)) continue;
+        boxes.emplace_back(std::move(child), std::move(s));
+        open.emplace(boxes.back().second.bound, static_cast<int>(boxes.size()) - 1);
+      }
+      continue;
     }
     if (split < 0) {
       settled = std::min(settled, b);  // integral (or no minimizer known)

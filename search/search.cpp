@@ -268,11 +268,27 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
     for (auto& c : s->top_list.top) all.push_back(c);
     all_closed &= s->closed;
     // This choice's bound on its own optimum.
-    Nanos own = s->top_list.top.empty() ? kInf : s->top_list.top.front().makespan;
-    own = std::min(own, s->pending_bound);
+    const Nanos inc = s->top_list.top.empty() ? kInf : s->top_list.top.front().makespan;
+    Nanos own = std::min(inc, s->pending_bound);
     // Whatever can still beat the choice's incumbent obeys TotalsPathBound.
     if (!s->top_list.top.empty()) {
       own = std::max(own, std::min(s->top_list.top.front().makespan, s->totals_bound));
+    }
+    // The side that set `own` (the least over choices sets the result's).
+    if (own < lb) {
+      if (own >= inc) {
+        res.bound_source = "incumbent";
+        res.bound_time_s = s->finished_s;
+      } else if (s->totals_bound >= own && s->totals_bound > s->pending_bound) {
+        res.bound_source = "open-tree bound";
+        res.bound_time_s = s->finished_s;
+      } else if (s->pending_bound <= s->root_bound()) {
+        res.bound_source = "root bound";
+        res.bound_time_s = s->prepared_s;
+      } else {
+        res.bound_source = "tree search";
+        res.bound_time_s = s->finished_s;
+      }
     }
     lb = std::min(lb, own);
   }

@@ -146,6 +146,13 @@ struct SearchResult {
   bool min_capacity_cut = false;
   // Each time the best strategy improved: (seconds since start, makespan).
   std::vector<std::pair<double, Nanos>> incumbents;
+  // Which side of the gap moved last: the bound that set lower_bound
+  // ("root bound": before the tree search; "tree search": the least bound
+  // of what the tree left open; "open-tree bound": TotalsPathBound, run on
+  // the tree left open; "incumbent": every choice closed) and when, in
+  // seconds since the start (the incumbent's side: incumbents.back()).
+  std::string bound_source;
+  double bound_time_s = 0;
   // Placement search: distinct device orders whose strategies were
   // searched, and prefixes of orders visited.
   std::int64_t placements_searched = 0;

@@ -116,6 +116,10 @@ class Searcher {
   }
 
   Nanos totals_bound = 0;  // TotalsPathBound after the heuristics (0: none)
+  // Seconds since the start when the root bound was known and when the
+  // search of this choice ended (SearchResult::bound_time_s).
+  double prepared_s = 0, finished_s = 0;
+  Nanos root_bound() const { return root_bound_; }
 
  private:
   // The DFS state and the root bound (pending_bound); false when no split

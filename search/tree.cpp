@@ -361,6 +361,7 @@ bool Searcher::Prepare(bool path_weights) {
     if (path_weights) root_bound_ = std::max(root_bound_, PathWeights(cp_, root_.forced_recompute, mix_));
     pending_bound = std::max(pending_bound, root_bound_);
   }
+  prepared_s = limits.Elapsed();
   return true;
 }
 
@@ -425,6 +426,7 @@ void Searcher::Run() {
                              ? "recompute choice not proved (too many distinct layers in a stage)"
                              : "recompute choice not proved";
   }
+  finished_s = limits.Elapsed();
   Report(true);
 }
 

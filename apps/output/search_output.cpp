@@ -434,6 +434,13 @@ std::string FormatSearchText(const RunConfig& config,
       out += fmt::format("stopped at {}: lower bound {:.3f} ms, gap {}\n",
                          result.stop_reason, ToMs(result.lower_bound),
                          Percent(result.gap));
+      // Which side of the gap moved last (the times depend on the clock).
+      if (!result.incumbents.empty() && !result.bound_source.empty()) {
+        out += fmt::format("gap sides: incumbent last improved at {:.2f} s; bound set by the {} "
+                           "at {:.2f} s\n",
+                           result.incumbents.back().first, result.bound_source,
+                           result.bound_time_s);
+      }
     }
   } else if (problem.search_placement) {
     out += result.proved_infeasible
