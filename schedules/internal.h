@@ -132,6 +132,10 @@ inline Status CheckVShape(const PipelineSpec& spec, std::string_view schedule) {
   return {};
 }
 
+// Rank r's order under PyTorch's ScheduleZBVZeroBubble (zbv_zero_bubble.cpp;
+// zb-v starts from it too).
+std::vector<Op> ZbvRankOrder(int p, int m, int r);
+
 // "must not be set for <schedule> (PyTorch), which has no such knob; got g".
 inline Error NoGroup(std::string_view schedule, int group) {
   return Error{"pipeline.microbatch_group",

@@ -7,7 +7,7 @@
 namespace ppb {
 namespace {
 
-constexpr std::array<ScheduleInfo, 9> kSchedules{{
+constexpr std::array<ScheduleInfo, 10> kSchedules{{
     {"gpipe", "GPipe: all forwards, then all backwards (v = 1)",
      &GenerateGPipe, "GPipe"},
     {"1f1b",
@@ -42,6 +42,11 @@ constexpr std::array<ScheduleInfo, 9> kSchedules{{
      "ZB-2p (Zero Bubble, adaptive): as zb-1p within twice 1F1B's "
      "activation memory (v = 1)",
      &GenerateZB2P, ""},
+    {"zb-v",
+     "ZB-V (Zero Bubble, adaptive): V placement, split backward, the F/I/W "
+     "order with the shortest simulated iteration within 1F1B's activation "
+     "memory (v = 2)",
+     &GenerateZBV, "", StagePlacement::V},
 }};
 
 char LowerChar(char c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }

@@ -82,6 +82,9 @@ Result<Program> GenerateZB1P(const PipelineSpec& spec,
                              const ScheduleParams& params);
 Result<Program> GenerateZB2P(const PipelineSpec& spec,
                              const ScheduleParams& params);
+// ZB-V adaptive (zb_v.cpp): v = 2 in the V placement, limit default 1p of
+// the rank's two stages.
+Result<Program> GenerateZBV(const PipelineSpec& spec, const ScheduleParams& params);
 
 // torch schedule CSV: one row per rank, comma-separated actions ("0F0",
 // "2B1", "2I1", "2W1", the overlapped "(4F4;3B0)OVERLAP_F_B", read as a

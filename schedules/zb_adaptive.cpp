@@ -38,34 +38,6 @@ namespace {
 using schedule_internal::Cat;
 using schedule_internal::Str;
 
-// The planners' view of `spec` with the limit of each stage.
-zb::Plan MakePlan(const PipelineSpec& spec, int multiple, Bytes bytes) {
-  zb::Plan plan;
-  plan.m = spec.m;
-  const int n = spec.num_stages();
-  plan.stages.resize(static_cast<size_t>(n));
-  for (int s = 0; s < n; ++s) {
-    const StageCost& c = spec.stages[static_cast<size_t>(s)];
-    zb::StagePlan& z = plan.stages[static_cast<size_t>(s)];
-    z.f = c.forward;
-    z.i = c.recompute + c.backward_input;
-    z.w = c.backward_weight;
-    z.act = c.activation;
-    // The engine frees input_grad_release at the end of I, the rest at W.
-    z.held = c.activation - c.input_grad_release;
-    z.limit = bytes > 0 ? bytes : static_cast<Bytes>(multiple) * spec.p * c.activation;
-    if (s + 1 < n) {
-      const DeviceId a = spec.stage_device[static_cast<size_t>(s)];
-      const DeviceId b = spec.stage_device[static_cast<size_t>(s + 1)];
-      if (a != b) {
-        const Link& link = spec.link(a, b);
-        z.comm = link.latency + LinkOccupancy(c.output_bytes, link.bandwidth);
-      }
-    }
-  }
-  return plan;
-}
-
 Program ToProgram(const PipelineSpec& spec, const zb::Orders& orders) {
   return schedule_internal::PlaceOnDevices(spec, orders);
 }
@@ -93,9 +65,13 @@ class Evaluator {
   std::optional<Score> Measure(const zb::Orders& orders) {
     ++runs_;
     Bytes stash = 0;
-    for (size_t s = 0; s < orders.size(); ++s) {
-      const Bytes peak = zb::ActivationPeak(plan_.stages[s], orders[s]);
-      if (peak > plan_.stages[s].limit) return std::nullopt;
+    for (const std::vector<Op>& order : orders) {
+      if (order.empty()) continue;
+      // Every stage of a rank carries the rank's limit.
+      const Bytes peak = zb::RankActivationPeak(plan_, order);
+      if (peak > plan_.stages[static_cast<size_t>(order.front().stage.value)].limit) {
+        return std::nullopt;
+      }
       stash = std::max(stash, peak);
     }
     engine_.RunInto(spec_, ToProgram(spec_, orders), SimOptions{false, false},
@@ -117,10 +93,12 @@ class Evaluator {
   long runs_ = 0;
 };
 
-// Whether ops a then b of one stage may trade places: not the same kind (F
-// and I stay in micro-batch order) and b does not need a (I after its F, W
-// after its I).
+// Whether neighbouring ops a then b of one rank may trade places: ops of
+// two stages always (an order that then waits on itself is refused by the
+// engine as a deadlock); of one stage, not the same kind (F and I stay in
+// micro-batch order) and b does not need a (I after its F, W after its I).
 bool Swappable(const Op& a, const Op& b) {
+  if (a.stage != b.stage) return true;
   if (a.kind == b.kind) return false;
   if (a.mb != b.mb) return true;
   return !((a.kind == OpKind::F && b.kind == OpKind::I) ||
@@ -192,7 +170,7 @@ Result<Program> GenerateAdaptive(const PipelineSpec& spec,
   const int multiple = params.activation_multiple > 0
                            ? params.activation_multiple
                            : default_multiple;
-  const zb::Plan plan = MakePlan(placed, multiple, params.activation_bytes);
+  const zb::Plan plan = zb::MakePlan(placed, multiple, params.activation_bytes);
   for (int s = 0; s < spec.num_stages(); ++s) {
     const zb::StagePlan& z = plan.stages[static_cast<size_t>(s)];
     if (z.act > z.limit) {
@@ -216,11 +194,49 @@ Result<Program> GenerateAdaptive(const PipelineSpec& spec,
 
 namespace zb {
 
+Plan MakePlan(const PipelineSpec& spec, int multiple, Bytes bytes) {
+  Plan plan;
+  plan.m = spec.m;
+  const int n = spec.num_stages();
+  plan.stages.resize(static_cast<size_t>(n));
+  // What one micro-batch stashes on each rank, over all its stages.
+  std::vector<Bytes> per_rank(static_cast<size_t>(spec.p), 0);
+  for (int s = 0; s < n; ++s) {
+    per_rank[static_cast<size_t>(spec.stage_device[static_cast<size_t>(s)].value)] +=
+        spec.stages[static_cast<size_t>(s)].activation;
+  }
+  for (int s = 0; s < n; ++s) {
+    const StageCost& c = spec.stages[static_cast<size_t>(s)];
+    StagePlan& z = plan.stages[static_cast<size_t>(s)];
+    z.f = c.forward;
+    z.i = c.recompute + c.backward_input;
+    z.w = c.backward_weight;
+    z.act = c.activation;
+    // The engine frees input_grad_release at the end of I, the rest at W.
+    z.held = c.activation - c.input_grad_release;
+    const DeviceId a = spec.stage_device[static_cast<size_t>(s)];
+    z.limit = bytes > 0 ? bytes
+                        : static_cast<Bytes>(multiple) * spec.p *
+                              per_rank[static_cast<size_t>(a.value)];
+    if (s + 1 < n) {
+      const DeviceId b = spec.stage_device[static_cast<size_t>(s + 1)];
+      if (a != b) {
+        const Link& link = spec.link(a, b);
+        z.comm = link.latency + LinkOccupancy(c.output_bytes, link.bandwidth);
+      }
+    }
+  }
+  return plan;
+}
+
 Orders PlanBest(const PipelineSpec& spec, const Plan& plan) {
   std::vector<Orders> candidates = AuthorsHeuristic(plan);
   for (Orders& o : ReadyFirst(plan)) candidates.push_back(std::move(o));
   candidates.push_back(BoundedOneFOneB(plan));
+  return PickBest(spec, plan, std::move(candidates));
+}
 
+Orders PickBest(const PipelineSpec& spec, const Plan& plan, std::vector<Orders> candidates) {
   // The engine needs capacities; the limit is checked on the orders.
   PipelineSpec sim = spec;
   sim.device_capacity.assign(static_cast<size_t>(spec.p),

@@ -11,6 +11,8 @@
 // iteration.
 #pragma once
 
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/spec.h"
@@ -32,10 +34,17 @@ struct StagePlan {
 
 struct Plan {
   int m = 0;
-  std::vector<StagePlan> stages;  // by stage, size p (v = 1)
+  std::vector<StagePlan> stages;  // by stage: p (v = 1), or 2p (zb-v)
 };
 
-// One candidate: orders[s] = stage s's ops in execution order.
+// The planners' view of `spec` (its stage_device set): each stage's costs
+// and message time to the next stage, and the limit of its rank — `bytes`
+// when > 0, else `multiple` * p micro-batches of what the rank's stages
+// stash per micro-batch.
+Plan MakePlan(const PipelineSpec& spec, int multiple, Bytes bytes);
+
+// One candidate: orders[r] = rank r's ops in execution order (v = 1: stage
+// r's).
 using Orders = std::vector<std::vector<Op>>;
 
 // The authors' greedy heuristic (sail-sg zero-bubble v0.1.0,
@@ -43,6 +52,14 @@ using Orders = std::vector<std::vector<Op>>;
 // by initial_solution for its 8 flag settings): one candidate per setting
 // that fits the limit (settings that hit "Cannot fit memory" give none).
 std::vector<Orders> AuthorsHeuristic(const Plan& plan);
+
+// The authors' ZB-V heuristic (sail-sg zero-bubble v0.1.0, v_schedule.py,
+// PipelineGraph.try_v_schedule; zb_v.cpp) on a plan of 2p stages in the V
+// placement: for each setting in the order get_v_schedule tries them
+// (fill_b true then false, within it fill_f true then false), the order by
+// rank and its largest per-rank bubble; nullopt where a step of the
+// heuristic cannot be taken (the authors' code fails an assertion there).
+std::vector<std::optional<std::pair<Orders, Nanos>>> AuthorsVHeuristic(const Plan& plan, int p);
 
 // ppb's own family: an event-driven list scheduler that starts the op each
 // rank can start first, I before F, F up to a warm-up cap, and W when nothing
@@ -63,7 +80,16 @@ Orders BoundedOneFOneB(const Plan& plan);
 // and m = plan.m.
 Orders PlanBest(const PipelineSpec& spec, const Plan& plan);
 
+// The candidates that fit the limit (on every rank, over all its stages),
+// simulated on `spec`; the best as PlanBest keeps it, polished likewise.
+// Orders are by rank (for v = 1 rank s runs stage s). Empty when none fits.
+Orders PickBest(const PipelineSpec& spec, const Plan& plan, std::vector<Orders> candidates);
+
 // Most activation bytes stage s holds over `order` (prefix maximum).
 Bytes ActivationPeak(const StagePlan& stage, const std::vector<Op>& order);
+
+// Most activation bytes a rank holds over `order`, whose ops may belong to
+// several stages (plan.stages by stage).
+Bytes RankActivationPeak(const Plan& plan, const std::vector<Op>& order);
 
 }  // namespace ppb::zb

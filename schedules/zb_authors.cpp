@@ -252,6 +252,19 @@ std::vector<Orders> AuthorsHeuristic(const Plan& plan) {
   return out;
 }
 
+Bytes RankActivationPeak(const Plan& plan, const std::vector<Op>& order) {
+  Bytes now = 0, peak = 0;
+  for (const Op& op : order) {
+    const StagePlan& stage = plan.stages[static_cast<size_t>(op.stage.value)];
+    now += op.kind == OpKind::F   ? stage.act
+           : op.kind == OpKind::I ? -(stage.act - stage.held)
+           : op.kind == OpKind::W ? -stage.held
+                                  : -stage.act;
+    peak = std::max(peak, now);
+  }
+  return peak;
+}
+
 Bytes ActivationPeak(const StagePlan& stage, const std::vector<Op>& order) {
   Bytes now = 0, peak = 0;
   for (const Op& op : order) {

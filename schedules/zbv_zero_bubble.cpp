@@ -23,9 +23,9 @@
 #include "schedules/schedule.h"
 
 namespace ppb {
-namespace {
+namespace schedule_internal {
 
-std::vector<Op> RankOrder(int p, int m, int r) {
+std::vector<Op> ZbvRankOrder(int p, int m, int r) {
   const int n = std::max(2 * p - 1, m);
   const StageId chunk[2] = {StageId(r), StageId(2 * p - 1 - r)};
   int f[2] = {0, 0};  // next micro-batch of F, I and W per chunk
@@ -68,7 +68,7 @@ std::vector<Op> RankOrder(int p, int m, int r) {
   return order;
 }
 
-}  // namespace
+}  // namespace schedule_internal
 
 // Refuses v != 2 and a placement other than V (see CheckVShape) and a
 // microbatch_group. params.flavor is not used.
@@ -83,7 +83,7 @@ Result<Program> GenerateZBVZeroBubble(const PipelineSpec& spec,
   }
   std::vector<std::vector<Op>> rank_orders;
   for (int r = 0; r < spec.p; ++r) {
-    rank_orders.push_back(RankOrder(spec.p, spec.m, r));
+    rank_orders.push_back(schedule_internal::ZbvRankOrder(spec.p, spec.m, r));
   }
   return schedule_internal::PlaceOnDevices(spec, rank_orders);
 }

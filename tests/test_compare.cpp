@@ -200,9 +200,10 @@ TEST_CASE("compare agrees with separate ppb-sim runs", "[compare][cli]") {
     const std::string path = Config("example.yaml");
     const json j = CompareJson({"--config", path});
     CHECK(j["schema"] == "ppb.compare/1");
-    REQUIRE(j["rows"].size() == 9);
+    REQUIRE(j["rows"].size() == 10);
     CHECK(j["rows"][7]["schedule"] == "zb-1p");
     CHECK(j["rows"][8]["schedule"] == "zb-2p");
+    CHECK(j["rows"][9]["schedule"] == "zb-v");
     CHECK(j["rows"][2]["virtual_stages"] == 2);
     CHECK(j["notes"][0].get<std::string>().find("v = 2") != std::string::npos);
     for (const json& row : j["rows"]) {
@@ -415,7 +416,7 @@ TEST_CASE("compare: bad --vary and --schedules input exits 2", "[compare]") {
   CHECK(CompareError({"--config", path, "--schedules", "custom"}) ==
         "ppb-sim: --schedules: expected a comma-separated list of gpipe, 1f1b, "
         "interleaved, looped-bfs, interleaved-zero-bubble, zbv-zero-bubble, "
-        "dualpipev, zb-1p, zb-2p; got 'custom'\n");
+        "dualpipev, zb-1p, zb-2p, zb-v; got 'custom'\n");
   CHECK(CompareError({"--config", path, "--schedules", "1f1b,"}).find("--schedules") !=
         std::string::npos);
   CHECK(CompareError({"--config", path, "--format", "xml"}) ==
@@ -498,7 +499,7 @@ TEST_CASE("compare's default set: every registered schedule, refusals as rows",
   for (const json& row : j["rows"]) names.push_back(row["schedule"]);
   CHECK(names == std::vector<std::string>{"gpipe", "1f1b", "interleaved", "looped-bfs",
                                           "interleaved-zero-bubble", "zbv-zero-bubble",
-                                          "dualpipev", "zb-1p", "zb-2p"});
+                                          "dualpipev", "zb-1p", "zb-2p", "zb-v"});
   for (const json& row : j["rows"]) {
     INFO(row.dump());
     if (row["status"] == "ok") CheckAgainstSimulate(path, row);

@@ -554,7 +554,7 @@ TEST_CASE("config: CLI overrides replace file values", "[config]") {
     CHECK(ParseError(std::string(kBase), unknown) ==
           "run.yaml: --schedule: must be one of gpipe, 1f1b, interleaved, "
           "looped-bfs, interleaved-zero-bubble, zbv-zero-bubble, dualpipev, "
-          "zb-1p, zb-2p, custom; got zb");
+          "zb-1p, zb-2p, zb-v, custom; got zb");
   }
   SECTION("a schedule constraint on an overridden value names the flag") {
     CliOverrides m;
@@ -643,7 +643,7 @@ TEST_CASE("config errors: pipeline", "[config]") {
       {{{"schedule: 1f1b", "schedule: zb"}},
        "run.yaml:45: pipeline.schedule: must be one of gpipe, 1f1b, "
        "interleaved, looped-bfs, interleaved-zero-bubble, zbv-zero-bubble, "
-       "dualpipev, zb-1p, zb-2p, custom; got zb"},
+       "dualpipev, zb-1p, zb-2p, zb-v, custom; got zb"},
       {{{"communication: overlapped",
           "communication: overlapped\n  activation_limit: 0p"}},
        "run.yaml:48: pipeline.activation_limit: must be a size (e.g. 24GiB) "

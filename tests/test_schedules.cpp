@@ -194,7 +194,7 @@ TEST_CASE("registry lists the schedules in a fixed order", "[schedules]") {
   CHECK(names == std::vector<std::string>{
                      "gpipe", "1f1b", "interleaved", "looped-bfs",
                      "interleaved-zero-bubble", "zbv-zero-bubble",
-                     "dualpipev", "zb-1p", "zb-2p"});
+                     "dualpipev", "zb-1p", "zb-2p", "zb-v"});
   REQUIRE(FindSchedule("1f1b") != nullptr);
   CHECK(FindSchedule("1f1b")->generate == &Generate1F1B);
   CHECK(FindSchedule("gpipe")->generate == &GenerateGPipe);
@@ -571,6 +571,10 @@ TEST_CASE("CSV round trip gives the same program", "[csv]") {
         // Costs for the adaptive schedules, which plan from them.
         spec = PipelineSpec::Uniform(p, v, 2 * p, 1, 1);
         for (StageCost& c : spec.stages) c.backward_weight = 1;
+        if (info.placement == StagePlacement::V) {
+          spec.placement = StagePlacement::V;
+          spec.stage_device = StagePlacementDevices(StagePlacement::V, p, v);
+        }
       }
       const Result<Program> program = info.generate(spec, {});
       REQUIRE(program.ok());

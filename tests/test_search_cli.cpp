@@ -166,7 +166,7 @@ TEST_CASE("search block: errors name file, line and key", "[search-cli]") {
       {"search:\n  schedules: [1f1b, custom]\n",
        "run.yaml:18: search.schedules[1]: must be one of gpipe, 1f1b, "
        "interleaved, looped-bfs, interleaved-zero-bubble, zbv-zero-bubble, "
-       "dualpipev, zb-1p, zb-2p (a custom schedule fixes the op order of one split); got "
+       "dualpipev, zb-1p, zb-2p, zb-v (a custom schedule fixes the op order of one split); got "
        "custom"},
       {"search:\n  schedules: [1f1b, 1F1B]\n",
        "run.yaml:18: search.schedules[1]: must name each schedule once; got "
@@ -313,7 +313,7 @@ TEST_CASE("candidates: errors name the candidates file", "[search-cli]") {
   CheckPrefix(CandidatesError("candidates:\n  - {name: a, schedule: zb}\n"),
               "cands.yaml:2: candidates[0].schedule: must be one of gpipe, "
               "1f1b, interleaved, looped-bfs, interleaved-zero-bubble, "
-              "zbv-zero-bubble, dualpipev, zb-1p, zb-2p; got zb");
+              "zbv-zero-bubble, dualpipev, zb-1p, zb-2p, zb-v; got zb");
   CheckPrefix(CandidatesError("candidates:\n  - {name: a, schedule: "
                               "interleaved}\n"),
               "cands.yaml:2: candidates[0].schedule: schedule interleaved "

@@ -131,7 +131,7 @@ Status Parser::ParsePipeline(const Entry* section) {
 
 // pipeline.activation_limit: "kp" (k a positive integer: k p micro-batches
 // of each rank's stage) or a positive size ("24GiB"); read by the adaptive
-// schedules zb-1p and zb-2p.
+// schedules zb-1p, zb-2p and zb-v.
 Status Parser::ParseActivationLimit(const Entry& entry) {
   const std::string want =
       "must be a size (e.g. 24GiB) or kp with k a positive integer (1p, 2p)";
