@@ -148,6 +148,10 @@ class Searcher {
   bool PolishTies(const std::vector<int>& split, Candidate& cand);
   bool PolishChunks(const std::vector<int>& split,
                     const std::vector<std::vector<DeviceChoice>>& opts, Candidate& cand);
+  bool FewestRecomputed(const std::vector<int>& split,
+                        const std::vector<std::vector<DeviceChoice>>& opts, Bytes cap,
+                        Nanos target, const std::vector<const DeviceChoice*>& least,
+                        Candidate& best);
   int FirstWithin(const std::vector<int>& split,
                   const std::vector<std::vector<const DeviceChoice*>>& sets, Nanos target,
                   int rc_below, Candidate* out);
