@@ -11,7 +11,11 @@
 // least peak, then the fewest recomputed layers; memoized per device,
 // capacity and layer ranges) and says (`exact`) whether that choice is
 // provably best for the makespan. Menus are cached per layer range; the
-// references and pointers into them stay valid for the object's life.
+// references and pointers into them stay valid for the object's life. A
+// range whose layers BuildMenu cannot tell from those of a range already
+// built (same recompute costs and option names, layer by layer) gets a copy
+// of that menu with its layer indexes shifted: the same menu BuildMenu
+// would build, without building it.
 #pragma once
 
 #include <cstdint>
@@ -73,6 +77,13 @@ class RecomputeChoice {
   const ChoiceProblem& cp_;
   std::unordered_map<std::uint64_t, Menu> menus_;
   bool menus_truncated_ = false;
+  // Per layer, an id equal for layers BuildMenu cannot tell apart (filled
+  // on first use), and the first range built for each sequence of ids.
+  std::vector<std::int32_t> menu_class_;
+  struct Shape {
+    int first;         // the range's first layer
+    const Menu* menu;  // into menus_
+  };
   struct RecomputeMemo {
     Nanos time;
     std::vector<const MenuPoint*> pts;  // point into menus_ (stable nodes)
@@ -86,6 +97,7 @@ class RecomputeChoice {
     }
   };
   std::unordered_map<std::vector<std::int32_t>, RecomputeMemo, KeyHash> recompute_memo_;
+  std::unordered_map<std::vector<std::int32_t>, Shape, KeyHash> shapes_;
 };
 
 }  // namespace ppb::search_detail
