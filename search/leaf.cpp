@@ -582,13 +582,14 @@ void Searcher::BuildChosen(const std::vector<int>& split, PipelineSpec& spec, St
     // after them in the layer's order), the rest keep everything (as
     // Megatron's "block" method: the first N layers). More strategies are
     // then expressible (apps/output/emit_mindformers.cpp).
-    const Menu& menu = rc_.GetMenu(first, first + split[s]);
+    int shift = 0;  // the menu's layer l is layer l + shift here
+    const Menu& menu = rc_.GetMenu(first, first + split[s], &shift);
     for (size_t g = 0; g < menu.groups.size(); ++g) {
       const Group& grp = menu.groups[g];
       size_t li = 0;
       for (size_t x : ModeOrder(grp.options)) {
         for (int n = 0; n < q.counts[menu.offsets[g] + x]; ++n, ++li) {
-          st.recompute[grp.layers[li]] = static_cast<std::uint8_t>(x);
+          st.recompute[grp.layers[li] + shift] = static_cast<std::uint8_t>(x);
         }
       }
     }

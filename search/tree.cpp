@@ -212,9 +212,10 @@ void Searcher::Dfs(int s, int pos) {
     if (cp_.c.v == 1) {
       const Menu& menu = rc_.GetMenu(pos, pos + k);
       std::vector<const StageFixed*> fxp{&fixed_[s]};
+      std::vector<const MenuPoint*> pts(1);
       rt = -1;
       for (const MenuPoint& q : menu.points) {  // sorted by time
-        std::vector<const MenuPoint*> pts{&q};
+        pts[0] = &q;
         if (cp_.DevicePeak(d, fxp, pts) <= cp_.c.spec.device_capacity[d]) {
           // Beyond a truncated menu's exact range only that range's end
           // is a valid lower bound.

@@ -1,6 +1,6 @@
 // The search's menu cache (RecomputeChoice::GetMenu): a layer range whose
-// layers BuildMenu cannot tell from those of a range already built gets a
-// copy of that menu with its layer indexes shifted. Checked against
+// layers BuildMenu cannot tell from those of a range already built shares
+// that menu, its layer indexes `shift` layers earlier. Checked against
 // BuildMenu itself on every range of a model that repeats layers of equal
 // recompute costs at other forward times, one layer of the same costs
 // whose mode has another name, and stages that truncate their menu.
@@ -110,18 +110,26 @@ TEST_CASE("menus copied for repeated layer ranges equal the menus BuildMenu buil
   const ChoiceProblem cp(pr, opt, std::move(ctx).value());
   RecomputeChoice rc(cp);
   const int L = static_cast<int>(pr.layers.size());
-  int truncated = 0;
+  int truncated = 0, shared = 0;
   // Longest ranges last, so that most ranges of the repeated part are
   // copies of an earlier one.
   for (int len = 1; len <= L; ++len) {
     for (int i = 0; i + len <= L; ++i) {
       INFO("layers [" << i << ", " << i + len << ")");
-      const Menu& got = rc.GetMenu(i, i + len);
+      int shift = -1;
+      Menu got = rc.GetMenu(i, i + len, &shift);
+      REQUIRE(shift >= 0);
+      REQUIRE(shift <= i);
+      for (search_detail::Group& g : got.groups) {
+        for (int& l : g.layers) l += shift;
+      }
       RequireSameMenu(got, BuildMenu(pr.layers, i, i + len));
+      shared += shift > 0;
       truncated += got.truncated;
     }
   }
   CHECK(truncated > 0);
+  CHECK(shared > 0);
   CHECK(rc.truncated());
 }
 
