@@ -35,6 +35,12 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem, const SearchOptio
 std::string ResimulateTop(std::vector<Candidate>& top, const SearchOptions& options,
                           const std::function<Result<Candidate>(const Candidate&)>& evaluate);
 
+// When nothing fits: the least uniform capacity at which a split of some
+// choice does, into res (min_capacity_needed, binding_device,
+// min_capacity_cut).
+void MinCapacity(const SearchProblem& pb, const SearchOptions& options,
+                 const std::vector<ChoiceContext>& ctxs, SearchResult& res);
+
 // The search over device orders (SearchProblem::search_placement).
 Result<SearchResult> SearchPlacement(const SearchProblem& problem,
                                      const SearchOptions& options);

@@ -17,7 +17,10 @@ bool Better(const Candidate& a, const Candidate& b) {
   if (a.strategy.layers_per_stage != b.strategy.layers_per_stage) {
     return a.strategy.layers_per_stage < b.strategy.layers_per_stage;
   }
-  return a.strategy.recompute < b.strategy.recompute;
+  if (a.strategy.recompute != b.strategy.recompute) {
+    return a.strategy.recompute < b.strategy.recompute;
+  }
+  return a.placement < b.placement;
 }
 
 namespace search_detail {

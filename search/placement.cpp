@@ -66,6 +66,7 @@ Nanos PlacementSearcher::Bound(const Placement& prefix) {
   const SearchProblem q = FixedProblem(Relaxed(prefix));
   SearchOptions o = opt_;
   o.progress = nullptr;
+  o.share = nullptr;
   Nanos best = kInf;
   for (size_t ci = 0; ci < ctxs_.size(); ++ci) {
     Searcher s(q, o, ContextOn(ci, q.cluster));
@@ -106,8 +107,10 @@ void PlacementSearcher::Leaf(const Placement& order, Nanos bound, std::int64_t b
     return;
   }
   const SearchProblem q = FixedProblem(ClusterFor(topo_, order));
+  Sync();
   SearchOptions o = opt_;
   o.progress = nullptr;
+  o.share = nullptr;  // the order's own search is this process's
   o.min_capacity = false;
   o.open_tree_bound = false;  // its bound only decides whether the order is open
   const Nanos cut = Threshold();
@@ -154,20 +157,12 @@ void PlacementSearcher::Leaf(const Placement& order, Nanos bound, std::int64_t b
   Report(false);
 }
 
-void PlacementSearcher::Dfs(Placement& prefix, std::vector<char>& used, Nanos bound) {
-  if (OutOfLimits()) {
-    open_bound_ = std::min(open_bound_, bound);
-    return;
-  }
-  if (static_cast<int>(prefix.size()) == n_) {
-    Leaf(prefix, bound, 0);
-    return;
-  }
-  ++placement_nodes_;
+std::vector<int> PlacementSearcher::Kids(const Placement& prefix,
+                                         const std::vector<char>& used) const {
   const int nodes = static_cast<int>(topo_.node_names.size());
   std::vector<char> touched(nodes, 0);
   for (int d : prefix) touched[topo_.device_node[d]] = 1;
-  std::vector<std::pair<Nanos, int>> kids;
+  std::vector<int> kids;
   for (int d = 0; d < n_; ++d) {
     if (used[d]) continue;
     bool rep = true;
@@ -179,7 +174,81 @@ void PlacementSearcher::Dfs(Placement& prefix, std::vector<char>& used, Nanos bo
       if (ne == nd) rep = false;
       if (!touched[nd] && !touched[ne] && node_class_[nd] == node_class_[ne] && ne < nd) rep = false;
     }
-    if (!rep) continue;
+    if (rep) kids.push_back(d);
+  }
+  return kids;
+}
+
+void PlacementSearcher::Sync() {
+  if (opt_.share == nullptr || !opt_.share->exchange) return;
+  const Nanos own = TopThreshold(top_list_.top, top_list_.top_k, opt_.cutoff);
+  const Nanos all = opt_.share->exchange(own >= kInf ? -1 : own);
+  Nanos cut = opt_.cutoff < 0 ? kInf : opt_.cutoff;
+  if (all >= 0) cut = std::min(cut, all);
+  top_list_.cutoff = cut >= kInf ? -1 : cut;
+}
+
+std::vector<Placement> PlacementSearcher::Units() const {
+  // The prefixes of the least depth that gives every process a few units
+  // (or whole orders), in order of their devices: the same list in every
+  // process, whatever its clock.
+  const size_t want = 4 * static_cast<size_t>(std::max(1, opt_.share->processes));
+  std::vector<Placement> level{Placement{}};
+  for (int depth = 0; depth < n_ && level.size() < want; ++depth) {
+    std::vector<Placement> next;
+    for (const Placement& pre : level) {
+      std::vector<char> used(n_, 0);
+      for (int d : pre) used[d] = 1;
+      for (int d : Kids(pre, used)) {
+        next.push_back(pre);
+        next.back().push_back(d);
+      }
+    }
+    level = std::move(next);
+  }
+  return level;
+}
+
+void PlacementSearcher::SharedDfs() {
+  const std::vector<Placement> units = Units();
+  // Bounded first, then visited best bound first; unit u is searched here
+  // only when granted (ids are positions in `units`, alike everywhere).
+  std::vector<std::pair<Nanos, std::int64_t>> order;
+  for (size_t u = 0; u < units.size(); ++u) {
+    if (OutOfLimits()) {
+      open_bound_ = std::min(open_bound_, Bound(Placement{}));
+      return;
+    }
+    order.emplace_back(Bound(units[u]), static_cast<std::int64_t>(u));
+  }
+  std::sort(order.begin(), order.end());
+  for (const auto& [b, u] : order) {
+    if (OutOfLimits()) {
+      open_bound_ = std::min(open_bound_, b);
+      continue;
+    }
+    Sync();
+    if (b > Threshold()) break;  // sorted: the rest cannot do better
+    if (!opt_.share->claim(u)) continue;
+    Placement prefix = units[static_cast<size_t>(u)];
+    std::vector<char> used(n_, 0);
+    for (int d : prefix) used[d] = 1;
+    Dfs(prefix, used, b);
+  }
+}
+
+void PlacementSearcher::Dfs(Placement& prefix, std::vector<char>& used, Nanos bound) {
+  if (OutOfLimits()) {
+    open_bound_ = std::min(open_bound_, bound);
+    return;
+  }
+  if (static_cast<int>(prefix.size()) == n_) {
+    Leaf(prefix, bound, 0);
+    return;
+  }
+  ++placement_nodes_;
+  std::vector<std::pair<Nanos, int>> kids;
+  for (int d : Kids(prefix, used)) {
     prefix.push_back(d);
     kids.emplace_back(Bound(prefix), d);
     prefix.pop_back();
@@ -240,13 +309,17 @@ SearchResult PlacementSearcher::Run() {
   }
   // The bound over every order comes before the polish: it needs only an
   // incumbent, and the polish would take its time.
-  BoundFastestPlacements();
+  if (opt_.share == nullptr || opt_.share->lead) BoundFastestPlacements();
   PolishOrder(kLook);
-  Placement prefix;
-  std::vector<char> used(n_, 0);
-  // (Stopped before the tree search, the whole tree is open: its root bound
-  // is what is known.)
-  Dfs(prefix, used, Bound(prefix));
+  if (opt_.share != nullptr) {
+    SharedDfs();
+  } else {
+    Placement prefix;
+    std::vector<char> used(n_, 0);
+    // (Stopped before the tree search, the whole tree is open: its root
+    // bound is what is known.)
+    Dfs(prefix, used, Bound(prefix));
+  }
   Report(true);
 
   SearchResult res;
@@ -268,6 +341,10 @@ SearchResult PlacementSearcher::Run() {
   const bool closed = !limits_.hit && !inexact_ && resimulated.empty();
   res.proved_optimal = res.found && closed;
   res.proved_infeasible = !res.found && closed;
+  {
+    const Nanos part = std::min(open_bound_, res.found ? res.best.makespan : kInf);
+    res.part_bound = part >= kInf ? -1 : part;
+  }
   res.lower_bound = res.found ? std::min(open_bound_, res.best.makespan) : 0;
   // The bound over every order from the fastest type's rank sets.
   if (res.found && fast_bound_ > 0) {

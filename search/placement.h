@@ -22,6 +22,12 @@
 // which is placed yet when their type multisets are equal; orders that
 // still coincide in what the engine can see (PlacementKey) are searched once.
 //
+// Under SearchOptions::share the prefixes of a fixed depth (enough for a few
+// per process) are the units: every process lists them alike, bounds them,
+// and searches those it is granted, pruning with the least threshold of all
+// processes (the heuristic looks run everywhere; the placement-set bound on
+// the lead process only).
+//
 // Contract: a prefix's bound is valid for every completion of it; an order
 // is pruned only when its bound exceeds the K-th best time so far, so the
 // top list is exact when the tree closes without limits; open_bound_ bounds
@@ -124,6 +130,15 @@ class PlacementSearcher {
   // its nodes (a heuristic look, which leaves the order open).
   void Leaf(const Placement& order, Nanos bound, std::int64_t budget);
   void Dfs(Placement& prefix, std::vector<char>& used, Nanos bound);
+  // The devices that may take the next rank after `prefix` (one of each
+  // set of interchangeable ones), in device order.
+  std::vector<int> Kids(const Placement& prefix, const std::vector<char>& used) const;
+  // Under SearchOptions::share: the units (prefixes every process lists
+  // alike), the tree searched over the units granted here, and the
+  // threshold shared with the other processes.
+  std::vector<Placement> Units() const;
+  void SharedDfs();
+  void Sync();
   std::vector<Placement> HeuristicOrders() const;
   // Swaps of two ranks' devices from the best order while they improve it
   // (each order searched with a small node budget).

@@ -82,8 +82,6 @@ Result<ChoiceContext> MakeContext(const SearchProblem& pb, int index) {
   return c;
 }
 
-namespace {
-
 // Smallest uniform capacity at which some split fits, by bisection over an
 // exact feasibility search; the binding device is one that cannot fit that
 // split with a byte less. Past the deadline it stops: what it found is then
@@ -142,8 +140,6 @@ void MinCapacity(const SearchProblem& pb, const SearchOptions& options,
     res.binding_device = cut ? -1 : binding;
   }
 }
-
-}  // namespace
 
 // The contexts of the choices the schedules accept; the first refusal when
 // they accept none.
@@ -250,18 +246,34 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   for (int i = 0; i < n; ++i) {
     searchers.push_back(std::make_unique<Searcher>(problem, opts[i], ctxs[i]));
   }
+  // Under a share, choice i is unit i: searched here only when granted.
+  std::vector<char> mine(searchers.size(), 1);
+  auto run = [&](size_t i) {
+    if (options.share != nullptr && !options.share->claim(static_cast<std::int64_t>(i))) {
+      mine[i] = 0;
+      return;
+    }
+    searchers[i]->Run();
+  };
   const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(searchers.size())));
   if (threads == 1) {
-    for (auto& s : searchers) s->Run();
+    for (size_t i = 0; i < searchers.size(); ++i) run(i);
   } else {
     std::vector<std::thread> pool;
     std::atomic<size_t> next{0};
     for (int t = 0; t < threads; ++t) {
       pool.emplace_back([&]() {
-        for (size_t i = next++; i < searchers.size(); i = next++) searchers[i]->Run();
+        for (size_t i = next++; i < searchers.size(); i = next++) run(i);
       });
     }
     for (auto& th : pool) th.join();
+  }
+  std::vector<std::unique_ptr<Searcher>> skipped;
+  for (size_t i = searchers.size(); i-- > 0;) {
+    if (!mine[i]) {
+      skipped.push_back(std::move(searchers[i]));
+      searchers.erase(searchers.begin() + static_cast<std::ptrdiff_t>(i));
+    }
   }
 
   SearchResult res;
@@ -307,6 +319,7 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   if (res.found) res.best = res.top.front();
   res.proved_optimal = res.found && all_closed;
   res.proved_infeasible = !res.found && all_closed;
+  res.part_bound = lb >= kInf ? -1 : lb;
   res.lower_bound = lb >= kInf ? 0 : std::min(lb, res.found ? res.best.makespan : lb);
   if (res.found) {
     res.gap = res.best.makespan > 0
@@ -321,7 +334,7 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   if (!resimulated.empty()) reason = resimulated;
   res.stop_reason = all_closed ? (res.found ? "proved optimal" : "proved infeasible")
                                : reason;
-  if (!res.found && options.min_capacity) {
+  if (!res.found && options.min_capacity && options.share == nullptr) {
     MinCapacity(problem, options, ctxs, res);
     res.lower_bound = 0;
   }

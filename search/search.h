@@ -61,6 +61,23 @@ struct SearchProgress {
   int choice = -1;         // internal: the choice reporting (-1: all)
 };
 
+// Work shared with other processes (`mpirun ppb-sim search`; apps/ holds
+// the transport). The independent units of work — the schedule choices of
+// a fixed-cluster search, the device-order prefixes of a placement search —
+// are numbered in one fixed order that every process derives alike; a
+// process searches a unit only when `claim` grants it (each unit is granted
+// to exactly one process, whichever asks first), and the placement search
+// prunes with `exchange`, which publishes this process's threshold (the
+// K-th best time it holds, -1: none) and returns the least over all
+// processes (-1: none). A SearchResult found under a share covers only the units this
+// process searched; MergeParts (search/share.h) combines them.
+struct SearchShare {
+  int processes = 1;
+  bool lead = true;  // runs what is done once (the placement-set bound)
+  std::function<bool(std::int64_t unit)> claim;     // thread-safe
+  std::function<Nanos(Nanos threshold)> exchange;   // thread-safe; may be empty
+};
+
 struct SearchOptions {
   double time_limit_s = 0;        // <= 0: none
   // The instant the whole search must end by: Search sets it from
@@ -84,6 +101,8 @@ struct SearchOptions {
   // A tree left open at a limit gets a sharper lower bound for its report,
   // computed in the last tenth of the time limit.
   bool open_tree_bound = true;
+  // Distributed search (see SearchShare); null: this process does it all.
+  const SearchShare* share = nullptr;
 };
 
 // A fully evaluated strategy.
@@ -101,7 +120,8 @@ struct Candidate {
 };
 
 // Orders candidates: feasible first, then shorter makespan, lower max peak,
-// fewer recomputed layers, then the strategy itself (determinism).
+// fewer recomputed layers, then the strategy itself and the device order
+// (determinism).
 bool Better(const Candidate& a, const Candidate& b);
 
 struct SearchResult {
@@ -137,11 +157,26 @@ struct SearchResult {
   std::int64_t fast_sets = 0;
   std::int64_t fast_sets_bounded = 0;
   Nanos fast_sets_bound = 0;
+  // Under SearchOptions::share: the least bound over what this process's
+  // units can still hold (found or left open; kInf: none), before it is
+  // capped by the best found (-1: nothing left).
+  Nanos part_bound = -1;
 };
 
 // REQUIRES: the problem's layers/cluster passed config validation.
 Result<SearchResult> Search(const SearchProblem& problem,
                             const SearchOptions& options);
+
+// A distributed search (search/share.cpp): each process's result, found
+// under SearchOptions::share, travels as text (EncodePart; DecodePart
+// simulates its strategies again) and MergeParts combines the parts into
+// the result one process would report: the top list of all parts, proved
+// when every part closed its units, the least bound of all, the sums of
+// nodes and evaluations. `options` are those the parts ran with.
+std::string EncodePart(const SearchResult& part);
+Result<SearchResult> DecodePart(const SearchProblem& problem, const std::string& text);
+Result<SearchResult> MergeParts(const SearchProblem& problem, const SearchOptions& options,
+                                const std::vector<SearchResult>& parts);
 
 // Simulates one strategy under choice `choice`, on `placement` when given
 // (non-empty; problem.search_placement), else on problem.cluster.

@@ -11,11 +11,14 @@
 #include <chrono>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "apps/commands/common.h"
+#include "apps/commands/search_mpi.h"
+#include "apps/commands/sweep_mpi.h"
 #include "apps/input/search_problem.h"
 #include "apps/output/report.h"
 #include "apps/output/search_output.h"
@@ -116,6 +119,72 @@ bool SearchOverrides(const po::variables_map& vm, CliOverrides& ov,
   return true;
 }
 
+// The search ends a little before the limit (5 %, at most 1 s) so that
+// simulating its answers and the baselines fits in the limit too; a
+// baseline past the limit is not simulated (and says so). Returns the
+// limit's instant (max: none).
+std::chrono::steady_clock::time_point SetDeadline(
+    SearchOptions& options, std::chrono::steady_clock::time_point start) {
+  if (options.time_limit_s <= 0) return std::chrono::steady_clock::time_point::max();
+  using Dur = std::chrono::steady_clock::duration;
+  const double reserve = std::min(0.05 * options.time_limit_s, 1.0);
+  options.deadline = start + std::chrono::duration_cast<Dur>(std::chrono::duration<double>(
+                                 options.time_limit_s - reserve));
+  return start + std::chrono::duration_cast<Dur>(
+                     std::chrono::duration<double>(options.time_limit_s));
+}
+
+// A rank > 0 of mpirun: loads what rank 0 loads (rank 0 reports its
+// errors), searches the units rank 0 grants it and sends its part.
+int SearchWorker(const po::variables_map& vm, const MpiWorld& world) {
+  const auto start = std::chrono::steady_clock::now();
+  std::ostringstream quiet;
+  std::optional<CliOverrides> ov = RunOverrides(vm, quiet);
+  if (!ov || !SearchOverrides(vm, *ov, quiet)) return kExitBadInput;
+  const std::optional<RunConfig> config = Load(vm, *ov, quiet);
+  if (!config) return kExitBadInput;
+  const Result<SearchProblem> problem = BuildSearchProblem(*config);
+  if (!problem.ok()) return kExitBadInput;
+  SearchOptions options = MakeSearchOptions(config->search);
+  SetDeadline(options, start);
+  if (!world.serialized) options.threads = 1;  // only this thread may ask rank 0
+  int code = kExitOk;
+  MpiSearchWork(world, [&](const SearchShare& share) {
+    SearchOptions o = options;
+    o.share = &share;
+    const Result<SearchResult> r = Search(*problem, o);
+    if (!r.ok()) code = kExitBadInput;
+    return r.ok() ? EncodePart(*r) : std::string("error: ") + r.error().message;
+  });
+  return code;
+}
+
+// Rank 0 of mpirun: its own share of the search, the others' parts, merged.
+Result<SearchResult> SearchLead(const SearchProblem& problem, SearchOptions options,
+                                const MpiWorld& world,
+                                std::chrono::steady_clock::time_point start) {
+  if (!world.serialized) options.threads = 1;
+  Result<SearchResult> own = Error{};
+  const std::vector<std::string> texts = MpiSearchLead(world, [&](const SearchShare& share) {
+    SearchOptions o = options;
+    o.share = &share;
+    own = Search(problem, o);
+  });
+  if (!own.ok()) return own;
+  std::vector<SearchResult> parts{*own};
+  for (const std::string& text : texts) {
+    Result<SearchResult> part = DecodePart(problem, text);
+    if (!part.ok()) return part.error();
+    parts.push_back(std::move(part).value());
+  }
+  Result<SearchResult> merged = MergeParts(problem, options, parts);
+  if (merged.ok()) {
+    merged->solve_time_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  return merged;
+}
+
 }  // namespace
 
 int RunSearch(const std::vector<std::string>& args, std::ostream& out,
@@ -144,6 +213,18 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
   AddEmitOptions(opts);
   po::variables_map vm;
   if (auto done = ParseArgs(args, opts, vm, out, err)) return *done;
+  // Under mpirun every rank searches its share; rank 0 reports.
+  Result<MpiWorld> started = StartMpi();
+  if (!started.ok()) {
+    err << started.error().message << "\n";
+    return kExitBadInput;
+  }
+  const MpiWorld world = *started;
+  struct Stop {
+    const MpiWorld& w;
+    ~Stop() { StopMpi(w); }
+  } stop{world};
+  if (world.rank > 0) return SearchWorker(vm, world);
   std::optional<CliOverrides> ov = RunOverrides(vm, err);
   if (!ov || !SearchOverrides(vm, *ov, err)) return kExitBadInput;
   std::optional<EmitRequest> emit = ReadEmitFlags(vm, err);
@@ -157,18 +238,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
   }
 
   SearchOptions options = MakeSearchOptions(config->search);
-  // The search ends a little before the limit (5 %, at most 1 s) so that
-  // simulating its answers and the baselines fits in the limit too; a
-  // baseline past the limit is not simulated (and says so).
-  auto end = std::chrono::steady_clock::time_point::max();
-  if (options.time_limit_s > 0) {
-    using Dur = std::chrono::steady_clock::duration;
-    const double reserve = std::min(0.05 * options.time_limit_s, 1.0);
-    end = start + std::chrono::duration_cast<Dur>(
-                      std::chrono::duration<double>(options.time_limit_s));
-    options.deadline = start + std::chrono::duration_cast<Dur>(std::chrono::duration<double>(
-                                   options.time_limit_s - reserve));
-  }
+  const auto end = SetDeadline(options, start);
   // On a terminal the report rewrites one line; elsewhere (--progress) it
   // appends lines. Test output stays clean: string streams are no terminal.
   const bool tty = err.rdbuf() == std::cerr.rdbuf() && isatty(STDERR_FILENO);
@@ -183,7 +253,8 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
       }
     };
   }
-  const Result<SearchResult> result = Search(*problem, options);
+  const Result<SearchResult> result =
+      world.size > 1 ? SearchLead(*problem, options, world, start) : Search(*problem, options);
   if (tty && reported) err << "\r\x1b[K" << std::flush;
   if (!result.ok()) {
     err << "ppb-sim: search: " << result.error().message << "\n";
@@ -191,6 +262,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
   }
 
   SearchReport report;
+  report.processes = world.size;
   report.problem = &*problem;
   report.options = &options;
   report.result = &*result;

@@ -43,7 +43,10 @@ Result<MpiWorld> StartMpi() {
   if (launched == 0) return world;
 #ifdef PPB_HAVE_MPI
   int provided = 0;
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  // Serialized: a search's own threads may ask rank 0 (search_mpi.h), one
+  // at a time.
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+  world.serialized = provided >= MPI_THREAD_SERIALIZED;
   MPI_Comm_rank(MPI_COMM_WORLD, &world.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world.size);
   world.started = true;

@@ -1,6 +1,7 @@
 // MPI for `ppb-sim sweep` (built with the CMake option PPB_MPI; Open MPI's C
-// API): under mpirun, rank 0 coordinates — it hands out one point at a time
-// to whichever rank asks (so long searches do not stall a static split),
+// API; search_mpi.h does `ppb-sim search`): under mpirun, rank 0
+// coordinates — it hands out one point at a time to whichever rank asks
+// (so long searches do not stall a static split),
 // receives each finished row as its JSON line and writes the one results
 // file — and ranks 1..N-1 evaluate points. Every rank reads the same config
 // and grid (a shared file system, as clusters have). Without mpirun the
@@ -24,6 +25,8 @@ struct MpiWorld {
   int rank = 0;
   int size = 1;
   bool started = false;  // MPI_Init was called (StopMpi finalizes)
+  // Any thread may call MPI, one at a time (else only the main thread).
+  bool serialized = false;
 };
 
 // The world of this process: size 1 without mpirun. Initializes MPI when

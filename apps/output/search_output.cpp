@@ -451,9 +451,12 @@ std::string FormatSearchText(const RunConfig& config,
                   "; one may still exist).",
         MinCapacityText(result));
   }
-  out += fmt::format("search: {} nodes, {} evaluations, {:.2f} s, seed {}\n",
+  out += fmt::format("search: {} nodes, {} evaluations, {:.2f} s, seed {}{}\n",
                      result.nodes, result.evaluations, result.solve_time_s,
-                     report.options->seed);
+                     report.options->seed,
+                     report.processes > 1
+                         ? fmt::format(", shared by {} MPI processes", report.processes)
+                         : std::string());
   if (problem.search_placement) {
     out += fmt::format("placement: {} device orders searched in full, {} order prefixes bounded\n",
                        result.placements_searched, result.placement_nodes);
@@ -507,6 +510,7 @@ std::string FormatSearchJson(const RunConfig& config,
   j["nodes"] = result.nodes;
   j["evaluations"] = result.evaluations;
   j["solve_time_s"] = result.solve_time_s;
+  if (report.processes > 1) j["processes"] = report.processes;
   if (problem.search_placement) {
     j["placements_searched"] = result.placements_searched;
     j["placement_nodes"] = result.placement_nodes;

@@ -20,6 +20,7 @@ struct SearchReport {
   const SearchResult* result = nullptr;
   // Baselines(problem, choice of the best, or 0 when nothing fits).
   std::vector<Baseline> baselines;
+  int processes = 1;  // mpirun ranks that shared the search
 };
 
 // The recommendation (split as a [chunk][rank] table and a Megatron layout,

@@ -1,0 +1,130 @@
+// MPI for `ppb-sim search` (apps/commands/search_mpi.h). Without PPB_MPI
+// the functions run the local part alone (never called: the world has one
+// process).
+#include "apps/commands/search_mpi.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#ifdef PPB_HAVE_MPI
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#endif
+
+namespace ppb {
+
+namespace {
+
+#ifdef PPB_HAVE_MPI
+constexpr int kAskTag = 11;
+constexpr int kAnswerTag = 12;
+constexpr int kPartTag = 13;
+#endif
+
+// What rank 0 keeps: the units granted and the least threshold (-1: none).
+struct Grants {
+  std::mutex mu;
+  std::set<std::int64_t> granted;
+  Nanos least = -1;
+
+  bool Claim(std::int64_t unit) {
+    std::lock_guard<std::mutex> lock(mu);
+    return granted.insert(unit).second;
+  }
+  Nanos Exchange(Nanos threshold) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (threshold >= 0 && (least < 0 || threshold < least)) least = threshold;
+    return least;
+  }
+};
+
+}  // namespace
+
+std::vector<std::string> MpiSearchLead(const MpiWorld& world,
+                                       const std::function<void(const SearchShare&)>& local) {
+  Grants grants;
+  SearchShare share;
+  share.processes = world.size;
+  share.lead = true;
+  share.claim = [&grants](std::int64_t u) { return grants.Claim(u); };
+  share.exchange = [&grants](Nanos t) { return grants.Exchange(t); };
+  std::thread own([&]() { local(share); });
+  std::vector<std::string> parts(static_cast<size_t>(std::max(0, world.size - 1)));
+#ifdef PPB_HAVE_MPI
+  int running = world.size - 1;
+  while (running > 0) {
+    // Poll without spinning: the other ranks on this machine need the core.
+    MPI_Status status;
+    int arrived = 0;
+    for (auto pause = std::chrono::microseconds(20);;
+         pause = std::min(pause * 2, std::chrono::microseconds(250))) {
+      MPI_Iprobe(MPI_ANY_SOURCE, kAskTag, MPI_COMM_WORLD, &arrived, &status);
+      if (arrived) break;
+      std::this_thread::sleep_for(pause);
+    }
+    std::int64_t ask[2] = {0, 0};
+    const int from = status.MPI_SOURCE;
+    MPI_Recv(ask, 2, MPI_INT64_T, from, kAskTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (ask[0] == 2) {
+      MPI_Status part_status;
+      MPI_Probe(from, kPartTag, MPI_COMM_WORLD, &part_status);
+      int count = 0;
+      MPI_Get_count(&part_status, MPI_CHAR, &count);
+      std::string& text = parts[static_cast<size_t>(from - 1)];
+      text.assign(static_cast<size_t>(count), '\0');
+      MPI_Recv(text.data(), count, MPI_CHAR, from, kPartTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      --running;
+      continue;
+    }
+    std::int64_t answer[2] = {0, 0};
+    if (ask[0] == 0) {
+      answer[0] = grants.Claim(ask[1]) ? 1 : 0;
+      answer[1] = grants.Exchange(-1);
+    } else {
+      answer[1] = grants.Exchange(ask[1]);
+    }
+    MPI_Send(answer, 2, MPI_INT64_T, from, kAnswerTag, MPI_COMM_WORLD);
+  }
+#endif
+  own.join();
+  return parts;
+}
+
+void MpiSearchWork(const MpiWorld& world,
+                   const std::function<std::string(const SearchShare&)>& local) {
+  std::mutex mu;  // one request and its answer at a time
+  auto ask = [&mu](std::int64_t kind, std::int64_t value) {
+    std::int64_t answer[2] = {0, -1};
+#ifdef PPB_HAVE_MPI
+    std::lock_guard<std::mutex> lock(mu);
+    std::int64_t request[2] = {kind, value};
+    MPI_Send(request, 2, MPI_INT64_T, 0, kAskTag, MPI_COMM_WORLD);
+    MPI_Recv(answer, 2, MPI_INT64_T, 0, kAnswerTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+#else
+    (void)mu;
+    (void)kind;
+    (void)value;
+#endif
+    return std::pair<std::int64_t, Nanos>{answer[0], answer[1]};
+  };
+  SearchShare share;
+  share.processes = world.size;
+  share.lead = false;
+  share.claim = [&ask](std::int64_t u) { return ask(0, u).first == 1; };
+  share.exchange = [&ask](Nanos t) { return ask(1, t).second; };
+  const std::string part = local(share);
+#ifdef PPB_HAVE_MPI
+  std::int64_t done[2] = {2, 0};
+  MPI_Send(done, 2, MPI_INT64_T, 0, kAskTag, MPI_COMM_WORLD);
+  MPI_Send(part.data(), static_cast<int>(part.size()), MPI_CHAR, 0, kPartTag, MPI_COMM_WORLD);
+#else
+  (void)part;
+#endif
+}
+
+}  // namespace ppb
