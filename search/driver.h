@@ -7,6 +7,8 @@
 // Evaluate() simulates it. SearchPlacement searches device orders too.
 #pragma once
 
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "search/context.h"
@@ -21,6 +23,17 @@ Result<std::vector<ChoiceContext>> MakeContexts(const SearchProblem& problem);
 
 // The search on the problem's own cluster (no placement decision).
 Result<SearchResult> SearchFixed(const SearchProblem& problem, const SearchOptions& options);
+
+// Simulates the strategies of `top` (best first) again by `evaluate`
+// (Evaluate, or a stand-in in tests) and replaces each by what it gives;
+// past the deadline only the best is kept. A strategy `evaluate` refuses,
+// or whose simulation disagrees with the search's (feasible, time, max
+// peak, recomputed layers: what Better ranks), is dropped, and the
+// returned note says which and why: the search's proof was made with the
+// search's own numbers, so the caller must then not claim it. Empty when
+// every strategy was simulated again and agrees.
+std::string ResimulateTop(std::vector<Candidate>& top, const SearchOptions& options,
+                          const std::function<Result<Candidate>(const Candidate&)>& evaluate);
 
 // When nothing fits: the least uniform capacity at which a split of some
 // choice does, into res (min_capacity_needed, binding_device,

@@ -7,7 +7,8 @@
 // makespan. ExhaustLeaf simulates every Pareto-minimal combination when it
 // is not; PolishTies only ever replaces a candidate by a Better one of the
 // same split that keeps its time, and returns true only when no choice of
-// the split with that time is Better (v > 1: settled by simulation). Every
+// the split with that time is Better (settled by simulation; never when a
+// device's choices cannot all be listed). Every
 // simulation counts in `evaluations`; batches are
 // simulated on threads but read and offered in a fixed order, so results
 // do not depend on the thread count.
@@ -245,6 +246,67 @@ bool Searcher::PolishChunks(const std::vector<int>& split,
   return true;
 }
 
+// Most simulations FewestRecomputed runs for one split.
+constexpr int kTieSims = 512;
+
+// The fewest recomputed layers within a cap on every device's peak that
+// keep the iteration time within `target`, exactly, with one chunk per
+// device: depth-first over the devices, each taking its choices within the
+// cap undominated in (time, recomputed layers), fewest recomputed first. A
+// partial assignment is simulated with the devices not yet assigned at their
+// least-time choice within the cap (`least`): the time cannot fall when a
+// device's recompute time grows, so when that exceeds `target` no completion
+// keeps it; and it is cut when its recomputed layers plus the least of the
+// devices left cannot go below `best`'s. `best` (a choice within the cap
+// that keeps the time) is replaced by each Better one found. False when it
+// stopped at kTieSims simulations or the deadline (best is then the best
+// found, not proved).
+bool Searcher::FewestRecomputed(const std::vector<int>& split,
+                                const std::vector<std::vector<DeviceChoice>>& opts, Bytes cap,
+                                Nanos target, const std::vector<const DeviceChoice*>& least,
+                                Candidate& best) {
+  const int p = cp_.c.p;
+  std::vector<std::vector<const DeviceChoice*>> sets(p);
+  std::vector<int> rest(p + 1, 0);  // least recomputed of devices d.. p-1
+  for (int d = 0; d < p; ++d) {
+    sets[d] = Undominated(opts[d], cap, /*by_rc=*/true);
+    std::stable_sort(sets[d].begin(), sets[d].end(),
+                     [](const DeviceChoice* a, const DeviceChoice* b) {
+                       return std::tie(a->rc, a->total, a->peak) <
+                              std::tie(b->rc, b->total, b->peak);
+                     });
+  }
+  for (int d = p - 1; d >= 0; --d) {
+    rest[d] = rest[d + 1] + (sets[d].empty() ? 0 : sets[d].front()->rc);
+  }
+  std::vector<const DeviceChoice*> pick = least;
+  int sims = 0;
+  bool complete = true;
+  std::function<void(int, int)> dfs = [&](int d, int rc) {
+    for (const DeviceChoice* ch : sets[d]) {
+      if (!complete) return;
+      // Sorted by recomputed layers: the rest cannot do better either.
+      if (rc + ch->rc + rest[d + 1] >= best.recomputed_layers) break;
+      pick[d] = ch;
+      if (ch != least[d]) {  // else: the assignment the caller already kept
+        if (++sims > kTieSims || PastDeadline(cp_.opt)) {
+          complete = false;
+          break;
+        }
+        Candidate trial;
+        SimulatePicks(split, pick, &trial);
+        if (!trial.feasible || trial.makespan > target) continue;
+        // A whole assignment too (the rest at their least-time choices).
+        if (Better(trial, best)) best = std::move(trial);
+      }
+      if (d + 1 < p) dfs(d + 1, rc + ch->rc);
+    }
+    pick[d] = least[d];
+  };
+  if (rest[0] < best.recomputed_layers) dfs(0, 0);
+  return complete;
+}
+
 // Ties on the iteration time are broken by the max peak, then the number of
 // recomputed layers. Recomputing on a device off the critical path can
 // lower the peak for free, so for a candidate good enough for the top list
@@ -254,10 +316,13 @@ bool Searcher::PolishChunks(const std::vector<int>& split,
 // device's peak at which the least-recompute choices within M still give the
 // same iteration time (bisection over the peaks on offer; the time can only
 // grow as M falls), then let each device in turn take the fewest recomputed
-// layers within M that keep the time. With several chunks the chunk that
+// layers within M that keep the time, and prove that count the least by
+// FewestRecomputed. With several chunks the chunk that
 // recomputes decides the time, not the device's total: PolishChunks settles
 // the tie exactly (by simulation); when it cannot (too many combinations)
 // the greedy polish still runs and PolishTies returns false (not proved).
+// So it does when some device's choices cannot all be listed (a truncated
+// menu): nothing is polished then.
 bool Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
   const int p = cp_.c.p, v = cp_.c.v;
   if (!cand.feasible) return true;
@@ -272,8 +337,9 @@ bool Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
     listed = rc_.EnumerateDevice(d, first, split, fx, opts[d]);
   }
   if (v > 1 && listed && PolishChunks(split, opts, cand)) return true;
+  // Some choice could not be listed: nothing to polish with, and no proof.
+  if (!listed) return false;
   const bool proved = v == 1;
-  if (!listed) return proved;
   std::vector<Bytes> peaks;
   for (int d = 0; d < p; ++d) {
     for (const auto& ch : opts[d]) peaks.push_back(ch.peak);
@@ -317,6 +383,7 @@ bool Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
   Candidate best;
   apply(best);
   if (!best.feasible || best.makespan > target) return proved;
+  const std::vector<const DeviceChoice*> least = pick;
   // Fewest recomputed layers, device by device, keeping the time.
   for (int d = 0; d < p; ++d) {
     if (PastDeadline(cp_.opt)) {  // what it has, not proved
@@ -343,8 +410,12 @@ bool Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
     }
     pick[d] = keep;
   }
+  // The greedy pass above need not find the fewest (a device that takes
+  // slack may leave less to another that saves more): with one chunk per
+  // device the search below is exact.
+  const bool fewest = proved && FewestRecomputed(split, opts, M, target, least, best);
   if (Better(best, cand)) cand = std::move(best);
-  return proved;
+  return fewest;
 }
 
 // Enumerates, for every device, the feasible recompute choices whose
@@ -511,13 +582,14 @@ void Searcher::BuildChosen(const std::vector<int>& split, PipelineSpec& spec, St
     // after them in the layer's order), the rest keep everything (as
     // Megatron's "block" method: the first N layers). More strategies are
     // then expressible (apps/output/emit_mindformers.cpp).
-    const Menu& menu = rc_.GetMenu(first, first + split[s]);
+    int shift = 0;  // the menu's layer l is layer l + shift here
+    const Menu& menu = rc_.GetMenu(first, first + split[s], &shift);
     for (size_t g = 0; g < menu.groups.size(); ++g) {
       const Group& grp = menu.groups[g];
       size_t li = 0;
       for (size_t x : ModeOrder(grp.options)) {
         for (int n = 0; n < q.counts[menu.offsets[g] + x]; ++n, ++li) {
-          st.recompute[grp.layers[li]] = static_cast<std::uint8_t>(x);
+          st.recompute[grp.layers[li] + shift] = static_cast<std::uint8_t>(x);
         }
       }
     }

@@ -331,18 +331,14 @@ SearchResult PlacementSearcher::Run() {
   res.top = top_list_.top;
   res.found = !top_list_.top.empty();
   // Past the deadline only the best is simulated again (the alternatives
-  // are dropped).
-  for (size_t i = 0; i < res.top.size(); ++i) {
-    if (i > 0 && PastDeadline(opt_)) {
-      res.top.resize(i);
-      break;
-    }
-    Candidate& c = res.top[i];
-    auto e = Evaluate(pb_, c.choice, c.strategy, c.placement);
-    if (e.ok()) c = std::move(e).value();
-  }
+  // are dropped); one that disagrees withdraws the proof.
+  const std::string resimulated =
+      ResimulateTop(res.top, opt_, [&](const Candidate& c) {
+        return Evaluate(pb_, c.choice, c.strategy, c.placement);
+      });
+  res.found = !res.top.empty();
   if (res.found) res.best = res.top.front();
-  const bool closed = !limits_.hit && !inexact_;
+  const bool closed = !limits_.hit && !inexact_ && resimulated.empty();
   res.proved_optimal = res.found && closed;
   res.proved_infeasible = !res.found && closed;
   {
@@ -362,7 +358,9 @@ SearchResult PlacementSearcher::Run() {
               static_cast<double>(res.best.makespan);
   }
   res.stop_reason = closed ? (res.found ? "proved optimal" : "proved infeasible")
-                           : limits_.hit ? limits_.stop_reason : inexact_reason_;
+                           : limits_.hit          ? limits_.stop_reason
+                           : !resimulated.empty() ? resimulated
+                                                  : inexact_reason_;
   return res;
 }
 

@@ -3,19 +3,45 @@
 #include "search/recompute_choice.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <tuple>
+#include <utility>
 
 #include "core/cost.h"
 
 namespace ppb::search_detail {
 
-const Menu& RecomputeChoice::GetMenu(int i, int j) {
+const Menu& RecomputeChoice::GetMenu(int i, int j, int* shift) {
   const std::uint64_t key = static_cast<std::uint64_t>(i) * (cp_.c.L + 1) + j;
   auto it = menus_.find(key);
-  if (it != menus_.end()) return it->second;
-  const Menu& menu = menus_.emplace(key, BuildMenu(cp_.pb.layers, i, j)).first->second;
-  if (menu.truncated) menus_truncated_ = true;
-  return menu;
+  if (it == menus_.end()) {
+    const std::vector<Layer>& layers = cp_.pb.layers;
+    if (menu_class_.empty()) {
+      // BuildMenu reads a layer's activation and its recompute options
+      // (name, retained activation, extra time) and nothing else.
+      using Costs = std::pair<Bytes, std::vector<std::tuple<std::string, Bytes, Nanos>>>;
+      std::map<Costs, std::int32_t> ids;
+      menu_class_.reserve(layers.size());
+      for (const Layer& l : layers) {
+        Costs c{l.activation, {}};
+        for (const RecomputeOption& o : l.recompute) {
+          c.second.emplace_back(o.name, o.retained_activation, o.extra_time);
+        }
+        menu_class_.push_back(
+            ids.emplace(std::move(c), static_cast<std::int32_t>(ids.size())).first->second);
+      }
+    }
+    std::vector<std::int32_t> seq(menu_class_.begin() + i, menu_class_.begin() + j);
+    auto sh = shapes_.find(seq);
+    if (sh == shapes_.end()) {
+      sh = shapes_.emplace(std::move(seq), Shape{i, BuildMenu(layers, i, j)}).first;
+      if (sh->second.menu.truncated) menus_truncated_ = true;
+    }
+    it = menus_.emplace(key, RangeMenu{&sh->second, i - sh->second.first}).first;
+  }
+  if (shift != nullptr) *shift = it->second.shift;
+  return it->second.shape->menu;
 }
 
 Bytes RecomputeChoice::DevicePeakLowerBound(int d, int assigned, const std::vector<int>& split,

@@ -11,7 +11,12 @@
 // least peak, then the fewest recomputed layers; memoized per device,
 // capacity and layer ranges) and says (`exact`) whether that choice is
 // provably best for the makespan. Menus are cached per layer range; the
-// references and pointers into them stay valid for the object's life.
+// references and pointers into them stay valid for the object's life. A
+// range whose layers BuildMenu cannot tell from those of a range already
+// built (same recompute costs and option names, layer by layer) shares
+// that menu: the same menu BuildMenu would build except that its groups'
+// layer indexes are those of the range built, `shift` layers earlier
+// (GetMenu's out-parameter; layer l of a group is layer l + shift here).
 #pragma once
 
 #include <cstdint>
@@ -46,8 +51,9 @@ class RecomputeChoice {
  public:
   explicit RecomputeChoice(const ChoiceProblem& cp) : cp_(cp) {}
 
-  // The menu of layers [i, j) (built once).
-  const Menu& GetMenu(int i, int j);
+  // The menu of layers [i, j) (built once per sequence of layers); its
+  // groups' layer l is layer l + *shift of [i, j) (see the contract).
+  const Menu& GetMenu(int i, int j, int* shift = nullptr);
   // Whether some menu was truncated (its choices are then not all proved).
   bool truncated() const { return menus_truncated_; }
 
@@ -71,8 +77,19 @@ class RecomputeChoice {
 
  private:
   const ChoiceProblem& cp_;
-  std::unordered_map<std::uint64_t, Menu> menus_;
   bool menus_truncated_ = false;
+  // Per layer, an id equal for layers BuildMenu cannot tell apart (filled
+  // on first use); per sequence of ids, the menu of the first range built.
+  std::vector<std::int32_t> menu_class_;
+  struct Shape {
+    int first = 0;  // the first layer of the range built
+    Menu menu;
+  };
+  struct RangeMenu {
+    const Shape* shape;  // into shapes_ (stable nodes)
+    int shift;
+  };
+  std::unordered_map<std::uint64_t, RangeMenu> menus_;
   struct RecomputeMemo {
     Nanos time;
     std::vector<const MenuPoint*> pts;  // point into menus_ (stable nodes)
@@ -86,6 +103,7 @@ class RecomputeChoice {
     }
   };
   std::unordered_map<std::vector<std::int32_t>, RecomputeMemo, KeyHash> recompute_memo_;
+  std::unordered_map<std::vector<std::int32_t>, Shape, KeyHash> shapes_;
 };
 
 }  // namespace ppb::search_detail

@@ -158,6 +158,34 @@ Result<std::vector<ChoiceContext>> MakeContexts(const SearchProblem& problem) {
   return ctxs;
 }
 
+std::string ResimulateTop(std::vector<Candidate>& top, const SearchOptions& options,
+                          const std::function<Result<Candidate>(const Candidate&)>& evaluate) {
+  std::string note;
+  std::vector<Candidate> kept;
+  for (size_t i = 0; i < top.size(); ++i) {
+    if (i > 0 && PastDeadline(options)) break;  // only the best past the deadline
+    Result<Candidate> e = evaluate(top[i]);
+    std::string why;
+    if (!e.ok()) {
+      why = "could not be simulated again (" + e.error().key + ": " + e.error().message + ")";
+    } else if (e->feasible != top[i].feasible || e->makespan != top[i].makespan ||
+               e->max_peak != top[i].max_peak ||
+               e->recomputed_layers != top[i].recomputed_layers) {
+      why = "simulated again gives " + std::to_string(e->makespan) + " ns at a peak of " +
+            std::to_string(e->max_peak) + " B, the search had " +
+            std::to_string(top[i].makespan) + " ns at " + std::to_string(top[i].max_peak) +
+            " B";
+    }
+    if (why.empty()) {
+      kept.push_back(std::move(e).value());
+    } else if (note.empty()) {
+      note = "not proved: strategy " + std::to_string(i + 1) + " of the search " + why;
+    }
+  }
+  top = std::move(kept);
+  return note;
+}
+
 // The search on the problem's own cluster (no placement decision).
 Result<SearchResult> SearchFixed(const SearchProblem& problem,
                                  const SearchOptions& options) {
@@ -297,19 +325,14 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   if (static_cast<int>(all.size()) > k) all.resize(k);
   res.top = all;
   res.found = !all.empty();
-  if (res.found) {
-    // Report the strategies as Lower() + Engine evaluate them; past the
-    // deadline only the best (the alternatives are dropped).
-    for (size_t i = 0; i < res.top.size(); ++i) {
-      if (i > 0 && PastDeadline(options)) {
-        res.top.resize(i);
-        break;
-      }
-      auto e = Evaluate(problem, res.top[i].choice, res.top[i].strategy);
-      if (e.ok()) res.top[i] = std::move(e).value();
-    }
-    res.best = res.top.front();
-  }
+  // Report the strategies as Lower() + Engine evaluate them.
+  const std::string resimulated =
+      ResimulateTop(res.top, options, [&](const Candidate& c) {
+        return Evaluate(problem, c.choice, c.strategy);
+      });
+  if (!resimulated.empty()) all_closed = false;
+  res.found = !res.top.empty();
+  if (res.found) res.best = res.top.front();
   res.proved_optimal = res.found && all_closed;
   res.proved_infeasible = !res.found && all_closed;
   res.part_bound = lb >= kInf ? -1 : lb;
@@ -324,6 +347,7 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   for (auto& s : searchers) {
     if (!s->closed && reason.empty()) reason = s->limits.stop_reason;
   }
+  if (!resimulated.empty()) reason = resimulated;
   res.stop_reason = all_closed ? (res.found ? "proved optimal" : "proved infeasible")
                                : reason;
   if (!res.found && options.min_capacity && options.share == nullptr) {

@@ -152,6 +152,10 @@ class Searcher {
   bool PolishTies(const std::vector<int>& split, Candidate& cand);
   bool PolishChunks(const std::vector<int>& split,
                     const std::vector<std::vector<DeviceChoice>>& opts, Candidate& cand);
+  bool FewestRecomputed(const std::vector<int>& split,
+                        const std::vector<std::vector<DeviceChoice>>& opts, Bytes cap,
+                        Nanos target, const std::vector<const DeviceChoice*>& least,
+                        Candidate& best);
   int FirstWithin(const std::vector<int>& split,
                   const std::vector<std::vector<const DeviceChoice*>>& sets, Nanos target,
                   int rc_below, Candidate* out);
@@ -182,6 +186,13 @@ class Searcher {
   std::vector<int> split_;            // counts of stages assigned so far
   std::vector<int> first_layer_;      // first layer of each stage
   std::vector<StageFixed> fixed_;     // per assigned stage
+  // v = 1: per (stage, first layer, layers) the device's memory floor and
+  // least recompute time that fits (-1: none), as Dfs computes them.
+  struct V1Stage {
+    Bytes floor_peak = 0;
+    Nanos rt = -1;
+  };
+  std::unordered_map<std::uint64_t, V1Stage> v1_stage_;
   std::vector<Nanos> head_, tail_;    // per device (partial sums)
   std::vector<Nanos> work_;           // per device
   Nanos chain_ = 0;                   // one micro-batch through assigned stages

@@ -206,23 +206,39 @@ void Searcher::Dfs(int s, int pos) {
     first_layer_[s] = pos;
     fixed_[s] = fx;
     Nanos rt = 0;
-    // Memory feasibility (monotone in k: more layers never need less).
-    const Bytes floor_peak = rc_.DevicePeakLowerBound(d, s + 1, split_, first_layer_, fixed_);
-    if (floor_peak > cp_.c.spec.device_capacity[d]) break;
     if (cp_.c.v == 1) {
-      const Menu& menu = rc_.GetMenu(pos, pos + k);
-      std::vector<const StageFixed*> fxp{&fixed_[s]};
-      rt = -1;
-      for (const MenuPoint& q : menu.points) {  // sorted by time
-        std::vector<const MenuPoint*> pts{&q};
-        if (cp_.DevicePeak(d, fxp, pts) <= cp_.c.spec.device_capacity[d]) {
-          // Beyond a truncated menu's exact range only that range's end
-          // is a valid lower bound.
-          rt = ScaleTime(std::min(q.time, menu.exact_up_to), speed);
-          break;
+      // The device holds only this stage: its memory floor and least
+      // recompute depend on (s, pos, k) alone, and are kept.
+      const std::uint64_t key =
+          (static_cast<std::uint64_t>(s) * (L + 1) + static_cast<std::uint64_t>(pos)) * (L + 1) +
+          static_cast<std::uint64_t>(k);
+      auto it = v1_stage_.find(key);
+      if (it == v1_stage_.end()) {
+        V1Stage got;
+        got.floor_peak = rc_.DevicePeakLowerBound(d, s + 1, split_, first_layer_, fixed_);
+        if (got.floor_peak <= cp_.c.spec.device_capacity[d]) {
+          const Menu& menu = rc_.GetMenu(pos, pos + k);
+          std::vector<const StageFixed*> fxp{&fixed_[s]};
+          std::vector<const MenuPoint*> pts(1);
+          for (const MenuPoint& q : menu.points) {  // sorted by time
+            pts[0] = &q;
+            if (cp_.DevicePeak(d, fxp, pts) <= cp_.c.spec.device_capacity[d]) {
+              // Beyond a truncated menu's exact range only that range's end
+              // is a valid lower bound.
+              got.rt = ScaleTime(std::min(q.time, menu.exact_up_to), speed);
+              break;
+            }
+          }
         }
+        it = v1_stage_.emplace(key, got).first;
       }
+      // Memory feasibility (monotone in k: more layers never need less).
+      if (it->second.floor_peak > cp_.c.spec.device_capacity[d]) break;
+      rt = it->second.rt;
       if (rt < 0) continue;  // only a truncated menu can get here
+    } else {
+      const Bytes floor_peak = rc_.DevicePeakLowerBound(d, s + 1, split_, first_layer_, fixed_);
+      if (floor_peak > cp_.c.spec.device_capacity[d]) break;
     }
     // v > 1: once the device's last chunk is placed, its least total
     // recompute is known; it adds to the device's work (not to the chains).
