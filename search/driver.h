@@ -26,4 +26,8 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem, const SearchOptio
 Result<SearchResult> SearchPlacement(const SearchProblem& problem,
                                      const SearchOptions& options);
 
+// The search over only what options.target can deploy: one search per
+// recompute setting of the target, merged (target_search.cpp).
+Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOptions& options);
+
 }  // namespace ppb::search_detail

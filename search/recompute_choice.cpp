@@ -13,7 +13,8 @@ const Menu& RecomputeChoice::GetMenu(int i, int j) {
   const std::uint64_t key = static_cast<std::uint64_t>(i) * (cp_.c.L + 1) + j;
   auto it = menus_.find(key);
   if (it != menus_.end()) return it->second;
-  const Menu& menu = menus_.emplace(key, BuildMenu(cp_.pb.layers, i, j)).first->second;
+  const RecomputeSetting* setting = cp_.opt.setting ? &*cp_.opt.setting : nullptr;
+  const Menu& menu = menus_.emplace(key, BuildMenu(cp_.pb.layers, i, j, setting)).first->second;
   if (menu.truncated) menus_truncated_ = true;
   return menu;
 }

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "core/result.h"
 #include "core/topology.h"
 #include "schedules/schedule.h"
+#include "search/deployable.h"
 
 namespace ppb {
 
@@ -84,6 +86,12 @@ struct SearchOptions {
   // A tree left open at a limit gets a sharper lower bound for its report,
   // computed in the last tenth of the time limit.
   bool open_tree_bound = true;
+  // Only strategies this framework's configuration can express
+  // (deployable.h); Any: every per-layer choice.
+  DeployTarget target = DeployTarget::Any;
+  // Internal: the one recompute setting of `target` a search runs under
+  // (Search sets it for each setting in turn; empty: not split yet).
+  std::optional<RecomputeSetting> setting;
 };
 
 // A fully evaluated strategy.
