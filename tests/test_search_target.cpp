@@ -7,6 +7,9 @@
 // read back by the framework's reader as the same strategy).
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -295,6 +298,105 @@ TEST_CASE("deployable agrees with every emitter on every strategy of a small mod
   }
   CHECK(checked == 3 * 64 * 4);
   CHECK(expressed > 3 * 8);
+}
+
+// A model whose unrestricted optimum may mix selective and select_comm in
+// a stage: embedding, 4 decoders (of 4 GiB stashed, selective keeps 2 GiB
+// at 1 ms, select_comm 3 GiB for free, full 0 at 2 ms), head, on 2 ranks
+// of 11 GiB: rank 0 of the balanced split stashes two micro-batches of two
+// decoders, at most 5.5 GiB each, which selective + select_comm gives
+// fastest; neither Megatron nor MindFormers can say that.
+constexpr std::string_view kMixConfig = R"(model:
+  name: mix
+  layers:
+    - {name: embedding, kind: embedding, forward: 1ms, backward: 2ms}
+    - name: decoder
+      repeat: 4
+      forward: 1ms
+      backward: 2ms
+      activation: 4GiB
+      recompute:
+        full: {activation: 0B, time: 2ms}
+        selective: {activation: 2GiB, time: 1ms}
+        select_comm: {activation: 3GiB, time: 0ms}
+    - {name: head, kind: head, forward: 1ms, backward: 2ms}
+cluster:
+  devices: {memory: 11GiB}
+pipeline:
+  stages: 2
+  microbatches: 4
+)";
+
+std::string WriteMix(const std::string& extra) {
+  const auto dir = std::filesystem::temp_directory_path() / "ppb-test-search-target";
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "mix.yaml";
+  std::ofstream(path) << kMixConfig << extra;
+  return path.string();
+}
+
+TEST_CASE("ppb-sim search --target: the report names the target and what each framework "
+          "can deploy",
+          "[search][target][cli]") {
+  const std::string config = WriteMix("");
+  // any: per-layer freedom, and a line per framework.
+  test::CliRun any = test::Cli({"search", "--config", config, "--threads", "1"});
+  INFO(any.out << any.err);
+  REQUIRE(any.status == 0);
+  CHECK(any.out.find("target: any (every per-layer recompute choice)\n") != std::string::npos);
+  for (const char* f : {"megatron", "mindformers", "torchtitan", "deepspeed"}) {
+    CHECK(any.out.find(std::string("  deployable on ") + f + ": ") != std::string::npos);
+  }
+  // A framework target: the recommendation is deployable there, and the
+  // config key says the same as the flag.
+  for (const char* f : {"megatron", "mindformers", "torchtitan", "deepspeed"}) {
+    test::CliRun t = test::Cli({"search", "--config", config, "--threads", "1", "--target", f,
+                                "--format", "json"});
+    INFO(f << "\n" << t.out << t.err);
+    REQUIRE(t.status == 0);
+    const nlohmann::json j = nlohmann::json::parse(t.out);
+    CHECK(j["target"] == f);
+    CHECK(!j.contains("deployable"));
+    test::CliRun k = test::Cli({"search", "--config",
+                                WriteMix(std::string("search: {target: ") + f + "}\n"),
+                                "--threads", "1", "--format", "json"});
+    REQUIRE(k.status == 0);
+    nlohmann::json jk = nlohmann::json::parse(k.out);
+    jk["solve_time_s"] = j["solve_time_s"];
+    CHECK(jk == j);
+  }
+  test::CliRun bad = test::Cli({"search", "--config", config, "--target", "nemo"});
+  CHECK(bad.status == 2);
+  CHECK(bad.err ==
+        "ppb-sim: --target: must be any, megatron, mindformers, torchtitan or deepspeed; got "
+        "'nemo'\n");
+  CHECK(test::ParseError(std::string(kMixConfig) + "search: {target: nemo}\n") ==
+        "run.yaml:20: search.target: must be one of any, megatron, mindformers, torchtitan, "
+        "deepspeed; got nemo");
+}
+
+TEST_CASE("ppb-sim search --emit: the best deployable strategy when the recommendation is "
+          "not, named as such",
+          "[search][target][cli]") {
+  const std::string config = WriteMix("");
+  test::CliRun r = test::Cli({"search", "--config", config, "--threads", "1", "--emit",
+                              "megatron,mindformers", "--format", "json"});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const char* f : {"megatron", "mindformers"}) {
+    INFO(f);
+    const nlohmann::json& d = j["deployable"][f];
+    const std::string text = j["emit"][f]["text"];
+    // Whatever is emitted is deployable: its recompute is expressed.
+    CHECK(j["emit"][f]["recompute_expressed"] == true);
+    if (d["is_recommendation"] == true) {
+      CHECK(text.find("not the recommendation") == std::string::npos);
+    } else {
+      CHECK(text.find("# ppb: this is not the recommendation, which " + std::string(f) +
+                      " cannot express: it is the") != std::string::npos);
+    }
+  }
 }
 
 }  // namespace
