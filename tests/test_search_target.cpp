@@ -261,26 +261,33 @@ TEST_CASE("deployable agrees with every emitter on every strategy of a small mod
       "        selective: {activation: 1MiB, time: 0.1ms}\n"
       "        select_comm: {activation: 2MiB, time: 0.1ms}\n"
       "    - {name: head, kind: head, forward: 1ms, backward: 2ms}\n"
-      "pipeline: {stages: 2, microbatches: 4, schedule: 1f1b}\n"
       "cluster: {devices: {memory: 80GiB}}\n";
-  Result<RunConfig> loaded = test::Parse(yaml);
+  Result<RunConfig> loaded = test::Parse(yaml + "pipeline: {stages: 2, microbatches: 4}\n");
   if (!loaded.ok()) FAIL(loaded.error().message);
+  // v = 2 (interleaved): four stages of the same five layers.
+  Result<RunConfig> loaded_v2 = test::Parse(
+      yaml + "pipeline: {stages: 2, microbatches: 4, schedule: interleaved, "
+             "virtual_stages: 2}\n");
+  if (!loaded_v2.ok()) FAIL(loaded_v2.error().message);
   const Framework frameworks[] = {Framework::Megatron, Framework::MindFormers,
                                   Framework::Torchtitan, Framework::DeepSpeed};
   const DeployTarget targets[] = {DeployTarget::Megatron, DeployTarget::MindFormers, DeployTarget::Torchtitan,
                             DeployTarget::DeepSpeed};
   int expressed = 0, checked = 0;
   for (const std::vector<int>& split :
-       {std::vector<int>{2, 3}, std::vector<int>{3, 2}, std::vector<int>{4, 1}}) {
-    ForEachRecompute(loaded->layers, [&](const std::vector<std::uint8_t>& rc) {
-      RunConfig config = *loaded;
+       {std::vector<int>{2, 3}, std::vector<int>{3, 2}, std::vector<int>{4, 1},
+        std::vector<int>{2, 1, 1, 1}, std::vector<int>{1, 1, 2, 1}, std::vector<int>{1, 1, 1, 2}}) {
+    const RunConfig& base = split.size() == 2 ? *loaded : *loaded_v2;
+    const int v = split.size() == 2 ? 1 : 2;
+    ForEachRecompute(base.layers, [&](const std::vector<std::uint8_t>& rc) {
+      RunConfig config = base;
       config.strategy = Plan(split, rc);
       Result<PreparedRun> run = Prepare(config);
       REQUIRE(run.ok());
       for (int k = 0; k < 4; ++k) {
         INFO(FrameworkName(frameworks[k]) << " " << Show(config.strategy));
         Result<Emission> e = Emit(frameworks[k], config, run->program);
-        const bool deploy = Deployable(targets[k], config.layers, config.strategy, 2, 1, false);
+        const bool deploy = Deployable(targets[k], config.layers, config.strategy, 2, v, false);
         if (!e.ok()) {
           CHECK_FALSE(deploy);
           continue;
@@ -296,7 +303,8 @@ TEST_CASE("deployable agrees with every emitter on every strategy of a small mod
       }
     });
   }
-  CHECK(checked == 3 * 64 * 4);
+  // Every form but DeepSpeed's with v = 2 (one stage per rank).
+  CHECK(checked == 3 * 64 * 4 + 3 * 64 * 3);
   CHECK(expressed > 3 * 8);
 }
 

@@ -198,7 +198,18 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
       }
     };
   }
-  const Result<SearchResult> result = Search(*problem, options);
+  // Target any under a time limit: the recommendation's search takes 60 %
+  // of it, so that each framework's best deployable strategy (below) has
+  // time too when the recommendation is not deployable.
+  SearchOptions main_options = options;
+  if (options.target == DeployTarget::Any && options.time_limit_s > 0) {
+    using Dur = std::chrono::steady_clock::duration;
+    const double share = 0.6 * std::chrono::duration<double>(options.deadline - start).count();
+    main_options.time_limit_s = share;
+    main_options.deadline =
+        start + std::chrono::duration_cast<Dur>(std::chrono::duration<double>(share));
+  }
+  const Result<SearchResult> result = Search(*problem, main_options);
   if (tty && reported) err << "\r\x1b[K" << std::flush;
   if (!result.ok()) {
     err << "ppb-sim: search: " << result.error().message << "\n";
