@@ -69,18 +69,23 @@ std::uint8_t FixedMode(const RecomputeSetting& s, const std::vector<Layer>& laye
 
 const char* TargetName(DeployTarget t) {
   switch (t) {
-    case DeployTarget::Any: return "any";
-    case DeployTarget::Megatron: return "megatron";
-    case DeployTarget::MindFormers: return "mindformers";
-    case DeployTarget::Torchtitan: return "torchtitan";
-    case DeployTarget::DeepSpeed: return "deepspeed";
+    case DeployTarget::Any:
+      return "any";
+    case DeployTarget::Megatron:
+      return "megatron";
+    case DeployTarget::MindFormers:
+      return "mindformers";
+    case DeployTarget::Torchtitan:
+      return "torchtitan";
+    case DeployTarget::DeepSpeed:
+      return "deepspeed";
   }
   return "any";
 }
 
 std::optional<DeployTarget> TargetFromName(std::string_view name) {
-  for (DeployTarget t : {DeployTarget::Any, DeployTarget::Megatron, DeployTarget::MindFormers, DeployTarget::Torchtitan,
-                   DeployTarget::DeepSpeed}) {
+  for (DeployTarget t : {DeployTarget::Any, DeployTarget::Megatron, DeployTarget::MindFormers,
+                         DeployTarget::Torchtitan, DeployTarget::DeepSpeed}) {
     if (name == TargetName(t)) return t;
   }
   return std::nullopt;
@@ -88,7 +93,7 @@ std::optional<DeployTarget> TargetFromName(std::string_view name) {
 
 const std::vector<DeployTarget>& FrameworkTargets() {
   static const std::vector<DeployTarget> kAll = {DeployTarget::Megatron, DeployTarget::MindFormers,
-                                           DeployTarget::Torchtitan, DeployTarget::DeepSpeed};
+                                                 DeployTarget::Torchtitan, DeployTarget::DeepSpeed};
   return kAll;
 }
 
@@ -109,7 +114,8 @@ std::vector<std::size_t> ModeOrder(const std::vector<RecomputeOption>& options) 
   return order;
 }
 
-std::vector<RecomputeSetting> RecomputeSettings(DeployTarget target, const std::vector<Layer>& layers) {
+std::vector<RecomputeSetting> RecomputeSettings(DeployTarget target,
+                                                const std::vector<Layer>& layers) {
   using K = RecomputeSetting::Kind;
   if (target == DeployTarget::Any) return {RecomputeSetting{target, K::Free, "", 0}};
   if (target == DeployTarget::MindFormers) return {RecomputeSetting{target, K::Lists, "", 0}};
@@ -133,7 +139,8 @@ std::vector<RecomputeSetting> RecomputeSettings(DeployTarget target, const std::
     if (every_offers("selective", false)) out.push_back({target, K::Every, "selective", 0});
     if (every_offers("full", true)) out.push_back({target, K::Every, "full", 0});
     bool some_full = false;
-    for (const Layer& l : layers) some_full = some_full || (IsBody(l.kind) && Option(l, "full") != 0);
+    for (const Layer& l : layers)
+      some_full = some_full || (IsBody(l.kind) && Option(l, "full") != 0);
     if (some_full) {
       // block n >= the decoders of every stage is every decoder full: that
       // is uniform unless MTP layers tell them apart.
@@ -153,13 +160,26 @@ std::vector<RecomputeSetting> RecomputeSettings(DeployTarget target, const std::
 std::string DescribeSetting(const RecomputeSetting& s) {
   using K = RecomputeSetting::Kind;
   switch (s.kind) {
-    case K::Free: return "any per-layer recompute";
-    case K::Lists: return "first-N recompute lists per stage";
-    case K::Block: return "full recompute, block " + std::to_string(s.n);
+    case K::Free:
+      return "any per-layer recompute";
+    case K::Lists:
+      return "recompute lists (the first N decoder layers of each stage per list)";
+    case K::Block:
+      return "--recompute-granularity full --recompute-method block --recompute-num-layers " +
+             std::to_string(s.n);
     case K::Every:
       if (s.mode.empty()) return "no recompute";
-      if (s.target == DeployTarget::Megatron && s.mode == "full") return "full recompute, uniform";
-      return s.mode + " recompute on every layer";
+      switch (s.target) {
+        case DeployTarget::Megatron:
+          return s.mode == "full" ? "--recompute-granularity full --recompute-method uniform"
+                                  : "--recompute-granularity " + s.mode;
+        case DeployTarget::Torchtitan:
+          return "activation_checkpoint.mode " + s.mode;
+        case DeployTarget::DeepSpeed:
+          return "activation_checkpoint_interval 1";
+        default:
+          return s.mode + " recompute on every layer";
+      }
   }
   return "";
 }
@@ -212,7 +232,8 @@ bool StageAllowed(const RecomputeSetting& s, const std::vector<Layer>& layers, i
   int phase = 0;
   std::string one;
   for (int l = i; l < j; ++l) {
-    const std::string m = ModeName(layers[static_cast<std::size_t>(l)], rc[static_cast<std::size_t>(l)]);
+    const std::string m =
+        ModeName(layers[static_cast<std::size_t>(l)], rc[static_cast<std::size_t>(l)]);
     if (l < pin.lead || l >= n - pin.tail) {
       if (!m.empty()) return false;
       continue;
@@ -230,8 +251,7 @@ bool StageAllowed(const RecomputeSetting& s, const std::vector<Layer>& layers, i
 }
 
 std::string SplitRefusal(DeployTarget target, const std::vector<Layer>& layers,
-                         const std::vector<int>& layers_per_stage, int p, int v,
-                         bool v_placement) {
+                         const std::vector<int>& layers_per_stage, int p, int v, bool v_placement) {
   if (target == DeployTarget::Any) return "";
   const int S = static_cast<int>(layers_per_stage.size());
   const int n = static_cast<int>(layers.size());
@@ -247,7 +267,8 @@ std::string SplitRefusal(DeployTarget target, const std::vector<Layer>& layers,
     bool mtp_seen = false;
     for (int l = 1; l + 1 < n; ++l) {
       const LayerKind k = layers[static_cast<std::size_t>(l)].kind;
-      if (k == LayerKind::Embedding || k == LayerKind::Head) return "needs one embedding and one head";
+      if (k == LayerKind::Embedding || k == LayerKind::Head)
+        return "needs one embedding and one head";
       if (k == LayerKind::Mtp) {
         if (!allow_mtp) return "has no module name for an MTP layer";
         mtp_seen = true;
@@ -306,7 +327,8 @@ std::string SplitRefusal(DeployTarget target, const std::vector<Layer>& layers,
   return "";
 }
 
-std::optional<RecomputeSetting> ExpressingSetting(DeployTarget target, const std::vector<Layer>& layers,
+std::optional<RecomputeSetting> ExpressingSetting(DeployTarget target,
+                                                  const std::vector<Layer>& layers,
                                                   const Strategy& strategy) {
   for (const RecomputeSetting& s : RecomputeSettings(target, layers)) {
     bool all = true;
@@ -323,8 +345,8 @@ std::optional<RecomputeSetting> ExpressingSetting(DeployTarget target, const std
   return std::nullopt;
 }
 
-bool Deployable(DeployTarget target, const std::vector<Layer>& layers, const Strategy& strategy, int p,
-                int v, bool v_placement) {
+bool Deployable(DeployTarget target, const std::vector<Layer>& layers, const Strategy& strategy,
+                int p, int v, bool v_placement) {
   return SplitRefusal(target, layers, strategy.layers_per_stage, p, v, v_placement).empty() &&
          ExpressingSetting(target, layers, strategy).has_value();
 }

@@ -72,13 +72,13 @@ struct RecomputeSetting {
   int n = 0;
 };
 
-// The settings of `target` that `layers` can take (a setting that would
-// give a layer a mode it does not offer is left out): any -> {Free};
-// mindformers -> {Lists}; megatron -> none, selective, full uniform, block
-// 1..(decoder layers - 1); torchtitan and deepspeed -> none, full.
+// The settings of `target` that `layers` can take (one giving a layer a mode
+// it does not offer is left out): any -> {Free}; mindformers -> {Lists};
+// megatron -> none, selective, full uniform, block 1..D-1 (D decoders; and
+// block D when MTP layers tell it from uniform); torchtitan, deepspeed -> none, full.
 std::vector<RecomputeSetting> RecomputeSettings(DeployTarget target, const std::vector<Layer>& layers);
 
-// "full block 2", "selective on every decoder layer", ... for reports.
+// The framework's flags for s, for reports ("--recompute-granularity selective").
 std::string DescribeSetting(const RecomputeSetting& s);
 
 // The option indexes (0 = none) layer l may take in a stage holding layers

@@ -37,11 +37,12 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
           options.time_limit_s - std::chrono::duration<double>(Clock::now() - t0).count();
       o.time_limit_s = std::max(1e-3, left / (n - k));
     }
-    Result<SearchResult> r = problem.search_placement ? SearchPlacement(problem, o)
-                                                      : SearchFixed(problem, o);
+    Result<SearchResult> r =
+        problem.search_placement ? SearchPlacement(problem, o) : SearchFixed(problem, o);
     if (!r.ok()) return r.error();
     SearchResult& sub = *r;
-    const double offset = std::chrono::duration<double>(Clock::now() - t0).count() - sub.solve_time_s;
+    const double offset =
+        std::chrono::duration<double>(Clock::now() - t0).count() - sub.solve_time_s;
     for (const auto& [t, mk] : sub.incumbents) improvements.emplace_back(offset + t, mk);
     res.nodes += sub.nodes;
     res.evaluations += sub.evaluations;

@@ -119,8 +119,9 @@ bool PointDeployable(DeployTarget t, const SearchProblem& pr, const Point& pt) {
 
 TEST_CASE("search.target: the best of each target is the brute force over what it can deploy",
           "[search][target]") {
-  const std::vector<DeployTarget> targets = {DeployTarget::Any, DeployTarget::Megatron, DeployTarget::MindFormers,
-                                       DeployTarget::Torchtitan, DeployTarget::DeepSpeed};
+  const std::vector<DeployTarget> targets = {DeployTarget::Any, DeployTarget::Megatron,
+                                             DeployTarget::MindFormers, DeployTarget::Torchtitan,
+                                             DeployTarget::DeepSpeed};
   int proved = 0, differ = 0, runs = 0;
   for (int i = 0; i < 40; ++i) {
     const std::uint64_t seed = 7100 + 131 * static_cast<std::uint64_t>(i);
@@ -156,8 +157,7 @@ TEST_CASE("search.target: the best of each target is the brute force over what i
         continue;
       }
       REQUIRE(r->found);
-      CHECK(Deployable(t, pr.layers, r->best.strategy, pr.p, pr.choices[r->best.choice].v,
-                       false));
+      CHECK(Deployable(t, pr.layers, r->best.strategy, pr.p, pr.choices[r->best.choice].v, false));
       CHECK(ObjectiveOf(r->best) >= *optimum);
       if (r->proved_optimal) {
         ++proved;
@@ -203,7 +203,9 @@ TEST_CASE("deployable: each framework's rules on hand-checked strategies", "[sea
   // MindFormers' lists [2, 1]; Megatron block 2 (min(2, 1) on stage 1).
   CHECK(ok(DeployTarget::MindFormers, {0, 1, 1, 0, 1, 0}));
   CHECK(ok(DeployTarget::Megatron, {0, 1, 1, 0, 1, 0}));
-  CHECK(ExpressingSetting(DeployTarget::Megatron, L, Plan(split, {0, 1, 1, 0, 1, 0}))->n == 2);
+  CHECK(DescribeSetting(*ExpressingSetting(DeployTarget::Megatron, L,
+                                           Plan(split, {0, 1, 1, 0, 1, 0}))) ==
+        "--recompute-granularity full --recompute-method block --recompute-num-layers 2");
   CHECK_FALSE(ok(DeployTarget::Torchtitan, {0, 1, 1, 0, 1, 0}));
   CHECK_FALSE(ok(DeployTarget::DeepSpeed, {0, 1, 1, 0, 1, 0}));
   // Block 2 needs stage 1's decoder full too; MindFormers does not.
@@ -231,7 +233,8 @@ TEST_CASE("deployable: each framework's rules on hand-checked strategies", "[sea
   const std::vector<Layer> M = HandModel(true);  // e d0 d1 d2 d3 m h
   const Strategy uniform = Plan({4, 3}, {0, 1, 1, 1, 1, 1, 0});
   const Strategy block = Plan({4, 3}, {0, 1, 1, 1, 1, 0, 0});
-  CHECK(ExpressingSetting(DeployTarget::Megatron, M, uniform)->kind == RecomputeSetting::Kind::Every);
+  CHECK(ExpressingSetting(DeployTarget::Megatron, M, uniform)->kind ==
+        RecomputeSetting::Kind::Every);
   CHECK(ExpressingSetting(DeployTarget::Megatron, M, block)->kind == RecomputeSetting::Kind::Block);
   CHECK_FALSE(Deployable(DeployTarget::MindFormers, M, uniform, 2, 1, false));
   CHECK(Deployable(DeployTarget::MindFormers, M, block, 2, 1, false));
@@ -265,14 +268,15 @@ TEST_CASE("deployable agrees with every emitter on every strategy of a small mod
   Result<RunConfig> loaded = test::Parse(yaml + "pipeline: {stages: 2, microbatches: 4}\n");
   if (!loaded.ok()) FAIL(loaded.error().message);
   // v = 2 (interleaved): four stages of the same five layers.
-  Result<RunConfig> loaded_v2 = test::Parse(
-      yaml + "pipeline: {stages: 2, microbatches: 4, schedule: interleaved, "
-             "virtual_stages: 2}\n");
+  Result<RunConfig> loaded_v2 =
+      test::Parse(yaml +
+                  "pipeline: {stages: 2, microbatches: 4, schedule: interleaved, "
+                  "virtual_stages: 2}\n");
   if (!loaded_v2.ok()) FAIL(loaded_v2.error().message);
   const Framework frameworks[] = {Framework::Megatron, Framework::MindFormers,
                                   Framework::Torchtitan, Framework::DeepSpeed};
-  const DeployTarget targets[] = {DeployTarget::Megatron, DeployTarget::MindFormers, DeployTarget::Torchtitan,
-                            DeployTarget::DeepSpeed};
+  const DeployTarget targets[] = {DeployTarget::Megatron, DeployTarget::MindFormers,
+                                  DeployTarget::Torchtitan, DeployTarget::DeepSpeed};
   int expressed = 0, checked = 0;
   for (const std::vector<int>& split :
        {std::vector<int>{2, 3}, std::vector<int>{3, 2}, std::vector<int>{4, 1},
@@ -343,9 +347,10 @@ std::string WriteMix(const std::string& extra) {
   return path.string();
 }
 
-TEST_CASE("ppb-sim search --target: the report names the target and what each framework "
-          "can deploy",
-          "[search][target][cli]") {
+TEST_CASE(
+    "ppb-sim search --target: the report names the target and what each framework "
+    "can deploy",
+    "[search][target][cli]") {
   const std::string config = WriteMix("");
   // any: per-layer freedom, and a line per framework.
   test::CliRun any = test::Cli({"search", "--config", config, "--threads", "1"});
@@ -358,16 +363,16 @@ TEST_CASE("ppb-sim search --target: the report names the target and what each fr
   // A framework target: the recommendation is deployable there, and the
   // config key says the same as the flag.
   for (const char* f : {"megatron", "mindformers", "torchtitan", "deepspeed"}) {
-    test::CliRun t = test::Cli({"search", "--config", config, "--threads", "1", "--target", f,
-                                "--format", "json"});
+    test::CliRun t = test::Cli(
+        {"search", "--config", config, "--threads", "1", "--target", f, "--format", "json"});
     INFO(f << "\n" << t.out << t.err);
     REQUIRE(t.status == 0);
     const nlohmann::json j = nlohmann::json::parse(t.out);
     CHECK(j["target"] == f);
     CHECK(!j.contains("deployable"));
-    test::CliRun k = test::Cli({"search", "--config",
-                                WriteMix(std::string("search: {target: ") + f + "}\n"),
-                                "--threads", "1", "--format", "json"});
+    test::CliRun k =
+        test::Cli({"search", "--config", WriteMix(std::string("search: {target: ") + f + "}\n"),
+                   "--threads", "1", "--format", "json"});
     REQUIRE(k.status == 0);
     nlohmann::json jk = nlohmann::json::parse(k.out);
     jk["solve_time_s"] = j["solve_time_s"];
@@ -383,9 +388,10 @@ TEST_CASE("ppb-sim search --target: the report names the target and what each fr
         "deepspeed; got nemo");
 }
 
-TEST_CASE("ppb-sim search --emit: the best deployable strategy when the recommendation is "
-          "not, named as such",
-          "[search][target][cli]") {
+TEST_CASE(
+    "ppb-sim search --emit: the best deployable strategy when the recommendation is "
+    "not, named as such",
+    "[search][target][cli]") {
   const std::string config = WriteMix("");
   test::CliRun r = test::Cli({"search", "--config", config, "--threads", "1", "--emit",
                               "megatron,mindformers", "--format", "json"});

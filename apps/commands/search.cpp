@@ -301,7 +301,8 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
       e.text += fmt::format(
           "# ppb: this is not the recommendation, which {} cannot express: it is the\n"
           "# ppb: best strategy {} can express{}: {:.3f} ms, peak {}, {}\n",
-          TargetName(t), TargetName(t), d->result.proved_optimal ? " (proved)" : " that the search found",
+          TargetName(t), TargetName(t),
+          d->result.proved_optimal ? " (proved)" : " that the search found",
           ToMs(d->result.best.makespan), FormatBytes(d->result.best.max_peak),
           Fits(d->result.best));
     }

@@ -412,8 +412,14 @@ namespace {
 std::string TargetText(const SearchReport& report) {
   const DeployTarget t = report.options->target;
   if (t != DeployTarget::Any) {
-    return fmt::format("target: {} (only strategies its configuration can express)\n",
-                       TargetName(t));
+    std::string how;
+    const SearchResult& r = *report.result;
+    if (r.found) {
+      const auto s = ExpressingSetting(t, report.problem->layers, r.best.strategy);
+      if (s) how = "; the recommendation sets " + DescribeSetting(*s);
+    }
+    return fmt::format("target: {} (only strategies its configuration can express{})\n",
+                       TargetName(t), how);
   }
   std::string out = "target: any (every per-layer recompute choice)\n";
   for (const DeployableBest& d : report.deployable) {
