@@ -45,4 +45,8 @@ void MinCapacity(const SearchProblem& pb, const SearchOptions& options,
 Result<SearchResult> SearchPlacement(const SearchProblem& problem,
                                      const SearchOptions& options);
 
+// The search over only what options.target can deploy: one search per
+// recompute setting of the target, merged (target_search.cpp).
+Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOptions& options);
+
 }  // namespace ppb::search_detail

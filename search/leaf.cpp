@@ -519,32 +519,6 @@ bool Searcher::ExhaustLeaf(const std::vector<int>& split, Nanos& unproved) {
   return true;
 }
 
-namespace {
-
-// Options 1..n of a layer in the order a stage's layers take them
-// (BuildChosen): MindFormers' list order full, both_comm_select,
-// selective, select_comm (its LayerSetting recomputes the first N layers
-// of a stage per list, full winning over the select lists), then the
-// others as the layer lists them.
-std::vector<size_t> ModeOrder(const std::vector<RecomputeOption>& options) {
-  auto rank = [](const std::string& name) {
-    static constexpr const char* kOrder[] = {"full", "both_comm_select", "selective",
-                                             "select_comm"};
-    for (size_t k = 0; k < std::size(kOrder); ++k) {
-      if (name == kOrder[k]) return k;
-    }
-    return std::size(kOrder);
-  };
-  std::vector<size_t> order;
-  for (size_t x = 1; x <= options.size(); ++x) order.push_back(x);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return rank(options[a - 1].name) < rank(options[b - 1].name);
-  });
-  return order;
-}
-
-}  // namespace
-
 // The spec and strategy of a split with the recompute in chosen_/rtime_.
 // Reads only caches that are already filled, so batches can be built first
 // and simulated on several threads.
@@ -581,18 +555,10 @@ void Searcher::BuildChosen(const std::vector<int>& split, PipelineSpec& spec, St
     // (full, then both select lists, selective, select_comm; any other mode
     // after them in the layer's order), the rest keep everything (as
     // Megatron's "block" method: the first N layers). More strategies are
-    // then expressible (apps/output/emit_mindformers.cpp).
+    // then expressible (AssignModes, search/deployable.h).
     int shift = 0;  // the menu's layer l is layer l + shift here
     const Menu& menu = rc_.GetMenu(first, first + split[s], &shift);
-    for (size_t g = 0; g < menu.groups.size(); ++g) {
-      const Group& grp = menu.groups[g];
-      size_t li = 0;
-      for (size_t x : ModeOrder(grp.options)) {
-        for (int n = 0; n < q.counts[menu.offsets[g] + x]; ++n, ++li) {
-          st.recompute[grp.layers[li] + shift] = static_cast<std::uint8_t>(x);
-        }
-      }
-    }
+    AssignModes(menu, q, st.recompute, shift);
     first += split[s];
   }
 }

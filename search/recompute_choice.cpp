@@ -17,28 +17,37 @@ const Menu& RecomputeChoice::GetMenu(int i, int j, int* shift) {
   auto it = menus_.find(key);
   if (it == menus_.end()) {
     const std::vector<Layer>& layers = cp_.pb.layers;
-    if (menu_class_.empty()) {
-      // BuildMenu reads a layer's activation and its recompute options
-      // (name, retained activation, extra time) and nothing else.
-      using Costs = std::pair<Bytes, std::vector<std::tuple<std::string, Bytes, Nanos>>>;
-      std::map<Costs, std::int32_t> ids;
-      menu_class_.reserve(layers.size());
-      for (const Layer& l : layers) {
-        Costs c{l.activation, {}};
-        for (const RecomputeOption& o : l.recompute) {
-          c.second.emplace_back(o.name, o.retained_activation, o.extra_time);
+    const RecomputeSetting* setting = cp_.opt.setting ? &*cp_.opt.setting : nullptr;
+    if (setting != nullptr && setting->kind != RecomputeSetting::Kind::Free) {
+      // A framework's setting depends on where the range lies (layers
+      // pinned at the ends, the first N of a stage): a menu per range.
+      auto own = ranged_.emplace(key, Shape{i, BuildMenu(layers, i, j, setting)}).first;
+      if (own->second.menu.truncated) menus_truncated_ = true;
+      it = menus_.emplace(key, RangeMenu{&own->second, 0}).first;
+    } else {
+      if (menu_class_.empty()) {
+        // BuildMenu reads a layer's activation and its recompute options
+        // (name, retained activation, extra time) and nothing else.
+        using Costs = std::pair<Bytes, std::vector<std::tuple<std::string, Bytes, Nanos>>>;
+        std::map<Costs, std::int32_t> ids;
+        menu_class_.reserve(layers.size());
+        for (const Layer& l : layers) {
+          Costs c{l.activation, {}};
+          for (const RecomputeOption& o : l.recompute) {
+            c.second.emplace_back(o.name, o.retained_activation, o.extra_time);
+          }
+          menu_class_.push_back(
+              ids.emplace(std::move(c), static_cast<std::int32_t>(ids.size())).first->second);
         }
-        menu_class_.push_back(
-            ids.emplace(std::move(c), static_cast<std::int32_t>(ids.size())).first->second);
       }
+      std::vector<std::int32_t> seq(menu_class_.begin() + i, menu_class_.begin() + j);
+      auto sh = shapes_.find(seq);
+      if (sh == shapes_.end()) {
+        sh = shapes_.emplace(std::move(seq), Shape{i, BuildMenu(layers, i, j, setting)}).first;
+        if (sh->second.menu.truncated) menus_truncated_ = true;
+      }
+      it = menus_.emplace(key, RangeMenu{&sh->second, i - sh->second.first}).first;
     }
-    std::vector<std::int32_t> seq(menu_class_.begin() + i, menu_class_.begin() + j);
-    auto sh = shapes_.find(seq);
-    if (sh == shapes_.end()) {
-      sh = shapes_.emplace(std::move(seq), Shape{i, BuildMenu(layers, i, j)}).first;
-      if (sh->second.menu.truncated) menus_truncated_ = true;
-    }
-    it = menus_.emplace(key, RangeMenu{&sh->second, i - sh->second.first}).first;
   }
   if (shift != nullptr) *shift = it->second.shift;
   return it->second.shape->menu;

@@ -104,6 +104,8 @@ class RecomputeChoice {
   };
   std::unordered_map<std::vector<std::int32_t>, RecomputeMemo, KeyHash> recompute_memo_;
   std::unordered_map<std::vector<std::int32_t>, Shape, KeyHash> shapes_;
+  // Under a framework's restricted setting: one menu per range (by key).
+  std::unordered_map<std::uint64_t, Shape> ranged_;
 };
 
 }  // namespace ppb::search_detail

@@ -52,15 +52,21 @@ bool SameLayer(const Layer& a, const Layer& b) {
          SameCosts(a, b);
 }
 
-Menu BuildMenu(const std::vector<Layer>& layers, int i, int j) {
+Menu BuildMenu(const std::vector<Layer>& layers, int i, int j, const RecomputeSetting* setting) {
   Menu menu;
+  const bool restricted = setting != nullptr && setting->kind != RecomputeSetting::Kind::Free;
   for (int l = i; l < j; ++l) {
-    if (layers[l].recompute.empty()) {
-      menu.min_stash += 0;  // accounted below with the fixed part
+    std::vector<std::uint8_t> allowed;
+    if (restricted) {
+      allowed = AllowedModes(*setting, layers, i, j, l);
+    } else {
+      for (size_t x = 0; x <= layers[l].recompute.size(); ++x) {
+        allowed.push_back(static_cast<std::uint8_t>(x));
+      }
     }
     bool placed = false;
     for (auto& g : menu.groups) {
-      if (SameCosts(layers[g.layers.front()], layers[l])) {
+      if (SameCosts(layers[g.layers.front()], layers[l]) && g.allowed == allowed) {
         g.layers.push_back(l);
         placed = true;
         break;
@@ -71,9 +77,16 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j) {
       g.layers = {l};
       g.activation = layers[l].activation;
       g.options = layers[l].recompute;
+      g.allowed = std::move(allowed);
       menu.groups.push_back(std::move(g));
     }
   }
+  // A restriction that couples groups (MindFormers' nested lists over
+  // layers of different costs) is checked on whole stages: partial points
+  // are then not Pareto-filtered (a dominated one may be the one allowed).
+  int free_groups = 0;
+  for (const auto& g : menu.groups) free_groups += g.allowed.size() > 1 ? 1 : 0;
+  const bool whole_stage = restricted && free_groups > 1;
   int total_opts = 0;
   for (const auto& g : menu.groups) {
     menu.offsets.push_back(total_opts);
@@ -90,6 +103,21 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j) {
     std::vector<MenuPoint> local;
     std::vector<int> n(o + 1, 0);
     auto emit = [&]() {
+      for (int x = 0; x <= o; ++x) {
+        if (n[x] > 0 && std::find(g.allowed.begin(), g.allowed.end(), x) == g.allowed.end()) {
+          return;
+        }
+      }
+      if (restricted && setting->kind == RecomputeSetting::Kind::Lists) {
+        // MindFormers: one select list past the layers in both (the group's
+        // layers take ModeOrder, so that is the only way to break nesting).
+        int sel = 0, comm = 0;
+        for (int x = 1; x <= o; ++x) {
+          sel += g.options[x - 1].name == "selective" ? n[x] : 0;
+          comm += g.options[x - 1].name == "select_comm" ? n[x] : 0;
+        }
+        if (sel > 0 && comm > 0) return;
+      }
       MenuPoint p;
       p.counts.assign(total_opts, 0);
       for (int x = 0; x <= o; ++x) {
@@ -118,7 +146,7 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j) {
       }
     };
     rec(0, k);
-    ParetoFilter(local);
+    if (!whole_stage) ParetoFilter(local);
     std::vector<MenuPoint> next;
     next.reserve(acc.size() * local.size());
     for (const auto& a : acc) {
@@ -134,8 +162,24 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j) {
         next.push_back(std::move(p));
       }
     }
-    ParetoFilter(next);
-    if (next.size() > kMaxMenuPoints) {
+    if (whole_stage && gi + 1 == menu.groups.size()) {
+      // Keep the points whose whole stage is allowed.
+      std::vector<MenuPoint> kept;
+      std::vector<std::uint8_t> rc(layers.size(), 0);
+      for (auto& q : next) {
+        AssignModes(menu, q, rc);
+        if (StageAllowed(*setting, layers, i, j, rc)) kept.push_back(std::move(q));
+      }
+      next = std::move(kept);
+    }
+    if (!whole_stage || gi + 1 == menu.groups.size() || next.size() > kMaxWholeStagePoints) {
+      if (whole_stage && gi + 1 < menu.groups.size()) {
+        menu.truncated = true;  // too many to check whole: nothing proved
+        menu.exact_up_to = -1;
+      }
+      ParetoFilter(next);
+    }
+    if (next.size() > kMaxMenuPoints && (!whole_stage || gi + 1 == menu.groups.size())) {
       // Sorted by time: keep the fastest, and the least stash (which makes
       // memory feasibility checks exact) at the end.
       auto least = std::min_element(next.begin(), next.end(),
@@ -160,6 +204,20 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j) {
     menu.min_remat = std::min(menu.min_remat, p.remat);
   }
   return menu;
+}
+
+void AssignModes(const Menu& menu, const MenuPoint& q, std::vector<std::uint8_t>& rc, int shift) {
+  for (size_t g = 0; g < menu.groups.size(); ++g) {
+    const Group& grp = menu.groups[g];
+    const int base = menu.offsets[g];
+    size_t li = 0;
+    for (size_t x : ModeOrder(grp.options)) {
+      for (int n = 0; n < q.counts[base + static_cast<int>(x)]; ++n, ++li) {
+        rc[grp.layers[li] + shift] = static_cast<std::uint8_t>(x);
+      }
+    }
+    for (; li < grp.layers.size(); ++li) rc[grp.layers[li] + shift] = 0;
+  }
 }
 
 std::pair<int, int> LargestIdenticalGroup(const std::vector<Layer>& layers) {

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "search/deployable.h"
 #include "search/search.h"
 
 namespace ppb::search_detail {
@@ -37,12 +38,18 @@ struct Group {
   std::vector<int> layers;  // indexes, in order
   Bytes activation = 0;
   std::vector<RecomputeOption> options;
+  // The options (0 = none) the group's layers may take under the search's
+  // target (deployable.h); every option when it has none.
+  std::vector<std::uint8_t> allowed;
 };
 
 // Most points a menu keeps; past it the cheapest-time points and the
 // least-stash point are kept and the menu is marked truncated (the search
 // then no longer claims a proof).
 constexpr size_t kMaxMenuPoints = 1024;
+// Most partial points kept unfiltered while a restriction couples groups
+// (BuildMenu); past it they are Pareto-filtered and the menu is truncated.
+constexpr size_t kMaxWholeStagePoints = 1 << 16;
 
 struct Menu {
   bool truncated = false;
@@ -60,7 +67,15 @@ void ParetoFilter(std::vector<MenuPoint>& pts);
 bool SameCosts(const Layer& a, const Layer& b);
 // Identical in every cost the search uses: such layers are interchangeable.
 bool SameLayer(const Layer& a, const Layer& b);
-Menu BuildMenu(const std::vector<Layer>& layers, int i, int j);
+// With `setting` (search.target), only the recompute choices it allows
+// for a stage holding layers [i, j) (AllowedModes, StageAllowed) are in
+// the menu; each layer then takes its group's modes in ModeOrder.
+Menu BuildMenu(const std::vector<Layer>& layers, int i, int j,
+               const RecomputeSetting* setting = nullptr);
+// The per-layer modes (rc[l + shift], l in the menu's layers) of menu point
+// q: each group's layers take its counts in ModeOrder (deployable.h).
+void AssignModes(const Menu& menu, const MenuPoint& q, std::vector<std::uint8_t>& rc,
+                 int shift = 0);
 
 // ---------------------------------------------------------------------------
 // Relaxations over the largest group of identical layers ("decoders").

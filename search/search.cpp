@@ -377,6 +377,9 @@ Result<SearchResult> Search(const SearchProblem& problem,
                          std::chrono::duration<double>(options.time_limit_s));
     timed.deadline = std::min(timed.deadline, end);
   }
+  if (timed.target != DeployTarget::Any && !timed.setting) {
+    return search_detail::SearchTarget(problem, timed);
+  }
   if (problem.search_placement) return SearchPlacement(problem, timed);
   return SearchFixed(problem, timed);
 }

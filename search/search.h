@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "core/result.h"
 #include "core/topology.h"
 #include "schedules/schedule.h"
+#include "search/deployable.h"
 
 namespace ppb {
 
@@ -103,6 +105,12 @@ struct SearchOptions {
   bool open_tree_bound = true;
   // Distributed search (see SearchShare); null: this process does it all.
   const SearchShare* share = nullptr;
+  // Only strategies this framework's configuration can express
+  // (deployable.h); Any: every per-layer choice.
+  DeployTarget target = DeployTarget::Any;
+  // Internal: the one recompute setting of `target` a search runs under
+  // (Search sets it for each setting in turn; empty: not split yet).
+  std::optional<RecomputeSetting> setting;
 };
 
 // A fully evaluated strategy.

@@ -32,7 +32,15 @@ namespace ppb::search_detail {
 
 // The alternatives are different splits (the same split keeps its best
 // recompute).
-void Searcher::Offer(Candidate c) { top_list.Offer(std::move(c), limits.start); }
+void Searcher::Offer(Candidate c) {
+  // search.target: only what the framework can deploy enters the list.
+  if (cp_.opt.target != DeployTarget::Any &&
+      !Deployable(cp_.opt.target, cp_.pb.layers, c.strategy, cp_.c.p, cp_.c.v,
+                  cp_.c.spec.placement == StagePlacement::V)) {
+    return;
+  }
+  top_list.Offer(std::move(c), limits.start);
+}
 
 Nanos Searcher::PruneThreshold() const { return top_list.Threshold(); }
 
@@ -359,6 +367,16 @@ bool Searcher::Prepare(bool path_weights) {
   if (L < S * kmin) {
     closed = true;
     limits.stop_reason = "no split: fewer layers than chunks";
+    pending_bound = kInf;
+    return false;
+  }
+  // A choice the target's framework cannot run at all (its v, its
+  // placement, the model's layers) holds nothing deployable: closed.
+  if (!ChoiceRefusal(cp_.opt.target, cp_.pb.layers, cp_.c.v,
+                     cp_.c.spec.placement == StagePlacement::V)
+           .empty()) {
+    closed = true;
+    limits.stop_reason = "nothing deployable under this schedule choice";
     pending_bound = kInf;
     return false;
   }

@@ -5,6 +5,7 @@
 // an answer), 2 bad input, 1 a file that cannot be written.
 #include "apps/commands/commands.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "apps/commands/search_mpi.h"
 #include "apps/commands/sweep_mpi.h"
 #include "apps/input/search_problem.h"
+#include "apps/output/output.h"
 #include "apps/output/report.h"
 #include "apps/output/search_output.h"
 #include "core/engine.h"
@@ -103,6 +105,16 @@ bool SearchOverrides(const po::variables_map& vm, CliOverrides& ov,
     if (!Check(x, err)) return false;
     *slot = *x;
   }
+  if (vm.count("target")) {
+    const std::optional<DeployTarget> t = TargetFromName(str("target"));
+    if (!t) {
+      err << "ppb-sim: --target: must be any, megatron, mindformers, torchtitan or "
+             "deepspeed; got '"
+          << str("target") << "'\n";
+      return false;
+    }
+    ov.target = *t;
+  }
   if (vm.count("schedules")) {
     auto names = NameList("--schedules", str("schedules"));
     if (!Check(names, err)) return false;
@@ -134,6 +146,22 @@ std::chrono::steady_clock::time_point SetDeadline(
                      std::chrono::duration<double>(options.time_limit_s));
 }
 
+// Target any under a time limit: the recommendation's search takes 60 % of
+// it, so that each framework's best deployable strategy (searched after it)
+// has time too when the recommendation is not deployable.
+SearchOptions MainShare(const SearchOptions& options,
+                        std::chrono::steady_clock::time_point start) {
+  SearchOptions main_options = options;
+  if (options.target == DeployTarget::Any && options.time_limit_s > 0) {
+    using Dur = std::chrono::steady_clock::duration;
+    const double share = 0.6 * std::chrono::duration<double>(options.deadline - start).count();
+    main_options.time_limit_s = share;
+    main_options.deadline =
+        start + std::chrono::duration_cast<Dur>(std::chrono::duration<double>(share));
+  }
+  return main_options;
+}
+
 // A rank > 0 of mpirun: loads what rank 0 loads (rank 0 reports its
 // errors), searches the units rank 0 grants it and sends its part.
 int SearchWorker(const po::variables_map& vm, const MpiWorld& world) {
@@ -147,6 +175,7 @@ int SearchWorker(const po::variables_map& vm, const MpiWorld& world) {
   if (!problem.ok()) return kExitBadInput;
   SearchOptions options = MakeSearchOptions(config->search);
   SetDeadline(options, start);
+  options = MainShare(options, start);
   if (!world.serialized) options.threads = 1;  // only this thread may ask rank 0
   int code = kExitOk;
   MpiSearchWork(world, [&](const SearchShare& share) {
@@ -201,6 +230,9 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
       ("threads", po::value<std::string>(), "search threads (default: every hardware thread)")
       ("seed", po::value<std::string>(), "seed of the local-search restarts (default 1)")
       ("top", po::value<std::string>(), "alternatives to report (default 5)")
+      ("target", po::value<std::string>(),
+       "search only what this framework can deploy: any, megatron, mindformers, torchtitan, "
+       "deepspeed (overrides search.target; default any)")
       ("schedules", po::value<std::string>(),
        "schedules to search, comma-separated: gpipe, 1f1b, interleaved (overrides search.schedules)")
       ("virtual-stages-list", po::value<std::string>(),
@@ -253,8 +285,10 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
       }
     };
   }
-  const Result<SearchResult> result =
-      world.size > 1 ? SearchLead(*problem, options, world, start) : Search(*problem, options);
+  const SearchOptions main_options = MainShare(options, start);
+  const Result<SearchResult> result = world.size > 1
+                                          ? SearchLead(*problem, main_options, world, start)
+                                          : Search(*problem, main_options);
   if (tty && reported) err << "\r\x1b[K" << std::flush;
   if (!result.ok()) {
     err << "ppb-sim: search: " << result.error().message << "\n";
@@ -268,17 +302,91 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
   report.result = &*result;
   report.baselines =
       Baselines(*problem, result->found ? result->best.choice : 0, end);
-  // --emit: the recommendation under the schedule, v and g it chose.
-  if (!emit->frameworks.empty() && result->found) {
-    const RunConfig best = CandidateConfig(*config, *problem, result->best);
+  // Target any: each framework's best deployable strategy beside the
+  // recommendation (the recommendation itself where it is deployable), in
+  // equal shares of the time left; --emit of a framework not covered there
+  // searches its target the same way.
+  auto deployable_best = [&](DeployTarget t, int shares) {
+    DeployableBest d;
+    d.target = t;
+    const ScheduleChoice* ch = result->found ? &problem->choices[result->best.choice] : nullptr;
+    if (ch != nullptr &&
+        Deployable(t, problem->layers, result->best.strategy, problem->p, ch->v,
+                   PlacementOf(ch->schedule, ch->v) == StagePlacement::V)) {
+      d.searched = true;
+      d.is_recommendation = true;
+      d.result = *result;
+      return d;
+    }
+    if (ch != nullptr) {
+      d.split_refusal =
+          SplitRefusal(t, problem->layers, result->best.strategy.layers_per_stage, problem->p,
+                       ch->v, PlacementOf(ch->schedule, ch->v) == StagePlacement::V);
+    }
+    SearchOptions o = options;
+    o.target = t;
+    o.progress = nullptr;
+    if (options.time_limit_s > 0) {
+      const double left =
+          std::chrono::duration<double>(options.deadline - std::chrono::steady_clock::now())
+              .count();
+      if (left <= 0.01) return d;
+      o.time_limit_s = left / std::max(1, shares);
+    }
+    Result<SearchResult> r = Search(*problem, o);
+    if (r.ok()) {
+      d.searched = true;
+      d.result = std::move(*r);
+    }
+    return d;
+  };
+  if (options.target == DeployTarget::Any) {
+    const std::vector<DeployTarget>& all = FrameworkTargets();
+    for (size_t k = 0; k < all.size(); ++k) {
+      report.deployable.push_back(deployable_best(all[k], static_cast<int>(all.size() - k)));
+    }
+  }
+  // --emit: the recommendation under the schedule, v and g it chose when
+  // the framework can deploy it; else the best strategy it can express,
+  // named as such.
+  if (!emit->frameworks.empty() && !result->found) {
+    err << "ppb-sim: --emit: no strategy fits in memory; nothing emitted\n";
+  }
+  for (Framework f : result->found ? emit->frameworks : std::vector<Framework>{}) {
+    const DeployTarget t = TargetOf(f);
+    const DeployableBest* d = nullptr;
+    for (const DeployableBest& x : report.deployable) d = x.target == t ? &x : d;
+    DeployableBest own;
+    if (d == nullptr) {
+      own = deployable_best(t, 1);
+      d = &own;
+    }
+    if (!d->searched || !d->result.found) {
+      err << "ppb-sim: --emit " << FrameworkName(f)
+          << ": no strategy it can express fits in memory"
+          << (d->searched ? "" : " (not searched: time limit)") << "; nothing emitted\n";
+      continue;
+    }
+    const RunConfig best = CandidateConfig(*config, *problem, d->result.best);
     auto run = Prepare(best);
     if (!run.ok()) {
       err << run.error().message << "\n";
       return kExitBadInput;
     }
-    if (!RunEmit(*emit, best, run->program, err)) return kExitBadInput;
-  } else if (!emit->frameworks.empty()) {
-    err << "ppb-sim: --emit: no strategy fits in memory; nothing emitted\n";
+    EmitRequest one;
+    one.frameworks = {f};
+    if (!RunEmit(one, best, run->program, err)) return kExitBadInput;
+    Emission& e = one.emissions.front();
+    if (!d->is_recommendation) {
+      e.text += fmt::format(
+          "# ppb: this is not the recommendation, which {} cannot express: it is the\n"
+          "# ppb: best strategy {} can express{}: {:.3f} ms, peak {}, {}\n",
+          TargetName(t), TargetName(t),
+          d->result.proved_optimal ? " (proved)" : " that the search found",
+          ToMs(d->result.best.makespan), FormatBytes(d->result.best.max_peak),
+          Fits(d->result.best));
+    }
+    emit->emissions.push_back(std::move(e));
   }
   if (vm["format"].as<std::string>() == "json") {
     out << EmitJson(FormatSearchJson(*config, report), *emit);

@@ -26,6 +26,7 @@
 #include "core/spec.h"
 #include "core/topology.h"
 #include "schedules/schedule.h"
+#include "search/deployable.h"
 
 namespace YAML {
 class Node;
@@ -51,6 +52,7 @@ struct CliOverrides {
   std::optional<std::uint64_t> seed;                    // --seed
   std::optional<int> threads;                           // --threads
   std::optional<int> top;                               // --top
+  std::optional<DeployTarget> target;                         // --target
   // The most ops one simulation may run (--max-ops; default
   // kDefaultMaxOps, apps/input/config_reader.h): a shape above it is
   // refused at load with the estimate.
@@ -76,6 +78,9 @@ struct SearchSettings {
   // decides which device runs each rank (search.device_order: search, the
   // default) or keeps cluster.placement (given).
   bool search_device_order = true;
+  // search.target: only strategies this framework's configuration can
+  // express (search/deployable.h); any: every per-layer choice.
+  DeployTarget target = DeployTarget::Any;
 };
 
 struct RunConfig {

@@ -15,7 +15,7 @@ Status Parser::ParseSearch(const Entry* section) {
     Result<Entries> r =
         Map(section->value, "search",
             {"schedules", "virtual_stages", "microbatch_groups", "time_limit",
-             "node_limit", "seed", "threads", "top", "device_order"});
+             "node_limit", "seed", "threads", "top", "device_order", "target"});
     if (!r.ok()) return r.error();
     e = std::move(*r);
   }
@@ -57,6 +57,15 @@ Status Parser::ParseSearch(const Entry* section) {
   PPB_RETURN_IF_ERROR(
       SearchValue(e, "threads", cli_.threads, out.threads, positive));
   PPB_RETURN_IF_ERROR(SearchValue(e, "top", cli_.top, out.top, positive));
+  if (cli_.target) {
+    cfg_.key_lines["search.target"] = 0;
+    out.target = *cli_.target;
+  } else if (const Entry* x = Find(e, "target")) {
+    Result<size_t> i =
+        Choice(x->value, x->path, {"any", "megatron", "mindformers", "torchtitan", "deepspeed"});
+    if (!i.ok()) return i.error();
+    out.target = static_cast<DeployTarget>(*i);  // Target's order
+  }
   if (const Entry* x = Find(e, "device_order")) {
     Result<size_t> i = Choice(x->value, x->path, {"search", "given"});
     if (!i.ok()) return i.error();

@@ -230,6 +230,7 @@ SearchOptions MakeSearchOptions(const SearchSettings& settings) {
   options.node_limit = settings.node_limit;
   options.seed = settings.seed;
   options.top_k = settings.top;
+  options.target = settings.target;
   options.threads = settings.threads > 0
                         ? settings.threads
                         : std::max(1u, std::thread::hardware_concurrency());

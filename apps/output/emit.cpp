@@ -459,6 +459,17 @@ Result<std::vector<Framework>> ParseFrameworks(const std::string& flag, std::str
   }
 }
 
+DeployTarget TargetOf(Framework f) {
+  switch (f) {
+    case Framework::Megatron: return DeployTarget::Megatron;
+    case Framework::MindFormers: return DeployTarget::MindFormers;
+    case Framework::Torchtitan:
+    case Framework::Torchtitan022: return DeployTarget::Torchtitan;
+    case Framework::DeepSpeed: return DeployTarget::DeepSpeed;
+  }
+  return DeployTarget::Any;
+}
+
 Result<Emission> Emit(Framework framework, const RunConfig& config, const Program& program) {
   Result<Emission> e = Error{};
   switch (framework) {
@@ -490,6 +501,14 @@ Result<Emission> Emit(Framework framework, const RunConfig& config, const Progra
   } else if (e->recompute_expressed ? back->strategy.recompute != config.strategy.recompute
                                     : AnyRecompute(back->strategy)) {
     mismatch = "it reads back with another recompute";
+  } else if (e->recompute_expressed !=
+             ExpressingSetting(TargetOf(framework), config.layers, config.strategy)
+                 .has_value()) {
+    // The search's rules (search/deployable.h, search.target) and the
+    // emitter must agree on what the framework can express.
+    mismatch = e->recompute_expressed
+                   ? "search.target's rules say its recompute cannot be expressed"
+                   : "search.target's rules say its recompute can be expressed";
   }
   if (!mismatch.empty()) {
     return Fail(framework,

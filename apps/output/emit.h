@@ -34,6 +34,10 @@ namespace ppb {
 // TOML job config of torchtitan v0.2.2 (apps/output/emit_torchtitan.cpp).
 enum class Framework : std::uint8_t { Megatron, MindFormers, Torchtitan, Torchtitan022, DeepSpeed };
 
+// The search.target whose rules (search/deployable.h) are the framework's:
+// both torchtitan forms take torchtitan's.
+DeployTarget TargetOf(Framework f);
+
 // "megatron", "mindformers", "torchtitan", "torchtitan-0.2.2", "deepspeed".
 const char* FrameworkName(Framework f);
 

@@ -405,6 +405,49 @@ std::string BaselinesText(const SearchProblem& problem,
 
 }  // namespace
 
+namespace {
+
+// "target: ..." and, under any, one line per framework with its best
+// deployable strategy's time, peak and fit.
+std::string TargetText(const SearchReport& report) {
+  const DeployTarget t = report.options->target;
+  if (t != DeployTarget::Any) {
+    std::string how;
+    const SearchResult& r = *report.result;
+    if (r.found) {
+      const auto s = ExpressingSetting(t, report.problem->layers, r.best.strategy);
+      if (s) how = "; the recommendation sets " + DescribeSetting(*s);
+    }
+    return fmt::format("target: {} (only strategies its configuration can express{})\n",
+                       TargetName(t), how);
+  }
+  std::string out = "target: any (every per-layer recompute choice)\n";
+  for (const DeployableBest& d : report.deployable) {
+    const SearchResult& r = d.result;
+    std::string what;
+    if (!d.searched) {
+      what = "not searched (time limit)";
+    } else if (!r.found) {
+      what = r.proved_infeasible ? "nothing it can express fits (proved)"
+                                 : "nothing found that fits (stopped at " + r.stop_reason + ")";
+      if (!d.split_refusal.empty()) {
+        what += fmt::format("; the recommendation's split: {} {}", TargetName(d.target),
+                            d.split_refusal);
+      }
+    } else {
+      what = fmt::format("{:.3f} ms, peak {}, {}{}", ToMs(r.best.makespan),
+                         FormatBytes(r.best.max_peak), Fits(r.best),
+                         d.is_recommendation ? ", the recommendation"
+                         : r.proved_optimal  ? ", proved best it can express"
+                                             : ", best found (" + r.stop_reason + ")");
+    }
+    out += fmt::format("  deployable on {}: {}\n", TargetName(d.target), what);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string FormatSearchText(const RunConfig& config,
                              const SearchReport& report) {
   const SearchProblem& problem = *report.problem;
@@ -458,6 +501,7 @@ std::string FormatSearchText(const RunConfig& config,
                   "; one may still exist).",
         MinCapacityText(result));
   }
+  out += TargetText(report);
   out += fmt::format("search: {} nodes, {} evaluations, {:.2f} s, seed {}{}\n",
                      result.nodes, result.evaluations, result.solve_time_s,
                      report.options->seed,
@@ -514,6 +558,28 @@ std::string FormatSearchJson(const RunConfig& config,
   j["lower_bound_ms"] = ToMs(result.lower_bound);
   j["gap"] = result.gap;
   j["stop_reason"] = result.stop_reason;
+  j["target"] = TargetName(report.options->target);
+  if (report.options->target == DeployTarget::Any) {
+    Json dep = Json::object();
+    for (const DeployableBest& d : report.deployable) {
+      Json dj;
+      dj["searched"] = d.searched;
+      dj["feasible"] = d.searched && d.result.found;
+      dj["is_recommendation"] = d.is_recommendation;
+      if (d.searched) dj["proved"] = d.result.proved_optimal || d.result.proved_infeasible;
+      if (d.searched) dj["stop_reason"] = d.result.stop_reason;
+      if (!d.split_refusal.empty()) dj["split_refusal"] = d.split_refusal;
+      if (d.searched && d.result.found) {
+        dj["iteration_time_ms"] = ToMs(d.result.best.makespan);
+        dj["max_peak_bytes"] = d.result.best.max_peak;
+        dj["fits"] = d.result.best.feasible;
+        dj["recomputed_layers"] = d.result.best.recomputed_layers;
+
+      }
+      dep[TargetName(d.target)] = dj;
+    }
+    j["deployable"] = dep;
+  }
   j["nodes"] = result.nodes;
   j["evaluations"] = result.evaluations;
   j["solve_time_s"] = result.solve_time_s;

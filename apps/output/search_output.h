@@ -14,6 +14,18 @@
 namespace ppb {
 
 // What a finished search reports, besides the config it ran on.
+// With search.target any: the best strategy one framework can deploy
+// (search/deployable.h), beside the recommendation.
+struct DeployableBest {
+  DeployTarget target = DeployTarget::Megatron;
+  bool searched = false;   // false: no time left to search it
+  bool is_recommendation = false;  // the recommendation itself is deployable
+  SearchResult result;     // the search restricted to `target`
+  // Why the framework cannot run the recommendation's split (SplitRefusal;
+  // empty when it can).
+  std::string split_refusal;
+};
+
 struct SearchReport {
   const SearchProblem* problem = nullptr;
   const SearchOptions* options = nullptr;
@@ -21,6 +33,9 @@ struct SearchReport {
   // Baselines(problem, choice of the best, or 0 when nothing fits).
   std::vector<Baseline> baselines;
   int processes = 1;  // mpirun ranks that shared the search
+  // Target any: each framework's best deployable strategy (empty under a
+  // framework target, whose result is already deployable).
+  std::vector<DeployableBest> deployable;
 };
 
 // The recommendation (split as a [chunk][rank] table and a Megatron layout,
