@@ -1,6 +1,7 @@
 #include "core/engine.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "core/breakdown.h"
@@ -9,13 +10,16 @@
 namespace ppb {
 namespace {
 
-// Flags of a (stage, micro-batch): which of its KeyState times are set.
-constexpr std::uint8_t kFwdIn = 1;   // fwd_ready, fwd_sent
-constexpr std::uint8_t kFDone = 2;   // f_done
-constexpr std::uint8_t kBwdIn = 4;   // bwd_ready, bwd_sent
-constexpr std::uint8_t kIDone = 8;   // i_done
-// What a device that is not blocked "waits" for: always there.
-constexpr std::uint8_t kAllSet = 0xff;
+constexpr Nanos kUnset = -1;
+// A blocked device remembers the time it waits for by the byte holding that
+// time's sign bit (set while the time is unset, -1): a spurious wake-up
+// costs one byte read. A device not blocked points at a zero byte.
+static_assert(std::endian::native == std::endian::little);
+constexpr std::uint8_t kSignBit = 0x80;
+constexpr std::uint8_t kNotBlocked = 0;
+const std::uint8_t* SignByte(const Nanos& t) {
+  return reinterpret_cast<const std::uint8_t*>(&t) + sizeof(Nanos) - 1;
+}
 
 
 template <class T>
@@ -43,7 +47,7 @@ SimResult Engine::Run(const PipelineSpec& spec, const Program& program,
 // The event loop every simulation and every search evaluation runs
 // (bench/bench_engine.cpp: >= 100 M ops/s at p = 64, m = 256, v = 4). Its
 // layout: one 48-byte KeyState per (stage, micro-batch) holding everything
-// the ops of that key read and write, one StageRun per stage with the op
+// the ops of that key read and write (one memset clears them), one StageRun per stage with the op
 // durations, memory deltas and message routes folded once per run, and the
 // running device's counters in locals (a copy of its DeviceStats) that the
 // compiler keeps in registers, written back when the device blocks.
@@ -54,20 +58,17 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
   const int num_stages = spec.num_stages();
   const size_t keys = static_cast<size_t>(num_stages) * m;
 
-  // The times are read only once their flag is set: only the flags (one
-  // byte per key) are cleared.
+  // Every time unset (-1, all bytes 0xff: one memset).
   keys_.resize(keys);
-  flags_.assign(keys, 0);
+  std::memset(static_cast<void*>(keys_.data()), 0xff, keys * sizeof(KeyState));
   // Stage 0's inputs are there from the start; the last stage's gradient is
   // its own loss.
   for (int j = 0; j < m; ++j) {
     keys_[j].fwd_ready = 0;
     keys_[j].fwd_sent = 0;
-    flags_[j] |= kFwdIn;
     const size_t last = static_cast<size_t>(num_stages - 1) * m + j;
     keys_[last].bwd_ready = 0;
     keys_[last].bwd_sent = 0;
-    flags_[last] |= kBwdIn;
   }
   Fill(link_free_, static_cast<size_t>(p) * p, Nanos{0});
   dev_.resize(p);
@@ -76,7 +77,8 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
     dev[d] = DevState{};
     dev[d].ops = program.ops[d].data();
     dev[d].n = program.ops[d].size();
-    dev[d].wait = &kAllSet;
+    dev[d].wait = &kNotBlocked;
+    dev[d].wait_mask = kSignBit;
   }
   Fill(queued_, static_cast<size_t>(p), char{1});
   worklist_.clear();
@@ -161,7 +163,7 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
   const StageRun* const stage_run = stage_run_.data();
   Nanos* const link_free = link_free_.data();
   char* const queued = queued_.data();
-  std::uint8_t* const flags = flags_.data();
+
 
   // Sends one message of `route` from `from` (ending at `end`); returns the
   // arrival time.
@@ -200,7 +202,7 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
     queued[d] = 0;
     DevState& st = dev[d];
     // Woken by a message it does not wait for yet: nothing to run.
-    if (!(*st.wait & st.wait_mask)) continue;
+    if (*st.wait & st.wait_mask) continue;
     const Op* const ops = st.ops;
     const size_t n = st.n;
     size_t pc = st.pc;
@@ -211,42 +213,41 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
     Bytes mem = st.mem;
     int inflight = st.inflight;
     Nanos pair_save = st.pair_save;
-    const std::uint8_t* wait = &kAllSet;
-    std::uint8_t wait_mask = 1;
+    const std::uint8_t* wait = &kNotBlocked;
     while (pc < n) {
       const Op& op = ops[pc];
       const int s = op.stage.value;
       const size_t key = static_cast<size_t>(s) * m + op.mb.value;
       KeyState& ks = key_state[key];
-      std::uint8_t& fl = flags[key];
+
       const StageRun& sr = stage_run[s];
-      // The flags the op needs; blocked, it waits for the lowest missing
-      // one (F's end before the gradient, for B and I).
-      const std::uint8_t need = op.kind == OpKind::F   ? kFwdIn
-                                : op.kind == OpKind::W ? kIDone
-                                                       : kFDone | kBwdIn;
-      const std::uint8_t missing = static_cast<std::uint8_t>(need & ~fl);
-      if (missing) {
-        wait = &fl;
-        wait_mask = static_cast<std::uint8_t>(missing & -missing);
-        break;
-      }
-      Nanos ready, sent;
+      Nanos ready = 0, sent = 0;
       switch (op.kind) {
         case OpKind::F:
           ready = ks.fwd_ready;
           sent = ks.fwd_sent;
+          wait = SignByte(ks.fwd_ready);
           break;
         case OpKind::B:
         case OpKind::I:
-          ready = std::max(ks.f_done, ks.bwd_ready);
-          sent = ks.bwd_ready >= ks.f_done ? ks.bwd_sent : ready;
+          if (ks.f_done == kUnset) {
+            ready = kUnset;
+            wait = SignByte(ks.f_done);
+          } else if (ks.bwd_ready == kUnset) {
+            ready = kUnset;
+            wait = SignByte(ks.bwd_ready);
+          } else {
+            ready = std::max(ks.f_done, ks.bwd_ready);
+            sent = ks.bwd_ready >= ks.f_done ? ks.bwd_sent : ready;
+          }
           break;
         default:  // W
           ready = ks.i_done;
           sent = ready;
+          wait = SignByte(ks.i_done);
           break;
       }
+      if (ready == kUnset) break;
       // An overlapped F+B (Op::paired) starts when its backward is ready
       // too; the backward then runs right after the F, both shortened by
       // their shares of the saving (set on the F, applied to both).
@@ -255,16 +256,13 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
         const Op& next = ops[pc + 1];
         const size_t nkey = static_cast<size_t>(next.stage.value) * m + next.mb.value;
         const KeyState& nks = key_state[nkey];
-        const std::uint8_t& nfl = flags[nkey];
         const bool same = next.stage == op.stage && next.mb == op.mb;
-        if (!(nfl & kFDone) && !same) {
-          wait = &nfl;
-          wait_mask = kFDone;
+        if (nks.f_done == kUnset && !same) {
+          wait = SignByte(nks.f_done);
           break;
         }
-        if (!(nfl & kBwdIn)) {
-          wait = &nfl;
-          wait_mask = kBwdIn;
+        if (nks.bwd_ready == kUnset) {
+          wait = SignByte(nks.bwd_ready);
           break;
         }
         if (!same) {
@@ -332,13 +330,12 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
           mem += sr.activation;
           ds.peak_inflight = std::max(ds.peak_inflight, ++inflight);
           ks.f_done = end;
-          fl |= kFDone;
           if (sr.fwd.exists) {
             const Nanos arrive = send(d, sr.fwd, end, op);
             KeyState& to = key_state[key + m];
             to.fwd_ready = arrive;
             to.fwd_sent = end;
-            flags[key + m] |= kFwdIn;
+
             if (blocking) stream_free = std::max(stream_free, arrive);
           }
           break;
@@ -350,14 +347,13 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
           } else {
             mem -= sr.i_release;
             ks.i_done = end;
-            fl |= kIDone;
           }
           if (sr.bwd.exists) {
             const Nanos arrive = send(d, sr.bwd, end, op);
             KeyState& to = key_state[key - m];
             to.bwd_ready = arrive;
             to.bwd_sent = end;
-            flags[key - m] |= kBwdIn;
+
             if (blocking) stream_free = std::max(stream_free, arrive);
           }
           break;
@@ -370,8 +366,7 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
       free = stream_free;
       if (record_memory) out.memory[d].push_back({end, mem});
       ++pc;
-      wait = &kAllSet;
-      wait_mask = 1;
+      wait = &kNotBlocked;
     }
     executed += pc - pc0;
     st.pc = pc;
@@ -380,7 +375,7 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
     st.inflight = inflight;
     st.pair_save = pair_save;
     st.wait = wait;
-    st.wait_mask = wait_mask;
+
   }
 
   Nanos makespan = 0;
