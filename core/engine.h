@@ -144,8 +144,7 @@ class Engine {
 
  private:
   // What the ops of one (stage s, micro-batch j) read and write, together
-  // (one or two cache lines per op); a time is valid once its flag is set in
-  // flags_ (engine.cpp).
+  // (one or two cache lines per op); -1 = not yet.
   struct KeyState {
     Nanos fwd_ready;  // arrival of F(s,j)'s input
     Nanos fwd_sent;   // end of the F that sent it
@@ -172,7 +171,7 @@ class Engine {
 
   // Scratch, reused between runs.
   std::vector<KeyState> keys_;     // [s*m+j]
-  std::vector<std::uint8_t> flags_;  // [s*m+j] which times of keys_ are set
+  std::vector<std::uint8_t> flags_;  // unused (a tried layout); remove
   std::vector<StageRun> stage_run_;  // [s]
   std::vector<Nanos> link_free_;   // [from*p+to]
   // A device's progress (one cache line).
@@ -183,9 +182,10 @@ class Engine {
     Nanos free = 0;           // its stream is free from
     Bytes mem = 0;            // static + stashed
     Nanos pair_save = 0;      // the B's share of its pair's saving
-    const std::uint8_t* wait = nullptr;  // the flags it is blocked on
+    const std::uint8_t* wait = nullptr;  // blocked: the sign byte of the
+                                         // time it waits for (engine.cpp)
     int inflight = 0;
-    std::uint8_t wait_mask = 1;          // and the flag it waits for
+    std::uint8_t wait_mask = 1;          // blocked while *wait & wait_mask
   };
   std::vector<DevState> dev_;      // [d]
   std::vector<int> worklist_;
