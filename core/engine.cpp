@@ -1,6 +1,8 @@
 #include "core/engine.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 
 #include "core/breakdown.h"
 #include "core/cost.h"
@@ -9,6 +11,15 @@ namespace ppb {
 namespace {
 
 constexpr Nanos kUnset = -1;
+// A blocked device remembers the time it waits for by the byte holding that
+// time's sign bit (set while the time is unset, -1): a spurious wake-up
+// costs one byte read. A device not blocked points at a zero byte.
+static_assert(std::endian::native == std::endian::little);
+constexpr std::uint8_t kSignBit = 0x80;
+constexpr std::uint8_t kNotBlocked = 0;
+const std::uint8_t* SignByte(const Nanos& t) {
+  return reinterpret_cast<const std::uint8_t*>(&t) + sizeof(Nanos) - 1;
+}
 
 
 template <class T>
@@ -33,10 +44,13 @@ SimResult Engine::Run(const PipelineSpec& spec, const Program& program,
   return out;
 }
 
-// One function of about 240 lines on purpose: it is the event loop every
-// simulation and every search evaluation runs (bench/bench_engine.cpp), and
-// its state (ready times, link queues, memory counters) lives in locals the
-// compiler keeps in registers.
+// The event loop every simulation and every search evaluation runs
+// (bench/bench_engine.cpp: >= 100 M ops/s at p = 64, m = 256, v = 4). Its
+// layout: one 48-byte KeyState per (stage, micro-batch) holding everything
+// the ops of that key read and write (one memset clears them), one StageRun per stage with the op
+// durations, memory deltas and message routes folded once per run, and the
+// running device's counters in locals (a copy of its DeviceStats) that the
+// compiler keeps in registers, written back when the device blocks.
 void Engine::RunInto(const PipelineSpec& spec, const Program& program,
                      const SimOptions& options, SimResult& out) {
   const int p = spec.p;
@@ -44,27 +58,28 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
   const int num_stages = spec.num_stages();
   const size_t keys = static_cast<size_t>(num_stages) * m;
 
-  Fill(fwd_ready_, keys, kUnset);
-  Fill(bwd_ready_, keys, kUnset);
-  Fill(f_done_, keys, kUnset);
-  Fill(i_done_, keys, kUnset);
-  Fill(fwd_sent_, keys, kUnset);
-  Fill(bwd_sent_, keys, kUnset);
+  // Every time unset (-1, all bytes 0xff: one memset).
+  keys_.resize(keys);
+  std::memset(static_cast<void*>(keys_.data()), 0xff, keys * sizeof(KeyState));
   // Stage 0's inputs are there from the start; the last stage's gradient is
   // its own loss.
   for (int j = 0; j < m; ++j) {
-    fwd_ready_[j] = 0;
-    fwd_sent_[j] = 0;
+    keys_[j].fwd_ready = 0;
+    keys_[j].fwd_sent = 0;
     const size_t last = static_cast<size_t>(num_stages - 1) * m + j;
-    bwd_ready_[last] = 0;
-    bwd_sent_[last] = 0;
+    keys_[last].bwd_ready = 0;
+    keys_[last].bwd_sent = 0;
   }
   Fill(link_free_, static_cast<size_t>(p) * p, Nanos{0});
-  Fill(pc_, static_cast<size_t>(p), size_t{0});
-  Fill(dev_free_, static_cast<size_t>(p), Nanos{0});
-  Fill(mem_now_, static_cast<size_t>(p), Bytes{0});
-  Fill(inflight_, static_cast<size_t>(p), 0);
-  Fill(pair_save_, static_cast<size_t>(p), Nanos{0});
+  dev_.resize(p);
+  DevState* const dev = dev_.data();
+  for (int d = 0; d < p; ++d) {
+    dev[d] = DevState{};
+    dev[d].ops = program.ops[d].data();
+    dev[d].n = program.ops[d].size();
+    dev[d].wait = &kNotBlocked;
+    dev[d].wait_mask = kSignBit;
+  }
   Fill(queued_, static_cast<size_t>(p), char{1});
   worklist_.clear();
   for (int d = p - 1; d >= 0; --d) worklist_.push_back(d);
@@ -83,82 +98,153 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
 
   for (int s = 0; s < num_stages; ++s) {
     const int d = spec.stage_device[s].value;
-    mem_now_[d] += spec.stages[s].static_memory;
+    dev[d].mem += spec.stages[s].static_memory;
   }
   for (int d = 0; d < p; ++d) {
     DeviceStats& ds = out.devices[d];
-    ds.static_memory = mem_now_[d];
-    ds.peak_memory = mem_now_[d];
+    ds.static_memory = dev[d].mem;
+    ds.peak_memory = dev[d].mem;
     ds.capacity = spec.device_capacity[d];
-    if (options.record_memory) out.memory[d].push_back({0, mem_now_[d]});
+    if (options.record_memory) out.memory[d].push_back({0, dev[d].mem});
   }
 
   const bool blocking = spec.comm == CommMode::Blocking;
+  const bool record_ops = options.record_ops;
+  const bool record_memory = options.record_memory;
 
-  // Link occupancy of the message from stage s to s+1 (activation) and back
-  // (gradient, same size): computed once per run, not per message.
-  occupancy_.resize(num_stages);
-  for (int s = 0; s + 1 < num_stages; ++s) {
-    const int a = spec.stage_device[s].value, b = spec.stage_device[s + 1].value;
-    const Bytes bytes = spec.stages[s].output_bytes;
-    occupancy_[s] = {LinkOccupancy(bytes, spec.link_matrix[static_cast<size_t>(a) * p + b].bandwidth),
-                     LinkOccupancy(bytes, spec.link_matrix[static_cast<size_t>(b) * p + a].bandwidth)};
+  // Per stage, once per run: durations, memory deltas and the routes of the
+  // message to s+1 (activation) and to s-1 (gradient w.r.t. s's input, of
+  // stage s-1's output size), each with its link occupancy.
+  stage_run_.resize(num_stages);
+  for (int s = 0; s < num_stages; ++s) {
+    const StageCost& c = spec.stages[s];
+    StageRun& r = stage_run_[s];
+    const int d = spec.stage_device[s].value;
+    r.forward = c.forward;
+    r.recompute = c.recompute;
+    r.b_dur = c.recompute + c.backward_input + c.backward_weight;
+    r.i_dur = c.recompute + c.backward_input;
+    r.w_dur = c.backward_weight;
+    r.activation = c.activation;
+    r.f_during = c.activation + c.forward_transient;
+    r.b_transient = c.backward_transient;
+    r.i_release = c.input_grad_release;
+    r.w_release = c.activation - c.input_grad_release;
+    r.fwd = Route{};
+    r.bwd = Route{};
+    if (s + 1 < num_stages) {
+      const int to = spec.stage_device[s + 1].value;
+      r.fwd.exists = true;
+      r.fwd.to = to;
+      r.fwd.bytes = c.output_bytes;
+      if (to != d) {
+        const size_t l = static_cast<size_t>(d) * p + to;
+        r.fwd.link = static_cast<std::int32_t>(l);
+        r.fwd.occupy = LinkOccupancy(c.output_bytes, spec.link_matrix[l].bandwidth);
+        r.fwd.latency = spec.link_matrix[l].latency;
+      }
+    }
+    if (s > 0) {
+      const int to = spec.stage_device[s - 1].value;
+      const Bytes bytes = spec.stages[s - 1].output_bytes;
+      r.bwd.exists = true;
+      r.bwd.to = to;
+      r.bwd.bytes = bytes;
+      if (to != d) {
+        const size_t l = static_cast<size_t>(d) * p + to;
+        r.bwd.link = static_cast<std::int32_t>(l);
+        r.bwd.occupy = LinkOccupancy(bytes, spec.link_matrix[l].bandwidth);
+        r.bwd.latency = spec.link_matrix[l].latency;
+      }
+    }
   }
 
-  // Sends one message from `from` (ending at `end`) to the device of stage
-  // `to_stage`; returns the arrival time and the sender's stream release.
-  auto send = [&](int from, int to_stage, Nanos end, Bytes bytes, Nanos occupy,
-                  const Op& producer, Nanos& arrive) {
-    const int to = spec.stage_device[to_stage].value;
-    if (to == from) {
-      arrive = end;
-      return;
-    }
-    const Link& link = spec.link_matrix[static_cast<size_t>(from) * p + to];
-    Nanos& free_at = link_free_[static_cast<size_t>(from) * p + to];
+  KeyState* const key_state = keys_.data();
+  const StageRun* const stage_run = stage_run_.data();
+  Nanos* const link_free = link_free_.data();
+  char* const queued = queued_.data();
+
+
+  // Sends one message of `route` from `from` (ending at `end`); returns the
+  // arrival time.
+  auto send = [&](int from, const Route& route, Nanos end, const Op& producer) {
+    if (route.link < 0) return end;
+    Nanos& free_at = link_free[route.link];
     const Nanos leave = std::max(end, free_at);
-    free_at = leave + occupy;
-    arrive = leave + occupy + link.latency;
-    if (options.record_ops) {
-      out.transfers.push_back(
-          Transfer{DeviceId(from), DeviceId(to), producer, leave, arrive, bytes});
+    free_at = leave + route.occupy;
+    const Nanos arrive = leave + route.occupy + route.latency;
+    if (record_ops) {
+      out.transfers.push_back(Transfer{DeviceId(from), DeviceId(route.to), producer,
+                                       leave, arrive, route.bytes});
     }
-    if (!queued_[to]) {
-      queued_[to] = 1;
-      worklist_.push_back(to);
+    if (!queued[route.to]) {
+      queued[route.to] = 1;
+      worklist_.push_back(route.to);
     }
+    return arrive;
   };
 
+  // Deadline: checked between devices' runs once `next_check` ops ran.
+  const bool has_deadline = options.deadline != SimOptions::Clock::time_point::max();
+  size_t executed = 0;
+  size_t next_check = kDeadlineCheckOps;
+
   while (!worklist_.empty()) {
+    if (has_deadline && executed >= next_check) {
+      next_check = executed + kDeadlineCheckOps;
+      if (SimOptions::Clock::now() >= options.deadline) {
+        out.outcome = Outcome::Interrupted;
+        break;
+      }
+    }
     const int d = worklist_.back();
     worklist_.pop_back();
-    queued_[d] = 0;
-    const std::vector<Op>& ops = program.ops[d];
+    queued[d] = 0;
+    DevState& st = dev[d];
+    // Woken by a message it does not wait for yet: nothing to run.
+    if (*st.wait & st.wait_mask) continue;
+    const Op* const ops = st.ops;
+    const size_t n = st.n;
+    size_t pc = st.pc;
+    if (pc >= n) continue;
+    const size_t pc0 = pc;
     DeviceStats& ds = out.devices[d];
-    size_t& pc = pc_[d];
-    while (pc < ops.size()) {
+    Nanos free = st.free;
+    Bytes mem = st.mem;
+    int inflight = st.inflight;
+    Nanos pair_save = st.pair_save;
+    const std::uint8_t* wait = &kNotBlocked;
+    while (pc < n) {
       const Op& op = ops[pc];
       const int s = op.stage.value;
       const size_t key = static_cast<size_t>(s) * m + op.mb.value;
-      const StageCost& cost = spec.stages[s];
+      KeyState& ks = key_state[key];
+
+      const StageRun& sr = stage_run[s];
       Nanos ready = 0, sent = 0;
       switch (op.kind) {
         case OpKind::F:
-          ready = fwd_ready_[key];
-          sent = fwd_sent_[key];
+          ready = ks.fwd_ready;
+          sent = ks.fwd_sent;
+          wait = SignByte(ks.fwd_ready);
           break;
         case OpKind::B:
         case OpKind::I:
-          if (f_done_[key] == kUnset || bwd_ready_[key] == kUnset) {
+          if (ks.f_done == kUnset) {
             ready = kUnset;
+            wait = SignByte(ks.f_done);
+          } else if (ks.bwd_ready == kUnset) {
+            ready = kUnset;
+            wait = SignByte(ks.bwd_ready);
           } else {
-            ready = std::max(f_done_[key], bwd_ready_[key]);
-            sent = bwd_ready_[key] >= f_done_[key] ? bwd_sent_[key] : ready;
+            ready = std::max(ks.f_done, ks.bwd_ready);
+            sent = ks.bwd_ready >= ks.f_done ? ks.bwd_sent : ready;
           }
           break;
-        case OpKind::W:
-          ready = i_done_[key];
+        default:  // W
+          ready = ks.i_done;
           sent = ready;
+          wait = SignByte(ks.i_done);
           break;
       }
       if (ready == kUnset) break;
@@ -166,16 +252,25 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
       // too; the backward then runs right after the F, both shortened by
       // their shares of the saving (set on the F, applied to both).
       Nanos save = 0;
-      if (op.paired && pc + 1 < ops.size()) {
+      if (op.paired && pc + 1 < n) [[unlikely]] {
         const Op& next = ops[pc + 1];
         const size_t nkey = static_cast<size_t>(next.stage.value) * m + next.mb.value;
-        if (f_done_[nkey] == kUnset && !(next.stage == op.stage && next.mb == op.mb)) break;
-        if (bwd_ready_[nkey] == kUnset) break;
-        if (!(next.stage == op.stage && next.mb == op.mb)) {
-          ready = std::max({ready, f_done_[nkey], bwd_ready_[nkey]});
-        } else {
-          ready = std::max(ready, bwd_ready_[nkey]);
+        const KeyState& nks = key_state[nkey];
+        const bool same = next.stage == op.stage && next.mb == op.mb;
+        if (nks.f_done == kUnset && !same) {
+          wait = SignByte(nks.f_done);
+          break;
         }
+        if (nks.bwd_ready == kUnset) {
+          wait = SignByte(nks.bwd_ready);
+          break;
+        }
+        if (!same) {
+          ready = std::max({ready, nks.f_done, nks.bwd_ready});
+        } else {
+          ready = std::max(ready, nks.bwd_ready);
+        }
+        const StageCost& cost = spec.stages[s];
         const StageCost& nc = spec.stages[next.stage.value];
         const Nanos bdur = nc.recompute + nc.backward_input +
                            (next.kind == OpKind::B ? nc.backward_weight : 0);
@@ -185,104 +280,112 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
         const Nanos both = cost.forward + bdur;
         // The F's share of the saving, in proportion to its time.
         save = both > 0 ? static_cast<Nanos>(static_cast<Int128>(total) * cost.forward / both) : 0;
-        pair_save_[d] = total - save;
-      } else if (pc > 0 && ops[pc - 1].paired) {
-        save = pair_save_[d];
+        pair_save = total - save;
+      } else if (pc > 0 && ops[pc - 1].paired) [[unlikely]] {
+        save = pair_save;
       }
 
-      const Nanos free = dev_free_[d];
       const Nanos start = std::max(free, ready);
       if (ready > free) {
         // The part of this wait spent on a message in flight.
         ds.comm_wait += std::min(ready - free, ready - std::max(sent, free));
       }
-      Nanos rc = 0, dur = 0;
-      Bytes during = mem_now_[d];
+      Nanos rc = 0, dur;
+      Bytes during;
       switch (op.kind) {
         case OpKind::F:
-          dur = cost.forward;
-          during += cost.activation + cost.forward_transient;
+          dur = sr.forward;
+          during = mem + sr.f_during;
           break;
         case OpKind::B:
-          rc = cost.recompute;
-          dur = rc + cost.backward_input + cost.backward_weight;
-          during += cost.backward_transient;
+          rc = sr.recompute;
+          dur = sr.b_dur;
+          during = mem + sr.b_transient;
           break;
         case OpKind::I:
-          rc = cost.recompute;
-          dur = rc + cost.backward_input;
-          during += cost.backward_transient;
+          rc = sr.recompute;
+          dur = sr.i_dur;
+          during = mem + sr.b_transient;
           break;
-        case OpKind::W:
-          dur = cost.backward_weight;
-          during += cost.backward_transient;
+        default:  // W
+          dur = sr.w_dur;
+          during = mem + sr.b_transient;
           break;
       }
       dur -= save;
       const Nanos end = start + dur;
       if (pc == 0) ds.first_start = start;
-      ds.last_end = end;
       ds.busy += dur;
       ds.recompute += rc;
       if (during > ds.peak_memory) {
         ds.peak_memory = during;
         ds.peak_time = start;
       }
-      if (options.record_memory) out.memory[d].push_back({start, during});
-      if (options.record_ops) out.timings[d][pc] = OpTiming{start, end, rc};
+      if (record_memory) out.memory[d].push_back({start, during});
+      if (record_ops) out.timings[d][pc] = OpTiming{start, end, rc};
 
       Nanos stream_free = end;
-      Nanos arrive = 0;
       switch (op.kind) {
-        case OpKind::F: {
-          mem_now_[d] += cost.activation;
-          ds.peak_inflight = std::max(ds.peak_inflight, ++inflight_[d]);
-          f_done_[key] = end;
-          if (s + 1 < num_stages) {
-            send(d, s + 1, end, cost.output_bytes, occupancy_[s].first, op, arrive);
-            fwd_ready_[key + m] = arrive;
-            fwd_sent_[key + m] = end;
+        case OpKind::F:
+          mem += sr.activation;
+          ds.peak_inflight = std::max(ds.peak_inflight, ++inflight);
+          ks.f_done = end;
+          if (sr.fwd.exists) {
+            const Nanos arrive = send(d, sr.fwd, end, op);
+            KeyState& to = key_state[key + m];
+            to.fwd_ready = arrive;
+            to.fwd_sent = end;
+
             if (blocking) stream_free = std::max(stream_free, arrive);
           }
           break;
-        }
         case OpKind::B:
-        case OpKind::I: {
-          --inflight_[d];
+        case OpKind::I:
+          --inflight;
           if (op.kind == OpKind::B) {
-            mem_now_[d] -= cost.activation;
+            mem -= sr.activation;
           } else {
-            mem_now_[d] -= cost.input_grad_release;
-            i_done_[key] = end;
+            mem -= sr.i_release;
+            ks.i_done = end;
           }
-          if (s > 0) {
-            // The gradient w.r.t. stage s's input has stage s-1's output size.
-            send(d, s - 1, end, spec.stages[s - 1].output_bytes,
-                 occupancy_[s - 1].second, op, arrive);
-            bwd_ready_[key - m] = arrive;
-            bwd_sent_[key - m] = end;
+          if (sr.bwd.exists) {
+            const Nanos arrive = send(d, sr.bwd, end, op);
+            KeyState& to = key_state[key - m];
+            to.bwd_ready = arrive;
+            to.bwd_sent = end;
+
             if (blocking) stream_free = std::max(stream_free, arrive);
           }
           break;
-        }
-        case OpKind::W:
-          mem_now_[d] -= cost.activation - cost.input_grad_release;
+        default:  // W
+          mem -= sr.w_release;
           break;
       }
       ds.comm_blocked += stream_free - end;
-      dev_free_[d] = stream_free;
-      if (options.record_memory) out.memory[d].push_back({end, mem_now_[d]});
+      ds.last_end = end;
+      free = stream_free;
+      if (record_memory) out.memory[d].push_back({end, mem});
       ++pc;
+      wait = &kNotBlocked;
     }
+    executed += pc - pc0;
+    st.pc = pc;
+    st.free = free;
+    st.mem = mem;
+    st.inflight = inflight;
+    st.pair_save = pair_save;
+    st.wait = wait;
+
   }
 
   Nanos makespan = 0;
+  const bool interrupted = out.outcome == Outcome::Interrupted;
   for (int d = 0; d < p; ++d) {
-    if (pc_[d] < program.ops[d].size()) {
+    if (!interrupted && dev[d].pc < dev[d].n) {
       out.outcome = Outcome::Deadlock;
-      out.stuck.push_back(program.ops[d][pc_[d]]);
+      out.stuck.push_back(program.ops[d][dev[d].pc]);
     }
-    makespan = std::max(makespan, dev_free_[d]);
+    makespan = std::max(makespan, dev[d].free);
   }
   out.makespan = makespan;
 

@@ -29,7 +29,8 @@
 // one per thread and reuse it across runs to avoid allocation.
 #pragma once
 
-#include <utility>
+#include <chrono>
+#include <cstdint>
 #include <vector>
 
 #include "core/program.h"
@@ -42,6 +43,8 @@ enum class Outcome : std::uint8_t {
   Ok,           // ran to completion, every device fits in memory
   OutOfMemory,  // ran to completion, some device exceeded its capacity
   Deadlock,     // some device could not proceed (timings are partial)
+  Interrupted,  // stopped at SimOptions::deadline (timings, makespan and
+                // every figure are partial: use none of them)
 };
 
 struct OpTiming {
@@ -95,8 +98,15 @@ struct BubbleBreakdown {
 };
 
 struct SimOptions {
+  using Clock = std::chrono::steady_clock;
   bool record_ops = true;      // per-op timings and transfers
   bool record_memory = false;  // memory samples per device
+  // When set (not max()), the engine reads the clock every
+  // Engine::kDeadlineCheckOps executed ops (between two devices' runs) and
+  // stops with Outcome::Interrupted once it is reached. A run shorter than
+  // that many ops never reads the clock, so it cannot be interrupted: the
+  // check costs nothing measurable (about one clock read per 2 ms of work).
+  Clock::time_point deadline = Clock::time_point::max();
 };
 
 struct SimResult {
@@ -118,6 +128,9 @@ struct SimResult {
 
 class Engine {
  public:
+  // Ops executed between two reads of the clock when a deadline is set.
+  static constexpr std::size_t kDeadlineCheckOps = 1 << 16;
+
   // REQUIRES: ValidateSpec(spec).ok(); program has spec.p device lists and
   // only ops of stages < spec.num_stages() and microbatches < spec.m. Programs
   // that deadlock are reported as Outcome::Deadlock, not undefined behaviour.
@@ -130,22 +143,53 @@ class Engine {
                const SimOptions& options, SimResult& out);
 
  private:
+  // What the ops of one (stage s, micro-batch j) read and write, together
+  // (one or two cache lines per op); -1 = not yet.
+  struct KeyState {
+    Nanos fwd_ready;  // arrival of F(s,j)'s input
+    Nanos fwd_sent;   // end of the F that sent it
+    Nanos f_done;     // end of F(s,j)
+    Nanos bwd_ready;  // arrival of the gradient for B/I(s,j)
+    Nanos bwd_sent;   // end of the B/I that sent it
+    Nanos i_done;     // end of I(s,j)
+  };
+  // A message route of a stage: to s+1 (fwd) or s-1 (bwd).
+  struct Route {
+    bool exists = false;     // there is such a stage
+    std::int32_t to = 0;     // its device
+    std::int32_t link = -1;  // from * p + to; -1: same device, no message
+    Nanos occupy = 0;        // link occupancy of one message
+    Nanos latency = 0;
+    Bytes bytes = 0;
+  };
+  // A stage's costs folded for the loop.
+  struct StageRun {
+    Nanos forward, recompute, b_dur, i_dur, w_dur;
+    Bytes activation, f_during, b_transient, i_release, w_release;
+    Route fwd, bwd;
+  };
+
   // Scratch, reused between runs.
-  std::vector<Nanos> fwd_ready_;   // [s*m+j] arrival of F input at stage s
-  std::vector<Nanos> bwd_ready_;   // [s*m+j] arrival of gradient at stage s
-  std::vector<Nanos> f_done_;      // [s*m+j] end of F(s,j)
-  std::vector<Nanos> i_done_;      // [s*m+j] end of I(s,j)
+  std::vector<KeyState> keys_;     // [s*m+j]
+  std::vector<std::uint8_t> flags_;  // unused (a tried layout); remove
+  std::vector<StageRun> stage_run_;  // [s]
   std::vector<Nanos> link_free_;   // [from*p+to]
-  std::vector<size_t> pc_;         // per device: next op index
-  std::vector<Nanos> dev_free_;
-  std::vector<Bytes> mem_now_;
-  std::vector<int> inflight_;
-  std::vector<Nanos> pair_save_;   // per device: the B's share of its pair's saving
+  // A device's progress (one cache line).
+  struct DevState {
+    const Op* ops = nullptr;  // its program
+    size_t n = 0;
+    size_t pc = 0;            // next op
+    Nanos free = 0;           // its stream is free from
+    Bytes mem = 0;            // static + stashed
+    Nanos pair_save = 0;      // the B's share of its pair's saving
+    const std::uint8_t* wait = nullptr;  // blocked: the sign byte of the
+                                         // time it waits for (engine.cpp)
+    int inflight = 0;
+    std::uint8_t wait_mask = 1;          // blocked while *wait & wait_mask
+  };
+  std::vector<DevState> dev_;      // [d]
   std::vector<int> worklist_;
   std::vector<char> queued_;
-  std::vector<std::pair<Nanos, Nanos>> occupancy_;  // [s]: s->s+1, s+1->s
-  std::vector<Nanos> fwd_sent_;    // [s*m+j] end of the F that sent the input
-  std::vector<Nanos> bwd_sent_;    // [s*m+j] end of the B/I that sent the grad
 };
 
 // One step of the critical path: an op, or a wait for a transfer.

@@ -98,6 +98,8 @@ const char* StatusOf(Outcome outcome) {
       return "oom";
     case Outcome::Deadlock:
       return "deadlock";
+    case Outcome::Interrupted:  // no deadline is set here
+      return "interrupted";
   }
   return "deadlock";
 }

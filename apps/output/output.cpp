@@ -159,6 +159,8 @@ const char* OutcomeName(Outcome o) {
       return "out_of_memory";
     case Outcome::Deadlock:
       return "deadlock";
+    case Outcome::Interrupted:
+      return "interrupted";
   }
   return "?";
 }
