@@ -13,8 +13,14 @@
 namespace ppb {
 
 std::vector<Baseline> Baselines(const SearchProblem& problem, int choice,
-                                std::chrono::steady_clock::time_point deadline) {
+                                std::chrono::steady_clock::time_point deadline,
+                                double simulation_s) {
+  using Clock = std::chrono::steady_clock;
   std::vector<Baseline> out;
+  // What one simulation is expected to take: the caller's figure, then the
+  // longest one here.
+  Clock::duration expect = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(simulation_s));
   const ScheduleChoice& ch = problem.choices[choice];
   const int p = problem.p, v = ch.v, S = p * v;
   const int L = static_cast<int>(problem.layers.size());
@@ -26,12 +32,14 @@ std::vector<Baseline> Baselines(const SearchProblem& problem, int choice,
       out.push_back(std::move(b));
       return;
     }
-    if (std::chrono::steady_clock::now() >= deadline) {
+    const auto now = Clock::now();
+    if (now >= deadline || (deadline != Clock::time_point::max() && deadline - now < expect)) {
       b.why_not = "not simulated: the time limit had passed";
       out.push_back(std::move(b));
       return;
     }
     auto c = Evaluate(problem, choice, *st);
+    expect = std::max(expect, Clock::now() - now);
     if (!c.ok()) {
       b.why_not = c.error().message;
     } else {

@@ -26,14 +26,17 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem, const SearchOptio
 
 // Simulates the strategies of `top` (best first) again by `evaluate`
 // (Evaluate, or a stand-in in tests) and replaces each by what it gives;
-// past the deadline only the best is kept. A strategy `evaluate` refuses,
+// past the deadline, or when one more simulation (the longest seen, at
+// least simulation_s) would end past it, only those done are kept (the best
+// always). A strategy `evaluate` refuses,
 // or whose simulation disagrees with the search's (feasible, time, max
 // peak, recomputed layers: what Better ranks), is dropped, and the
 // returned note says which and why: the search's proof was made with the
 // search's own numbers, so the caller must then not claim it. Empty when
 // every strategy was simulated again and agrees.
 std::string ResimulateTop(std::vector<Candidate>& top, const SearchOptions& options,
-                          const std::function<Result<Candidate>(const Candidate&)>& evaluate);
+                          const std::function<Result<Candidate>(const Candidate&)>& evaluate,
+                          double simulation_s = 0);
 
 // When nothing fits: the least uniform capacity at which a split of some
 // choice does, into res (min_capacity_needed, binding_device,

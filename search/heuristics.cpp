@@ -209,9 +209,16 @@ void Searcher::LocalSearch(std::vector<int> split, std::mt19937_64& rng,
   // one of the two busiest devices to any other chunk (the layers between
   // shift by one position), least busy devices first; then move one layer
   // across a single boundary.
+  // With a deadline, a batch takes no more simulations than fit before it
+  // at the longest one seen (on one thread); the search stops when not even
+  // one does. (The first evaluation of a start always runs: an answer.)
+  const bool timed = cp_.opt.deadline != Clock::time_point::max();
+  Clock::duration per_sim{0};
   auto climb = [&](std::vector<int> cur) {
     Candidate best;
+    const auto t_first = Clock::now();
     if (!eval(cur, best)) best.feasible = false;
+    per_sim = std::max(per_sim, Clock::now() - t_first);
     bool improved = true;
     int rounds = 0;
     while (improved && rounds++ < 400 && !limits.hit) {
@@ -258,6 +265,15 @@ void Searcher::LocalSearch(std::vector<int> split, std::mt19937_64& rng,
             stop = true;
             break;
           }
+          if (timed && Clock::now() + static_cast<int>(batch.size() + 1) * per_sim >
+                           cp_.opt.deadline) {
+            if (batch.empty()) {  // not even one more fits
+              limits.hit = true;
+              limits.stop_reason = "time limit";
+              stop = true;
+            }
+            break;
+          }
           ++nodes;
           bool exact = true;
           if (!ChooseRecompute(nb, exact)) continue;
@@ -266,7 +282,11 @@ void Searcher::LocalSearch(std::vector<int> split, std::mt19937_64& rng,
           BuildChosen(slot.split, slot.spec, slot.strategy, slot.recomputed);
           batch.push_back(std::move(slot));
         }
+        const auto t_batch = Clock::now();
         RunBatch(batch);
+        if (!batch.empty()) {
+          per_sim = std::max(per_sim, (Clock::now() - t_batch) / static_cast<int>(batch.size()));
+        }
         for (BatchSlot& slot : batch) {
           Candidate c;
           ToCandidate(std::move(slot.strategy), slot.recomputed, slot.sim, &c);
@@ -315,7 +335,8 @@ bool Searcher::AnyFeasibleSplit(std::vector<int>* out) {
   deadline_cut = false;
   std::function<bool(int, int)> rec = [&](int s, int pos) {
     if (--budget < 0) return false;
-    if ((budget & 255) == 0 && PastDeadline(cp_.opt)) {
+    // Every node: one may build a menu of thousands of layers.
+    if (PastDeadline(cp_.opt)) {
       deadline_cut = true;
       budget = -1;  // unwinds: nothing more is tried
       return false;

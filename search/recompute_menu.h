@@ -14,6 +14,9 @@
 // towards less recompute, which keeps every bound built on it valid.
 #pragma once
 
+#include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <utility>
@@ -26,12 +29,50 @@ namespace ppb::search_detail {
 
 // ---------------------------------------------------------------------------
 // Menus: Pareto-optimal recompute choices of one layer range.
+
+// The per (group, option) counts of a menu point (up to the 100,000 layers
+// a model may have), inline up to kInline entries and on the heap past
+// that: the menus of a search hold millions of points, and a heap block
+// each cost as much to free as to build.
+class MenuCounts {
+ public:
+  using Count = std::int32_t;
+  static constexpr size_t kInline = 8;
+  void assign(size_t n, Count value) {
+    n_ = n;
+    if (n > kInline) {
+      heap_.assign(n, value);
+    } else {
+      heap_.clear();
+      std::fill(inline_.begin(), inline_.begin() + static_cast<std::ptrdiff_t>(n), value);
+    }
+  }
+  size_t size() const { return n_; }
+  Count& operator[](size_t i) { return data()[i]; }
+  Count operator[](size_t i) const { return data()[i]; }
+  const Count* begin() const { return data(); }
+  const Count* end() const { return data() + n_; }
+  friend bool operator<(const MenuCounts& a, const MenuCounts& b) {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+  }
+  friend bool operator==(const MenuCounts& a, const MenuCounts& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  Count* data() { return n_ > kInline ? heap_.data() : inline_.data(); }
+  const Count* data() const { return n_ > kInline ? heap_.data() : inline_.data(); }
+  size_t n_ = 0;
+  std::array<Count, kInline> inline_{};
+  std::vector<Count> heap_;
+};
+
 struct MenuPoint {
   Bytes stash = 0;       // per micro-batch
   Bytes remat = 0;       // largest activation re-materialized by recompute
   Nanos time = 0;        // recompute time on a speed-1.0 device
   int recomputed = 0;    // layers recomputed
-  std::vector<std::uint8_t> counts;  // per (group, option) count, flattened
+  MenuCounts counts;  // per (group, option) count, flattened
 };
 
 struct Group {

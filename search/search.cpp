@@ -159,12 +159,18 @@ Result<std::vector<ChoiceContext>> MakeContexts(const SearchProblem& problem) {
 }
 
 std::string ResimulateTop(std::vector<Candidate>& top, const SearchOptions& options,
-                          const std::function<Result<Candidate>(const Candidate&)>& evaluate) {
+                          const std::function<Result<Candidate>(const Candidate&)>& evaluate,
+                          double simulation_s) {
   std::string note;
   std::vector<Candidate> kept;
+  auto longest =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(simulation_s));
   for (size_t i = 0; i < top.size(); ++i) {
-    if (i > 0 && PastDeadline(options)) break;  // only the best past the deadline
+    // Only the best past the deadline, or when one more would end past it.
+    const auto now = Clock::now();
+    if (i > 0 && (now >= options.deadline || options.deadline - now < longest)) break;
     Result<Candidate> e = evaluate(top[i]);
+    longest = std::max(longest, Clock::now() - now);
     std::string why;
     if (!e.ok()) {
       why = "could not be simulated again (" + e.error().key + ": " + e.error().message + ")";
@@ -193,10 +199,49 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   if (problem.choices.empty()) {
     return Error{"search", "needs at least one schedule choice"};
   }
-  Result<std::vector<ChoiceContext>> made = MakeContexts(problem);
-  if (!made.ok()) return made.error();
-  std::vector<ChoiceContext> ctxs = std::move(made).value();
+  // Past the deadline no more choices are prepared (one at least is: an
+  // answer); those left out are not searched, so nothing is proved and
+  // they bound nothing.
+  std::vector<ChoiceContext> ctxs;
+  std::vector<Error> refused;
+  bool choices_cut = false;
+  for (int i = 0; i < static_cast<int>(problem.choices.size()); ++i) {
+    if (!ctxs.empty() && PastDeadline(options)) {
+      choices_cut = true;
+      break;
+    }
+    auto c = MakeContext(problem, i);
+    if (!c.ok()) {
+      refused.push_back(c.error());
+      continue;
+    }
+    ctxs.push_back(std::move(c).value());
+  }
+  if (ctxs.empty()) return refused.front();
 
+  // With a deadline, one simulation of the problem (the even split of the
+  // first choice) is timed first, and the searchers stop kReserveSims times
+  // that before the deadline: a phase that starts just before it may still
+  // run a simulation or two (the first of a local search, the tie polish),
+  // the answer is simulated again, and freeing what they built takes about
+  // one more. The caller learns what one costs (simulation_s, for its
+  // baselines).
+  SearchOptions searchers_options = options;
+  double simulation_s = 0;
+  if (options.deadline != Clock::time_point::max()) {
+    const auto t = Clock::now();
+    const ChoiceContext& c0 = ctxs.front();
+    (void)Evaluate(problem, c0.index, EvenStrategy(problem.layers, problem.p, c0.v));
+    const auto took = Clock::now() - t;
+    simulation_s = std::chrono::duration<double>(took).count();
+    constexpr int kReserveSims = 6;
+    searchers_options.deadline = options.deadline - kReserveSims * took;
+    // The open-tree bound (TotalsPathBound) runs its first round of
+    // simulations whatever the clock says: only with time for it.
+    if (searchers_options.deadline - Clock::now() < 50 * took) {
+      searchers_options.open_tree_bound = false;
+    }
+  }
   // Each choice is searched independently (so results do not depend on
   // thread timing); with several threads, choices run concurrently and
   // their progress reports are serialized.
@@ -205,7 +250,7 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   // evaluations, the best incumbent and the least bound over all choices (a
   // choice not yet started bounds nothing: 0).
   const int n = static_cast<int>(ctxs.size());
-  std::vector<SearchOptions> opts(n, options);
+  std::vector<SearchOptions> opts(n, searchers_options);
   std::mutex progress_mu;
   std::vector<SearchProgress> latest(n);
   for (auto& pr : latest) pr.lower_bound = 0;
@@ -325,14 +370,20 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   if (static_cast<int>(all.size()) > k) all.resize(k);
   res.top = all;
   res.found = !all.empty();
-  // Report the strategies as Lower() + Engine evaluate them.
+  // Report the strategies as Lower() + Engine evaluate them; an
+  // alternative that would end past the deadline (at the longest
+  // simulation seen) is dropped, the best never.
   const std::string resimulated =
       ResimulateTop(res.top, options, [&](const Candidate& c) {
         return Evaluate(problem, c.choice, c.strategy);
-      });
+      }, simulation_s);
   if (!resimulated.empty()) all_closed = false;
   res.found = !res.top.empty();
   if (res.found) res.best = res.top.front();
+  if (choices_cut) {
+    all_closed = false;
+    lb = 0;
+  }
   res.proved_optimal = res.found && all_closed;
   res.proved_infeasible = !res.found && all_closed;
   res.part_bound = lb >= kInf ? -1 : lb;
@@ -343,7 +394,7 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
                         static_cast<double>(res.best.makespan)
                   : 0.0;
   }
-  std::string reason;
+  std::string reason = choices_cut ? "time limit" : "";
   for (auto& s : searchers) {
     if (!s->closed && reason.empty()) reason = s->limits.stop_reason;
   }
@@ -351,10 +402,11 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   res.stop_reason = all_closed ? (res.found ? "proved optimal" : "proved infeasible")
                                : reason;
   if (!res.found && options.min_capacity && options.share == nullptr) {
-    MinCapacity(problem, options, ctxs, res);
+    MinCapacity(problem, searchers_options, ctxs, res);
     res.lower_bound = 0;
   }
   res.solve_time_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  res.simulation_s = simulation_s;
   return res;
 }
 

@@ -144,6 +144,10 @@ struct SearchResult {
   std::int64_t nodes = 0;
   std::int64_t evaluations = 0;   // engine runs
   double solve_time_s = 0;
+  // Seconds one simulation of the problem took, timed when a deadline is
+  // set (0: not timed); Baselines uses it to skip a run that would end past
+  // its deadline.
+  double simulation_s = 0;
   // When nothing fits: the smallest uniform per-device capacity at which
   // some strategy fits, and the device that binds there (-1 if unknown).
   Bytes min_capacity_needed = 0;
@@ -206,9 +210,11 @@ struct Baseline {
   std::string why_not;
   Candidate candidate;
 };
-// Past `deadline` the rest are not simulated (why_not says so).
+// A baseline that would end past `deadline` (by simulation_s, or the longest
+// one simulated so far) is not simulated (why_not says so).
 std::vector<Baseline> Baselines(
     const SearchProblem& problem, int choice,
-    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
+    double simulation_s = 0);
 
 }  // namespace ppb

@@ -195,6 +195,23 @@ TEST_CASE("limits: a search past its deadline answers with what it has", "[searc
                                                      : in_time[i].why_not));
   }
   CHECK(simulated >= 2);
+
+  // One that would end past the deadline is not simulated either: an hour
+  // left, a simulation said to take two; said to take nothing, all run.
+  const auto hour = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  const std::vector<Baseline> too_long = Baselines(problem, 0, hour, 7200.0);
+  const std::vector<Baseline> fits = Baselines(problem, 0, hour, 0.0);
+  REQUIRE(too_long.size() == in_time.size());
+  REQUIRE(fits.size() == in_time.size());
+  for (size_t i = 0; i < in_time.size(); ++i) {
+    INFO(in_time[i].name);
+    CHECK(too_long[i].why_not == late[i].why_not);
+    CHECK(fits[i].applicable == in_time[i].applicable);
+    if (fits[i].applicable) CHECK(fits[i].candidate.makespan == in_time[i].candidate.makespan);
+  }
+  // The search times one simulation only under a deadline.
+  CHECK(full.simulation_s == 0.0);
+  CHECK(r.simulation_s > 0.0);
 }
 
 TEST_CASE("limits: nothing fits and the deadline has passed", "[search][limits]") {

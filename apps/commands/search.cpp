@@ -300,8 +300,15 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
   report.problem = &*problem;
   report.options = &options;
   report.result = &*result;
-  report.baselines =
-      Baselines(*problem, result->found ? result->best.choice : 0, end);
+  // A baseline must end one simulation's time before the limit: the
+  // report and freeing what was built come after.
+  const auto one_simulation = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(result->simulation_s));
+  report.baselines = Baselines(*problem, result->found ? result->best.choice : 0,
+                               end == std::chrono::steady_clock::time_point::max()
+                                   ? end
+                                   : end - one_simulation,
+                               result->simulation_s);
   // Target any: each framework's best deployable strategy beside the
   // recommendation (the recommendation itself where it is deployable), in
   // equal shares of the time left; --emit of a framework not covered there
