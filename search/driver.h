@@ -18,8 +18,11 @@ namespace ppb::search_detail {
 Result<ChoiceContext> MakeContext(const SearchProblem& pb, int index);
 
 // The contexts of the choices the schedules accept; the first refusal when
-// they accept none.
-Result<std::vector<ChoiceContext>> MakeContexts(const SearchProblem& problem);
+// they accept none. With `options`, past its deadline no more are made (one
+// at least is), and *cut (when given) is set.
+Result<std::vector<ChoiceContext>> MakeContexts(const SearchProblem& problem,
+                                                const SearchOptions* options = nullptr,
+                                                bool* cut = nullptr);
 
 // The search on the problem's own cluster (no placement decision).
 Result<SearchResult> SearchFixed(const SearchProblem& problem, const SearchOptions& options);

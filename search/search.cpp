@@ -141,12 +141,15 @@ void MinCapacity(const SearchProblem& pb, const SearchOptions& options,
   }
 }
 
-// The contexts of the choices the schedules accept; the first refusal when
-// they accept none.
-Result<std::vector<ChoiceContext>> MakeContexts(const SearchProblem& problem) {
+Result<std::vector<ChoiceContext>> MakeContexts(const SearchProblem& problem,
+                                                const SearchOptions* options, bool* cut) {
   std::vector<ChoiceContext> ctxs;
   std::vector<Error> refused;
   for (int i = 0; i < static_cast<int>(problem.choices.size()); ++i) {
+    if (options != nullptr && !ctxs.empty() && PastDeadline(*options)) {
+      if (cut != nullptr) *cut = true;
+      break;
+    }
     auto c = MakeContext(problem, i);
     if (!c.ok()) {
       refused.push_back(c.error());
@@ -202,22 +205,10 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   // Past the deadline no more choices are prepared (one at least is: an
   // answer); those left out are not searched, so nothing is proved and
   // they bound nothing.
-  std::vector<ChoiceContext> ctxs;
-  std::vector<Error> refused;
   bool choices_cut = false;
-  for (int i = 0; i < static_cast<int>(problem.choices.size()); ++i) {
-    if (!ctxs.empty() && PastDeadline(options)) {
-      choices_cut = true;
-      break;
-    }
-    auto c = MakeContext(problem, i);
-    if (!c.ok()) {
-      refused.push_back(c.error());
-      continue;
-    }
-    ctxs.push_back(std::move(c).value());
-  }
-  if (ctxs.empty()) return refused.front();
+  Result<std::vector<ChoiceContext>> made = MakeContexts(problem, &options, &choices_cut);
+  if (!made.ok()) return made.error();
+  std::vector<ChoiceContext> ctxs = std::move(made).value();
 
   // With a deadline, one simulation of the problem (the even split of the
   // first choice) is timed first, and the searchers stop kReserveSims times

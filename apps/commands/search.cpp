@@ -252,10 +252,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
     return kExitBadInput;
   }
   const MpiWorld world = *started;
-  struct Stop {
-    const MpiWorld& w;
-    ~Stop() { StopMpi(w); }
-  } stop{world};
+  const MpiStop stop{world};
   if (world.rank > 0) return SearchWorker(vm, world);
   std::optional<CliOverrides> ov = RunOverrides(vm, err);
   if (!ov || !SearchOverrides(vm, *ov, err)) return kExitBadInput;

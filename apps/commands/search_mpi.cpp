@@ -4,7 +4,6 @@
 #include "apps/commands/search_mpi.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <set>
@@ -58,17 +57,8 @@ std::vector<std::string> MpiSearchLead(const MpiWorld& world,
 #ifdef PPB_HAVE_MPI
   int running = world.size - 1;
   while (running > 0) {
-    // Poll without spinning: the other ranks on this machine need the core.
-    MPI_Status status;
-    int arrived = 0;
-    for (auto pause = std::chrono::microseconds(20);;
-         pause = std::min(pause * 2, std::chrono::microseconds(250))) {
-      MPI_Iprobe(MPI_ANY_SOURCE, kAskTag, MPI_COMM_WORLD, &arrived, &status);
-      if (arrived) break;
-      std::this_thread::sleep_for(pause);
-    }
     std::int64_t ask[2] = {0, 0};
-    const int from = status.MPI_SOURCE;
+    const int from = MpiWaitAny(kAskTag);
     MPI_Recv(ask, 2, MPI_INT64_T, from, kAskTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if (ask[0] == 2) {
       MPI_Status part_status;

@@ -186,10 +186,7 @@ int RunSweep(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return kExitBadInput;
   }
   const MpiWorld world = *started;
-  struct Stop {
-    const MpiWorld& w;
-    ~Stop() { StopMpi(w); }
-  } stop{world};
+  const MpiStop stop{world};
   // Ranks other than 0 report nothing: rank 0 reports the same errors.
   std::ostringstream quiet;
   std::ostream& rerr = world.rank == 0 ? err : quiet;

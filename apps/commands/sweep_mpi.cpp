@@ -79,17 +79,8 @@ void MpiCoordinate(const MpiWorld& world, const std::vector<std::int64_t>& todo,
   int running = world.size - 1;
   std::string buffer;
   while (running > 0) {
-    // Wait for a message without spinning (MPI_Probe busy-polls a core that
-    // the worker ranks on the same machine need): poll, and sleep between
-    // polls from 20 us up to 250 us.
     MPI_Status status;
-    int arrived = 0;
-    for (auto pause = std::chrono::microseconds(20);;
-         pause = std::min(pause * 2, std::chrono::microseconds(250))) {
-      MPI_Iprobe(MPI_ANY_SOURCE, kRowTag, MPI_COMM_WORLD, &arrived, &status);
-      if (arrived) break;
-      std::this_thread::sleep_for(pause);
-    }
+    MPI_Probe(MpiWaitAny(kRowTag), kRowTag, MPI_COMM_WORLD, &status);
     int count = 0;
     MPI_Get_count(&status, MPI_CHAR, &count);
     buffer.assign(static_cast<size_t>(count), '\0');
@@ -123,6 +114,22 @@ void MpiWork(const std::function<std::string(std::int64_t)>& eval) {
   }
 #else
   (void)eval;
+#endif
+}
+
+int MpiWaitAny(int tag) {
+#ifdef PPB_HAVE_MPI
+  MPI_Status status;
+  int arrived = 0;
+  for (auto pause = std::chrono::microseconds(20);;
+       pause = std::min(pause * 2, std::chrono::microseconds(250))) {
+    MPI_Iprobe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &arrived, &status);
+    if (arrived) return status.MPI_SOURCE;
+    std::this_thread::sleep_for(pause);
+  }
+#else
+  (void)tag;
+  return -1;
 #endif
 }
 

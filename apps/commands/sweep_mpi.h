@@ -45,6 +45,17 @@ void MpiCoordinate(const MpiWorld& world, const std::vector<std::int64_t>& todo,
 // each, until told to stop.
 void MpiWork(const std::function<std::string(std::int64_t)>& eval);
 
+// Finalizes MPI (StopMpi) when it goes out of scope.
+struct MpiStop {
+  const MpiWorld& world;
+  ~MpiStop() { StopMpi(world); }
+};
+
+// Waits for a message with `tag` from any rank and returns its source
+// (without MPI: -1). It polls and sleeps 20 us up to 250 us between polls:
+// MPI_Probe busy-polls a core that the other ranks on the machine need.
+int MpiWaitAny(int tag);
+
 // Ends every rank with `code` (a rank that cannot take part).
 void MpiAbort(int code);
 
