@@ -118,6 +118,36 @@ std::vector<Baseline> Baselines(const SearchProblem& problem, int choice,
       add("Metis-style, full recompute", prop);
     }
   }
+  // Searching several schedules: the best of them with the even split and
+  // no recompute (what trying each schedule by hand gives), by Better.
+  const int n = static_cast<int>(problem.choices.size());
+  if (n > 1) {
+    Baseline b;
+    b.name = "even split, no recompute, best of the " + std::to_string(n) + " schedule choices";
+    for (int k = 0; k < n; ++k) {
+      const auto now = Clock::now();
+      if (now >= deadline || (deadline != Clock::time_point::max() && deadline - now < expect)) {
+        if (!b.applicable) b.why_not = "not simulated: the time limit had passed";
+        break;
+      }
+      const ScheduleChoice& other = problem.choices[static_cast<size_t>(k)];
+      auto c = Evaluate(problem, k, EvenStrategy(problem.layers, p, other.v));
+      expect = std::max(expect, Clock::now() - now);
+      if (!c.ok()) continue;  // a split or schedule this choice refuses
+      if (!b.applicable || Better(*c, b.candidate)) {
+        b.applicable = true;
+        b.candidate = std::move(c).value();
+      }
+    }
+    if (!b.applicable && b.why_not.empty()) b.why_not = "no schedule choice runs the even split";
+    if (b.applicable) {
+      const ScheduleChoice& best = problem.choices[static_cast<size_t>(b.candidate.choice)];
+      b.name += ": " + best.schedule + " v=" + std::to_string(best.v);
+      if (best.params.group > 0) b.name += " g=" + std::to_string(best.params.group);
+      b.why_not.clear();
+    }
+    out.push_back(std::move(b));
+  }
   return out;
 }
 

@@ -203,7 +203,11 @@ Result<Candidate> Evaluate(const SearchProblem& problem, int choice,
                            const Strategy& strategy,
                            const Placement& placement = {});
 
-// The baselines users would otherwise run, each simulated.
+// The baselines users would otherwise run, each simulated: under choice
+// `choice` the even split without and with full recompute, Megatron's
+// uneven split, Metis-style splits on a heterogeneous cluster; and with
+// several choices, the best of them (by Better) with the even split and no
+// recompute, named with its schedule.
 struct Baseline {
   std::string name;         // "even split, no recompute", ...
   bool applicable = false;  // false: why_not says why
