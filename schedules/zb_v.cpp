@@ -81,11 +81,13 @@ class VHeuristic {
     const zb::StagePlan& s = At(r, kind, lane);
     return kind == 0 ? s.act : kind == 1 ? -(s.act - s.held) : -s.held;
   }
-  // The message time into (r, kind, lane) from the rank it waits on.
+  // The message time into (r, kind, lane) from the rank it waits on (0 for
+  // the first stage's F and the last stage's I, which wait on none).
   Nanos Comm(int r, int kind, int lane) const {
     const int s = Stage(r, kind, lane);
     // F of stage s waits on stage s-1; I of stage s on stage s+1.
     const int boundary = kind == 0 ? s - 1 : s;
+    if (boundary < 0 || boundary + 1 >= static_cast<int>(plan_.stages.size())) return 0;
     return plan_.stages[static_cast<size_t>(boundary)].comm;
   }
   size_t Id(int kind, int lane, int r, int mb) const {

@@ -95,15 +95,18 @@ for base in example interleaved llama3-8b; do
 done
 case_ emit-file-interleaved.txt --config configs/interleaved.yaml --emit megatron --emit-file out/emit.txt
 
-# ---- search under a node limit, one thread
+# ---- search under a node limit (and no time limit: a slow build, ASan,
+# must give the same bytes), one thread
 for base in example search-80l-p8 tight-memory interleaved heterogeneous; do
-  case_ "search-$base.json" search --config "configs/$base.yaml" --node-limit 300 --threads 1 --format json
+  case_ "search-$base.json" search --config "configs/$base.yaml" --node-limit 300 --time-limit 0 \
+    --threads 1 --format json
 done
 case_ search-search-80l-p8-emit.json search --config configs/search-80l-p8.yaml --node-limit 300 \
-  --threads 1 --format json --emit megatron,deepspeed
-case_ search-example-closed.txt search --config configs/example.yaml --node-limit 100000 --threads 1
-case_ search-example-multi.json search --config configs/example.yaml --node-limit 200 --threads 1 \
-  --format json --schedules 1f1b,interleaved --virtual-stages-list 2,4
+  --time-limit 0 --threads 1 --format json --emit megatron,deepspeed
+case_ search-example-closed.txt search --config configs/example.yaml --node-limit 100000 \
+  --time-limit 0 --threads 1
+case_ search-example-multi.json search --config configs/example.yaml --node-limit 200 \
+  --time-limit 0 --threads 1 --format json --schedules 1f1b,interleaved --virtual-stages-list 2,4
 
 # ---- rank
 case_ rank-example.txt rank --config configs/example.yaml --candidates data/snapshots/inputs/candidates.yaml
