@@ -100,10 +100,18 @@ std::string SplitRefusal(DeployTarget target, const std::vector<Layer>& layers,
                          bool v_placement);
 
 // Why the framework cannot run any split of `layers` with v chunks (and the
-// V placement when v_placement): the rules of SplitRefusal that do not
-// depend on the split; empty when some split may be deployable.
+// V placement when v_placement; p ranks, m micro-batches and micro-batch
+// group `group`, 0: none): the rules of SplitRefusal that do not depend on
+// the split, and Megatron's group rule; empty when some split may be
+// deployable.
 std::string ChoiceRefusal(DeployTarget target, const std::vector<Layer>& layers, int v,
-                          bool v_placement);
+                          bool v_placement, int p = 0, int m = 0, int group = 0);
+
+// Megatron-LM's --microbatch-group-size-per-virtual-pipeline-stage rule
+// for an interleaved run with v > 1 and a group g other than p: p <= g <= m
+// and m mod g = 0 or >= p (conventions.md). Why g is refused; empty when
+// Megatron runs it (or g is p, which needs no flag).
+std::string MegatronGroupRefusal(int p, int g, int m);
 
 // The setting of `target` that gives exactly the strategy's recompute, if
 // any (the first in RecomputeSettings' order).
