@@ -319,10 +319,14 @@ Result<Emission> emit_detail::EmitMegatron(const RunConfig& config) {
   text += fmt::format("--pipeline-model-parallel-layout \"{}\"\n",
                       FormatMegatronLayout(s.layers_per_stage, layers));
   const int g = EffectiveGroup(ScheduleChoice{config.schedule, v, config.schedule_params}, p, m);
-  if (config.schedule == "interleaved" && v > 1 && g != p) {
-    if (const std::string why = MegatronGroupRefusal(p, g, m); !why.empty()) {
+  // Megatron runs every v > 1 interleaved, with group p unless the flag
+  // gives another: its rule holds for the default too.
+  if (v > 1) {
+    if (const std::string why = MegatronGroupRefusal(p, g > 0 ? g : p, m); !why.empty()) {
       return Fail(f, why);
     }
+  }
+  if (config.schedule == "interleaved" && v > 1 && g != p) {
     text += fmt::format("--microbatch-group-size-per-virtual-pipeline-stage {}\n", g);
   }
   const MegatronRecompute rc = MegatronRecomputeFlags(config);
