@@ -21,11 +21,13 @@
 // over the settings of MinCapacity under each).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <numeric>
 
 #include "search/driver.h"
+#include "search/bounds.h"
 #include "search/searcher.h"
 
 namespace ppb::search_detail {
@@ -33,7 +35,7 @@ namespace ppb::search_detail {
 namespace {
 
 // Each setting's bound: the least over the schedule choices of the
-// searcher's root bound under it (kInf: no choice holds a split it can
+// searcher's root bound under it (RootBound and the path bound) (kInf: no choice holds a split it can
 // run). 0 for every setting in a placement search (its root bound holds
 // for one device order only) and for a target with one setting.
 Result<std::vector<Nanos>> SettingBounds(const SearchProblem& problem, const SearchOptions& options,
@@ -42,14 +44,42 @@ Result<std::vector<Nanos>> SettingBounds(const SearchProblem& problem, const Sea
   if (problem.search_placement || settings.size() < 2) return bound;
   Result<std::vector<ChoiceContext>> ctxs = MakeContexts(problem);
   if (!ctxs.ok()) return ctxs.error();
+  // PathWeights' mixture does not depend on the setting, only its last
+  // term (the least backward coefficient times the recompute memory
+  // forces) does: one mixture per choice, and floor(x) + floor(y) <=
+  // floor(x + y) keeps the sum a valid bound.
+  std::vector<Nanos> path0(ctxs->size(), 0);
+  std::vector<double> pb_min(ctxs->size(), 0.0);
+  for (size_t i = 0; i < ctxs->size(); ++i) {
+    const ChoiceProblem cp(problem, options, (*ctxs)[i]);
+    PathMixture mix;
+    path0[i] = PathWeights(cp, 0, mix);
+    if (!mix.pb_min.empty()) pb_min[i] = mix.pb_min[0];
+  }
+  const int kmin = problem.allow_empty_chunks ? 0 : 1;
   for (size_t k = 0; k < settings.size(); ++k) {
     SearchOptions o = options;
     o.setting = settings[k];
     Nanos b = kInf;
-    for (const ChoiceContext& c : *ctxs) {
+    for (size_t i = 0; i < ctxs->size(); ++i) {
       if (PastDeadline(options)) return std::vector<Nanos>(settings.size(), 0);
-      Searcher s(problem, o, c);
-      b = std::min(b, s.RootOnly());
+      const ChoiceContext& c = (*ctxs)[i];
+      // What Searcher::Prepare closes: no split, or nothing the framework
+      // can run under this choice.
+      if (c.L < c.S * kmin ||
+          !ChoiceRefusal(o.target, problem.layers, c.v, c.spec.placement == StagePlacement::V,
+                         c.p, c.m, EffectiveGroup(c.choice, c.p, c.m))
+               .empty()) {
+        continue;
+      }
+      const ChoiceProblem cp(problem, o, c);
+      RootRelaxation rr;
+      Nanos own = RootBound(cp, nullptr, nullptr, rr);
+      if (path0[i] > 0) {
+        own = std::max(own, path0[i] + static_cast<Nanos>(std::floor(
+                                           pb_min[i] * static_cast<double>(rr.forced_recompute))));
+      }
+      b = std::min(b, own);
     }
     bound[k] = b;
   }
