@@ -327,11 +327,25 @@ std::string SplitRefusal(DeployTarget target, const std::vector<Layer>& layers,
   return "";
 }
 
+std::string MegatronGroupRefusal(int p, int g, int m) {
+  // forward_backward_pipelining_with_interleaving raises ValueError unless
+  // p <= g <= m and RuntimeError when 0 < m mod g < p.
+  if (g >= p && g <= m && (m % g == 0 || m % g >= p)) return "";
+  return "--microbatch-group-size-per-virtual-pipeline-stage must satisfy p <= g <= m and m "
+         "mod g = 0 or >= p (Megatron-LM); got g=" +
+         std::to_string(g) + ", p=" + std::to_string(p) + ", m=" + std::to_string(m);
+}
+
 std::string ChoiceRefusal(DeployTarget target, const std::vector<Layer>& layers, int v,
-                          bool v_placement) {
+                          bool v_placement, int p, int m, int group) {
   if (target == DeployTarget::Any) return "";
   if (target == DeployTarget::Megatron && v_placement) {
     return "places stage s on rank s mod p (no V placement)";
+  }
+  // Megatron runs every v > 1 with its interleaved schedule, group p unless
+  // given.
+  if (target == DeployTarget::Megatron && v > 1 && p > 0) {
+    if (std::string g = MegatronGroupRefusal(p, group > 0 ? group : p, m); !g.empty()) return g;
   }
   if (target == DeployTarget::DeepSpeed && v != 1) return "runs one stage per rank (v = 1)";
   // The rules on the model's layers: all of them on one stage meets every

@@ -100,10 +100,21 @@ std::string SplitRefusal(DeployTarget target, const std::vector<Layer>& layers,
                          bool v_placement);
 
 // Why the framework cannot run any split of `layers` with v chunks (and the
-// V placement when v_placement): the rules of SplitRefusal that do not
-// depend on the split; empty when some split may be deployable.
+// V placement when v_placement; p ranks, m micro-batches and micro-batch
+// group `group`, 0: the framework's default; p = 0: not checked): the rules
+// of SplitRefusal that do not depend on the split, and Megatron's group
+// rule; empty when some split may be deployable.
 std::string ChoiceRefusal(DeployTarget target, const std::vector<Layer>& layers, int v,
-                          bool v_placement);
+                          bool v_placement, int p = 0, int m = 0, int group = 0);
+
+// Megatron-LM's rule on the micro-batch group g
+// (--microbatch-group-size-per-virtual-pipeline-stage, default p) of every
+// run with v > 1: p <= g <= m and m mod g = 0 or >= p
+// (forward_backward_pipelining_with_interleaving in
+// megatron/core/pipeline_parallel/schedules.py, NVIDIA/Megatron-LM at
+// 00611e6e: ValueError outside [p, m], RuntimeError for a last group of
+// fewer than p). Why g is refused; empty when Megatron runs it.
+std::string MegatronGroupRefusal(int p, int g, int m);
 
 // The setting of `target` that gives exactly the strategy's recompute, if
 // any (the first in RecomputeSettings' order).

@@ -8,6 +8,8 @@
 // is skipped. Moves are evaluated in fixed batches taken in order, so the
 // result does not depend on the thread count. AnyFeasibleSplit is exact
 // (memory pruning only) up to its budget; running out counts as no split.
+// Under search.target it finds only a split the framework can run
+// (ChoiceRefusal, SplitRefusal) with the recompute of the search's setting.
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -329,6 +331,16 @@ bool Searcher::AnyFeasibleSplit(std::vector<int>* out) {
   first_layer_.assign(S, 0);
   fixed_.assign(S, StageFixed{});
   if (L < S * kmin) return false;
+  // search.target: only a split the framework can run (and, through the
+  // menus, the recompute its setting gives).
+  const DeployTarget target = cp_.opt.target;
+  const bool v_placement = cp_.c.spec.placement == StagePlacement::V;
+  if (target != DeployTarget::Any &&
+      !ChoiceRefusal(target, cp_.pb.layers, cp_.c.v, v_placement, p, cp_.c.m,
+                     EffectiveGroup(cp_.c.choice, p, cp_.c.m))
+           .empty()) {
+    return false;
+  }
   // A budget keeps a hopeless instance from running forever; running out
   // counts as "does not fit", so a reported minimum capacity errs high.
   std::int64_t budget = 2'000'000;
@@ -341,7 +353,11 @@ bool Searcher::AnyFeasibleSplit(std::vector<int>* out) {
       budget = -1;  // unwinds: nothing more is tried
       return false;
     }
-    if (s == S) return pos == L;
+    if (s == S) {
+      return pos == L && (target == DeployTarget::Any ||
+                          SplitRefusal(target, cp_.pb.layers, split_, p, cp_.c.v, v_placement)
+                              .empty());
+    }
     const int d = cp_.c.spec.stage_device[s].value;
     const int khi = s == S - 1 ? L - pos : L - pos - (S - s - 1) * kmin;
     const int klo = s == S - 1 ? L - pos : kmin;

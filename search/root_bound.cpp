@@ -1,13 +1,15 @@
 // The root relaxation over the largest group of identical layers.
 //
 // Contract: RootBound's value is a lower bound on the makespan of every
-// split of this choice on this cluster (with any recompute); its tables
+// split of this choice on this cluster (with any recompute the search's
+// setting allows: under a framework target, SettingFront); its tables
 // (out.totals: load[d][k], rt[d][k]) bound every strategy in which rank d
 // holds k decoders, and out.forced_recompute is the least total recompute per
 // micro-batch that memory forces on any allocation. The allocation it
 // returns (per device) is a heuristic start, not part of the bound.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/cost.h"
 #include "search/searcher.h"
@@ -92,6 +94,52 @@ std::vector<double> StashWeights(const ChoiceContext& ctx, const SearchOptions& 
     weight[d] = best;
   }
   return weight;
+}
+
+// The recompute front of k copies of `dec` (layer `rep`) under the search's
+// framework setting (search.target), a superset of the (stash, time) pairs
+// a rank holding k of them can take there: every copy in the one mode an
+// Every setting gives it; under Megatron's block n, f copies full and the
+// rest none, with f at most min(k, v n) (n per chunk) and, when every body
+// layer is a copy of `dec`, at least min(n, k) (sum_c min(n, k_c) >=
+// min(n, sum_c k_c)). Without a restricting setting: StackRecomputeFront.
+std::vector<std::pair<Bytes, Nanos>> SettingFront(const ChoiceProblem& cp, int rep,
+                                                  const Layer& dec, int k) {
+  const std::optional<RecomputeSetting>& s = cp.opt.setting;
+  using K = RecomputeSetting::Kind;
+  if (!s || s->kind == K::Free || s->kind == K::Lists) return StackRecomputeFront(dec, k);
+  auto stash = [&](std::size_t o) {
+    return o == 0 ? dec.activation : dec.recompute[o - 1].retained_activation;
+  };
+  auto time = [&](std::size_t o) { return o == 0 ? Nanos{0} : dec.recompute[o - 1].extra_time; };
+  const Bytes kb = static_cast<Bytes>(k);
+  if (s->kind == K::Every) {
+    const std::size_t o = AllowedModes(*s, cp.pb.layers, rep, rep + 1, rep).front();
+    return {{kb * stash(o), static_cast<Nanos>(k) * time(o)}};
+  }
+  auto body = [](LayerKind x) {
+    return x == LayerKind::Decoder || x == LayerKind::Moe || x == LayerKind::Other;
+  };
+  std::size_t full = 0;
+  for (std::size_t x = 1; x <= dec.recompute.size(); ++x) {
+    if (dec.recompute[x - 1].name == "full") full = x;
+  }
+  if (!body(dec.kind) || full == 0) return {{kb * dec.activation, 0}};
+  bool only_copies = true;
+  for (const Layer& l : cp.pb.layers) only_copies = only_copies && (!body(l.kind) || SameLayer(l, dec));
+  const int hi = std::min(k, cp.c.v * s->n);
+  const int lo = only_copies ? std::min(s->n, k) : 0;
+  std::vector<std::pair<Bytes, Nanos>> v;
+  for (int f = lo; f <= hi; ++f) {
+    v.emplace_back(static_cast<Bytes>(f) * stash(full) + static_cast<Bytes>(k - f) * dec.activation,
+                   static_cast<Nanos>(f) * time(full));
+  }
+  std::sort(v.begin(), v.end());
+  std::vector<std::pair<Bytes, Nanos>> front;
+  for (const auto& x : v) {
+    if (front.empty() || x.second < front.back().second) front.push_back(x);
+  }
+  return front;
 }
 
 // Least total recompute (per micro-batch, speed 1.0) that memory forces on
@@ -378,7 +426,7 @@ Nanos RootBound(const ChoiceProblem& cp, Fronts* fronts, RecomputeRows* rt_cache
     own.assign(D + 1, {});
     for (int k = 0; k <= D && !fronts_cut; ++k) {
       fronts_cut = PastDeadline(cp.opt);
-      if (!fronts_cut) own[k] = StackRecomputeFront(dec, k);
+      if (!fronts_cut) own[k] = SettingFront(cp, best_rep, dec, k);
     }
     if (fronts != nullptr && !fronts_cut) *fronts = own;
   }

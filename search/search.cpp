@@ -408,6 +408,12 @@ namespace ppb {
 using search_detail::SearchFixed;
 using search_detail::SearchPlacement;
 
+int EffectiveGroup(const ScheduleChoice& choice, int p, int m) {
+  if (choice.schedule != "interleaved") return 0;
+  if (choice.params.flavor == Flavor::PyTorch) return m / std::max(1, m / p);
+  return choice.params.group > 0 ? choice.params.group : p;
+}
+
 Result<SearchResult> Search(const SearchProblem& problem,
                             const SearchOptions& options) {
   if (problem.choices.empty()) {

@@ -36,6 +36,11 @@ struct ScheduleChoice {
   ScheduleParams params;
 };
 
+// The micro-batch group g an interleaved choice runs with (Megatron
+// flavor: its group, default p; PyTorch: m / max(1, m / p)); 0 for the
+// other schedules.
+int EffectiveGroup(const ScheduleChoice& choice, int p, int m);
+
 struct SearchProblem {
   std::vector<Layer> layers;
   Cluster cluster;      // p devices and p links

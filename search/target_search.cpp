@@ -1,34 +1,134 @@
 // The search restricted to what one framework can deploy (search.target;
 // see deployable.h for the rules).
 //
-// Contract: SearchTarget runs the search once per recompute setting of the
-// target (RecomputeSettings), each with its stages' menus restricted to
-// what the setting allows (BuildMenu) and only deployable strategies
+// Contract: SearchTarget searches the target's recompute settings
+// (RecomputeSettings) one at a time, each with its stages' menus restricted
+// to what the setting allows (BuildMenu) and only deployable strategies
 // offered (Searcher::Offer), and merges the results: the best over the
-// settings, their top lists merged, bounds the least over the settings,
-// proved only when every setting's search was. A node limit is shared out
-// over the settings deterministically and a time limit in equal shares of
-// what is left.
+// settings, their top lists merged, bounds the least over the settings.
+// On the problem's own cluster each setting is first bounded (the least
+// root bound over the schedule choices, RootBound seeing the setting's
+// forced recompute), the settings are searched in order of that bound
+// (ties: RecomputeSettings' order), and a setting whose bound exceeds the
+// K-th best time found so far is not searched: nothing in it can enter the
+// top list (pruned by bound); a setting searched is searched with that time
+// as its cutoff. The result is proved only when every setting was closed or
+// pruned. A node limit is shared out in that order: each setting searched
+// takes half of what is left, the last one to search (no other setting's
+// bound within that time) all of it, and what one leaves goes on; a time
+// limit likewise (deterministic for a node limit). When nothing fits:
+// the least uniform capacity at which a deployable strategy fits (the least
+// over the settings of MinCapacity under each).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <memory>
+#include <numeric>
 
 #include "search/driver.h"
+#include "search/bounds.h"
+#include "search/searcher.h"
 
 namespace ppb::search_detail {
+
+namespace {
+
+// Each setting's bound: the least over the schedule choices of the
+// searcher's root bound under it (RootBound and the path bound) (kInf: no choice holds a split it can
+// run). 0 for every setting in a placement search (its root bound holds
+// for one device order only) and for a target with one setting.
+Result<std::vector<Nanos>> SettingBounds(const SearchProblem& problem, const SearchOptions& options,
+                                         const std::vector<RecomputeSetting>& settings) {
+  std::vector<Nanos> bound(settings.size(), 0);
+  if (problem.search_placement || settings.size() < 2) return bound;
+  Result<std::vector<ChoiceContext>> ctxs = MakeContexts(problem);
+  if (!ctxs.ok()) return ctxs.error();
+  // PathWeights' mixture does not depend on the setting, only its last
+  // term (the least backward coefficient times the recompute memory
+  // forces) does: one mixture per choice, and floor(x) + floor(y) <=
+  // floor(x + y) keeps the sum a valid bound.
+  std::vector<Nanos> path0(ctxs->size(), 0);
+  std::vector<double> pb_min(ctxs->size(), 0.0);
+  for (size_t i = 0; i < ctxs->size(); ++i) {
+    const ChoiceProblem cp(problem, options, (*ctxs)[i]);
+    PathMixture mix;
+    path0[i] = PathWeights(cp, 0, mix);
+    if (!mix.pb_min.empty()) pb_min[i] = mix.pb_min[0];
+  }
+  const int kmin = problem.allow_empty_chunks ? 0 : 1;
+  for (size_t k = 0; k < settings.size(); ++k) {
+    SearchOptions o = options;
+    o.setting = settings[k];
+    Nanos b = kInf;
+    for (size_t i = 0; i < ctxs->size(); ++i) {
+      if (PastDeadline(options)) return std::vector<Nanos>(settings.size(), 0);
+      const ChoiceContext& c = (*ctxs)[i];
+      // What Searcher::Prepare closes: no split, or nothing the framework
+      // can run under this choice.
+      if (c.L < c.S * kmin ||
+          !ChoiceRefusal(o.target, problem.layers, c.v, c.spec.placement == StagePlacement::V,
+                         c.p, c.m, EffectiveGroup(c.choice, c.p, c.m))
+               .empty()) {
+        continue;
+      }
+      const ChoiceProblem cp(problem, o, c);
+      RootRelaxation rr;
+      Nanos own = RootBound(cp, nullptr, nullptr, rr);
+      if (path0[i] > 0) {
+        own = std::max(own, path0[i] + static_cast<Nanos>(std::floor(
+                                           pb_min[i] * static_cast<double>(rr.forced_recompute))));
+      }
+      b = std::min(b, own);
+    }
+    bound[k] = b;
+  }
+  return bound;
+}
+
+}  // namespace
 
 Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOptions& options) {
   const auto t0 = Clock::now();
   const std::vector<RecomputeSetting> settings = RecomputeSettings(options.target, problem.layers);
   const int n = static_cast<int>(settings.size());
+  Result<std::vector<Nanos>> bounds = SettingBounds(problem, options, settings);
+  if (!bounds.ok()) return bounds.error();
+  const std::vector<Nanos>& bound = *bounds;
+  std::vector<int> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return bound[static_cast<size_t>(a)] < bound[static_cast<size_t>(b)]; });
   SearchResult res;
   bool all_closed = true, all_infeasible = true;
   Nanos lb = kInf;
   std::vector<std::pair<double, Nanos>> improvements;
   Nanos part = kInf;
-  for (int k = 0; k < n; ++k) {
+  std::int64_t nodes_left = options.node_limit;
+  const int top_k = std::max(1, options.top_k);
+  for (int pos = 0; pos < n; ++pos) {
+    const int k = order[static_cast<size_t>(pos)];
+    // The time a strategy must not exceed to enter the top list.
+    Nanos threshold = options.cutoff >= 0 ? options.cutoff : kInf;
+    if (static_cast<int>(res.top.size()) >= top_k) {
+      threshold = std::min(threshold, res.top[static_cast<size_t>(top_k - 1)].makespan);
+    }
+    // No choice holds a split it can run (kInf), or nothing in it can
+    // enter the top list.
+    if (bound[static_cast<size_t>(k)] >= kInf || bound[static_cast<size_t>(k)] > threshold) {
+      continue;  // closed
+    }
+    // The settings still to search (sorted by bound: from here on, up to
+    // the first whose bound exceeds the threshold).
+    int still = 0;
+    for (int q = pos; q < n; ++q) {
+      const Nanos b = bound[static_cast<size_t>(order[static_cast<size_t>(q)])];
+      if (b > threshold || b >= kInf) break;
+      ++still;
+    }
     SearchOptions o = options;
     o.setting = settings[static_cast<size_t>(k)];
+    o.cutoff = threshold >= kInf ? -1 : threshold;
     // Shared with other processes: each setting's units are its own.
     SearchShare mine;
     if (options.share != nullptr) {
@@ -39,19 +139,23 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
       o.share = &mine;
     }
     o.min_capacity = false;
+    // The most promising setting takes half of what is left (all of it
+    // when it is the last one to search); what it leaves goes on.
+    const int shares = std::min(still, 2);
     if (options.node_limit > 0) {
-      o.node_limit = options.node_limit / n + (k < options.node_limit % n ? 1 : 0);
+      o.node_limit = std::max<std::int64_t>(0, nodes_left) / shares;
       if (o.node_limit == 0) o.node_limit = -1;
     }
     if (options.time_limit_s > 0) {
       const double left =
           options.time_limit_s - std::chrono::duration<double>(Clock::now() - t0).count();
-      o.time_limit_s = std::max(1e-3, left / (n - k));
+      o.time_limit_s = std::max(1e-3, left / shares);
     }
     Result<SearchResult> r =
         problem.search_placement ? SearchPlacement(problem, o) : SearchFixed(problem, o);
     if (!r.ok()) return r.error();
     SearchResult& sub = *r;
+    nodes_left -= sub.nodes;
     const double offset =
         std::chrono::duration<double>(Clock::now() - t0).count() - sub.solve_time_s;
     for (const auto& [t, mk] : sub.incumbents) improvements.emplace_back(offset + t, mk);
@@ -61,7 +165,9 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
     res.placement_nodes += sub.placement_nodes;
     const bool closed = sub.proved_optimal || sub.proved_infeasible;
     all_closed = all_closed && closed;
-    all_infeasible = all_infeasible && sub.proved_infeasible;
+    // Under a cutoff, "nothing found" proves nothing below it, not that
+    // nothing fits.
+    all_infeasible = all_infeasible && sub.proved_infeasible && o.cutoff < 0;
     if (!sub.proved_infeasible) lb = std::min(lb, sub.lower_bound);
     if (sub.part_bound >= 0) part = std::min(part, sub.part_bound);
     if (!closed && res.stop_reason.empty()) res.stop_reason = sub.stop_reason;
@@ -74,9 +180,9 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
       }
       if (!dup) res.top.push_back(std::move(c));
     }
+    std::sort(res.top.begin(), res.top.end(), Better);
+    if (static_cast<int>(res.top.size()) > options.top_k) res.top.resize(options.top_k);
   }
-  std::sort(res.top.begin(), res.top.end(), Better);
-  if (static_cast<int>(res.top.size()) > options.top_k) res.top.resize(options.top_k);
   res.found = !res.top.empty() && res.top.front().feasible;
   if (res.found) res.best = res.top.front();
   res.proved_optimal = res.found && all_closed;
@@ -94,6 +200,27 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
     if (res.incumbents.empty() || x.second < res.incumbents.back().second) {
       res.incumbents.push_back(x);
     }
+  }
+  // Nothing fits: the least capacity at which some setting's strategy does.
+  if (!res.found && options.min_capacity && options.share == nullptr && !problem.search_placement) {
+    Result<std::vector<ChoiceContext>> ctxs = MakeContexts(problem);
+    if (!ctxs.ok()) return ctxs.error();
+    Bytes least = kInf;
+    for (const RecomputeSetting& s : settings) {
+      SearchOptions o = options;
+      o.setting = s;
+      SearchResult one;
+      MinCapacity(problem, o, *ctxs, one);
+      res.min_capacity_cut = res.min_capacity_cut || one.min_capacity_cut;
+      if (one.min_capacity_needed > 0 && one.min_capacity_needed < least) {
+        least = one.min_capacity_needed;
+        res.binding_device = one.binding_device;
+      }
+      if (one.min_capacity_cut) break;
+    }
+    res.min_capacity_needed = least < kInf ? least : 0;
+    if (res.min_capacity_cut) res.binding_device = -1;
+    res.lower_bound = 0;
   }
   res.solve_time_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return res;

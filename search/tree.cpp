@@ -373,7 +373,8 @@ bool Searcher::Prepare(bool path_weights) {
   // A choice the target's framework cannot run at all (its v, its
   // placement, the model's layers) holds nothing deployable: closed.
   if (!ChoiceRefusal(cp_.opt.target, cp_.pb.layers, cp_.c.v,
-                     cp_.c.spec.placement == StagePlacement::V)
+                     cp_.c.spec.placement == StagePlacement::V, p, cp_.c.m,
+                     EffectiveGroup(cp_.c.choice, p, cp_.c.m))
            .empty()) {
     closed = true;
     limits.stop_reason = "nothing deployable under this schedule choice";

@@ -241,6 +241,23 @@ TEST_CASE("deployable: each framework's rules on hand-checked strategies", "[sea
   // Megatron's settings: none, selective, uniform, block 1..4 (MTP present).
   CHECK(RecomputeSettings(DeployTarget::Megatron, M).size() == 7);
   CHECK(RecomputeSettings(DeployTarget::Megatron, L).size() == 6);  // block 4 = uniform
+  // Whole schedule choices: DeepSpeed with v = 2, Megatron with the V
+  // placement or a micro-batch group it refuses (p <= g <= m, m mod g = 0
+  // or >= p), torchtitan without an embedding and a head.
+  CHECK(ChoiceRefusal(DeployTarget::DeepSpeed, L, 2, false) == "runs one stage per rank (v = 1)");
+  CHECK(ChoiceRefusal(DeployTarget::DeepSpeed, L, 1, false).empty());
+  CHECK_FALSE(ChoiceRefusal(DeployTarget::Megatron, L, 2, true).empty());
+  CHECK(ChoiceRefusal(DeployTarget::Megatron, L, 2, false, 4, 8, 4).empty());
+  CHECK(ChoiceRefusal(DeployTarget::Megatron, L, 2, false, 4, 14, 5).empty());  // 14 mod 5 = 4
+  CHECK(ChoiceRefusal(DeployTarget::Megatron, L, 2, false, 4, 13, 5) ==           // 13 mod 5 = 3
+        "--microbatch-group-size-per-virtual-pipeline-stage must satisfy p <= g <= m and m mod "
+        "g = 0 or >= p (Megatron-LM); got g=5, p=4, m=13");
+  CHECK_FALSE(ChoiceRefusal(DeployTarget::Megatron, L, 2, false, 4, 8, 3).empty());
+  CHECK(ChoiceRefusal(DeployTarget::Any, L, 2, true, 4, 14, 5).empty());
+  const std::vector<Layer> bare(L.begin() + 1, L.end() - 1);  // decoders only
+  CHECK(ChoiceRefusal(DeployTarget::Torchtitan, bare, 1, false) ==
+        "needs the embedding first and the head last");
+  CHECK(ChoiceRefusal(DeployTarget::MindFormers, bare, 1, false).empty());
 }
 
 // The emitters decide "recompute expressed" by the same rules: on every

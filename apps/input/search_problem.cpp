@@ -52,12 +52,6 @@ SearchProblem BaseProblem(const RunConfig& config) {
 
 }  // namespace
 
-int EffectiveGroup(const ScheduleChoice& choice, int p, int m) {
-  if (choice.schedule != "interleaved") return 0;
-  if (choice.params.flavor == Flavor::PyTorch) return m / std::max(1, m / p);
-  return choice.params.group > 0 ? choice.params.group : p;
-}
-
 std::string DescribeChoice(const SearchProblem& problem,
                            const ScheduleChoice& choice) {
   if (choice.schedule != "interleaved") return choice.schedule;

@@ -55,8 +55,4 @@ RunConfig CandidateConfig(const RunConfig& config, const SearchProblem& problem,
 std::string DescribeChoice(const SearchProblem& problem,
                            const ScheduleChoice& choice);
 
-// The micro-batch group g interleaved runs with under `params` (Megatron:
-// the given one or p; PyTorch: m / max(1, m / p)); 0 for other schedules.
-int EffectiveGroup(const ScheduleChoice& choice, int p, int m);
-
 }  // namespace ppb

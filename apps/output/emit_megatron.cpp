@@ -30,18 +30,6 @@ using namespace emit_detail;  // NOLINT: the helpers of emit_common.h
 
 namespace {
 
-// Megatron's --microbatch-group-size-per-virtual-pipeline-stage rule
-// (conventions.md, Megatron-LM): p <= g <= m and m mod g is 0 or >= p.
-Status CheckMegatronGroup(int p, int g, int m) {
-  if (g < p || g > m || (m % g != 0 && m % g < p)) {
-    return Error{"", fmt::format("--microbatch-group-size-per-virtual-pipeline-stage "
-                                 "must satisfy p <= g <= m and m mod g = 0 or >= p "
-                                 "(Megatron-LM); got g={}, p={}, m={}",
-                                 g, p, m)};
-  }
-  return Status();
-}
-
 // Decoder layers per global stage.
 std::vector<int> DecodersPerStage(const std::vector<Layer>& layers,
                                   const std::vector<int>& layers_per_stage) {
@@ -331,10 +319,14 @@ Result<Emission> emit_detail::EmitMegatron(const RunConfig& config) {
   text += fmt::format("--pipeline-model-parallel-layout \"{}\"\n",
                       FormatMegatronLayout(s.layers_per_stage, layers));
   const int g = EffectiveGroup(ScheduleChoice{config.schedule, v, config.schedule_params}, p, m);
-  if (config.schedule == "interleaved" && v > 1 && g != p) {
-    if (Status st = CheckMegatronGroup(p, g, m); !st.ok()) {
-      return Fail(f, st.error().message);
+  // Megatron runs every v > 1 interleaved, with group p unless the flag
+  // gives another: its rule holds for the default too.
+  if (v > 1) {
+    if (const std::string why = MegatronGroupRefusal(p, g > 0 ? g : p, m); !why.empty()) {
+      return Fail(f, why);
     }
+  }
+  if (config.schedule == "interleaved" && v > 1 && g != p) {
     text += fmt::format("--microbatch-group-size-per-virtual-pipeline-stage {}\n", g);
   }
   const MegatronRecompute rc = MegatronRecomputeFlags(config);

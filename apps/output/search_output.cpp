@@ -139,6 +139,26 @@ std::string MinCapacityText(const SearchResult& result) {
                                      : std::string(" (binding rank unknown)"));
 }
 
+namespace {
+
+// Under a framework target, when no capacity makes a strategy fit: why
+// (the framework's refusal of each schedule choice, or of every split).
+std::string NoCapacityText(const SearchProblem& problem, DeployTarget target) {
+  std::string why;
+  for (const ScheduleChoice& ch : problem.choices) {
+    const std::string r =
+        ChoiceRefusal(target, problem.layers, ch.v,
+                      PlacementOf(ch.schedule, ch.v) == StagePlacement::V, problem.p, problem.m,
+                      EffectiveGroup(ch, problem.p, problem.m));
+    why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", DescribeChoice(problem, ch),
+                       r.empty() ? "no split with a recompute it can express" : r);
+  }
+  return fmt::format("none: {} can run no strategy of this model at any capacity ({})",
+                     TargetName(target), why);
+}
+
+}  // namespace
+
 std::string Fits(const Candidate& c) {
   if (c.feasible) return "fits";
   const std::vector<int> oom = OomRanks(c);
@@ -499,7 +519,10 @@ std::string FormatSearchText(const RunConfig& config,
             ? std::string("no strategy fits in memory (proved: the whole tree was searched).")
             : "no strategy found that fits in memory (stopped at " + result.stop_reason +
                   "; one may still exist).",
-        MinCapacityText(result));
+        report.options->target != DeployTarget::Any && result.min_capacity_needed == 0 &&
+                !result.min_capacity_cut
+            ? NoCapacityText(problem, report.options->target)
+            : MinCapacityText(result));
   }
   out += TargetText(report);
   out += fmt::format("search: {} nodes, {} evaluations, {:.2f} s, seed {}{}\n",
@@ -596,6 +619,10 @@ std::string FormatSearchJson(const RunConfig& config,
   if (!result.found && !problem.search_placement) {
     j["min_capacity_needed_bytes"] = result.min_capacity_needed;
     j["binding_device"] = result.binding_device;
+    if (report.options->target != DeployTarget::Any && result.min_capacity_needed == 0 &&
+        !result.min_capacity_cut) {
+      j["min_capacity_none"] = NoCapacityText(problem, report.options->target);
+    }
     if (result.min_capacity_cut) j["min_capacity_stopped_at_time_limit"] = true;
   }
   Json baselines = Json::array();
