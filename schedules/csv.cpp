@@ -154,8 +154,14 @@ std::string DumpScheduleCsv(const Program& program) {
     for (size_t i = 0; i < device_ops.size(); ++i) {
       if (i > 0) out += ',';
       if (device_ops[i].paired && i + 1 < device_ops.size()) {
-        out += "(" + ActionString(device_ops[i]) + ";" +
-               ActionString(device_ops[i + 1]) + ")" + std::string(kOverlap);
+        // Appended piece by piece: a chain of operator+ here trips GCC 12's
+        // -Wrestrict false positive in Release (-O3 inlining).
+        out += '(';
+        out += ActionString(device_ops[i]);
+        out += ';';
+        out += ActionString(device_ops[i + 1]);
+        out += ')';
+        out += kOverlap;
         ++i;
         continue;
       }

@@ -15,8 +15,6 @@
 //      than 1F1B; refusals name their rule.
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
@@ -27,45 +25,12 @@
 #include "core/validate.h"
 #include "schedules/schedule.h"
 #include "schedules/zb_adaptive.h"
+#include "tests/zb_records.h"
 
 namespace ppb {
 namespace {
 
-struct Record {
-  std::string schedule;  // "ZB-1p" / "ZB-2p"
-  int p = 0, m = 0;
-  Nanos f = 0, i = 0, w = 0;
-  std::vector<std::vector<std::string>> ranks;
-  std::vector<std::vector<Nanos>> ends;
-  Nanos cost = 0;  // upstream_cost: longest per-stage span
-};
-
-std::vector<Record> Records() {
-  std::ifstream in(std::string(PPB_TEST_DATA_DIR) + "/zb-adaptive-p4.jsonl");
-  REQUIRE(in.good());
-  std::vector<Record> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    const nlohmann::json rec = nlohmann::json::parse(line);
-    const std::string name = rec.at("schedule");
-    if (name != "ZB-1p" && name != "ZB-2p") continue;
-    REQUIRE(rec.at("v") == 1);
-    REQUIRE(rec.at("costs").at("T_comm") == 0);
-    Record r;
-    r.schedule = name;
-    r.p = rec.at("p");
-    r.m = rec.at("m");
-    r.f = rec.at("costs").at("T_F");
-    r.i = rec.at("costs").at("T_B(I)");
-    r.w = rec.at("costs").at("T_W");
-    r.ranks = rec.at("ranks").get<std::vector<std::vector<std::string>>>();
-    r.ends = rec.at("upstream_end_times").get<std::vector<std::vector<Nanos>>>();
-    r.cost = rec.at("upstream_cost");
-    out.push_back(r);
-  }
-  return out;
-}
+using test::ZbRecord;
 
 // p stages of costs F, I, W, activation `act` per micro-batch, free links.
 PipelineSpec Costs(int p, int m, Nanos f, Nanos i, Nanos w, Bytes act) {
@@ -75,13 +40,6 @@ PipelineSpec Costs(int p, int m, Nanos f, Nanos i, Nanos w, Bytes act) {
     c.activation = act;
   }
   return spec;
-}
-
-// "F0.2" style, as the records write ops (micro-batch . stage).
-std::string RecordName(const Op& op) {
-  const char k = op.kind == OpKind::I ? 'I' : OpKindLetter(op.kind);
-  return std::string(1, k) + std::to_string(op.mb.value) + "." +
-         std::to_string(op.stage.value);
 }
 
 Nanos LongestSpan(const SimResult& r) {
@@ -101,7 +59,7 @@ Program FromOrders(const zb::Orders& orders, int p) {
 
 // The authors' plan in their units: F stashes 2, I frees 1, W the other 1;
 // limit 1p = 2p units, 2p = 4p units (memory_model of the records).
-zb::Plan AuthorsPlan(const Record& rec) {
+zb::Plan AuthorsPlan(const ZbRecord& rec) {
   zb::Plan plan;
   plan.m = rec.m;
   const int multiple = rec.schedule == "ZB-1p" ? 1 : 2;
@@ -112,18 +70,10 @@ zb::Plan AuthorsPlan(const Record& rec) {
   return plan;
 }
 
-Nanos UpstreamEnd(const Record& rec) {
-  Nanos end = 0;
-  for (const auto& ends : rec.ends) {
-    end = std::max(end, *std::max_element(ends.begin(), ends.end()));
-  }
-  return end;
-}
-
 TEST_CASE("the authors' heuristic reproduces sail-sg zero-bubble v0.1.0",
           "[schedules][zb]") {
   int checked = 0;
-  for (const Record& rec : Records()) {
+  for (const ZbRecord& rec : test::LoadZbRecords({"ZB-1p", "ZB-2p"}, 1)) {
     INFO(rec.schedule << " p=" << rec.p << " m=" << rec.m << " F=" << rec.f
                       << " I=" << rec.i << " W=" << rec.w);
     const zb::Plan plan = AuthorsPlan(rec);
@@ -150,7 +100,7 @@ TEST_CASE("the authors' heuristic reproduces sail-sg zero-bubble v0.1.0",
       std::vector<std::string> names;
       std::vector<Nanos> ends;
       for (size_t k = 0; k < (*best)[static_cast<size_t>(r)].size(); ++k) {
-        names.push_back(RecordName((*best)[static_cast<size_t>(r)][k]));
+        names.push_back(test::RecordName((*best)[static_cast<size_t>(r)][k]));
         ends.push_back(best_run.timings[static_cast<size_t>(r)][k].end);
       }
       INFO("rank " << r);
@@ -167,7 +117,7 @@ TEST_CASE("the adaptive planner beats the authors' heuristic in their model",
   // Same costs, same memory model and limit as the records: both the
   // iteration (last end) and the authors' cost (longest per-stage span).
   int checked = 0;
-  for (const Record& rec : Records()) {
+  for (const ZbRecord& rec : test::LoadZbRecords({"ZB-1p", "ZB-2p"}, 1)) {
     INFO(rec.schedule << " p=" << rec.p << " m=" << rec.m << " F=" << rec.f
                       << " I=" << rec.i << " W=" << rec.w);
     const zb::Plan plan = AuthorsPlan(rec);
@@ -176,7 +126,7 @@ TEST_CASE("the adaptive planner beats the authors' heuristic in their model",
     REQUIRE(orders.size() == static_cast<size_t>(rec.p));
     const SimResult run = Engine().Run(spec, FromOrders(orders, rec.p));
     REQUIRE(run.outcome == Outcome::Ok);
-    CHECK(run.makespan <= UpstreamEnd(rec));
+    CHECK(run.makespan <= rec.end);
     CHECK(LongestSpan(run) <= rec.cost);
     for (int s = 0; s < rec.p; ++s) {
       CHECK(zb::ActivationPeak(plan.stages[static_cast<size_t>(s)],
@@ -198,7 +148,7 @@ TEST_CASE("zb-1p and zb-2p end no later than the authors' orders",
   // order within 8 has span 65 and the same end, 66.)
   int checked = 0;
   std::ostringstream table;
-  for (const Record& rec : Records()) {
+  for (const ZbRecord& rec : test::LoadZbRecords({"ZB-1p", "ZB-2p"}, 1)) {
     INFO(rec.schedule << " p=" << rec.p << " m=" << rec.m << " F=" << rec.f
                       << " I=" << rec.i << " W=" << rec.w);
     const Bytes act = 2;
@@ -213,10 +163,10 @@ TEST_CASE("zb-1p and zb-2p end no later than the authors' orders",
     REQUIRE(ValidateProgram(spec, *program).ok());
     const SimResult run = Engine().Run(spec, *program);
     REQUIRE(run.outcome == Outcome::Ok);
-    CHECK(run.makespan <= UpstreamEnd(rec));
+    CHECK(run.makespan <= rec.end);
     for (const DeviceStats& d : run.devices) CHECK(d.peak_memory <= limit);
     table << rec.schedule << " m=" << rec.m << " F/I/W=" << rec.f << "/"
-          << rec.i << "/" << rec.w << ": upstream end " << UpstreamEnd(rec)
+          << rec.i << "/" << rec.w << ": upstream end " << rec.end
           << " span " << rec.cost << "; ppb end " << run.makespan << " span "
           << LongestSpan(run) << "\n";
     ++checked;
@@ -232,7 +182,7 @@ TEST_CASE("zb-1p and zb-2p in the authors' memory model: half freed at I",
   // the engine holds, so the full generator, simulated by the engine, stays
   // within the records' limit and matches both their end and their span.
   int checked = 0;
-  for (const Record& rec : Records()) {
+  for (const ZbRecord& rec : test::LoadZbRecords({"ZB-1p", "ZB-2p"}, 1)) {
     INFO(rec.schedule << " p=" << rec.p << " m=" << rec.m << " F=" << rec.f
                       << " I=" << rec.i << " W=" << rec.w);
     const Bytes act = 2;
@@ -248,7 +198,7 @@ TEST_CASE("zb-1p and zb-2p in the authors' memory model: half freed at I",
     REQUIRE(ValidateProgram(spec, *program).ok());
     const SimResult run = Engine().Run(spec, *program);
     REQUIRE(run.outcome == Outcome::Ok);
-    CHECK(run.makespan <= UpstreamEnd(rec));
+    CHECK(run.makespan <= rec.end);
     CHECK(LongestSpan(run) <= rec.cost);
     for (const DeviceStats& d : run.devices) CHECK(d.peak_memory <= limit);
     ++checked;

@@ -13,8 +13,6 @@
 //      slower than PyTorch's ZBV order; refusals name their rule.
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -23,42 +21,12 @@
 #include "core/validate.h"
 #include "schedules/schedule.h"
 #include "schedules/zb_adaptive.h"
+#include "tests/zb_records.h"
 
 namespace ppb {
 namespace {
 
-struct VRecord {
-  int p = 0, m = 0;
-  Nanos f = 0, i = 0, w = 0;
-  std::vector<std::vector<std::string>> ranks;
-  Nanos end = 0;  // the last op's end over all ranks
-};
-
-std::vector<VRecord> VRecords() {
-  std::ifstream in(std::string(PPB_TEST_DATA_DIR) + "/zb-adaptive-p4.jsonl");
-  REQUIRE(in.good());
-  std::vector<VRecord> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    const nlohmann::json rec = nlohmann::json::parse(line);
-    if (rec.at("schedule") != "ZB-V") continue;
-    REQUIRE(rec.at("v") == 2);
-    REQUIRE(rec.at("costs").at("T_comm") == 0);
-    VRecord r;
-    r.p = rec.at("p");
-    r.m = rec.at("m");
-    r.f = rec.at("costs").at("T_F");
-    r.i = rec.at("costs").at("T_B(I)");
-    r.w = rec.at("costs").at("T_W");
-    r.ranks = rec.at("ranks").get<std::vector<std::vector<std::string>>>();
-    for (const auto& ends : rec.at("upstream_end_times")) {
-      for (const auto& e : ends) r.end = std::max(r.end, e.get<Nanos>());
-    }
-    out.push_back(r);
-  }
-  return out;
-}
+using test::ZbRecord;
 
 // 2p stages in the V placement: costs F, I, W, `act` stashed per
 // micro-batch of which `release` is freed at I; free links.
@@ -74,12 +42,7 @@ PipelineSpec VCosts(int p, int m, Nanos f, Nanos i, Nanos w, Bytes act, Bytes re
   return spec;
 }
 
-std::string RecordName(const Op& op) {
-  const char k = op.kind == OpKind::I ? 'I' : OpKindLetter(op.kind);
-  return std::string(1, k) + std::to_string(op.mb.value) + "." + std::to_string(op.stage.value);
-}
-
-zb::Plan AuthorsPlan(const VRecord& rec) {
+zb::Plan AuthorsPlan(const ZbRecord& rec) {
   zb::Plan plan;
   plan.m = rec.m;
   for (int s = 0; s < 2 * rec.p; ++s) {
@@ -99,7 +62,7 @@ SimResult Run(const PipelineSpec& spec, const Program& program) {
 
 TEST_CASE("the authors' V heuristic reproduces their ZB-V orders", "[schedules][zb][zbv]") {
   int checked = 0;
-  for (const VRecord& rec : VRecords()) {
+  for (const ZbRecord& rec : test::LoadZbRecords({"ZB-V"}, 2)) {
     INFO("p=" << rec.p << " m=" << rec.m << " F/I/W=" << rec.f << "/" << rec.i << "/" << rec.w);
     const auto tries = zb::AuthorsVHeuristic(AuthorsPlan(rec), rec.p);
     REQUIRE(tries.size() == 4);
@@ -116,7 +79,7 @@ TEST_CASE("the authors' V heuristic reproduces their ZB-V orders", "[schedules][
     REQUIRE(kept->size() == rec.ranks.size());
     for (size_t r = 0; r < rec.ranks.size(); ++r) {
       std::vector<std::string> names;
-      for (const Op& op : (*kept)[r]) names.push_back(RecordName(op));
+      for (const Op& op : (*kept)[r]) names.push_back(test::RecordName(op));
       INFO("rank " << r);
       CHECK(names == rec.ranks[r]);
     }
@@ -127,7 +90,7 @@ TEST_CASE("the authors' V heuristic reproduces their ZB-V orders", "[schedules][
 
 TEST_CASE("zb-v ends no later than the authors' ZB-V orders", "[schedules][zb][zbv]") {
   int checked = 0;
-  for (const VRecord& rec : VRecords()) {
+  for (const ZbRecord& rec : test::LoadZbRecords({"ZB-V"}, 2)) {
     INFO("p=" << rec.p << " m=" << rec.m << " F/I/W=" << rec.f << "/" << rec.i << "/" << rec.w);
     const PipelineSpec spec = VCosts(rec.p, rec.m, rec.f, rec.i, rec.w, 2, 1);
     const Result<Program> program = GenerateZBV(spec, ScheduleParams{});

@@ -246,11 +246,8 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
   po::variables_map vm;
   if (auto done = ParseArgs(args, opts, vm, out, err)) return *done;
   // Under mpirun every rank searches its share; rank 0 reports.
-  Result<MpiWorld> started = StartMpi();
-  if (!started.ok()) {
-    err << started.error().message << "\n";
-    return kExitBadInput;
-  }
+  const std::optional<MpiWorld> started = StartMpiOrReport(err);
+  if (!started) return kExitBadInput;
   const MpiWorld world = *started;
   const MpiStop stop{world};
   if (world.rank > 0) return SearchWorker(vm, world);

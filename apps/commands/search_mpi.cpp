@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 
 #ifdef PPB_HAVE_MPI
 #define OMPI_SKIP_MPICXX 1
@@ -42,16 +43,26 @@ struct Grants {
   }
 };
 
+// The share of the search this process runs: rank 0 leads (runs what is
+// done once); its claims and thresholds go through `claim` and `exchange`.
+SearchShare ShareOf(const MpiWorld& world, std::function<bool(std::int64_t)> claim,
+                    std::function<Nanos(Nanos)> exchange) {
+  SearchShare share;
+  share.processes = world.size;
+  share.lead = world.rank == 0;
+  share.claim = std::move(claim);
+  share.exchange = std::move(exchange);
+  return share;
+}
+
 }  // namespace
 
 std::vector<std::string> MpiSearchLead(const MpiWorld& world,
                                        const std::function<void(const SearchShare&)>& local) {
   Grants grants;
-  SearchShare share;
-  share.processes = world.size;
-  share.lead = true;
-  share.claim = [&grants](std::int64_t u) { return grants.Claim(u); };
-  share.exchange = [&grants](Nanos t) { return grants.Exchange(t); };
+  const SearchShare share =
+      ShareOf(world, [&grants](std::int64_t u) { return grants.Claim(u); },
+              [&grants](Nanos t) { return grants.Exchange(t); });
   std::thread own([&]() { local(share); });
   std::vector<std::string> parts(static_cast<size_t>(std::max(0, world.size - 1)));
 #ifdef PPB_HAVE_MPI
@@ -102,11 +113,9 @@ void MpiSearchWork(const MpiWorld& world,
 #endif
     return std::pair<std::int64_t, Nanos>{answer[0], answer[1]};
   };
-  SearchShare share;
-  share.processes = world.size;
-  share.lead = false;
-  share.claim = [&ask](std::int64_t u) { return ask(0, u).first == 1; };
-  share.exchange = [&ask](Nanos t) { return ask(1, t).second; };
+  const SearchShare share =
+      ShareOf(world, [&ask](std::int64_t u) { return ask(0, u).first == 1; },
+              [&ask](Nanos t) { return ask(1, t).second; });
   const std::string part = local(share);
 #ifdef PPB_HAVE_MPI
   std::int64_t done[2] = {2, 0};

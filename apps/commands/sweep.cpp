@@ -180,11 +180,8 @@ int RunSweep(const std::vector<std::string>& args, std::ostream& out, std::ostre
     shard = *s;
   }
 
-  Result<MpiWorld> started = StartMpi();
-  if (!started.ok()) {
-    err << started.error().message << "\n";
-    return kExitBadInput;
-  }
+  const std::optional<MpiWorld> started = StartMpiOrReport(err);
+  if (!started) return kExitBadInput;
   const MpiWorld world = *started;
   const MpiStop stop{world};
   // Ranks other than 0 report nothing: rank 0 reports the same errors.

@@ -64,6 +64,15 @@ Result<MpiWorld> StartMpi() {
 #endif
 }
 
+std::optional<MpiWorld> StartMpiOrReport(std::ostream& err) {
+  Result<MpiWorld> started = StartMpi();
+  if (!started.ok()) {
+    err << started.error().message << "\n";
+    return std::nullopt;
+  }
+  return *started;
+}
+
 void StopMpi(const MpiWorld& world) {
 #ifdef PPB_HAVE_MPI
   if (world.started) MPI_Finalize();

@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,10 @@ struct MpiWorld {
 // is not built in (each would run the whole sweep).
 Result<MpiWorld> StartMpi();
 void StopMpi(const MpiWorld& world);
+
+// StartMpi for a subcommand: on error writes its message (and a newline) to
+// `err` and returns nothing; the subcommand then exits with kExitBadInput.
+std::optional<MpiWorld> StartMpiOrReport(std::ostream& err);
 
 // Rank 0 of `world`: hands out the points of `todo` to ranks 1..size-1 and
 // calls `done` with each returned line, until every rank is told to stop.
