@@ -1,7 +1,7 @@
 // The open-tree bound prices a rank by its decoders per chunk (v > 1:
 // search/chunk_recompute.cpp, the recompute those counts force, every
 // recompute mode enumerated) - issue 13. Random small instances (p 2-4,
-// v 1-2, m 1-6, gpipe / 1f1b / interleaved) whose decoders offer three
+// v 1-3, m 1-6, gpipe / 1f1b / interleaved) whose decoders offer three
 // recompute modes (more than StackRecomputeFront enumerates) and whose
 // capacity forces recompute: the bound must stay at or below the
 // exhaustive optimum (tests/brute_force.h) at every node limit, and a
@@ -32,12 +32,13 @@ int Uniform(std::mt19937_64& rng, int lo, int hi) {
 // An embedding, p*v (+0..1) decoders with three recompute modes, a head.
 SearchProblem RandomThreeModeStack(std::mt19937_64& rng) {
   SearchProblem pr;
-  const int kind = Uniform(rng, 0, 3);  // 0, 1: interleaved; 2: gpipe; 3: 1f1b
+  // 0, 1: interleaved v = 2; 2: gpipe; 3: 1f1b; 4: interleaved v = 3.
+  const int kind = Uniform(rng, 0, 4);
   ScheduleChoice c;
-  c.schedule = kind <= 1 ? "interleaved" : kind == 2 ? "gpipe" : "1f1b";
-  c.v = kind <= 1 ? 2 : 1;
-  pr.p = c.v == 2 ? 2 : Uniform(rng, 2, 4);
-  pr.m = c.v == 2 ? 2 * Uniform(rng, 1, 3) : Uniform(rng, 1, 6);
+  c.schedule = kind <= 1 || kind == 4 ? "interleaved" : kind == 2 ? "gpipe" : "1f1b";
+  c.v = kind <= 1 ? 2 : kind == 4 ? 3 : 1;
+  pr.p = c.v > 1 ? 2 : Uniform(rng, 2, 4);
+  pr.m = c.v > 1 ? 2 * Uniform(rng, 1, 3) : Uniform(rng, 1, 6);
   pr.choices = {c};
   auto layer = [&](const char* name, LayerKind kind_, Nanos f, Bytes act) {
     Layer x;
@@ -78,7 +79,7 @@ SearchResult MustSearch(const SearchProblem& pr, const SearchOptions& opt) {
 
 TEST_CASE("the open-tree bound priced per chunk never exceeds the optimum",
           "[search][bounds]") {
-  int open_bounded = 0, interleaved = 0;
+  int open_bounded = 0, interleaved = 0, three = 0;
   for (int i = 0; i < 24; ++i) {
     const std::uint64_t seed = 41'003 + 6'007 * static_cast<std::uint64_t>(i);
     std::mt19937_64 rng(seed);
@@ -97,7 +98,8 @@ TEST_CASE("the open-tree bound priced per chunk never exceeds the optimum",
     const std::optional<brute::Objective> best = Optimum(points, Capacities(pr));
     REQUIRE(best.has_value());
     const Nanos opt_makespan = std::get<0>(*best);
-    if (pr.choices[0].v == 2) ++interleaved;
+    if (pr.choices[0].v > 1) ++interleaved;
+    if (pr.choices[0].v == 3) ++three;
     for (std::int64_t limit : {1, 4, 0}) {
       SearchOptions opt;
       opt.node_limit = limit;
@@ -117,6 +119,7 @@ TEST_CASE("the open-tree bound priced per chunk never exceeds the optimum",
     }
   }
   CHECK(interleaved > 0);
+  CHECK(three > 0);
   CHECK(open_bounded > 0);
 }
 
