@@ -103,7 +103,7 @@ class OpenTreeBound {
   // Every box's LP starts from every path known so far; the simulator's
   // critical paths join them (once each).
   std::map<std::vector<double>, int> path_index;  // a ++ b ++ {c} -> index
-  ChunkRecompute chunks;  // ByChunk's recompute per counts per chunk
+  mutable ChunkRecompute chunks;  // the recompute per counts per chunk (a cache)
 };
 
 bool OpenTreeBound::Ranges() {
@@ -189,7 +189,31 @@ std::vector<double> OpenTreeBound::LeastRt(const Box& box) const {
     klo = std::max(klo, floor_d);
     khi = std::min(khi, ceil_d);
     Nanos least = kInf;
-    for (int k = std::max(0, klo); k <= khi && k <= D; ++k) least = std::min(least, totals.rt[d][k]);
+    if (ByChunk(box, d)) {
+      // The least over the box's counts per chunk (ChunkRecompute).
+      std::vector<int> st(v), k(v), top(v);
+      for (int c = 0; c < v; ++c) {
+        st[c] = StageOf(cp.c.spec.placement, p, c, d);
+        k[c] = box.lb[st[c]];
+        top[c] = std::min(box.ub[st[c]], hi[d]);
+      }
+      for (;;) {
+        int sum = 0;
+        for (int c = 0; c < v; ++c) sum += k[c];
+        if (sum >= klo && sum <= khi && sum <= D) {
+          least = std::min(least, std::max(totals.rt[d][sum], chunks.Least(d, k)));
+        }
+        int c = 0;
+        while (c < v && k[c] == top[c]) {
+          k[c] = box.lb[st[c]];
+          ++c;
+        }
+        if (c == v) break;
+        ++k[c];
+      }
+    } else {
+      for (int k = std::max(0, klo); k <= khi && k <= D; ++k) least = std::min(least, totals.rt[d][k]);
+    }
     r[d] = least >= kInf ? 0.0 : static_cast<double>(least) / cp.pb.cluster.devices[d].speed;
   }
   return r;
