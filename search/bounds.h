@@ -66,6 +66,44 @@ Nanos LeastHop(const ChoiceProblem& cp, int a, int b);
 Path PathOf(const ChoiceProblem& cp, const std::vector<CriticalStep>& steps);
 std::vector<Path> BuildPaths(const ChoiceProblem& cp);
 Nanos PathWeights(const ChoiceProblem& cp, Nanos forced_recompute, PathMixture& out);
+
+// chunk_recompute.cpp. The least recompute (per micro-batch, speed 1) with
+// which rank d fits its memory when its chunk c holds k[c] decoders (kInf:
+// no recompute lets it fit). Per chunk the decoders' stash and recompute
+// time is a point of their recompute front (every mode enumerated while
+// small, else StackRecomputeFront); the
+// rank's peak is at least its static memory (decoders and the pinned first
+// or last layer) plus, at every moment of its program, the in-flight count
+// of each chunk times that chunk's stash (the pinned layers' least stash
+// included; an F adds its own) plus the op's stage workspace; a
+// re-materialized activation and any other layer only add.
+// Unlike RootBound's rt[d][k], which may put the stash in the chunk with the
+// fewest micro-batches in flight, this sees where the decoders are (v > 1).
+// Answers are cached per (rank, counts).
+class ChunkRecompute {
+ public:
+  ChunkRecompute(const ChoiceProblem& cp, const Totals& totals);
+  Nanos Least(int d, const std::vector<int>& k);
+
+ private:
+  const std::vector<std::pair<Bytes, Nanos>>& Front(int k);
+  void Prepare(int d);
+
+  const ChoiceProblem& cp_;
+  const Totals& totals_;
+  std::vector<std::vector<std::pair<Bytes, Nanos>>> fronts_;  // by k (built lazily)
+  std::vector<char> built_;
+  // Per rank: the in-flight counts of the moments no other moment covers,
+  // and each one's pinned least stash.
+  std::vector<std::vector<std::vector<int>>> moments_;
+  std::vector<std::vector<long double>> base_;
+  std::vector<std::vector<int>> chunk_;       // per rank: each moment's op chunk
+  std::vector<std::vector<Bytes>> pinned_ws_;  // per rank and chunk
+  std::vector<char> prepared_;
+  std::vector<std::map<std::vector<int>, Nanos>> cache_;
+};
+
+// open_tree_bound.cpp.
 // `path_pool` (may be null): paths shared by searchers of one program on
 // clusters with the same links; `engine` simulates the critical paths;
 // `start` is the search's start (the time limit counts from it).

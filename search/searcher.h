@@ -8,7 +8,10 @@
 //                   batched)
 //   root_bound.cpp  the root relaxation over the decoders (RootBound)
 //   path_bound.cpp  path bounds: the allocation-free path mixture
-//                   (PathWeights) and the open-tree bound (TotalsPathBound)
+//                   (PathWeights)
+//   open_tree_bound.cpp  the open-tree bound (TotalsPathBound)
+//   chunk_recompute.cpp  the least recompute of a rank given its decoders
+//                   per chunk (ChunkRecompute, for the open-tree bound)
 //   heuristics.cpp  incumbent splits, local search, any feasible split
 //
 // Shape of the search, per schedule choice (schedule, v, g):
