@@ -75,10 +75,26 @@ Result<ChoiceContext> MakeContext(const SearchProblem& pb, int index) {
   auto prog = info->generate(c.spec, ch.params);
   if (!prog.ok()) return prog.error();
   c.program = std::move(prog).value();
+  bool paired = false;
   for (const std::vector<Op>& ops : c.program.ops) {
-    for (const Op& op : ops) c.split_backward = c.split_backward || op.kind == OpKind::I;
+    for (const Op& op : ops) {
+      c.split_backward = c.split_backward || op.kind == OpKind::I;
+      paired = paired || op.paired;
+    }
   }
-  c.profile = BuildProfile(c.spec, c.program);
+  c.spec.fb_overlap_ppm = pb.fb_overlap_ppm;
+  if (paired && pb.fb_overlap_ppm > 0) {
+    c.bound_scale = 1.0 - static_cast<double>(pb.fb_overlap_ppm) / 1e6;
+  }
+  // Some layer frees part of its stash at the end of I (Lower() sets
+  // input_grad_release): the profile then counts it as the engine does.
+  bool release = false;
+  for (const Layer& l : pb.layers) {
+    Bytes most = l.activation;
+    for (const RecomputeOption& o : l.recompute) most = std::max(most, o.retained_activation);
+    release = release || l.HeldAfterInputGrad(most) < most;
+  }
+  c.profile = BuildProfile(c.spec, c.program, c.split_backward && release);
   return c;
 }
 
@@ -445,7 +461,7 @@ Result<Candidate> Evaluate(const SearchProblem& problem, int choice,
   }
   auto spec = Lower(problem.layers, placement.empty() ? problem.cluster : placed,
                     PipelineShape{problem.p, ch.v, problem.m, problem.comm,
-                                  info->placement},
+                                  info->placement, problem.fb_overlap_ppm},
                     strategy, problem.allow_empty_chunks);
   if (!spec.ok()) return spec.error();
   Result<Program> prog = Error{};
