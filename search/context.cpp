@@ -79,7 +79,10 @@ Bytes ChoiceProblem::DevicePeak(int d, const std::vector<const StageFixed*>& fx,
   Bytes best = stat;
   for (const Moment& mo : c.profile.moments[d]) {
     Bytes x = stat;
-    for (int cc = 0; cc < c.v; ++cc) x += static_cast<Bytes>(mo.counts[cc]) * pts[cc]->stash;
+    for (int cc = 0; cc < c.v; ++cc) {
+      x += static_cast<Bytes>(mo.counts[cc]) * pts[cc]->stash +
+           static_cast<Bytes>(mo.held[cc]) * pts[cc]->held;
+    }
     const int ch = mo.chunk;
     x += mo.forward ? pts[ch]->stash + fx[ch]->workspace
                     : fx[ch]->workspace + pts[ch]->remat;

@@ -12,7 +12,9 @@
 // sentinel: far below overflow when a few are added.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -39,10 +41,35 @@ struct ChoiceContext {
   // The program splits backwards (I and W ops: the zero-bubble schedules).
   // A device's last op may then be a W that nothing follows, and one
   // micro-batch's chain runs through I's only: the bounds drop their tail
-  // and chain terms (weaker, still valid). The memory profile holds a stash
-  // until W (exact unless a stage frees part of it at I: then it errs high).
+  // and chain terms (weaker, still valid). When some layer frees part of
+  // its stash at I (activation_after_input_grad), the memory profile counts
+  // that release as the engine does (profile.release_at_i).
   bool split_backward = false;
+  // The program runs overlapped F+B ops (Op::paired) that save a share f
+  // (SearchProblem::fb_overlap_ppm) of the shorter half: every op then
+  // lasts at least (1 - f) of its nominal time (each half's part of the
+  // saving is at most f of its own time, core/engine.cpp), and the
+  // iteration is a max-plus expression of op and message times, which
+  // scaling all of them by 1 - f scales alike and lowering the messages
+  // back up cannot shorten; so (1 - f) x any bound on the program run
+  // without the saving (and without the pairs' joint start, which only adds
+  // waits) bounds it. The bounds are computed at nominal times and scaled
+  // by bound_scale = 1 - f (1 without pairs or saving) where they are
+  // compared with simulated times (ScaleBound / UnscaleBound).
+  double bound_scale = 1.0;
 };
+
+// A bound at nominal times, as a bound of the program with its saving (see
+// ChoiceContext::bound_scale): rounded down.
+inline Nanos ScaleBound(Nanos b, double scale) {
+  if (scale >= 1.0 || b <= 0 || b >= kInf) return b;
+  return std::max<Nanos>(0, static_cast<Nanos>(std::floor(static_cast<long double>(b) * scale)) - 1);
+}
+// A simulated time as a threshold for bounds at nominal times: rounded up.
+inline Nanos UnscaleBound(Nanos t, double scale) {
+  if (scale >= 1.0 || t <= 0 || t >= kInf) return t;
+  return std::min<Nanos>(kInf, static_cast<Nanos>(std::ceil(static_cast<long double>(t) / scale)) + 1);
+}
 
 // What a stage costs on its device with the cheapest-memory recompute, and
 // the fixed parts that do not depend on recompute.

@@ -543,6 +543,7 @@ void Searcher::BuildChosen(const std::vector<int>& split, PipelineSpec& spec, St
     sc.recompute = rtime_[s];
     sc.static_memory = fx.static_mem;
     sc.activation = q.stash;
+    sc.input_grad_release = q.stash - q.held;
     sc.forward_transient = fx.workspace;
     sc.backward_transient = fx.workspace + q.remat;
     sc.output_bytes = fx.output;

@@ -5,18 +5,32 @@
 
 namespace ppb::search_detail {
 
-MemoryProfile BuildProfile(const PipelineSpec& spec, const Program& program) {
+MemoryProfile BuildProfile(const PipelineSpec& spec, const Program& program,
+                           bool release_at_i) {
   MemoryProfile prof;
   prof.v = spec.v;
+  prof.release_at_i = release_at_i;
   prof.moments.resize(spec.p);
   for (int d = 0; d < spec.p; ++d) {
-    std::vector<int> counts(spec.v, 0);
+    std::vector<int> counts(spec.v, 0), held(spec.v, 0);
     std::vector<Moment> all;
     for (const Op& op : program.ops[d]) {
       const int c = op.stage.value / spec.p;
-      all.push_back(Moment{counts, c, op.kind == OpKind::F});
-      if (op.kind == OpKind::F) ++counts[c];
-      if (op.kind == OpKind::B || op.kind == OpKind::W) --counts[c];
+      all.push_back(Moment{counts, held, c, op.kind == OpKind::F});
+      switch (op.kind) {
+        case OpKind::F: ++counts[c]; break;
+        case OpKind::B: --counts[c]; break;
+        case OpKind::I:
+          if (release_at_i) {
+            --counts[c];
+            ++held[c];
+          }
+          break;
+        case OpKind::W:
+          if (release_at_i) --held[c];
+          else --counts[c];
+          break;
+      }
     }
     std::sort(all.begin(), all.end());
     all.erase(std::unique(all.begin(), all.end(),
@@ -37,6 +51,13 @@ MemoryProfile BuildProfile(const PipelineSpec& spec, const Program& program) {
         for (int c = 0; c < spec.v; ++c) {
           if (all[j].counts[c] < all[i].counts[c]) ge = false;
           if (all[j].counts[c] > all[i].counts[c]) gt = true;
+          // A micro-batch counted in `counts` holds at least what one in
+          // `held` does, so j (counts and counts + held no smaller) then
+          // needs at least i's memory.
+          const int hi = all[i].counts[c] + all[i].held[c];
+          const int hj = all[j].counts[c] + all[j].held[c];
+          if (hj < hi) ge = false;
+          if (hj > hi) gt = true;
         }
         dominated = ge && gt;
       }

@@ -84,10 +84,15 @@ class PlacementSearcher {
     long double work = 0;
     for (const Layer& l : pb_.layers) work += l.forward + l.backward_input + l.backward_weight;
     int max_s = 0;
-    for (const ChoiceContext& c : ctxs_) max_s = std::max(max_s, c.S);
-    work_bound_ = std::max<Nanos>(
-        0, static_cast<Nanos>(std::floor(work * pb_.m / speeds)) -
-               static_cast<Nanos>(pb_.m) * (max_s + 1) * 2);
+    double scale = 1.0;  // the least ChoiceContext::bound_scale
+    for (const ChoiceContext& c : ctxs_) {
+      max_s = std::max(max_s, c.S);
+      scale = std::min(scale, c.bound_scale);
+    }
+    work_bound_ = ScaleBound(
+        std::max<Nanos>(0, static_cast<Nanos>(std::floor(work * pb_.m / speeds)) -
+                               static_cast<Nanos>(pb_.m) * (max_s + 1) * 2),
+        scale);
     work_bound_ = std::max(work_bound_, DecoderBound());
     limits_.start = Clock::now();
   }

@@ -90,7 +90,7 @@ Nanos PlacementSearcher::DecoderBound() const {
       if (absorbs(mid)) hi = mid;
       else lo = mid + 1;
     }
-    overall = std::min(overall, lo);
+    overall = std::min(overall, lo >= kInf ? lo : ScaleBound(lo, c.bound_scale));
   }
   if (overall >= kInf) return 0;
   // Per-op rounding of scaled times can shave a little.

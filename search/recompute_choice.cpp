@@ -26,15 +26,16 @@ const Menu& RecomputeChoice::GetMenu(int i, int j, int* shift) {
       it = menus_.emplace(key, RangeMenu{&own->second, 0}).first;
     } else {
       if (menu_class_.empty()) {
-        // BuildMenu reads a layer's activation and its recompute options
-        // (name, retained activation, extra time) and nothing else.
-        using Costs = std::pair<Bytes, std::vector<std::tuple<std::string, Bytes, Nanos>>>;
+        // BuildMenu reads a layer's activation, what it holds after I and
+        // its recompute options (name, retained activation, extra time) and
+        // nothing else.
+        using Costs = std::tuple<Bytes, Bytes, std::vector<std::tuple<std::string, Bytes, Nanos>>>;
         std::map<Costs, std::int32_t> ids;
         menu_class_.reserve(layers.size());
         for (const Layer& l : layers) {
-          Costs c{l.activation, {}};
+          Costs c{l.activation, l.HeldAfterInputGrad(l.activation), {}};
           for (const RecomputeOption& o : l.recompute) {
-            c.second.emplace_back(o.name, o.retained_activation, o.extra_time);
+            std::get<2>(c).emplace_back(o.name, o.retained_activation, o.extra_time);
           }
           menu_class_.push_back(
               ids.emplace(std::move(c), static_cast<std::int32_t>(ids.size())).first->second);
@@ -56,7 +57,7 @@ const Menu& RecomputeChoice::GetMenu(int i, int j, int* shift) {
 Bytes RecomputeChoice::DevicePeakLowerBound(int d, int assigned, const std::vector<int>& split,
                                             const std::vector<int>& first_layer,
                                             const std::vector<StageFixed>& fixed) {
-  std::vector<Bytes> stash(cp_.c.v, 0), remat(cp_.c.v, 0), ws(cp_.c.v, 0);
+  std::vector<Bytes> stash(cp_.c.v, 0), held(cp_.c.v, 0), remat(cp_.c.v, 0), ws(cp_.c.v, 0);
   Bytes stat = 0;
   for (int c = 0; c < cp_.c.v; ++c) {
     const int s = StageOf(cp_.c.spec.placement, cp_.c.p, c, d);
@@ -64,6 +65,7 @@ Bytes RecomputeChoice::DevicePeakLowerBound(int d, int assigned, const std::vect
     const int i = first_layer[s], j = i + split[s];
     const Menu& menu = GetMenu(i, j);
     stash[c] = menu.min_stash;
+    held[c] = menu.min_held;
     remat[c] = menu.min_remat;
     ws[c] = fixed[s].workspace;
     stat += fixed[s].static_mem;
@@ -71,7 +73,9 @@ Bytes RecomputeChoice::DevicePeakLowerBound(int d, int assigned, const std::vect
   Bytes best = stat;
   for (const Moment& mo : cp_.c.profile.moments[d]) {
     Bytes x = stat;
-    for (int c = 0; c < cp_.c.v; ++c) x += static_cast<Bytes>(mo.counts[c]) * stash[c];
+    for (int c = 0; c < cp_.c.v; ++c) {
+      x += static_cast<Bytes>(mo.counts[c]) * stash[c] + static_cast<Bytes>(mo.held[c]) * held[c];
+    }
     const int c = mo.chunk;
     x += mo.forward ? stash[c] + ws[c] : ws[c] + remat[c];
     best = std::max(best, x);
@@ -95,6 +99,7 @@ bool WalkFits(
   std::vector<MenuPoint> floor_pts(v);
   for (int c = 0; c < v; ++c) {
     floor_pts[c].stash = menus[c]->min_stash;
+    floor_pts[c].held = menus[c]->min_held;
     floor_pts[c].remat = menus[c]->min_remat;
   }
   std::vector<const MenuPoint*> cur(v);

@@ -11,9 +11,34 @@
 namespace ppb::search_detail {
 
 bool Dominates(const MenuPoint& a, const MenuPoint& b) {
-  return a.stash <= b.stash && a.remat <= b.remat && a.time <= b.time &&
+  return a.stash <= b.stash && a.held <= b.held && a.remat <= b.remat && a.time <= b.time &&
          a.recomputed <= b.recomputed;
 }
+
+namespace {
+
+// The exact filter with held bytes as a fifth dimension: sorted as below,
+// a point is kept when no kept point dominates it. False once `budget`
+// comparisons are spent (the rest is then left to the four-dimension
+// filter).
+bool ParetoFilterHeld(std::vector<MenuPoint>& pts, std::int64_t budget) {
+  std::vector<MenuPoint> out;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    bool dominated = false;
+    for (const MenuPoint& k : out) {
+      if (--budget < 0) return false;
+      if (Dominates(k, pts[i])) {
+        dominated = true;
+        break;
+      }
+    }
+    if (!dominated) out.push_back(pts[i]);
+  }
+  pts = std::move(out);
+  return true;
+}
+
+}  // namespace
 
 // Sorted by (time, stash, remat, recomputed, counts), a point is kept when
 // no point kept before it dominates it; every earlier point is no slower, so
@@ -22,11 +47,15 @@ bool Dominates(const MenuPoint& a, const MenuPoint& b) {
 // over the recomputed counts seen there (built offline), holds the least
 // stash of the kept points: O(n log^2 n) where comparing with every kept
 // point was O(n^2) (the menu of 2,000 identical layers has ~10^6 points).
-void ParetoFilter(std::vector<MenuPoint>& pts) {
+bool ParetoFilter(std::vector<MenuPoint>& pts) {
   std::sort(pts.begin(), pts.end(), [](const MenuPoint& a, const MenuPoint& b) {
-    return std::tie(a.time, a.stash, a.remat, a.recomputed, a.counts) <
-           std::tie(b.time, b.stash, b.remat, b.recomputed, b.counts);
+    return std::tie(a.time, a.stash, a.held, a.remat, a.recomputed, a.counts) <
+           std::tie(b.time, b.stash, b.held, b.remat, b.recomputed, b.counts);
   });
+  // Held bytes below the stash somewhere: a fifth dimension.
+  bool release = false;
+  for (const auto& p : pts) release = release || p.held != p.stash;
+  if (release && ParetoFilterHeld(pts, std::int64_t{1} << 27)) return true;
   std::vector<Bytes> remats;
   remats.reserve(pts.size());
   for (const auto& p : pts) remats.push_back(p.remat);
@@ -65,10 +94,13 @@ void ParetoFilter(std::vector<MenuPoint>& pts) {
     out.push_back(std::move(p));
   }
   pts = std::move(out);
+  return !release;
 }
 
 bool SameCosts(const Layer& a, const Layer& b) {
-  if (a.activation != b.activation || a.recompute.size() != b.recompute.size()) {
+  if (a.activation != b.activation || a.recompute.size() != b.recompute.size() ||
+      a.activation_after_input_grad.value_or(a.activation) !=
+          b.activation_after_input_grad.value_or(b.activation)) {
     return false;
   }
   for (size_t k = 0; k < a.recompute.size(); ++k) {
@@ -110,6 +142,7 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j, const RecomputeSe
       Group g;
       g.layers = {l};
       g.activation = layers[l].activation;
+      g.after_input_grad = layers[l].activation_after_input_grad.value_or(layers[l].activation);
       g.options = layers[l].recompute;
       g.allowed = std::move(allowed);
       menu.groups.push_back(std::move(g));
@@ -158,9 +191,14 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j, const RecomputeSe
         p.counts[menu.offsets[gi] + x] = static_cast<MenuCounts::Count>(n[x]);
       }
       p.stash = static_cast<Bytes>(n[0]) * g.activation;
+      p.held = static_cast<Bytes>(n[0]) * std::min(g.after_input_grad, g.activation);
       for (int x = 1; x <= o; ++x) {
         const RecomputeOption& opt = g.options[x - 1];
         p.stash += static_cast<Bytes>(n[x]) * opt.retained_activation;
+        // A recomputed layer holds after I at most what it stashed (as
+        // Lower() counts it).
+        p.held += static_cast<Bytes>(n[x]) *
+                  std::min(g.after_input_grad, opt.retained_activation);
         p.time += static_cast<Nanos>(n[x]) * opt.extra_time;
         p.recomputed += n[x];
         if (n[x] > 0) p.remat = std::max(p.remat, g.activation - opt.retained_activation);
@@ -180,13 +218,21 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j, const RecomputeSe
       }
     };
     rec(0, k);
-    if (!whole_stage) ParetoFilter(local);
+    // A filter past its budget may drop a point only its held bytes kept.
+    auto filter = [&](std::vector<MenuPoint>& v) {
+      if (!ParetoFilter(v)) {
+        menu.truncated = true;
+        menu.exact_up_to = -1;
+      }
+    };
+    if (!whole_stage) filter(local);
     std::vector<MenuPoint> next;
     next.reserve(acc.size() * local.size());
     for (const auto& a : acc) {
       for (const auto& b : local) {
         MenuPoint p = a;
         p.stash += b.stash;
+        p.held += b.held;
         p.remat = std::max(p.remat, b.remat);
         p.time += b.time;
         p.recomputed += b.recomputed;
@@ -211,7 +257,7 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j, const RecomputeSe
         menu.truncated = true;  // too many to check whole: nothing proved
         menu.exact_up_to = -1;
       }
-      ParetoFilter(next);
+      filter(next);
     }
     if (next.size() > kMaxMenuPoints && (!whole_stage || gi + 1 == menu.groups.size())) {
       // Sorted by time: keep the fastest, and the least stash (which makes
@@ -222,19 +268,28 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j, const RecomputeSe
                                              std::tie(b.stash, b.remat, b.time);
                                     });
       MenuPoint keep = *least;
-      menu.exact_up_to = std::min(menu.exact_up_to, next[kMaxMenuPoints - 2].time);
-      next.resize(kMaxMenuPoints - 1);
+      auto least_held = std::min_element(next.begin(), next.end(),
+                                         [](const MenuPoint& a, const MenuPoint& b) {
+                                           return std::tie(a.held, a.stash, a.remat, a.time) <
+                                                  std::tie(b.held, b.stash, b.remat, b.time);
+                                         });
+      MenuPoint keep_held = *least_held;
+      menu.exact_up_to = std::min(menu.exact_up_to, next[kMaxMenuPoints - 3].time);
+      next.resize(kMaxMenuPoints - 2);
       next.push_back(std::move(keep));
-      ParetoFilter(next);
+      next.push_back(std::move(keep_held));
+      filter(next);
       menu.truncated = true;
     }
     acc = std::move(next);
   }
   menu.points = std::move(acc);
   menu.min_stash = kInf;
+  menu.min_held = kInf;
   menu.min_remat = kInf;
   for (const auto& p : menu.points) {
     menu.min_stash = std::min(menu.min_stash, p.stash);
+    menu.min_held = std::min(menu.min_held, p.held);
     menu.min_remat = std::min(menu.min_remat, p.remat);
   }
   return menu;

@@ -1,8 +1,9 @@
 // Internal to search/: recompute menus and the identical-layer relaxations.
 //
 // Contract: BuildMenu(layers, i, j) is the Pareto set ("menu") of the
-// recompute choices of layers [i, j) over (stash per micro-batch, largest
-// re-materialized activation, recompute time, recomputed layers); layers
+// recompute choices of layers [i, j) over (stash per micro-batch, what of
+// it is held after I, largest re-materialized activation, recompute time,
+// recomputed layers); layers
 // with identical costs are grouped and only counts per mode enumerated.
 // Every choice is dominated by (or equal to) a menu point unless the menu
 // is truncated, and then every choice of time <= exact_up_to still is.
@@ -69,6 +70,7 @@ class MenuCounts {
 
 struct MenuPoint {
   Bytes stash = 0;       // per micro-batch
+  Bytes held = 0;        // of it, still held after I (Layer::HeldAfterInputGrad)
   Bytes remat = 0;       // largest activation re-materialized by recompute
   Nanos time = 0;        // recompute time on a speed-1.0 device
   int recomputed = 0;    // layers recomputed
@@ -78,6 +80,7 @@ struct MenuPoint {
 struct Group {
   std::vector<int> layers;  // indexes, in order
   Bytes activation = 0;
+  Bytes after_input_grad = 0;  // Layer::activation_after_input_grad (or activation)
   std::vector<RecomputeOption> options;
   // The options (0 = none) the group's layers may take under the search's
   // target (deployable.h); every option when it has none.
@@ -100,11 +103,18 @@ struct Menu {
   std::vector<Group> groups;
   std::vector<int> offsets;       // offset of group g's counts in counts
   std::vector<MenuPoint> points;  // Pareto set, sorted by time then stash
-  Bytes min_stash = 0, min_remat = 0;
+  Bytes min_stash = 0, min_held = 0, min_remat = 0;
 };
 
 bool Dominates(const MenuPoint& a, const MenuPoint& b);
-void ParetoFilter(std::vector<MenuPoint>& pts);
+// Keeps the points no other point dominates (stash, held, remat, time,
+// recomputed). When some point holds less after I than its stash (a layer
+// frees part of it at I), the held bytes are a fifth dimension, checked
+// against the kept points one by one within a budget of comparisons; past
+// it the filter ignores them (a point may then be dropped that only its
+// held bytes kept) and returns false, which the menu reports as truncated
+// with nothing proved.
+bool ParetoFilter(std::vector<MenuPoint>& pts);
 bool SameCosts(const Layer& a, const Layer& b);
 // Identical in every cost the search uses: such layers are interchangeable.
 bool SameLayer(const Layer& a, const Layer& b);

@@ -55,8 +55,8 @@ Result<ChoiceContext> MakeContext(const SearchProblem& pb, int index) {
     c.spec.device_capacity[d] = pb.cluster.devices[d].memory_capacity;
   }
   c.spec.link_matrix = RingLinkMatrix(pb.p, pb.cluster.links);
-  // The adaptive schedules (zb-1p, zb-2p) plan from costs: one order per
-  // choice, planned for equal F, I and W, with one unit of activation per
+  // The adaptive schedules (zb-1p, zb-2p, zb-v) plan from costs: one order
+  // per choice, planned for the mean stage (below), with one unit of activation per
   // micro-batch so that their limit counts micro-batches (k p of each
   // rank's stage), which holds for every split. A limit in bytes depends
   // on the split and cannot be kept by one order.
@@ -67,18 +67,51 @@ Result<ChoiceContext> MakeContext(const SearchProblem& pb, int index) {
                    "with " + ch.schedule + ": one order serves every split; got " +
                        std::to_string(ch.params.activation_bytes) + " bytes"};
     }
-    for (StageCost& st : c.spec.stages) {
-      st.backward_weight = 1;
+    // The order is planned for the mean stage of the model on each rank's
+    // device (the layers' F, I and W summed and shared evenly over the S
+    // stages) and the real links, so that it sees the model's F : I : W
+    // ratios and how long a message takes beside a stage's work.
+    long double f = 0, bi = 0, bw = 0;
+    for (const Layer& l : pb.layers) {
+      f += l.forward;
+      bi += l.backward_input;
+      bw += l.backward_weight;
+    }
+    for (int s = 0; s < c.S; ++s) {
+      StageCost& st = c.spec.stages[s];
+      const double speed = pb.cluster.devices[c.spec.stage_device[s].value].speed;
+      auto mean = [&](long double x) {
+        return std::max<Nanos>(1, std::llround(x / c.S / (speed > 0 ? speed : 1.0)));
+      };
+      st.forward = mean(f);
+      st.backward_input = mean(bi);
+      st.backward_weight = mean(bw);
       st.activation = 1;
     }
   }
   auto prog = info->generate(c.spec, ch.params);
   if (!prog.ok()) return prog.error();
   c.program = std::move(prog).value();
+  bool paired = false;
   for (const std::vector<Op>& ops : c.program.ops) {
-    for (const Op& op : ops) c.split_backward = c.split_backward || op.kind == OpKind::I;
+    for (const Op& op : ops) {
+      c.split_backward = c.split_backward || op.kind == OpKind::I;
+      paired = paired || op.paired;
+    }
   }
-  c.profile = BuildProfile(c.spec, c.program);
+  c.spec.fb_overlap_ppm = pb.fb_overlap_ppm;
+  if (paired && pb.fb_overlap_ppm > 0) {
+    c.bound_scale = 1.0 - static_cast<double>(pb.fb_overlap_ppm) / 1e6;
+  }
+  // Some layer frees part of its stash at the end of I (Lower() sets
+  // input_grad_release): the profile then counts it as the engine does.
+  bool release = false;
+  for (const Layer& l : pb.layers) {
+    Bytes most = l.activation;
+    for (const RecomputeOption& o : l.recompute) most = std::max(most, o.retained_activation);
+    release = release || l.HeldAfterInputGrad(most) < most;
+  }
+  c.profile = BuildProfile(c.spec, c.program, c.split_backward && release);
   return c;
 }
 
@@ -451,7 +484,7 @@ Result<Candidate> Evaluate(const SearchProblem& problem, int choice,
   }
   auto spec = Lower(problem.layers, placement.empty() ? problem.cluster : placed,
                     PipelineShape{problem.p, ch.v, problem.m, problem.comm,
-                                  info->placement},
+                                  info->placement, problem.fb_overlap_ppm},
                     strategy, problem.allow_empty_chunks);
   if (!spec.ok()) return spec.error();
   Result<Program> prog = Error{};

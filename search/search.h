@@ -48,6 +48,9 @@ struct SearchProblem {
   int m = 1;            // micro-batches
   CommMode comm = CommMode::Overlapped;
   std::vector<ScheduleChoice> choices;  // at least one
+  // pipeline.fb_overlap in parts per million: an overlapped F+B op
+  // (dualpipev) saves that share of the shorter half (PipelineSpec).
+  std::int64_t fb_overlap_ppm = 0;
   bool allow_empty_chunks = false;
   // A heterogeneous cluster whose device -> rank order the search decides
   // too (issue 6). `cluster` is then the given placement's (the baselines

@@ -115,7 +115,9 @@ class Searcher {
   Nanos RootAndTotals(Nanos best) {
     if (!Prepare(false)) return kInf;
     return std::max(pending_bound,
-                    TotalsPathBound(cp_, root_.totals, path_pool_, engine_, limits.start, best));
+                    ScaleBound(TotalsPathBound(cp_, root_.totals, path_pool_, engine_, limits.start,
+                                               UnscaleBound(best, cp_.c.bound_scale)),
+                               cp_.c.bound_scale));
   }
 
   Nanos totals_bound = 0;  // TotalsPathBound after the heuristics (0: none)
@@ -203,6 +205,7 @@ class Searcher {
   std::vector<Nanos> rtime_;              // per stage, scaled recompute time
   std::vector<Nanos> level_bounds_;       // pending bound per DFS level
   Nanos root_bound_ = 0;                  // valid for the whole tree
+  Nanos root_nominal_ = 0;  // the same at nominal times (ChoiceContext::bound_scale)
   RootRelaxation root_;                   // RootBound's relaxation
   PathMixture mix_;                       // PathWeights' mixture (empty: none)
   double path_acc_ = 0;                   // the mixture over the placed stages

@@ -170,7 +170,7 @@ Nanos Searcher::ChildBound(int s, int pos, int k, const StageFixed& fx, Nanos rt
       bound = std::max(bound, static_cast<Nanos>(std::floor(lam)) - slack);
     }
   }
-  bound = std::max(bound, root_bound_);
+  bound = std::max(bound, root_nominal_);
   if (!mix_.pa.empty()) {
     // Path bound: placed stages at their times, the rest at the least
     // coefficient of the stages still open.
@@ -182,7 +182,7 @@ Nanos Searcher::ChildBound(int s, int pos, int k, const StageFixed& fx, Nanos rt
     const double slack = static_cast<double>(m) * (S + 1) * 4;
     bound = std::max(bound, static_cast<Nanos>(std::floor(placed + rest + mix_.pconst - slack)));
   }
-  return bound;
+  return ScaleBound(bound, cp_.c.bound_scale);  // at nominal times so far
 }
 
 void Searcher::Dfs(int s, int pos) {
@@ -392,9 +392,11 @@ bool Searcher::Prepare(bool path_weights) {
     pending_bound = std::max<Nanos>(
         0, std::max(static_cast<Nanos>(std::floor(total / speeds)) - slack,
                     static_cast<Nanos>(std::floor(cp_.suffix_work[0] / cp_.max_speed)) - S));
-    root_bound_ = RootBound(cp_, fronts_, rt_cache_, root_);
-    if (path_weights) root_bound_ = std::max(root_bound_, PathWeights(cp_, root_.forced_recompute, mix_));
-    pending_bound = std::max(pending_bound, root_bound_);
+    root_nominal_ = RootBound(cp_, fronts_, rt_cache_, root_);
+    if (path_weights) root_nominal_ = std::max(root_nominal_, PathWeights(cp_, root_.forced_recompute, mix_));
+    // Both at nominal times (ChoiceContext::bound_scale).
+    pending_bound = ScaleBound(std::max(pending_bound, root_nominal_), cp_.c.bound_scale);
+    root_bound_ = ScaleBound(root_nominal_, cp_.c.bound_scale);
   }
   prepared_s = limits.Elapsed();
   return true;
@@ -439,8 +441,10 @@ void Searcher::Run() {
   // the placement search's per-order runs, which report to a cutoff).
   if (!(searched && pending_bound >= kInf) && !top_list.top.empty() &&
       cp_.opt.open_tree_bound) {
-    totals_bound = TotalsPathBound(cp_, root_.totals, path_pool_, engine_, limits.start,
-                                   top_list.top.front().makespan);
+    totals_bound = ScaleBound(
+        TotalsPathBound(cp_, root_.totals, path_pool_, engine_, limits.start,
+                        UnscaleBound(top_list.top.front().makespan, cp_.c.bound_scale)),
+        cp_.c.bound_scale);
   }
   // The top list's ties on time are settled by memory, then recompute.
   std::vector<Candidate> polished;

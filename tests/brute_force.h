@@ -115,6 +115,7 @@ inline SimResult Simulate(const SearchProblem& pr, int choice, const Strategy& s
   const ScheduleInfo* info = FindSchedule(c.schedule);
   REQUIRE(info != nullptr);
   PipelineShape shape{pr.p, c.v, pr.m, pr.comm};
+  shape.fb_overlap_ppm = pr.fb_overlap_ppm;
   if (info->placement == StagePlacement::V && c.v == 2) {
     shape.placement = StagePlacement::V;  // as Prepare lowers it
   }

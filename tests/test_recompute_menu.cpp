@@ -17,8 +17,8 @@ namespace {
 
 std::vector<MenuPoint> QuadraticFilter(std::vector<MenuPoint> pts) {
   std::sort(pts.begin(), pts.end(), [](const MenuPoint& a, const MenuPoint& b) {
-    return std::tie(a.time, a.stash, a.remat, a.recomputed, a.counts) <
-           std::tie(b.time, b.stash, b.remat, b.recomputed, b.counts);
+    return std::tie(a.time, a.stash, a.held, a.remat, a.recomputed, a.counts) <
+           std::tie(b.time, b.stash, b.held, b.remat, b.recomputed, b.counts);
   });
   std::vector<MenuPoint> out;
   for (auto& p : pts) {
@@ -55,6 +55,65 @@ TEST_CASE("ParetoFilter keeps what the pairwise check keeps", "[search][menu]") 
                      want[i].counts));
     }
   }
+}
+
+TEST_CASE("ParetoFilter with held-after-I bytes keeps what the pairwise check keeps",
+          "[search][menu][zb]") {
+  // Held bytes (at most the stash) are a fifth dimension: a point with
+  // more stash but less held after I is kept.
+  int kept_by_held = 0;
+  for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+    std::mt19937_64 rng(seed);
+    const int n = static_cast<int>(rng() % 200);
+    const int range = 1 + static_cast<int>(rng() % 6);
+    std::vector<MenuPoint> pts(n);
+    for (auto& p : pts) {
+      p.stash = static_cast<Bytes>(rng() % range);
+      p.held = static_cast<Bytes>(rng() % (p.stash + 1));
+      p.remat = static_cast<Bytes>(rng() % range);
+      p.time = static_cast<Nanos>(rng() % range);
+      p.recomputed = static_cast<int>(rng() % range);
+      p.counts.assign(2, 0);
+      p.counts[0] = static_cast<MenuCounts::Count>(rng() % 3);
+    }
+    const std::vector<MenuPoint> want = QuadraticFilter(pts);
+    std::vector<MenuPoint> no_held = pts;
+    for (auto& p : no_held) p.held = p.stash;
+    ParetoFilter(no_held);
+    REQUIRE(ParetoFilter(pts));
+    INFO("seed " << seed << ", n " << n << ", range " << range);
+    REQUIRE(pts.size() == want.size());
+    kept_by_held += pts.size() > no_held.size();
+    for (size_t i = 0; i < pts.size(); ++i) {
+      CHECK(std::tie(pts[i].time, pts[i].stash, pts[i].held, pts[i].remat, pts[i].recomputed,
+                     pts[i].counts) == std::tie(want[i].time, want[i].stash, want[i].held,
+                                                want[i].remat, want[i].recomputed,
+                                                want[i].counts));
+    }
+  }
+  CHECK(kept_by_held >= 50);
+}
+
+TEST_CASE("A menu's held bytes: a recomputed layer holds after I at most its stash",
+          "[search][menu][zb]") {
+  // activation 100, of which 30 held after I; "full" keeps 10: held 10.
+  Layer dec;
+  dec.forward = 10;
+  dec.activation = 100;
+  dec.activation_after_input_grad = 30;
+  dec.recompute = {RecomputeOption{"full", 10, 7}};
+  const std::vector<Layer> layers(3, dec);
+  const Menu menu = BuildMenu(layers, 0, 3);
+  REQUIRE(menu.points.size() == 4);
+  for (int r = 0; r <= 3; ++r) {
+    CHECK(menu.points[r].stash == 100 * (3 - r) + 10 * r);
+    CHECK(menu.points[r].held == 30 * (3 - r) + 10 * r);
+  }
+  CHECK(menu.min_held == 30);
+  // A layer that differs only in what it holds after I is not the same.
+  Layer other = dec;
+  other.activation_after_input_grad = 40;
+  CHECK(!SameCosts(dec, other));
 }
 
 TEST_CASE("The menu of k identical layers with one mode is k + 1 points", "[search][menu]") {

@@ -42,6 +42,7 @@ SearchProblem BaseProblem(const RunConfig& config) {
   problem.p = config.shape.p;
   problem.m = config.shape.m;
   problem.comm = config.shape.comm;
+  problem.fb_overlap_ppm = config.shape.fb_overlap_ppm;
   problem.allow_empty_chunks = config.allow_empty_chunks;
   if (config.topology) {
     problem.topology = *config.topology;
