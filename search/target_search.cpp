@@ -26,7 +26,14 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
   Nanos lb = kInf;
   std::vector<std::pair<double, Nanos>> improvements;
   Nanos part = kInf;
+  bool settings_cut = false;
   for (int k = 0; k < n; ++k) {
+    // Past the deadline no more settings are searched (the first always
+    // is: an answer); those left out prove and bound nothing.
+    if (k > 0 && PastDeadline(options)) {
+      settings_cut = true;
+      break;
+    }
     SearchOptions o = options;
     o.setting = settings[static_cast<size_t>(k)];
     // Shared with other processes: each setting's units are its own.
@@ -74,6 +81,12 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
       }
       if (!dup) res.top.push_back(std::move(c));
     }
+  }
+  if (settings_cut) {
+    all_closed = false;
+    lb = 0;
+    part = 0;
+    if (res.stop_reason.empty()) res.stop_reason = "time limit";
   }
   std::sort(res.top.begin(), res.top.end(), Better);
   if (static_cast<int>(res.top.size()) > options.top_k) res.top.resize(options.top_k);
