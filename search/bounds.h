@@ -60,6 +60,10 @@ struct PathMixture {
 // root_bound.cpp. `fronts` and `rt_cache` may be null (no sharing).
 Nanos RootBound(const ChoiceProblem& cp, Fronts* fronts, RecomputeRows* rt_cache,
                 RootRelaxation& out);
+// The least total recompute per micro-batch that memory forces on any
+// allocation of D decoders (root_bound.cpp); 0 past opt's deadline.
+Nanos ForcedRecompute(const std::vector<std::vector<Nanos>>& rt_table, int D,
+                      const SearchOptions& opt);
 
 // path_bound.cpp.
 Nanos LeastHop(const ChoiceProblem& cp, int a, int b);

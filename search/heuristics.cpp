@@ -89,7 +89,7 @@ std::vector<int> ChunkAwareSplit(const ChoiceProblem& cp, const std::vector<int>
     if (pin == 1) ls.push_back(cp.pb.layers[0]);
     for (int i = 0; i < x; ++i) ls.push_back(dec);
     if (pin == 2) ls.push_back(cp.pb.layers[L - 1]);
-    Menu menu = BuildMenu(ls, 0, static_cast<int>(ls.size()));
+    Menu menu = BuildMenu(ls, 0, static_cast<int>(ls.size()), nullptr, cp.opt.deadline);
     return cache.emplace(key, std::make_pair(std::move(ls), std::move(menu))).first->second;
   };
   std::vector<int> quota(S, 0);

@@ -27,8 +27,18 @@ Nanos PlacementSearcher::DecoderBound() const {
   const Layer& dec = pb_.layers[rep];
   const Nanos w = dec.forward + dec.backward_input + dec.backward_weight;
   // Least recompute time of k decoders whose stash fits `room`.
+  // Past the deadline (each front is O(k^2): 20,000 decoders take minutes)
+  // the fronts left take recompute as free at the least stash, which errs
+  // towards less recompute and keeps the bound valid.
   std::vector<std::vector<std::pair<Bytes, Nanos>>> fronts(D + 1);
-  for (int k = 0; k <= D; ++k) fronts[k] = StackRecomputeFront(dec, k);
+  Bytes least = dec.activation;
+  for (const auto& o : dec.recompute) least = std::min(least, o.retained_activation);
+  bool cut = false;
+  for (int k = 0; k <= D; ++k) {
+    cut = cut || PastDeadline(opt_);
+    fronts[k] = cut ? std::vector<std::pair<Bytes, Nanos>>{{static_cast<Bytes>(k) * least, 0}}
+                    : StackRecomputeFront(dec, k);
+  }
   auto least_rt = [&](int k, long double room) -> Nanos {
     Nanos best_t = kInf;
     for (const auto& [st, t] : fronts[k]) {

@@ -21,7 +21,9 @@ const Menu& RecomputeChoice::GetMenu(int i, int j, int* shift) {
     if (setting != nullptr && setting->kind != RecomputeSetting::Kind::Free) {
       // A framework's setting depends on where the range lies (layers
       // pinned at the ends, the first N of a stage): a menu per range.
-      auto own = ranged_.emplace(key, Shape{i, BuildMenu(layers, i, j, setting)}).first;
+      auto own =
+          ranged_.emplace(key, Shape{i, BuildMenu(layers, i, j, setting, cp_.opt.deadline)})
+              .first;
       if (own->second.menu.truncated) menus_truncated_ = true;
       it = menus_.emplace(key, RangeMenu{&own->second, 0}).first;
     } else {
@@ -44,7 +46,10 @@ const Menu& RecomputeChoice::GetMenu(int i, int j, int* shift) {
       std::vector<std::int32_t> seq(menu_class_.begin() + i, menu_class_.begin() + j);
       auto sh = shapes_.find(seq);
       if (sh == shapes_.end()) {
-        sh = shapes_.emplace(std::move(seq), Shape{i, BuildMenu(layers, i, j, setting)}).first;
+        sh = shapes_
+                 .emplace(std::move(seq),
+                          Shape{i, BuildMenu(layers, i, j, setting, cp_.opt.deadline)})
+                 .first;
         if (sh->second.menu.truncated) menus_truncated_ = true;
       }
       it = menus_.emplace(key, RangeMenu{&sh->second, i - sh->second.first}).first;

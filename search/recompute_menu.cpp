@@ -47,7 +47,9 @@ bool ParetoFilterHeld(std::vector<MenuPoint>& pts, std::int64_t budget) {
 // over the recomputed counts seen there (built offline), holds the least
 // stash of the kept points: O(n log^2 n) where comparing with every kept
 // point was O(n^2) (the menu of 2,000 identical layers has ~10^6 points).
-bool ParetoFilter(std::vector<MenuPoint>& pts) {
+Filtered ParetoFilter(std::vector<MenuPoint>& pts, Clock::time_point deadline) {
+  const bool timed = deadline != Clock::time_point::max();
+  if (timed && Clock::now() >= deadline) return Filtered::kCut;
   std::sort(pts.begin(), pts.end(), [](const MenuPoint& a, const MenuPoint& b) {
     return std::tie(a.time, a.stash, a.held, a.remat, a.recomputed, a.counts) <
            std::tie(b.time, b.stash, b.held, b.remat, b.recomputed, b.counts);
@@ -55,7 +57,7 @@ bool ParetoFilter(std::vector<MenuPoint>& pts) {
   // Held bytes below the stash somewhere: a fifth dimension.
   bool release = false;
   for (const auto& p : pts) release = release || p.held != p.stash;
-  if (release && ParetoFilterHeld(pts, std::int64_t{1} << 27)) return true;
+  if (release && ParetoFilterHeld(pts, std::int64_t{1} << 27)) return Filtered::kExact;
   std::vector<Bytes> remats;
   remats.reserve(pts.size());
   for (const auto& p : pts) remats.push_back(p.remat);
@@ -75,8 +77,11 @@ bool ParetoFilter(std::vector<MenuPoint>& pts) {
     keys[i].erase(std::unique(keys[i].begin(), keys[i].end()), keys[i].end());
     least[i].assign(keys[i].size(), std::numeric_limits<Bytes>::max());
   }
+  if (timed && Clock::now() >= deadline) return Filtered::kCut;
   std::vector<MenuPoint> out;
+  size_t seen = 0;
   for (auto& p : pts) {
+    if (timed && ++seen % 4096 == 0 && Clock::now() >= deadline) return Filtered::kCut;
     const int r = rank(p.remat);
     Bytes best = std::numeric_limits<Bytes>::max();
     for (int i = r; i > 0 && best > p.stash; i -= i & -i) {
@@ -94,7 +99,7 @@ bool ParetoFilter(std::vector<MenuPoint>& pts) {
     out.push_back(std::move(p));
   }
   pts = std::move(out);
-  return !release;
+  return release ? Filtered::kHeldIgnored : Filtered::kExact;
 }
 
 bool SameCosts(const Layer& a, const Layer& b) {
@@ -118,7 +123,49 @@ bool SameLayer(const Layer& a, const Layer& b) {
          SameCosts(a, b);
 }
 
-Menu BuildMenu(const std::vector<Layer>& layers, int i, int j, const RecomputeSetting* setting) {
+namespace {
+
+// The menu BuildMenu gives when cut at its deadline: per group, every layer
+// at the allowed mode of least stash (then time), and every layer at the
+// allowed mode of least time (then stash); both are real choices.
+void CutMenu(Menu& menu, int total_opts) {
+  MenuPoint least, fastest;
+  least.counts.assign(total_opts, 0);
+  fastest.counts.assign(total_opts, 0);
+  for (size_t gi = 0; gi < menu.groups.size(); ++gi) {
+    const Group& g = menu.groups[gi];
+    const int k = static_cast<int>(g.layers.size());
+    auto stash_of = [&](int x) { return x == 0 ? g.activation : g.options[x - 1].retained_activation; };
+    auto time_of = [&](int x) { return x == 0 ? Nanos{0} : g.options[x - 1].extra_time; };
+    int xs = g.allowed.front(), xt = g.allowed.front();
+    for (int x : g.allowed) {
+      if (std::make_pair(stash_of(x), time_of(x)) < std::make_pair(stash_of(xs), time_of(xs))) xs = x;
+      if (std::make_pair(time_of(x), stash_of(x)) < std::make_pair(time_of(xt), stash_of(xt))) xt = x;
+    }
+    for (auto [pt, x] : {std::make_pair(&least, xs), std::make_pair(&fastest, xt)}) {
+      pt->counts[menu.offsets[gi] + x] = static_cast<MenuCounts::Count>(k);
+      pt->stash += static_cast<Bytes>(k) * stash_of(x);
+      // What a layer holds after I, as BuildMenu counts it.
+      pt->held += static_cast<Bytes>(k) * std::min(g.after_input_grad, stash_of(x));
+      pt->time += static_cast<Nanos>(k) * time_of(x);
+      if (x > 0) {
+        pt->recomputed += k;
+        pt->remat = std::max(pt->remat, g.activation - stash_of(x));
+      }
+    }
+  }
+  std::vector<MenuPoint> pts{fastest, least};
+  ParetoFilter(pts);  // two points, no deadline: never cut
+  menu.points = std::move(pts);
+  menu.truncated = true;
+  menu.cut = true;
+  menu.exact_up_to = -1;
+}
+
+}  // namespace
+
+Menu BuildMenu(const std::vector<Layer>& layers, int i, int j, const RecomputeSetting* setting,
+               Clock::time_point deadline) {
   Menu menu;
   const bool restricted = setting != nullptr && setting->kind != RecomputeSetting::Kind::Free;
   for (int l = i; l < j; ++l) {
@@ -159,10 +206,16 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j, const RecomputeSe
     menu.offsets.push_back(total_opts);
     total_opts += static_cast<int>(g.options.size()) + 1;
   }
+  // Past the deadline: the shortcut menu (CutMenu), unless whole stages
+  // are checked.
+  const bool timed = deadline != Clock::time_point::max() && !whole_stage;
+  bool cut = false;
+  auto past = [&]() { return cut = cut || (timed && Clock::now() >= deadline); };
+  size_t emitted = 0;
   MenuPoint base;
   base.counts.assign(total_opts, 0);
   std::vector<MenuPoint> acc{base};
-  for (size_t gi = 0; gi < menu.groups.size(); ++gi) {
+  for (size_t gi = 0; gi < menu.groups.size() && !past(); ++gi) {
     const Group& g = menu.groups[gi];
     const int k = static_cast<int>(g.layers.size());
     const int o = static_cast<int>(g.options.size());
@@ -170,6 +223,7 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j, const RecomputeSe
     std::vector<MenuPoint> local;
     std::vector<int> n(o + 1, 0);
     auto emit = [&]() {
+      if (timed && ++emitted % 4096 == 0) past();
       for (int x = 0; x <= o; ++x) {
         if (n[x] > 0 && std::find(g.allowed.begin(), g.allowed.end(), x) == g.allowed.end()) {
           return;
@@ -212,20 +266,30 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j, const RecomputeSe
         emit();
         return;
       }
-      for (int c = left; c >= 0; --c) {
+      for (int c = left; c >= 0 && !cut; --c) {
         n[x] = c;
         rec(x + 1, left - c);
       }
     };
     rec(0, k);
-    // A filter past its budget may drop a point only its held bytes kept.
+    // False past the deadline (the menu is then cut); a filter past its
+    // comparison budget may drop a point only its held bytes kept, which
+    // leaves the menu truncated with nothing proved.
     auto filter = [&](std::vector<MenuPoint>& v) {
-      if (!ParetoFilter(v)) {
+      const Filtered f = ParetoFilter(v, timed ? deadline : Clock::time_point::max());
+      if (f == Filtered::kHeldIgnored) {
         menu.truncated = true;
         menu.exact_up_to = -1;
       }
+      if (f == Filtered::kCut) cut = true;
+      return !cut;
     };
-    if (!whole_stage) filter(local);
+    if (cut || (!whole_stage && !filter(local))) {
+      cut = true;
+      break;
+    }
+    // The first group's points are already filtered (the base adds nothing).
+    const bool filtered = gi == 0 && !whole_stage;
     std::vector<MenuPoint> next;
     next.reserve(acc.size() * local.size());
     for (const auto& a : acc) {
@@ -257,7 +321,7 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j, const RecomputeSe
         menu.truncated = true;  // too many to check whole: nothing proved
         menu.exact_up_to = -1;
       }
-      filter(next);
+      if (!filtered && !filter(next)) break;
     }
     if (next.size() > kMaxMenuPoints && (!whole_stage || gi + 1 == menu.groups.size())) {
       // Sorted by time: keep the fastest, and the least stash (which makes
@@ -278,12 +342,16 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j, const RecomputeSe
       next.resize(kMaxMenuPoints - 2);
       next.push_back(std::move(keep));
       next.push_back(std::move(keep_held));
-      filter(next);
+      if (!filter(next)) break;
       menu.truncated = true;
     }
     acc = std::move(next);
   }
-  menu.points = std::move(acc);
+  if (cut) {
+    CutMenu(menu, total_opts);
+  } else {
+    menu.points = std::move(acc);
+  }
   menu.min_stash = kInf;
   menu.min_held = kInf;
   menu.min_remat = kInf;

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -97,6 +98,7 @@ constexpr size_t kMaxWholeStagePoints = 1 << 16;
 
 struct Menu {
   bool truncated = false;
+  bool cut = false;  // stopped at the deadline (BuildMenu): a shortcut menu
   // Every recompute choice of time <= exact_up_to is in `points` (dropped
   // points are slower): a choice at or below it is provably the fastest.
   Nanos exact_up_to = std::numeric_limits<Nanos>::max();
@@ -112,17 +114,29 @@ bool Dominates(const MenuPoint& a, const MenuPoint& b);
 // frees part of it at I), the held bytes are a fifth dimension, checked
 // against the kept points one by one within a budget of comparisons; past
 // it the filter ignores them (a point may then be dropped that only its
-// held bytes kept) and returns false, which the menu reports as truncated
-// with nothing proved.
-bool ParetoFilter(std::vector<MenuPoint>& pts);
+// held bytes kept) and answers kHeldIgnored, which the menu reports as
+// truncated with nothing proved. Past `deadline` (looked at every 4096
+// points) it stops and answers kCut: `pts` is then to be discarded.
+enum class Filtered { kExact, kHeldIgnored, kCut };
+Filtered ParetoFilter(std::vector<MenuPoint>& pts,
+                      std::chrono::steady_clock::time_point deadline =
+                          std::chrono::steady_clock::time_point::max());
 bool SameCosts(const Layer& a, const Layer& b);
 // Identical in every cost the search uses: such layers are interchangeable.
 bool SameLayer(const Layer& a, const Layer& b);
 // With `setting` (search.target), only the recompute choices it allows
 // for a stage holding layers [i, j) (AllowedModes, StageAllowed) are in
 // the menu; each layer then takes its group's modes in ModeOrder.
+// Past `deadline` (a stage of n identical layers with two modes has
+// ~n^2/2 choices: 3 million and seconds at n = 2,500) the enumeration
+// stops and the menu is cut: truncated, exact_up_to -1, holding only the
+// least-stash and the fastest choices (so min_stash and min_remat stay
+// exact and every bound built on the menu valid); not when a restriction
+// couples groups (whole stages are checked: no shortcut is known allowed).
 Menu BuildMenu(const std::vector<Layer>& layers, int i, int j,
-               const RecomputeSetting* setting = nullptr);
+               const RecomputeSetting* setting = nullptr,
+               std::chrono::steady_clock::time_point deadline =
+                   std::chrono::steady_clock::time_point::max());
 // The per-layer modes (rc[l + shift], l in the menu's layers) of menu point
 // q: each group's layers take its counts in ModeOrder (deployable.h).
 void AssignModes(const Menu& menu, const MenuPoint& q, std::vector<std::uint8_t>& rc,

@@ -106,6 +106,8 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
   Nanos part = kInf;
   std::int64_t nodes_left = options.node_limit;
   const int top_k = std::max(1, options.top_k);
+  int searched = 0;
+  Nanos left_bound = kInf;  // the least bound of the settings left out
   for (int pos = 0; pos < n; ++pos) {
     const int k = order[static_cast<size_t>(pos)];
     // The time a strategy must not exceed to enter the top list.
@@ -118,6 +120,15 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
     if (bound[static_cast<size_t>(k)] >= kInf || bound[static_cast<size_t>(k)] > threshold) {
       continue;  // closed
     }
+    // Past the deadline no more settings are searched (one always is: an
+    // answer); those left out prove nothing and bound by their own bound.
+    if (searched > 0 && PastDeadline(options)) {
+      for (int q = pos; q < n; ++q) {
+        left_bound = std::min(left_bound, bound[static_cast<size_t>(order[static_cast<size_t>(q)])]);
+      }
+      break;
+    }
+    ++searched;
     // The settings still to search (sorted by bound: from here on, up to
     // the first whose bound exceeds the threshold).
     int still = 0;
@@ -182,6 +193,12 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
     }
     std::sort(res.top.begin(), res.top.end(), Better);
     if (static_cast<int>(res.top.size()) > options.top_k) res.top.resize(options.top_k);
+  }
+  if (left_bound < kInf) {
+    all_closed = false;
+    lb = std::min(lb, left_bound);
+    part = std::min(part, left_bound);
+    if (res.stop_reason.empty()) res.stop_reason = "time limit";
   }
   res.found = !res.top.empty() && res.top.front().feasible;
   if (res.found) res.best = res.top.front();

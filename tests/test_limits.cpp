@@ -5,13 +5,16 @@
 // every phase with what it has and says so. No test here measures time:
 // deadlines are already past when the search starts.
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "app_helpers.h"
+#include "apps/input/config.h"
 #include "apps/input/search_problem.h"
 #include "search/search.h"
 
@@ -232,6 +235,25 @@ TEST_CASE("limits: nothing fits and the deadline has passed", "[search][limits]"
   CHECK(r.min_capacity_cut);
   CHECK(r.min_capacity_needed == 0);
   CHECK(r.binding_device == -1);
+}
+
+TEST_CASE("limits: a directory given as a file is named as one", "[config][limits]") {
+  // A directory opens as a stream that reads nothing: it used to read as
+  // "an empty file" (--config) or a program of 0 ranks (--schedule-csv).
+  const std::string dir = PPB_TEST_DATA_DIR;
+  const Result<RunConfig> config = LoadConfig(dir, {});
+  REQUIRE_FALSE(config.ok());
+  CHECK(config.error().message ==
+        dir + ": must be a readable config file; got " + std::strerror(EISDIR));
+  CliOverrides csv;
+  csv.schedule_csv = dir;
+  const Result<RunConfig> parsed = test::Parse(std::string(test::kTinySearchConfig), csv);
+  REQUIRE(parsed.ok());
+  const Result<PreparedRun> run = Prepare(*parsed);
+  REQUIRE_FALSE(run.ok());
+  const std::string message = run.error().message;
+  CHECK(message.find("must name a readable schedule CSV; got " + dir) != std::string::npos);
+  CHECK(message.find(std::strerror(EISDIR)) != std::string::npos);
 }
 
 }  // namespace

@@ -3,6 +3,11 @@
 // nearest enclosing key seen, else the command-line flag that set it.
 #include "apps/input/config_reader.h"
 
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 namespace ppb {
 namespace {
 
@@ -98,8 +103,14 @@ std::string Lower(std::string s) {
   return s;
 }
 
-// Reads a whole file; false (errno set) when it cannot be read.
+// Reads a whole file; false (errno set) when it cannot be read. A
+// directory opens as a stream that reads nothing: refused as EISDIR.
 bool ReadFile(const std::string& path, std::string& out) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    errno = EISDIR;
+    return false;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
   std::ostringstream ss;
