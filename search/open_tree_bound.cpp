@@ -70,6 +70,24 @@ class OpenTreeBound {
   // their units plus rc times the recompute they force (kNone: none fits).
   bool ByChunk(const Box& box, int d) const;
   std::vector<double> ChunkCosts(const Box& box, int d, int klo, int khi, double rc);
+  // Rank d's counts per chunk within the box: chunk c's stage st[c] holds
+  // from its lower bound to min(its upper bound, hi[d]) decoders; Next()
+  // steps through every such vector k (mixed-radix order), false after
+  // the last.
+  struct ChunkCounts {
+    std::vector<int> st, k, lo, top;
+    bool Next() {
+      size_t c = 0;
+      while (c < k.size() && k[c] == top[c]) {
+        k[c] = lo[c];
+        ++c;
+      }
+      if (c == k.size()) return false;
+      ++k[c];
+      return true;
+    }
+  };
+  ChunkCounts CountsOf(const Box& box, int d) const;
 
   bool TimeUp() const;
   static std::vector<double> KeyOf(const Path& P);
@@ -191,26 +209,14 @@ std::vector<double> OpenTreeBound::LeastRt(const Box& box) const {
     Nanos least = kInf;
     if (ByChunk(box, d)) {
       // The least over the box's counts per chunk (ChunkRecompute).
-      std::vector<int> st(v), k(v), top(v);
-      for (int c = 0; c < v; ++c) {
-        st[c] = StageOf(cp.c.spec.placement, p, c, d);
-        k[c] = box.lb[st[c]];
-        top[c] = std::min(box.ub[st[c]], hi[d]);
-      }
-      for (;;) {
+      ChunkCounts cc = CountsOf(box, d);
+      do {
         int sum = 0;
-        for (int c = 0; c < v; ++c) sum += k[c];
+        for (int c = 0; c < v; ++c) sum += cc.k[c];
         if (sum >= klo && sum <= khi && sum <= D) {
-          least = std::min(least, std::max(totals.rt[d][sum], chunks.Least(d, k)));
+          least = std::min(least, std::max(totals.rt[d][sum], chunks.Least(d, cc.k)));
         }
-        int c = 0;
-        while (c < v && k[c] == top[c]) {
-          k[c] = box.lb[st[c]];
-          ++c;
-        }
-        if (c == v) break;
-        ++k[c];
-      }
+      } while (cc.Next());
     } else {
       for (int k = std::max(0, klo); k <= khi && k <= D; ++k) least = std::min(least, totals.rt[d][k]);
     }
@@ -293,40 +299,40 @@ bool OpenTreeBound::ByChunk(const Box& box, int d) const {
   return true;
 }
 
+OpenTreeBound::ChunkCounts OpenTreeBound::CountsOf(const Box& box, int d) const {
+  ChunkCounts cc;
+  for (int c = 0; c < v; ++c) {
+    const int st = StageOf(cp.c.spec.placement, p, c, d);
+    cc.st.push_back(st);
+    cc.lo.push_back(box.lb[st]);
+    cc.k.push_back(box.lb[st]);
+    cc.top.push_back(std::min(box.ub[st], hi[d]));
+  }
+  return cc;
+}
+
 std::vector<double> OpenTreeBound::ChunkCosts(const Box& box, int d, int klo, int khi,
                                               double rc) {
   constexpr double kNone = std::numeric_limits<double>::infinity();
   std::vector<double> g(khi - klo + 1, kNone);
-  std::vector<int> st(v), k(v), top(v);
-  for (int c = 0; c < v; ++c) {
-    st[c] = StageOf(cp.c.spec.placement, p, c, d);
-    k[c] = box.lb[st[c]];
-    top[c] = std::min(box.ub[st[c]], hi[d]);
-  }
+  ChunkCounts cc = CountsOf(box, d);
   const double speed_d = cp.pb.cluster.devices[d].speed;
-  for (;;) {
+  do {
     int sum = 0;
     double units = 0;
     for (int c = 0; c < v; ++c) {
-      sum += k[c];
-      units += k[c] * cost[st[c]];
+      sum += cc.k[c];
+      units += cc.k[c] * cost[cc.st[c]];
     }
     if (sum >= klo && sum <= khi) {
       const double r0 = RtAt(d, sum);
-      const Nanos r1 = chunks.Least(d, k);
+      const Nanos r1 = chunks.Least(d, cc.k);
       if (r0 != kNone && r1 < kInf) {
         const double r = std::max(r0, static_cast<double>(r1) / speed_d);
         g[sum - klo] = std::min(g[sum - klo], units + rc * r);
       }
     }
-    int c = 0;
-    while (c < v && k[c] == top[c]) {
-      k[c] = box.lb[st[c]];
-      ++c;
-    }
-    if (c == v) break;
-    ++k[c];
-  }
+  } while (cc.Next());
   return g;
 }
 

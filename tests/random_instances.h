@@ -1,8 +1,8 @@
 // Random search instances for the tests that check the search against the
 // exhaustive enumerator (tests/brute_force.h): test_search.cpp,
-// test_search_bounds.cpp. Instances are random but reproducible: each test
-// walks a fixed list of seeds, each seeding its own std::mt19937_64, and
-// prints the seed and the whole instance when a check fails. Peak memory does
+// test_search_bounds.cpp, test_bounds_*.cpp, test_search_target*.cpp.
+// Instances are random but reproducible: each test walks a fixed list of
+// seeds, each seeding its own std::mt19937_64, and prints the seed and the whole instance when a check fails. Peak memory does
 // not depend on timing (a device runs its list in order), so each instance is
 // enumerated once with unlimited memory and its capacities are then chosen
 // from the enumerated peaks, between the smallest and the largest, so that
@@ -40,6 +40,16 @@ inline int Uniform(std::mt19937_64& rng, int lo, int hi) {
 }
 inline bool Chance(std::mt19937_64& rng, double p) {
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng) < p;
+}
+// A layer of forward f, input-gradient backward 2f and activation act.
+inline Layer MakeLayer(const std::string& name, LayerKind kind, Nanos f, Bytes act) {
+  Layer l;
+  l.name = name;
+  l.kind = kind;
+  l.forward = f;
+  l.backward_input = 2 * f;
+  l.activation = act;
+  return l;
 }
 
 struct InstanceOptions {

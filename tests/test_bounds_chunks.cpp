@@ -15,19 +15,17 @@
 #include <vector>
 
 #include "brute_force.h"
+#include "random_instances.h"
 
 namespace ppb {
 namespace {
 
 using brute::Capacities;
+using brute::Uniform;
 using brute::Describe;
 using brute::Enumerate;
 using brute::Optimum;
 using brute::Point;
-
-int Uniform(std::mt19937_64& rng, int lo, int hi) {
-  return std::uniform_int_distribution<int>(lo, hi)(rng);
-}
 
 // An embedding, p*v (+0..1) decoders with three recompute modes, a head.
 SearchProblem RandomThreeModeStack(std::mt19937_64& rng) {

@@ -16,19 +16,17 @@
 #include <vector>
 
 #include "brute_force.h"
+#include "random_instances.h"
 
 namespace ppb {
 namespace {
 
 using brute::Capacities;
+using brute::Uniform;
 using brute::Describe;
 using brute::Enumerate;
 using brute::Optimum;
 using brute::Point;
-
-int Uniform(std::mt19937_64& rng, int lo, int hi) {
-  return std::uniform_int_distribution<int>(lo, hi)(rng);
-}
 
 // Decoders between an embedding and a head; each decoder offers a
 // selective and a full recompute (keeping 1/2 and 1/8 of its activation);

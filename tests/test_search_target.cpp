@@ -17,6 +17,7 @@
 #include "app_helpers.h"
 #include "apps/output/emit.h"
 #include "brute_force.h"
+#include "random_instances.h"
 #include "search/deployable.h"
 #include "search/search.h"
 
@@ -27,20 +28,6 @@ using namespace brute;  // NOLINT: the enumerator is what these tests compare to
 
 constexpr Nanos kUs = 1000;
 constexpr Bytes kMiB = Bytes{1} << 20;
-
-int Uniform(std::mt19937_64& rng, int lo, int hi) {
-  return std::uniform_int_distribution<int>(lo, hi)(rng);
-}
-
-Layer MakeLayer(const std::string& name, LayerKind kind, Nanos f, Bytes act) {
-  Layer l;
-  l.name = name;
-  l.kind = kind;
-  l.forward = f;
-  l.backward_input = 2 * f;
-  l.activation = act;
-  return l;
-}
 
 // Embedding, 2..5 body layers (decoder, some MoE with other costs),
 // optionally an MTP layer, head; p = 2, v = 1 (1f1b) or 2 (interleaved);

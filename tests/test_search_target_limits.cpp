@@ -19,6 +19,7 @@
 
 #include "app_helpers.h"
 #include "brute_force.h"
+#include "random_instances.h"
 #include "search/deployable.h"
 #include "search/search.h"
 
@@ -29,20 +30,6 @@ using namespace brute;  // NOLINT: the enumerator is what these tests compare to
 
 constexpr Nanos kUs = 1000;
 constexpr Bytes kMiB = Bytes{1} << 20;
-
-int Pick(std::mt19937_64& rng, int lo, int hi) {
-  return std::uniform_int_distribution<int>(lo, hi)(rng);
-}
-
-Layer MakeLayer(const std::string& name, LayerKind kind, Nanos f, Bytes act) {
-  Layer l;
-  l.name = name;
-  l.kind = kind;
-  l.forward = f;
-  l.backward_input = 2 * f;
-  l.activation = act;
-  return l;
-}
 
 // Embedding, `decoders` decoders offering full (and selective when asked),
 // head.
@@ -129,12 +116,12 @@ TEST_CASE("search.target megatron: a choice Megatron's micro-batch group rule re
 // Random small framework-shaped problems (embedding, 2..4 decoders with
 // full and maybe selective, head; p = 2; 1f1b or interleaved v = 2).
 SearchProblem RandomProblem(std::mt19937_64& rng) {
-  const int decoders = Pick(rng, 2, 4);
-  SearchProblem pr = FixedProblem(Model(decoders, Pick(rng, 1, 3) * kUs, Pick(rng, 1, 4) * kMiB,
-                                        Pick(rng, 0, 1) == 1),
-                                  2, 2 * Pick(rng, 1, 2), brute::kUnlimited);
-  for (Layer& l : pr.layers) l.static_memory = Pick(rng, 0, 2) * kMiB;
-  const bool v2 = decoders >= 2 && Pick(rng, 0, 2) == 0;
+  const int decoders = Uniform(rng, 2, 4);
+  SearchProblem pr = FixedProblem(Model(decoders, Uniform(rng, 1, 3) * kUs, Uniform(rng, 1, 4) * kMiB,
+                                        Uniform(rng, 0, 1) == 1),
+                                  2, 2 * Uniform(rng, 1, 2), brute::kUnlimited);
+  for (Layer& l : pr.layers) l.static_memory = Uniform(rng, 0, 2) * kMiB;
+  const bool v2 = decoders >= 2 && Uniform(rng, 0, 2) == 0;
   pr.choices = {v2 ? ScheduleChoice{"interleaved", 2, {}} : ScheduleChoice{"1f1b", 1, {}}};
   return pr;
 }
@@ -191,31 +178,31 @@ TEST_CASE("search.target: when nothing deployable fits, the least capacity at wh
 // `n` devices whose order the search decides, on a framework-shaped model.
 SearchProblem RandomPlacement(std::mt19937_64& rng, int n) {
   SearchProblem pr;
-  pr.layers = Model(Pick(rng, n - 1, n), Pick(rng, 1, 3) * 100 * kUs, Pick(rng, 1, 4) * kMiB,
-                    Pick(rng, 0, 1) == 1);
+  pr.layers = Model(Uniform(rng, n - 1, n), Uniform(rng, 1, 3) * 100 * kUs, Uniform(rng, 1, 4) * kMiB,
+                    Uniform(rng, 0, 1) == 1);
   for (Layer& l : pr.layers) {
-    l.static_memory = Pick(rng, 1, 3) * kMiB;
-    l.output_bytes = Pick(rng, 1, 8) * (kMiB / 4);
+    l.static_memory = Uniform(rng, 1, 3) * kMiB;
+    l.output_bytes = Uniform(rng, 1, 8) * (kMiB / 4);
   }
   pr.p = n;
-  pr.m = Pick(rng, 2, 4);
+  pr.m = Uniform(rng, 2, 4);
   Topology& t = pr.topology;
   const double speeds[] = {0.5, 1.0, 2.0};
   for (int i = 0; i < 2; ++i) {
     DeviceType dt;
     dt.name = "t" + std::to_string(i);
-    dt.speed = speeds[Pick(rng, 0, 2)];
+    dt.speed = speeds[Uniform(rng, 0, 2)];
     dt.memory_capacity = kUnlimited / 4;
     t.types.push_back(dt);
   }
-  const int nodes = Pick(rng, 1, 2);
+  const int nodes = Uniform(rng, 1, 2);
   for (int k = 0; k < nodes; ++k) t.node_names.push_back("n" + std::to_string(k));
   for (int d = 0; d < n; ++d) {
-    t.device_type.push_back(Pick(rng, 0, 1));
-    t.device_node.push_back(Pick(rng, 0, nodes - 1));
+    t.device_type.push_back(Uniform(rng, 0, 1));
+    t.device_node.push_back(Uniform(rng, 0, nodes - 1));
   }
   t.intra_node = Link{1000, 100'000'000'000};
-  t.inter_node = Link{Pick(rng, 10, 200) * 1000, Pick(rng, 1, 4) * 1'000'000'000LL};
+  t.inter_node = Link{Uniform(rng, 10, 200) * 1000, Uniform(rng, 1, 4) * 1'000'000'000LL};
   pr.choices = {ScheduleChoice{"1f1b", 1, {}}};
   pr.given_placement.resize(static_cast<size_t>(n));
   std::iota(pr.given_placement.begin(), pr.given_placement.end(), 0);
@@ -230,7 +217,7 @@ SearchProblem RandomPlacement(std::mt19937_64& rng, int n) {
     lo = std::min(lo, pt.max_peak);
     hi = std::max(hi, pt.max_peak);
   }
-  for (DeviceType& dt : t.types) dt.memory_capacity = lo + (hi - lo) * Pick(rng, 1, 4) / 4;
+  for (DeviceType& dt : t.types) dt.memory_capacity = lo + (hi - lo) * Uniform(rng, 1, 4) / 4;
   pr.cluster = ClusterFor(t, pr.given_placement);
   return pr;
 }
@@ -306,8 +293,8 @@ TEST_CASE("search.target megatron: settings searched best bound first, pruned by
     const std::uint64_t seed = 9900 + 7 * static_cast<std::uint64_t>(i);
     std::mt19937_64 rng(seed);
     // Six decoders: settings none, selective, uniform and block 1..5.
-    SearchProblem pr = FixedProblem(Model(6, Pick(rng, 1, 3) * kUs, Pick(rng, 2, 4) * kMiB, true),
-                                    2, 2 * Pick(rng, 1, 2), kUnlimited);
+    SearchProblem pr = FixedProblem(Model(6, Uniform(rng, 1, 3) * kUs, Uniform(rng, 2, 4) * kMiB, true),
+                                    2, 2 * Uniform(rng, 1, 2), kUnlimited);
     pr.choices = {ScheduleChoice{"1f1b", 1, {}}};
     const std::vector<Point> points = Enumerate(pr);
     std::vector<Bytes> peaks;
@@ -315,7 +302,7 @@ TEST_CASE("search.target megatron: settings searched best bound first, pruned by
       if (PointDeployable(DeployTarget::Megatron, pr, pt)) peaks.push_back(pt.max_peak);
     }
     std::sort(peaks.begin(), peaks.end());
-    const Bytes cap = peaks[static_cast<size_t>(Pick(rng, 0, static_cast<int>(peaks.size()) - 1))];
+    const Bytes cap = peaks[static_cast<size_t>(Uniform(rng, 0, static_cast<int>(peaks.size()) - 1))];
     for (Device& d : pr.cluster.devices) d.memory_capacity = cap;
     INFO("seed " << seed << "\n" << Describe(pr));
     std::optional<Objective> optimum;
