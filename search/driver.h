@@ -40,7 +40,9 @@ constexpr const char* kNothingEvaluated = "time limit: nothing evaluated";
 // or whose simulation disagrees with the search's (feasible, time, max
 // peak, recomputed layers: what Better ranks), is dropped, and the
 // returned note says which and why: the search's proof was made with the
-// search's own numbers, so the caller must then not claim it. Empty when
+// search's own numbers, so the caller must then not claim it. A simulation
+// `evaluate` stopped at the deadline (kTimeLimitKey) ends it: the best then
+// keeps the search's own figures and the note is "time limit". Empty when
 // every strategy was simulated again and agrees.
 std::string ResimulateTop(std::vector<Candidate>& top, const SearchOptions& options,
                           const std::function<Result<Candidate>(const Candidate&)>& evaluate,

@@ -96,8 +96,11 @@ std::string ResimulateTop(std::vector<Candidate>& top, const SearchOptions& opti
     longest = std::max(longest, Clock::now() - now);
     if (!e.ok() && e.error().key == kTimeLimitKey) {
       // Stopped at the deadline: the best keeps the search's own
-      // simulation of it (the result is not proved anyway); no others.
-      if (i == 0) kept.push_back(top[i]);
+      // simulation of it, unchecked, so nothing is proved; no others.
+      if (i == 0) {
+        kept.push_back(top[i]);
+        if (note.empty()) note = "time limit";
+      }
       break;
     }
     std::string why;

@@ -178,6 +178,10 @@ Result<SearchResult> MergeParts(const SearchProblem& problem, const SearchOption
     res.gap = static_cast<double>(res.best.makespan - res.lower_bound) /
               static_cast<double>(res.best.makespan);
   }
+  // A part that evaluated nothing speaks for all only when none did.
+  if (reason == search_detail::kNothingEvaluated && (res.found || res.evaluations > 0)) {
+    reason = "time limit";
+  }
   res.stop_reason = all_closed ? (res.found ? "proved optimal" : "proved infeasible") : reason;
   if (!res.found && !problem.search_placement && options.min_capacity) {
     bool cut = false;

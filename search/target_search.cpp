@@ -214,6 +214,10 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
               static_cast<double>(res.best.makespan);
   }
   if (all_closed) res.stop_reason = res.found ? "proved optimal" : "proved infeasible";
+  // A first setting that evaluated nothing speaks for all only when none did.
+  if (res.stop_reason == kNothingEvaluated && (res.found || res.evaluations > 0)) {
+    res.stop_reason = "time limit";
+  }
   // Each time the best over the settings improved.
   std::sort(improvements.begin(), improvements.end());
   for (const auto& x : improvements) {

@@ -142,8 +142,10 @@ TEST_CASE("deadline: a target search past its deadline searches one setting",
   CHECK(checked > 0);
 }
 
-// The tiny config with m micro-batches: 2 stages x m x 3 op kinds counted
-// against Engine::kDeadlineCheckOps (65,536) when m = 12,000.
+// The tiny config (4 identical layers, 2 ranks, 1F1B) with m micro-batches:
+// at m = 20,000 its program has 2 x 2 x m = 80,000 ops, over
+// Engine::kDeadlineCheckOps (65,536), so the setup and the engine look at the
+// clock.
 SearchProblem TinyProblem(int m, const std::string& extra = "") {
   std::string text(test::kTinySearchConfig);
   const std::string from = "microbatches: 4";
@@ -157,7 +159,7 @@ SearchProblem TinyProblem(int m, const std::string& extra = "") {
 
 TEST_CASE("deadline: a large search past its deadline evaluates nothing and says so",
           "[search][limits]") {
-  const SearchProblem problem = TinyProblem(12000);
+  const SearchProblem problem = TinyProblem(20000);
   // Without a limit it has an answer (so "nothing" below is the clock's).
   SearchOptions free;
   free.threads = 1;
@@ -189,18 +191,17 @@ TEST_CASE("deadline: a large search past its deadline evaluates nothing and says
 }
 
 TEST_CASE("deadline: a simulation running at its deadline is stopped", "[search][limits]") {
-  const SearchProblem big = TinyProblem(12000);
+  const SearchProblem big = TinyProblem(20000);
   const Strategy even = EvenStrategy(big.layers, big.p, 1);
   const auto past = std::chrono::steady_clock::now() - std::chrono::seconds(1);
   const Result<Candidate> stopped = Evaluate(big, 0, even, {}, past);
   REQUIRE_FALSE(stopped.ok());
   CHECK(stopped.error().key == kTimeLimitKey);
-  // Without a deadline it runs: 12,000 micro-batches of 3 ms on each of two
-  // ranks (1 ms forward + 2 ms backward per layer, 2 layers a rank) take
-  // 12,000 x 6 ms plus the fill and drain of one micro-batch (2 + 4 ms).
+  // Without a deadline it runs: 1F1B over 2 uniform ranks of 2 layers
+  // (1 ms forward + 2 ms backward each) takes (m + p - 1) x 6 ms.
   const Result<Candidate> done = Evaluate(big, 0, even);
   REQUIRE(done.ok());
-  CHECK(done->makespan == Nanos{12000} * 6'000'000 + 6'000'000);
+  CHECK(done->makespan == Nanos{20001} * 6'000'000);
   // A small one ends whatever the clock says.
   const SearchProblem small = TinyProblem(4);
   CHECK(Evaluate(small, 0, EvenStrategy(small.layers, small.p, 1), {}, past).ok());
@@ -242,7 +243,9 @@ TEST_CASE("contexts: one set serves every phase of a search and the searches aft
   o.target = DeployTarget::Any;
   const SearchResult any = *Search(*problem, o);
   CHECK(any.proved_infeasible);
-  CHECK(any.min_capacity_needed == r.min_capacity_needed);
+  // Every recompute a framework can express is a per-layer choice too.
+  CHECK(any.min_capacity_needed > 0);
+  CHECK(any.min_capacity_needed <= r.min_capacity_needed);
   CHECK(o.contexts->built() == 2);
   // Another problem is served apart and leaves the cache as it was.
   const SearchProblem other = TinyProblem(4);
