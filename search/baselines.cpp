@@ -38,7 +38,8 @@ std::vector<Baseline> Baselines(const SearchProblem& problem, int choice,
       out.push_back(std::move(b));
       return;
     }
-    auto c = Evaluate(problem, choice, *st);
+    // Stopped at the deadline: not simulated (the error says so).
+    auto c = Evaluate(problem, choice, *st, {}, deadline);
     expect = std::max(expect, Clock::now() - now);
     if (!c.ok()) {
       b.why_not = c.error().message;
@@ -131,8 +132,12 @@ std::vector<Baseline> Baselines(const SearchProblem& problem, int choice,
         break;
       }
       const ScheduleChoice& other = problem.choices[static_cast<size_t>(k)];
-      auto c = Evaluate(problem, k, EvenStrategy(problem.layers, p, other.v));
+      auto c = Evaluate(problem, k, EvenStrategy(problem.layers, p, other.v), {}, deadline);
       expect = std::max(expect, Clock::now() - now);
+      if (!c.ok() && c.error().key == kTimeLimitKey) {
+        if (!b.applicable) b.why_not = c.error().message;
+        break;
+      }
       if (!c.ok()) continue;  // a split or schedule this choice refuses
       if (!b.applicable || Better(*c, b.candidate)) {
         b.applicable = true;

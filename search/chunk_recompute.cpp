@@ -96,7 +96,7 @@ void ChunkRecompute::Prepare(int d) {
   // layers'). Moments that another of the same chunk covers componentwise
   // cannot set the peak (every stash is >= 0): drop them.
   std::set<std::pair<int, std::vector<int>>> unique;
-  for (const Moment& mo : cp_.c.profile.moments[d]) {
+  for (const Moment& mo : cp_.c.profile->moments[d]) {
     std::vector<int> n = mo.counts;
     if (mo.forward) ++n[mo.chunk];
     unique.emplace(mo.chunk, std::move(n));

@@ -77,7 +77,7 @@ Bytes ChoiceProblem::DevicePeak(int d, const std::vector<const StageFixed*>& fx,
   Bytes stat = 0;
   for (int cc = 0; cc < c.v; ++cc) stat += fx[cc]->static_mem;
   Bytes best = stat;
-  for (const Moment& mo : c.profile.moments[d]) {
+  for (const Moment& mo : c.profile->moments[d]) {
     Bytes x = stat;
     for (int cc = 0; cc < c.v; ++cc) {
       x += static_cast<Bytes>(mo.counts[cc]) * pts[cc]->stash +

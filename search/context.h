@@ -3,7 +3,10 @@
 // Contract: ChoiceContext is one schedule choice made concrete (its program,
 // a template PipelineSpec with the cluster's placement, links and
 // capacities, and the program's memory profile); it is built once per
-// choice (MakeContext) and only read afterwards. StageFixed is what a stage
+// choice and problem (MakeContext, kept by a ContextCache: context_cache.h)
+// and only read afterwards. Its program and profile (O(p m) each) are
+// shared, immutable, by every copy, so a copy (a searcher's, one with other
+// capacities) costs O(p + S), and threads may read them at once. StageFixed is what a stage
 // costs on its device apart from recompute. ChoiceProblem is everything
 // the search of one choice on one cluster reads and never writes (the
 // problem, the options, the context, sums over the layers), passed
@@ -16,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,9 +39,9 @@ struct ChoiceContext {
   int index = 0;
   ScheduleChoice choice;
   int p = 1, v = 1, m = 1, S = 1, L = 0;
-  Program program;
+  std::shared_ptr<const Program> program;  // never null in a built context
   PipelineSpec spec;  // template: shape, placement, links, capacities
-  MemoryProfile profile;
+  std::shared_ptr<const MemoryProfile> profile;  // never null in a built context
   // The program splits backwards (I and W ops: the zero-bubble schedules).
   // A device's last op may then be a W that nothing follows, and one
   // micro-batch's chain runs through I's only: the bounds drop their tail

@@ -12,20 +12,25 @@
 #include <vector>
 
 #include "search/context.h"
+#include "search/context_cache.h"
 
 namespace ppb::search_detail {
 
-Result<ChoiceContext> MakeContext(const SearchProblem& pb, int index);
-
-// The contexts of the choices the schedules accept; the first refusal when
-// they accept none. With `options`, past its deadline no more are made (one
-// at least is), and *cut (when given) is set.
-Result<std::vector<ChoiceContext>> MakeContexts(const SearchProblem& problem,
-                                                const SearchOptions* options = nullptr,
-                                                bool* cut = nullptr);
-
-// The search on the problem's own cluster (no placement decision).
+// The search on the problem's own cluster (no placement decision). When the
+// deadline leaves no time to prepare a choice or to run one simulation of
+// the problem, it answers "time limit: nothing evaluated" (nothing found,
+// nothing proved, bound 0).
 Result<SearchResult> SearchFixed(const SearchProblem& problem, const SearchOptions& options);
+
+// Evaluate (search.h), simulating `program` when given (the search's own
+// for the choice: its context's) instead of one generated here.
+Result<Candidate> Simulate(const SearchProblem& problem, int choice, const Strategy& strategy,
+                           const Placement& placement, Clock::time_point deadline,
+                           const Program* program);
+
+// That answer: nothing evaluated before the time limit.
+SearchResult NothingEvaluated(const SearchOptions& options);
+constexpr const char* kNothingEvaluated = "time limit: nothing evaluated";
 
 // Simulates the strategies of `top` (best first) again by `evaluate`
 // (Evaluate, or a stand-in in tests) and replaces each by what it gives;
@@ -35,7 +40,9 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem, const SearchOptio
 // or whose simulation disagrees with the search's (feasible, time, max
 // peak, recomputed layers: what Better ranks), is dropped, and the
 // returned note says which and why: the search's proof was made with the
-// search's own numbers, so the caller must then not claim it. Empty when
+// search's own numbers, so the caller must then not claim it. A simulation
+// `evaluate` stopped at the deadline (kTimeLimitKey) ends it: the best then
+// keeps the search's own figures and the note is "time limit". Empty when
 // every strategy was simulated again and agrees.
 std::string ResimulateTop(std::vector<Candidate>& top, const SearchOptions& options,
                           const std::function<Result<Candidate>(const Candidate&)>& evaluate,

@@ -217,6 +217,7 @@ void Searcher::LocalSearch(std::vector<int> split, std::mt19937_64& rng,
   const bool timed = cp_.opt.deadline != Clock::time_point::max();
   Clock::duration per_sim{0};
   auto climb = [&](std::vector<int> cur) {
+    if (interrupted) return;  // a simulation no longer fits before the deadline
     Candidate best;
     const auto t_first = Clock::now();
     if (!eval(cur, best)) best.feasible = false;

@@ -577,25 +577,43 @@ void Searcher::ToCandidate(Strategy st, int recomputed, const SimResult& sim, Ca
   cand.devices = sim.devices;
 }
 
+bool Searcher::Finished(const SimResult& sim) {
+  if (sim.outcome != Outcome::Interrupted) {
+    ++evaluations;
+    return true;
+  }
+  interrupted = true;
+  limits.hit = true;
+  limits.stop_reason = "time limit";
+  return false;
+}
+
+// An interrupted run gives an infeasible candidate (ToCandidate), which
+// is never offered.
 void Searcher::SimulateChosen(const std::vector<int>& split, Candidate* out) {
   Strategy st;
   int recomputed = 0;
   BuildChosen(split, work_spec_, st, recomputed);
-  ++evaluations;
   SimOptions so;
   so.record_ops = false;
-  engine_.RunInto(work_spec_, cp_.c.program, so, sim_);
+  so.deadline = sim_deadline_;
+  engine_.RunInto(work_spec_, *cp_.c.program, so, sim_);
+  Finished(sim_);
   ToCandidate(std::move(st), recomputed, sim_, out);
 }
 
 void Searcher::RunBatch(std::vector<BatchSlot>& batch) {
-  evaluations += static_cast<std::int64_t>(batch.size());
   SimOptions so;
   so.record_ops = false;
+  so.deadline = sim_deadline_;
   const int threads = std::max(1, std::min<int>(cp_.opt.threads, static_cast<int>(batch.size())));
+  const auto count = [&] {
+    for (const BatchSlot& slot : batch) Finished(slot.sim);
+  };
   // Below a few thousand ops a run takes microseconds: threads cost more.
-  if (threads == 1 || cp_.c.program.total_ops() < 4096) {
-    for (BatchSlot& slot : batch) engine_.RunInto(slot.spec, cp_.c.program, so, slot.sim);
+  if (threads == 1 || cp_.c.program->total_ops() < 4096) {
+    for (BatchSlot& slot : batch) engine_.RunInto(slot.spec, *cp_.c.program, so, slot.sim);
+    count();
     return;
   }
   if (static_cast<int>(batch_engines_.size()) < threads) batch_engines_.resize(threads);
@@ -603,11 +621,12 @@ void Searcher::RunBatch(std::vector<BatchSlot>& batch) {
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t]() {
       for (size_t k = t; k < batch.size(); k += threads) {
-        batch_engines_[t].RunInto(batch[k].spec, cp_.c.program, so, batch[k].sim);
+        batch_engines_[t].RunInto(batch[k].spec, *cp_.c.program, so, batch[k].sim);
       }
     });
   }
   for (auto& th : pool) th.join();
+  count();
 }
 
 }  // namespace ppb::search_detail

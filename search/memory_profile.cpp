@@ -2,6 +2,7 @@
 #include "search/memory_profile.h"
 
 #include <algorithm>
+#include <set>
 
 namespace ppb::search_detail {
 
@@ -12,11 +13,18 @@ MemoryProfile BuildProfile(const PipelineSpec& spec, const Program& program,
   prof.release_at_i = release_at_i;
   prof.moments.resize(spec.p);
   for (int d = 0; d < spec.p; ++d) {
-    std::vector<int> counts(spec.v, 0), held(spec.v, 0);
-    std::vector<Moment> all;
+    // The distinct moments, sorted: a device runs O(v m) ops but meets few
+    // distinct moments (O(p v) in the usual schedules), so each op only
+    // looks its moment up and a new one alone is copied.
+    std::set<Moment> distinct;
+    Moment now{std::vector<int>(spec.v, 0), std::vector<int>(spec.v, 0), 0, false};
+    std::vector<int>& counts = now.counts;
+    std::vector<int>& held = now.held;
     for (const Op& op : program.ops[d]) {
       const int c = op.stage.value / spec.p;
-      all.push_back(Moment{counts, held, c, op.kind == OpKind::F});
+      now.chunk = c;
+      now.forward = op.kind == OpKind::F;
+      if (distinct.find(now) == distinct.end()) distinct.insert(now);
       switch (op.kind) {
         case OpKind::F: ++counts[c]; break;
         case OpKind::B: --counts[c]; break;
@@ -32,12 +40,7 @@ MemoryProfile BuildProfile(const PipelineSpec& spec, const Program& program,
           break;
       }
     }
-    std::sort(all.begin(), all.end());
-    all.erase(std::unique(all.begin(), all.end(),
-                          [](const Moment& a, const Moment& b) {
-                            return !(a < b) && !(b < a);
-                          }),
-              all.end());
+    const std::vector<Moment> all(distinct.begin(), distinct.end());
     // Drop moments dominated by another of the same chunk and kind.
     std::vector<Moment> keep;
     for (size_t i = 0; i < all.size(); ++i) {

@@ -561,9 +561,9 @@ bool OpenTreeBound::CriticalPathAt(const std::vector<double>& x, Path* P) {
   }
   SimOptions so;
   so.record_ops = true;
-  const SimResult r = engine.Run(*spec, cp.c.program, so);
+  const SimResult r = engine.Run(*spec, *cp.c.program, so);
   if (r.outcome == Outcome::Deadlock) return false;
-  *P = PathOf(cp, CriticalPath(*spec, cp.c.program, r));
+  *P = PathOf(cp, CriticalPath(*spec, *cp.c.program, r));
   return true;
 }
 

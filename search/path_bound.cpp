@@ -93,7 +93,7 @@ std::vector<Path> BuildPaths(const ChoiceProblem& cp) {
     paths.push_back(std::move(P));
   }
   for (int d = 0; d < p; ++d) {
-    const std::vector<Op>& ops = cp.c.program.ops[d];
+    const std::vector<Op>& ops = cp.c.program->ops[d];
     if (ops.empty()) continue;
     for (int c = 0; c < cp.c.v; ++c) {
       const int sigma = StageOf(cp.c.spec.placement, p, c, d);

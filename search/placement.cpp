@@ -123,6 +123,7 @@ void PlacementSearcher::Leaf(const Placement& order, Nanos bound, std::int64_t b
   }
   o.node_limit = budget > 0 ? (nodes_left != 0 ? std::min(budget, nodes_left) : budget) : nodes_left;
   if (o.node_limit < 0) o.node_limit = -1;
+  o.contexts = nullptr;  // the order's problem is not the one the cache serves
   Result<SearchResult> r = SearchFixed(q, o);
   if (budget <= 0) ++searched_;
   if (!r.ok()) {  // a schedule refused p/v/m: the same for every order
@@ -144,7 +145,8 @@ void PlacementSearcher::Leaf(const Placement& order, Nanos bound, std::int64_t b
   }
   seen_[key] = true;
   if (!closed) {
-    if (r->stop_reason == "node limit" || r->stop_reason == "time limit") {
+    if (r->stop_reason == "node limit" || r->stop_reason == "time limit" ||
+        r->stop_reason == kNothingEvaluated) {
       limits_.hit = true;
       limits_.stop_reason = r->stop_reason;
       open_bound_ = std::min(open_bound_, r->found ? r->lower_bound : bound);
@@ -372,11 +374,31 @@ Result<SearchResult> SearchPlacement(const SearchProblem& problem,
     return Error{"cluster", "the placement search needs one device per rank (" +
                                 std::to_string(problem.p) + ") and a given order"};
   }
-  Result<std::vector<ChoiceContext>> made = MakeContexts(problem);
+  // Choices left out at the deadline: none prepared is nothing evaluated;
+  // some, and the bounds over the orders miss the others (nothing proved,
+  // bound 0).
+  bool cut = false;
+  Result<std::vector<ChoiceContext>> made = MakeContexts(problem, options, &cut);
   if (!made.ok()) return made.error();
   std::vector<ChoiceContext> ctxs = std::move(made).value();
+  if (ctxs.empty()) {
+    SearchResult res = NothingEvaluated(options);
+    res.solve_time_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    return res;
+  }
   PlacementSearcher ps(problem, options, std::move(ctxs));
   SearchResult res = ps.Run();
+  // An order that evaluated nothing says so only when none did.
+  if (res.found && res.stop_reason == kNothingEvaluated) res.stop_reason = "time limit";
+  if (cut) {
+    res.proved_optimal = res.proved_infeasible = false;
+    res.lower_bound = 0;
+    res.part_bound = 0;
+    res.gap = res.found ? 1.0 : 0.0;
+    if (res.stop_reason == "proved optimal" || res.stop_reason == "proved infeasible") {
+      res.stop_reason = "time limit";
+    }
+  }
   res.solve_time_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return res;
 }

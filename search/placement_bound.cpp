@@ -54,7 +54,7 @@ Nanos PlacementSearcher::DecoderBound() const {
     double weight = std::numeric_limits<double>::infinity();
     for (int d = 0; d < c.p; ++d) {
       double mx = 0;
-      for (const Moment& mo : c.profile.moments[d]) {
+      for (const Moment& mo : c.profile->moments[d]) {
         mx = std::max(mx, static_cast<double>(*std::min_element(mo.counts.begin(), mo.counts.end())));
       }
       weight = std::min(weight, mx);

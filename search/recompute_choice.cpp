@@ -76,7 +76,7 @@ Bytes RecomputeChoice::DevicePeakLowerBound(int d, int assigned, const std::vect
     stat += fixed[s].static_mem;
   }
   Bytes best = stat;
-  for (const Moment& mo : cp_.c.profile.moments[d]) {
+  for (const Moment& mo : cp_.c.profile->moments[d]) {
     Bytes x = stat;
     for (int c = 0; c < cp_.c.v; ++c) {
       x += static_cast<Bytes>(mo.counts[c]) * stash[c] + static_cast<Bytes>(mo.held[c]) * held[c];

@@ -27,7 +27,7 @@ std::vector<double> StashWeights(const ChoiceContext& ctx, const SearchOptions& 
   const int p = ctx.p;
   std::vector<double> weight(p, 0.0);
   for (int d = 0; d < p; ++d) {
-    const auto& mos = ctx.profile.moments[d];
+    const auto& mos = ctx.profile->moments[d];
     double best = 0;
     if (ctx.v == 1) {
       for (const auto& mo : mos) best = std::max(best, static_cast<double>(mo.counts[0]));
@@ -285,7 +285,7 @@ std::vector<std::vector<Nanos>> RecomputeTable(const ChoiceProblem& cp, const La
   std::vector<int> most_nfloor(p, 0);
   auto build_floors = [&](int d) {  // once per rank whose row is computed
     const int v = cp.c.v;
-    for (const auto& mo : cp.c.profile.moments[d]) {
+    for (const auto& mo : cp.c.profile->moments[d]) {
       const std::vector<int>& cnt = mo.counts;
       MomentFloor f;
       long double x = 0;

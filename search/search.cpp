@@ -22,99 +22,6 @@
 
 namespace ppb::search_detail {
 
-Result<ChoiceContext> MakeContext(const SearchProblem& pb, int index) {
-  const ScheduleChoice& ch = pb.choices[index];
-  ChoiceContext c;
-  c.index = index;
-  c.choice = ch;
-  c.p = pb.p;
-  c.v = ch.v;
-  c.m = pb.m;
-  c.S = pb.p * ch.v;
-  c.L = static_cast<int>(pb.layers.size());
-  const ScheduleInfo* info = FindSchedule(ch.schedule);
-  if (info == nullptr) {
-    return Error{"search.schedules",
-                 "the search generates its programs: expected a registered "
-                 "schedule; got '" + ch.schedule + "'"};
-  }
-  // Template spec: shape, placement, links, capacities; costs filled per
-  // evaluation.
-  c.spec = PipelineSpec::Uniform(pb.p, ch.v, pb.m, 1, 1);
-  c.spec.comm = pb.comm;
-  if (info->placement == StagePlacement::V && ch.v == 2) {
-    c.spec.placement = StagePlacement::V;
-    c.spec.stage_device = StagePlacementDevices(StagePlacement::V, pb.p, ch.v);
-  }
-  if (static_cast<int>(pb.cluster.devices.size()) != pb.p ||
-      static_cast<int>(pb.cluster.links.size()) != pb.p) {
-    return Error{"cluster", "needs one device and one link per stage (" +
-                                std::to_string(pb.p) + ")"};
-  }
-  for (int d = 0; d < pb.p; ++d) {
-    c.spec.device_capacity[d] = pb.cluster.devices[d].memory_capacity;
-  }
-  c.spec.link_matrix = RingLinkMatrix(pb.p, pb.cluster.links);
-  // The adaptive schedules (zb-1p, zb-2p, zb-v) plan from costs: one order
-  // per choice, planned for the mean stage (below), with one unit of activation per
-  // micro-batch so that their limit counts micro-batches (k p of each
-  // rank's stage), which holds for every split. A limit in bytes depends
-  // on the split and cannot be kept by one order.
-  if (ch.schedule.rfind("zb-", 0) == 0) {
-    if (ch.params.activation_bytes > 0) {
-      return Error{"pipeline.activation_limit",
-                   "must be kp (k p micro-batches per rank) when searching "
-                   "with " + ch.schedule + ": one order serves every split; got " +
-                       std::to_string(ch.params.activation_bytes) + " bytes"};
-    }
-    // The order is planned for the mean stage of the model on each rank's
-    // device (the layers' F, I and W summed and shared evenly over the S
-    // stages) and the real links, so that it sees the model's F : I : W
-    // ratios and how long a message takes beside a stage's work.
-    long double f = 0, bi = 0, bw = 0;
-    for (const Layer& l : pb.layers) {
-      f += l.forward;
-      bi += l.backward_input;
-      bw += l.backward_weight;
-    }
-    for (int s = 0; s < c.S; ++s) {
-      StageCost& st = c.spec.stages[s];
-      const double speed = pb.cluster.devices[c.spec.stage_device[s].value].speed;
-      auto mean = [&](long double x) {
-        return std::max<Nanos>(1, std::llround(x / c.S / (speed > 0 ? speed : 1.0)));
-      };
-      st.forward = mean(f);
-      st.backward_input = mean(bi);
-      st.backward_weight = mean(bw);
-      st.activation = 1;
-    }
-  }
-  auto prog = info->generate(c.spec, ch.params);
-  if (!prog.ok()) return prog.error();
-  c.program = std::move(prog).value();
-  bool paired = false;
-  for (const std::vector<Op>& ops : c.program.ops) {
-    for (const Op& op : ops) {
-      c.split_backward = c.split_backward || op.kind == OpKind::I;
-      paired = paired || op.paired;
-    }
-  }
-  c.spec.fb_overlap_ppm = pb.fb_overlap_ppm;
-  if (paired && pb.fb_overlap_ppm > 0) {
-    c.bound_scale = 1.0 - static_cast<double>(pb.fb_overlap_ppm) / 1e6;
-  }
-  // Some layer frees part of its stash at the end of I (Lower() sets
-  // input_grad_release): the profile then counts it as the engine does.
-  bool release = false;
-  for (const Layer& l : pb.layers) {
-    Bytes most = l.activation;
-    for (const RecomputeOption& o : l.recompute) most = std::max(most, o.retained_activation);
-    release = release || l.HeldAfterInputGrad(most) < most;
-  }
-  c.profile = BuildProfile(c.spec, c.program, c.split_backward && release);
-  return c;
-}
-
 // Smallest uniform capacity at which some split fits, by bisection over an
 // exact feasibility search; the binding device is one that cannot fit that
 // split with a byte less. Past the deadline it stops: what it found is then
@@ -174,26 +81,6 @@ void MinCapacity(const SearchProblem& pb, const SearchOptions& options,
   }
 }
 
-Result<std::vector<ChoiceContext>> MakeContexts(const SearchProblem& problem,
-                                                const SearchOptions* options, bool* cut) {
-  std::vector<ChoiceContext> ctxs;
-  std::vector<Error> refused;
-  for (int i = 0; i < static_cast<int>(problem.choices.size()); ++i) {
-    if (options != nullptr && !ctxs.empty() && PastDeadline(*options)) {
-      if (cut != nullptr) *cut = true;
-      break;
-    }
-    auto c = MakeContext(problem, i);
-    if (!c.ok()) {
-      refused.push_back(c.error());
-      continue;
-    }
-    ctxs.push_back(std::move(c).value());
-  }
-  if (ctxs.empty()) return refused.front();
-  return ctxs;
-}
-
 std::string ResimulateTop(std::vector<Candidate>& top, const SearchOptions& options,
                           const std::function<Result<Candidate>(const Candidate&)>& evaluate,
                           double simulation_s) {
@@ -207,6 +94,15 @@ std::string ResimulateTop(std::vector<Candidate>& top, const SearchOptions& opti
     if (i > 0 && (now >= options.deadline || options.deadline - now < longest)) break;
     Result<Candidate> e = evaluate(top[i]);
     longest = std::max(longest, Clock::now() - now);
+    if (!e.ok() && e.error().key == kTimeLimitKey) {
+      // Stopped at the deadline: the best keeps the search's own
+      // simulation of it, unchecked, so nothing is proved; no others.
+      if (i == 0) {
+        kept.push_back(top[i]);
+        if (note.empty()) note = "time limit";
+      }
+      break;
+    }
     std::string why;
     if (!e.ok()) {
       why = "could not be simulated again (" + e.error().key + ": " + e.error().message + ")";
@@ -235,29 +131,48 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   if (problem.choices.empty()) {
     return Error{"search", "needs at least one schedule choice"};
   }
-  // Past the deadline no more choices are prepared (one at least is: an
-  // answer); those left out are not searched, so nothing is proved and
-  // they bound nothing.
+  // Past the deadline no more choices are prepared (a first small one
+  // still is: an answer; context_cache.h); those left out are not
+  // searched, so nothing is proved and they bound nothing. None prepared:
+  // nothing evaluated.
   bool choices_cut = false;
-  Result<std::vector<ChoiceContext>> made = MakeContexts(problem, &options, &choices_cut);
+  Result<std::vector<ChoiceContext>> made = MakeContexts(problem, options, &choices_cut);
   if (!made.ok()) return made.error();
   std::vector<ChoiceContext> ctxs = std::move(made).value();
+  auto nothing = [&](double simulation_s) {
+    SearchResult res = NothingEvaluated(options);
+    res.solve_time_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    res.simulation_s = simulation_s;
+    return res;
+  };
+  if (ctxs.empty()) return nothing(0);
 
   // With a deadline, one simulation of the problem (the even split of the
-  // first choice) is timed first, and the searchers stop kReserveSims times
-  // that before the deadline: a phase that starts just before it may still
-  // run a simulation or two (the first of a local search, the tie polish),
-  // the answer is simulated again, and freeing what they built takes about
-  // one more. The caller learns what one costs (simulation_s, for its
-  // baselines).
+  // first choice) is timed first (once per problem: the context cache
+  // keeps it), and the searchers stop kReserveSims times that before the
+  // deadline: a phase that starts just before it may still run a
+  // simulation or two (the first of a local search, the tie polish), the
+  // answer is simulated again, and freeing what they built takes about one
+  // more. The caller learns what one costs (simulation_s, for its
+  // baselines). That simulation stops at the deadline too: then nothing is
+  // evaluated.
   SearchOptions searchers_options = options;
   double simulation_s = 0;
   if (options.deadline != Clock::time_point::max()) {
-    const auto t = Clock::now();
     const ChoiceContext& c0 = ctxs.front();
-    (void)Evaluate(problem, c0.index, EvenStrategy(problem.layers, problem.p, c0.v));
-    const auto took = Clock::now() - t;
-    simulation_s = std::chrono::duration<double>(took).count();
+    simulation_s =
+        options.contexts != nullptr ? options.contexts->SimulationSeconds(problem) : 0;
+    if (simulation_s <= 0) {
+      const auto t = Clock::now();
+      const Result<Candidate> timed =
+          Simulate(problem, c0.index, EvenStrategy(problem.layers, problem.p, c0.v), {},
+                   options.deadline, c0.program.get());
+      simulation_s = std::chrono::duration<double>(Clock::now() - t).count();
+      if (!timed.ok() && timed.error().key == kTimeLimitKey) return nothing(simulation_s);
+      if (options.contexts != nullptr) options.contexts->SetSimulationSeconds(problem, simulation_s);
+    }
+    const auto took = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(simulation_s));
     constexpr int kReserveSims = 6;
     searchers_options.deadline = options.deadline - kReserveSims * took;
     // The open-tree bound (TotalsPathBound) runs its first round of
@@ -314,6 +229,9 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   std::vector<std::unique_ptr<Searcher>> searchers;
   for (int i = 0; i < n; ++i) {
     searchers.push_back(std::make_unique<Searcher>(problem, opts[i], ctxs[i]));
+    // Simulations may run to the search's own deadline (not the phases'
+    // earlier one): one still running there is stopped.
+    searchers.back()->SimulateUntil(options.deadline);
   }
   // Under a share, choice i is unit i: searched here only when granted.
   std::vector<char> mine(searchers.size(), 1);
@@ -399,7 +317,7 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   // simulation seen) is dropped, the best never.
   const std::string resimulated =
       ResimulateTop(res.top, options, [&](const Candidate& c) {
-        return Evaluate(problem, c.choice, c.strategy);
+        return Evaluate(problem, c.choice, c.strategy, {}, options.deadline);
       }, simulation_s);
   if (!resimulated.empty()) all_closed = false;
   res.found = !res.top.empty();
@@ -423,15 +341,85 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
     if (!s->closed && reason.empty()) reason = s->limits.stop_reason;
   }
   if (!resimulated.empty()) reason = resimulated;
+  // Not one simulation ended before the deadline.
+  bool cut_short = false;
+  for (auto& s : searchers) cut_short = cut_short || s->interrupted;
+  if (cut_short && !res.found && res.evaluations == 0) reason = kNothingEvaluated;
   res.stop_reason = all_closed ? (res.found ? "proved optimal" : "proved infeasible")
                                : reason;
   if (!res.found && options.min_capacity && options.share == nullptr) {
     MinCapacity(problem, searchers_options, ctxs, res);
+    // Choices left out may fit with less.
+    res.min_capacity_cut = res.min_capacity_cut || choices_cut;
+    if (choices_cut) res.binding_device = -1;
     res.lower_bound = 0;
   }
   res.solve_time_s = std::chrono::duration<double>(Clock::now() - t0).count();
   res.simulation_s = simulation_s;
   return res;
+}
+
+SearchResult NothingEvaluated(const SearchOptions& options) {
+  SearchResult res;
+  res.stop_reason = kNothingEvaluated;
+  res.part_bound = 0;  // everything is still open
+  // The least capacity was not looked for either.
+  res.min_capacity_cut = options.min_capacity && options.share == nullptr;
+  return res;
+}
+
+Result<Candidate> Simulate(const SearchProblem& problem, int choice, const Strategy& strategy,
+                           const Placement& placement, Clock::time_point deadline,
+                           const Program* program) {
+  if (choice < 0 || choice >= static_cast<int>(problem.choices.size())) {
+    return Error{"search", "no schedule choice " + std::to_string(choice)};
+  }
+  if (!placement.empty() && !IsPlacement(problem.topology, placement)) {
+    return Error{"search", "the placement is not a permutation of the devices"};
+  }
+  const ScheduleChoice& ch = problem.choices[choice];
+  const Cluster placed =
+      placement.empty() ? Cluster{} : ClusterFor(problem.topology, placement);
+  const ScheduleInfo* info = FindSchedule(ch.schedule);
+  if (info == nullptr) {
+    return Error{"search.schedules", "unknown schedule '" + ch.schedule + "'"};
+  }
+  auto spec = Lower(problem.layers, placement.empty() ? problem.cluster : placed,
+                    PipelineShape{problem.p, ch.v, problem.m, problem.comm,
+                                  info->placement, problem.fb_overlap_ppm},
+                    strategy, problem.allow_empty_chunks);
+  if (!spec.ok()) return spec.error();
+  std::shared_ptr<const Program> made;
+  if (program == nullptr && ch.schedule.rfind("zb-", 0) == 0) {
+    // The one order the search ran for this choice (MakeContext), so that
+    // reported times are those it ranked and bounded.
+    Result<ChoiceContext> ctx = MakeContext(problem, choice);
+    if (!ctx.ok()) return ctx.error();
+    made = ctx->program;
+  } else if (program == nullptr) {
+    Result<Program> prog = info->generate(*spec, ch.params);
+    if (!prog.ok()) return prog.error();
+    made = std::make_shared<const Program>(std::move(prog).value());
+  }
+  Engine engine;
+  SimOptions so;
+  so.record_ops = false;
+  so.deadline = deadline;
+  const SimResult r = engine.Run(*spec, program != nullptr ? *program : *made, so);
+  if (r.outcome == Outcome::Interrupted) {
+    return Error{kTimeLimitKey, "not simulated: the time limit had passed"};
+  }
+  Candidate c;
+  c.choice = choice;
+  c.strategy = strategy;
+  c.makespan = r.makespan;
+  c.bubble_fraction = r.bubble_fraction();
+  for (const auto& d : r.devices) c.max_peak = std::max(c.max_peak, d.peak_memory);
+  for (auto x : strategy.recompute) c.recomputed_layers += x != 0;
+  c.feasible = r.outcome == Outcome::Ok;
+  c.devices = r.devices;
+  c.placement = placement;
+  return c;
 }
 
 }  // namespace ppb::search_detail
@@ -459,6 +447,9 @@ Result<SearchResult> Search(const SearchProblem& problem,
                          std::chrono::duration<double>(options.time_limit_s));
     timed.deadline = std::min(timed.deadline, end);
   }
+  // Every phase of this search shares one set of contexts (the caller's
+  // when it gave one).
+  if (timed.contexts == nullptr) timed.contexts = NewContextCache();
   if (timed.target != DeployTarget::Any && !timed.setting) {
     return search_detail::SearchTarget(problem, timed);
   }
@@ -467,53 +458,13 @@ Result<SearchResult> Search(const SearchProblem& problem,
 }
 
 Result<Candidate> Evaluate(const SearchProblem& problem, int choice,
-                           const Strategy& strategy,
-                           const Placement& placement) {
-  if (choice < 0 || choice >= static_cast<int>(problem.choices.size())) {
-    return Error{"search", "no schedule choice " + std::to_string(choice)};
-  }
-  if (!placement.empty() && !IsPlacement(problem.topology, placement)) {
-    return Error{"search", "the placement is not a permutation of the devices"};
-  }
-  const ScheduleChoice& ch = problem.choices[choice];
-  const Cluster placed =
-      placement.empty() ? Cluster{} : ClusterFor(problem.topology, placement);
-  const ScheduleInfo* info = FindSchedule(ch.schedule);
-  if (info == nullptr) {
-    return Error{"search.schedules", "unknown schedule '" + ch.schedule + "'"};
-  }
-  auto spec = Lower(problem.layers, placement.empty() ? problem.cluster : placed,
-                    PipelineShape{problem.p, ch.v, problem.m, problem.comm,
-                                  info->placement, problem.fb_overlap_ppm},
-                    strategy, problem.allow_empty_chunks);
-  if (!spec.ok()) return spec.error();
-  Result<Program> prog = Error{};
-  if (ch.schedule.rfind("zb-", 0) == 0) {
-    // The one order the search ran for this choice (MakeContext), so that
-    // reported times are those it ranked and bounded.
-    Result<search_detail::ChoiceContext> ctx =
-        search_detail::MakeContext(problem, choice);
-    if (!ctx.ok()) return ctx.error();
-    prog = std::move(ctx->program);
-  } else {
-    prog = info->generate(*spec, ch.params);
-  }
-  if (!prog.ok()) return prog.error();
-  Engine engine;
-  SimOptions so;
-  so.record_ops = false;
-  const SimResult r = engine.Run(*spec, *prog, so);
-  Candidate c;
-  c.choice = choice;
-  c.strategy = strategy;
-  c.makespan = r.makespan;
-  c.bubble_fraction = r.bubble_fraction();
-  for (const auto& d : r.devices) c.max_peak = std::max(c.max_peak, d.peak_memory);
-  for (auto x : strategy.recompute) c.recomputed_layers += x != 0;
-  c.feasible = r.outcome == Outcome::Ok;
-  c.devices = r.devices;
-  c.placement = placement;
-  return c;
+                           const Strategy& strategy, const Placement& placement,
+                           std::chrono::steady_clock::time_point deadline) {
+  return search_detail::Simulate(problem, choice, strategy, placement, deadline, nullptr);
+}
+
+std::shared_ptr<search_detail::ContextCache> NewContextCache() {
+  return std::make_shared<search_detail::ContextCache>();
 }
 
 }  // namespace ppb

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -28,6 +29,10 @@
 #include "search/deployable.h"
 
 namespace ppb {
+
+namespace search_detail {
+class ContextCache;  // search/context_cache.h
+}  // namespace search_detail
 
 // One pipeline configuration the search may pick.
 struct ScheduleChoice {
@@ -119,7 +124,17 @@ struct SearchOptions {
   // Internal: the one recompute setting of `target` a search runs under
   // (Search sets it for each setting in turn; empty: not split yet).
   std::optional<RecomputeSetting> setting;
+  // The schedule choices' programs and memory profiles (O(p v m) each),
+  // built at most once and shared by every search given these options or a
+  // copy of them (NewContextCache; Search makes one when empty). A caller
+  // that searches one problem several times (each framework's deployable
+  // search after the main one) passes one to all. REQUIRES: every search
+  // given it is of the same problem (another is served, but not from it).
+  std::shared_ptr<search_detail::ContextCache> contexts;
 };
+
+// An empty cache for SearchOptions::contexts.
+std::shared_ptr<search_detail::ContextCache> NewContextCache();
 
 // A fully evaluated strategy.
 struct Candidate {
@@ -206,10 +221,15 @@ Result<SearchResult> MergeParts(const SearchProblem& problem, const SearchOption
                                 const std::vector<SearchResult>& parts);
 
 // Simulates one strategy under choice `choice`, on `placement` when given
-// (non-empty; problem.search_placement), else on problem.cluster.
-Result<Candidate> Evaluate(const SearchProblem& problem, int choice,
-                           const Strategy& strategy,
-                           const Placement& placement = {});
+// (non-empty; problem.search_placement), else on problem.cluster. A
+// simulation still running at `deadline` is stopped (the engine reads the
+// clock every Engine::kDeadlineCheckOps ops, so a smaller one always ends):
+// the answer is then an error whose key is kTimeLimitKey.
+inline constexpr const char* kTimeLimitKey = "time limit";
+Result<Candidate> Evaluate(
+    const SearchProblem& problem, int choice, const Strategy& strategy,
+    const Placement& placement = {},
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 // The baselines users would otherwise run, each simulated: under choice
 // `choice` the even split without and with full recompute, Megatron's

@@ -71,7 +71,14 @@ class Searcher {
     top_list.top_k = cp_.opt.top_k;
     top_list.cutoff = cp_.opt.cutoff;
     limits.start = Clock::now();
+    sim_deadline_ = cp_.opt.deadline;
   }
+
+  // Simulations still running at `deadline` (default: the options') are
+  // stopped: nothing of theirs is offered or counted as an evaluation, and
+  // the search stops at its time limit, unproved, bounded by its root
+  // bound at best (the leaf cut short bounds nothing finer).
+  void SimulateUntil(Clock::time_point deadline) { sim_deadline_ = deadline; }
 
   // Runs heuristics, local search and branch-and-bound.
   void Run();
@@ -92,7 +99,8 @@ class Searcher {
   Nanos pending_bound = kInf;  // min bound of what was left unexplored
   bool closed = false;
   Nanos ties_open = kInf;  // least time of a tie polish not proved
-  std::int64_t nodes = 0, evaluations = 0;
+  std::int64_t nodes = 0, evaluations = 0;  // evaluations: simulations run to their end
+  bool interrupted = false;  // a simulation was stopped at the deadline
 
   // The bound Run() starts its tree search from (valid for every split of
   // this choice on this cluster), without searching.
@@ -145,6 +153,10 @@ class Searcher {
   // enough to pay for them).
   void RunBatch(std::vector<BatchSlot>& batch);
   std::vector<Engine> batch_engines_;
+  Clock::time_point sim_deadline_;
+  // After a simulation: one stopped at the deadline stops the search (and
+  // is not counted); false then.
+  bool Finished(const SimResult& sim);
   void BuildChosen(const std::vector<int>& split, PipelineSpec& spec, Strategy& st,
                    int& recomputed);
   void ToCandidate(Strategy st, int recomputed, const SimResult& sim, Candidate* out) const;

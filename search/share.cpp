@@ -178,13 +178,23 @@ Result<SearchResult> MergeParts(const SearchProblem& problem, const SearchOption
     res.gap = static_cast<double>(res.best.makespan - res.lower_bound) /
               static_cast<double>(res.best.makespan);
   }
+  // A part that evaluated nothing speaks for all only when none did.
+  if (reason == search_detail::kNothingEvaluated && (res.found || res.evaluations > 0)) {
+    reason = "time limit";
+  }
   res.stop_reason = all_closed ? (res.found ? "proved optimal" : "proved infeasible") : reason;
   if (!res.found && !problem.search_placement && options.min_capacity) {
-    Result<std::vector<search_detail::ChoiceContext>> ctxs = search_detail::MakeContexts(problem);
+    bool cut = false;
+    Result<std::vector<search_detail::ChoiceContext>> ctxs =
+        search_detail::MakeContexts(problem, options, &cut);
     if (!ctxs.ok()) return ctxs.error();
     SearchOptions alone = options;
     alone.share = nullptr;
     search_detail::MinCapacity(problem, alone, *ctxs, res);
+    if (cut) {  // choices left out may fit with less
+      res.min_capacity_cut = true;
+      res.binding_device = -1;
+    }
     res.lower_bound = 0;
   }
   return res;

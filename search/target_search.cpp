@@ -42,8 +42,11 @@ Result<std::vector<Nanos>> SettingBounds(const SearchProblem& problem, const Sea
                                          const std::vector<RecomputeSetting>& settings) {
   std::vector<Nanos> bound(settings.size(), 0);
   if (problem.search_placement || settings.size() < 2) return bound;
-  Result<std::vector<ChoiceContext>> ctxs = MakeContexts(problem);
+  // Choices left out at the deadline would leave the least too high: 0.
+  bool cut = false;
+  Result<std::vector<ChoiceContext>> ctxs = MakeContexts(problem, options, &cut);
   if (!ctxs.ok()) return ctxs.error();
+  if (cut) return bound;
   // PathWeights' mixture does not depend on the setting, only its last
   // term (the least backward coefficient times the recompute memory
   // forces) does: one mixture per choice, and floor(x) + floor(y) <=
@@ -211,6 +214,10 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
               static_cast<double>(res.best.makespan);
   }
   if (all_closed) res.stop_reason = res.found ? "proved optimal" : "proved infeasible";
+  // A first setting that evaluated nothing speaks for all only when none did.
+  if (res.stop_reason == kNothingEvaluated && (res.found || res.evaluations > 0)) {
+    res.stop_reason = "time limit";
+  }
   // Each time the best over the settings improved.
   std::sort(improvements.begin(), improvements.end());
   for (const auto& x : improvements) {
@@ -220,8 +227,10 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
   }
   // Nothing fits: the least capacity at which some setting's strategy does.
   if (!res.found && options.min_capacity && options.share == nullptr && !problem.search_placement) {
-    Result<std::vector<ChoiceContext>> ctxs = MakeContexts(problem);
+    bool cut = false;
+    Result<std::vector<ChoiceContext>> ctxs = MakeContexts(problem, options, &cut);
     if (!ctxs.ok()) return ctxs.error();
+    res.min_capacity_cut = cut;  // choices left out may fit with less
     Bytes least = kInf;
     for (const RecomputeSetting& s : settings) {
       SearchOptions o = options;
@@ -233,7 +242,7 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
         least = one.min_capacity_needed;
         res.binding_device = one.binding_device;
       }
-      if (one.min_capacity_cut) break;
+      if (one.min_capacity_cut || cut) break;
     }
     res.min_capacity_needed = least < kInf ? least : 0;
     if (res.min_capacity_cut) res.binding_device = -1;

@@ -417,7 +417,8 @@ void Searcher::Run() {
   // Past the time limit only the first start is simulated (an answer); the
   // others are not. (A node limit keeps its deterministic course.)
   const auto timed_out = [&] {
-    return limits.hit && limits.stop_reason == "time limit" && !top_list.top.empty();
+    return interrupted ||
+           (limits.hit && limits.stop_reason == "time limit" && !top_list.top.empty());
   };
   if (!root_.per_device.empty() && !timed_out()) {
     const std::vector<int> relaxed = RelaxedSplit(cp_, root_.per_device, root_.rep);
@@ -440,7 +441,7 @@ void Searcher::Run() {
   // A tree left open gets the sharper global bound for its report (not
   // the placement search's per-order runs, which report to a cutoff).
   if (!(searched && pending_bound >= kInf) && !top_list.top.empty() &&
-      cp_.opt.open_tree_bound) {
+      cp_.opt.open_tree_bound && !interrupted) {
     totals_bound = ScaleBound(
         TotalsPathBound(cp_, root_.totals, path_pool_, engine_, limits.start,
                         UnscaleBound(top_list.top.front().makespan, cp_.c.bound_scale)),
@@ -449,7 +450,9 @@ void Searcher::Run() {
   // The top list's ties on time are settled by memory, then recompute.
   std::vector<Candidate> polished;
   for (Candidate c : top_list.top) {
-    if (!PolishTies(c.strategy.layers_per_stage, c)) ties_open = std::min(ties_open, c.makespan);
+    if (interrupted || !PolishTies(c.strategy.layers_per_stage, c)) {
+      ties_open = std::min(ties_open, c.makespan);
+    }
     polished.push_back(std::move(c));
   }
   top_list.top.clear();
@@ -464,6 +467,13 @@ void Searcher::Run() {
                          : rc_.truncated()
                              ? "recompute choice not proved (too many distinct layers in a stage)"
                              : "recompute choice not proved";
+  }
+  if (interrupted) {
+    // A simulation cut short decided nothing: its leaf stays open, under
+    // the root bound (valid for the whole tree) at best.
+    closed = false;
+    pending_bound = std::min(pending_bound, root_bound_);
+    limits.stop_reason = "time limit";
   }
   finished_s = limits.Elapsed();
   Report(true);

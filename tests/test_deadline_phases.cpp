@@ -4,14 +4,19 @@
 // search over a framework's settings. Each, past its deadline, returns at
 // once with an answer that is still valid (a weaker bound, a cut menu that
 // keeps the least-stash and fastest choices, the first setting's answer with
-// the time limit as its reason). No test here measures time.
+// the time limit as its reason). The setup too: a search whose deadline
+// passed before a large program was generated, or during its simulation,
+// evaluates nothing and says so; and one set of contexts serves every
+// phase of a search. No test here measures time.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <string>
 #include <vector>
 
 #include "app_helpers.h"
 #include "apps/input/search_problem.h"
 #include "search/bounds.h"
+#include "search/context_cache.h"
 #include "search/deployable.h"
 #include "search/recompute_menu.h"
 #include "search/search.h"
@@ -135,6 +140,117 @@ TEST_CASE("deadline: a target search past its deadline searches one setting",
     }
   }
   CHECK(checked > 0);
+}
+
+// The tiny config (4 identical layers, 2 ranks, 1F1B) with m micro-batches:
+// at m = 20,000 its program has 2 x 2 x m = 80,000 ops, over
+// Engine::kDeadlineCheckOps (65,536), so the setup and the engine look at the
+// clock.
+SearchProblem TinyProblem(int m, const std::string& extra = "") {
+  std::string text(test::kTinySearchConfig);
+  const std::string from = "microbatches: 4";
+  text.replace(text.find(from), from.size(), "microbatches: " + std::to_string(m));
+  Result<RunConfig> config = test::Parse(text + extra);
+  REQUIRE(config.ok());
+  Result<SearchProblem> problem = BuildSearchProblem(*config);
+  REQUIRE(problem.ok());
+  return *problem;
+}
+
+TEST_CASE("deadline: a large search past its deadline evaluates nothing and says so",
+          "[search][limits]") {
+  const SearchProblem problem = TinyProblem(20000);
+  // Without a limit it has an answer (so "nothing" below is the clock's).
+  SearchOptions free;
+  free.threads = 1;
+  free.node_limit = 50;
+  const SearchResult full = *Search(problem, free);
+  REQUIRE(full.found);
+  for (DeployTarget t : {DeployTarget::Any, FrameworkTargets().front()}) {
+    INFO("target " << TargetName(t));
+    SearchOptions late = ExpiredOptions();
+    late.target = t;
+    const SearchResult r = *Search(problem, late);
+    CHECK_FALSE(r.found);
+    CHECK_FALSE(r.proved_optimal);
+    CHECK_FALSE(r.proved_infeasible);
+    CHECK(r.stop_reason == "time limit: nothing evaluated");
+    CHECK(r.lower_bound == 0);
+    CHECK(r.evaluations == 0);
+    CHECK(r.nodes == 0);
+    CHECK(r.top.empty());
+    // The least capacity was not looked for: said so, none given.
+    CHECK(r.min_capacity_cut);
+    CHECK(r.min_capacity_needed == 0);
+  }
+  // A small program is still prepared and simulated past the deadline (an
+  // answer; the engine never reads the clock in fewer than 65,536 ops).
+  const SearchResult small = *Search(TinyProblem(4), ExpiredOptions());
+  CHECK(small.found);
+  CHECK(small.stop_reason == "time limit");
+}
+
+TEST_CASE("deadline: a simulation running at its deadline is stopped", "[search][limits]") {
+  const SearchProblem big = TinyProblem(20000);
+  const Strategy even = EvenStrategy(big.layers, big.p, 1);
+  const auto past = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  const Result<Candidate> stopped = Evaluate(big, 0, even, {}, past);
+  REQUIRE_FALSE(stopped.ok());
+  CHECK(stopped.error().key == kTimeLimitKey);
+  // Without a deadline it runs: 1F1B over 2 uniform ranks of 2 layers
+  // (1 ms forward + 2 ms backward each) takes (m + p - 1) x 6 ms.
+  const Result<Candidate> done = Evaluate(big, 0, even);
+  REQUIRE(done.ok());
+  CHECK(done->makespan == Nanos{20001} * 6'000'000);
+  // A small one ends whatever the clock says.
+  const SearchProblem small = TinyProblem(4);
+  CHECK(Evaluate(small, 0, EvenStrategy(small.layers, small.p, 1), {}, past).ok());
+  // The baselines say they were not simulated.
+  for (const Baseline& b : Baselines(big, 0, past)) {
+    if (b.applicable) FAIL("baseline " << b.name << " simulated past its deadline");
+  }
+}
+
+TEST_CASE("contexts: one set serves every phase of a search and the searches after it",
+          "[search][contexts]") {
+  // Two schedule choices; 1 GiB of memory holds no layer (1 GiB of weights
+  // each): nothing fits, so the least capacity is searched too.
+  std::string text(test::kTinySearchConfig);
+  text.replace(text.find("memory: 7GiB"), 12, "memory: 1GiB");
+  Result<RunConfig> config = test::Parse(text + "search:\n  schedules: [1f1b, gpipe]\n");
+  REQUIRE(config.ok());
+  Result<SearchProblem> problem = BuildSearchProblem(*config);
+  REQUIRE(problem.ok());
+  REQUIRE(problem->choices.size() == 2);
+  // A framework with several recompute settings: bounds, each setting's
+  // search and the least capacity under each all read the contexts.
+  DeployTarget target = DeployTarget::Any;
+  for (DeployTarget t : FrameworkTargets()) {
+    if (RecomputeSettings(t, problem->layers).size() >= 2) target = t;
+  }
+  REQUIRE(target != DeployTarget::Any);
+  SearchOptions o;
+  o.threads = 1;
+  o.contexts = NewContextCache();
+  o.target = target;
+  const SearchResult r = *Search(*problem, o);
+  CHECK_FALSE(r.found);
+  CHECK(r.proved_infeasible);
+  CHECK(r.min_capacity_needed > 0);
+  CHECK(o.contexts->built() == 2);
+  // The same options again, under every target (the deployable searches
+  // after the main one): nothing is built again.
+  o.target = DeployTarget::Any;
+  const SearchResult any = *Search(*problem, o);
+  CHECK(any.proved_infeasible);
+  // Every recompute a framework can express is a per-layer choice too.
+  CHECK(any.min_capacity_needed > 0);
+  CHECK(any.min_capacity_needed <= r.min_capacity_needed);
+  CHECK(o.contexts->built() == 2);
+  // Another problem is served apart and leaves the cache as it was.
+  const SearchProblem other = TinyProblem(4);
+  CHECK(Search(other, o)->found);
+  CHECK(o.contexts->built() == 2);
 }
 
 }  // namespace

@@ -264,6 +264,9 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
   }
 
   SearchOptions options = MakeSearchOptions(config->search);
+  // One set of schedule-choice contexts (programs, memory profiles) for the
+  // main search and each framework's deployable search after it.
+  options.contexts = NewContextCache();
   const auto end = SetDeadline(options, start);
   // On a terminal the report rewrites one line; elsewhere (--progress) it
   // appends lines. Test output stays clean: string streams are no terminal.
