@@ -123,11 +123,8 @@ std::vector<Op> RankOrder(int p, int m, int r) {
 
 // Refuses v != 2 or a placement other than V (CheckVShape), m < 2p (torch's
 // ValueError, quoted) and a microbatch_group. params.flavor is not used.
-Result<Program> GenerateDualPipeV(const PipelineSpec& spec,
-                                  const ScheduleParams& params) {
-  if (Status s = schedule_internal::CheckVShape(spec, "dualpipev"); !s.ok()) {
-    return s.error();
-  }
+Status CheckDualPipeV(const PipelineSpec& spec, const ScheduleParams& params) {
+  if (Status s = schedule_internal::CheckVShape(spec, "dualpipev"); !s.ok()) return s;
   const int stages = spec.num_stages();
   if (spec.m < stages) {
     const std::string torch_text =
@@ -142,6 +139,12 @@ Result<Program> GenerateDualPipeV(const PipelineSpec& spec,
   if (params.group != 0) {
     return schedule_internal::NoGroup("dualpipev", params.group);
   }
+  return {};
+}
+
+Result<Program> GenerateDualPipeV(const PipelineSpec& spec,
+                                  const ScheduleParams& params) {
+  if (Status s = CheckDualPipeV(spec, params); !s.ok()) return s.error();
   std::vector<std::vector<Op>> rank_orders;
   for (int r = 0; r < spec.p; ++r) {
     rank_orders.push_back(RankOrder(spec.p, spec.m, r));

@@ -11,12 +11,15 @@ namespace ppb {
 
 // Both flavors give the same order; params.group is not used. v must be 1
 // (key "pipeline.virtual_stages").
-Result<Program> GenerateGPipe(const PipelineSpec& spec,
-                              const ScheduleParams& /*params*/) {
-  if (Status s = schedule_internal::CheckShape(spec); !s.ok()) {
-    return s.error();
-  }
+Status CheckGPipe(const PipelineSpec& spec, const ScheduleParams& /*params*/) {
+  if (Status s = schedule_internal::CheckShape(spec); !s.ok()) return s;
   if (spec.v != 1) return schedule_internal::NeedsOneChunk("gpipe", spec.v);
+  return {};
+}
+
+Result<Program> GenerateGPipe(const PipelineSpec& spec,
+                              const ScheduleParams& params) {
+  if (Status s = CheckGPipe(spec, params); !s.ok()) return s.error();
   std::vector<std::vector<Op>> rank_orders;
   for (int r = 0; r < spec.p; ++r) {
     std::vector<Op> forwards;

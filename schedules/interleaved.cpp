@@ -99,21 +99,29 @@ Result<int> PyTorchGroup(const PipelineSpec& spec, int group) {
                                                        "Interleaved 1F1B requires");
 }
 
-}  // namespace
-
-// Errors: see MegatronGroup / PyTorchGroup above.
-Result<Program> GenerateInterleaved(const PipelineSpec& spec,
-                                    const ScheduleParams& params) {
-  if (Status s = schedule_internal::CheckShape(spec); !s.ok()) {
-    return s.error();
-  }
+// The group size g of a valid shape; errors: see MegatronGroup /
+// PyTorchGroup above.
+Result<int> InterleavedGroup(const PipelineSpec& spec, const ScheduleParams& params) {
+  if (Status s = schedule_internal::CheckShape(spec); !s.ok()) return s.error();
   if (params.group < 0) {
     return Error{"pipeline.microbatch_group",
                  Cat({"must be >= 1 (or unset); got ", Str(params.group)})};
   }
-  Result<int> group = params.flavor == Flavor::Megatron
-                          ? MegatronGroup(spec, params.group)
-                          : PyTorchGroup(spec, params.group);
+  return params.flavor == Flavor::Megatron ? MegatronGroup(spec, params.group)
+                                           : PyTorchGroup(spec, params.group);
+}
+
+}  // namespace
+
+Status CheckInterleaved(const PipelineSpec& spec, const ScheduleParams& params) {
+  const Result<int> group = InterleavedGroup(spec, params);
+  if (!group.ok()) return group.error();
+  return {};
+}
+
+Result<Program> GenerateInterleaved(const PipelineSpec& spec,
+                                    const ScheduleParams& params) {
+  const Result<int> group = InterleavedGroup(spec, params);
   if (!group.ok()) return group.error();
   const int g = *group;
   const int p = spec.p;

@@ -72,16 +72,28 @@ std::vector<Op> RankOrder(int p, int v, int m, int g, int r) {
 
 // Refuses m not a multiple of max(1, m / p) (torch's ValueError, quoted) and
 // a microbatch_group (torch has none). params.flavor is not used.
-Result<Program> GenerateInterleavedZeroBubble(const PipelineSpec& spec,
-                                              const ScheduleParams& params) {
-  if (Status s = schedule_internal::CheckShape(spec); !s.ok()) {
-    return s.error();
-  }
+namespace {
+
+Result<int> ZeroBubbleGroup(const PipelineSpec& spec, const ScheduleParams& params) {
+  if (Status s = schedule_internal::CheckShape(spec); !s.ok()) return s.error();
   if (params.group != 0) {
     return schedule_internal::NoGroup("interleaved-zero-bubble", params.group);
   }
-  const Result<int> g = schedule_internal::TorchMicrobatchesPerRound(
-      spec, "interleaved-zero-bubble", "Zero bubble requires");
+  return schedule_internal::TorchMicrobatchesPerRound(spec, "interleaved-zero-bubble",
+                                                      "Zero bubble requires");
+}
+
+}  // namespace
+
+Status CheckInterleavedZeroBubble(const PipelineSpec& spec, const ScheduleParams& params) {
+  const Result<int> g = ZeroBubbleGroup(spec, params);
+  if (!g.ok()) return g.error();
+  return {};
+}
+
+Result<Program> GenerateInterleavedZeroBubble(const PipelineSpec& spec,
+                                              const ScheduleParams& params) {
+  const Result<int> g = ZeroBubbleGroup(spec, params);
   if (!g.ok()) return g.error();
   std::vector<std::vector<Op>> rank_orders;
   for (int r = 0; r < spec.p; ++r) {

@@ -17,14 +17,15 @@
 namespace ppb {
 
 // params (flavor, group) are not used: the order is torch's.
+Status CheckLoopedBFS(const PipelineSpec& spec, const ScheduleParams& params) {
+  if (Status s = schedule_internal::CheckShape(spec); !s.ok()) return s;
+  if (params.group != 0) return schedule_internal::NoGroup("looped-bfs", params.group);
+  return {};
+}
+
 Result<Program> GenerateLoopedBFS(const PipelineSpec& spec,
                                   const ScheduleParams& params) {
-  if (Status s = schedule_internal::CheckShape(spec); !s.ok()) {
-    return s.error();
-  }
-  if (params.group != 0) {
-    return schedule_internal::NoGroup("looped-bfs", params.group);
-  }
+  if (Status s = CheckLoopedBFS(spec, params); !s.ok()) return s.error();
   const int p = spec.p;
   std::vector<std::vector<Op>> rank_orders(static_cast<size_t>(p));
   for (int r = 0; r < p; ++r) {

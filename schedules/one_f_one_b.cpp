@@ -18,11 +18,8 @@ namespace ppb {
 // m < p (key "pipeline.microbatches"); torch 2.6 did not check and ran this
 // same order. v must be 1 (key "pipeline.virtual_stages"). params.group is
 // not used.
-Result<Program> Generate1F1B(const PipelineSpec& spec,
-                             const ScheduleParams& params) {
-  if (Status s = schedule_internal::CheckShape(spec); !s.ok()) {
-    return s.error();
-  }
+Status Check1F1B(const PipelineSpec& spec, const ScheduleParams& params) {
+  if (Status s = schedule_internal::CheckShape(spec); !s.ok()) return s;
   if (spec.v != 1) return schedule_internal::NeedsOneChunk("1f1b", spec.v);
   if (params.flavor == Flavor::PyTorch && spec.m < spec.p) {
     using schedule_internal::Cat;
@@ -36,6 +33,12 @@ Result<Program> Generate1F1B(const PipelineSpec& spec,
         Cat({"must be >= stages (", Str(spec.p), ") for 1f1b (PyTorch: \"",
              torch_text, "\"; flavor megatron allows it); got ", Str(spec.m)})};
   }
+  return {};
+}
+
+Result<Program> Generate1F1B(const PipelineSpec& spec,
+                             const ScheduleParams& params) {
+  if (Status s = Check1F1B(spec, params); !s.ok()) return s.error();
   std::vector<std::vector<Op>> rank_orders;
   for (int r = 0; r < spec.p; ++r) {
     std::vector<Op> forwards;

@@ -9,31 +9,32 @@ namespace {
 
 constexpr std::array<ScheduleInfo, 10> kSchedules{{
     {"gpipe", "GPipe: all forwards, then all backwards (v = 1)",
-     &GenerateGPipe, "GPipe"},
+     &GenerateGPipe, "GPipe", StagePlacement::Loop, &CheckGPipe},
     {"1f1b",
      "1F1B / PipeDream-Flush: warm-up forwards, then one forward "
      "and one backward in turn (v = 1)",
-     &Generate1F1B, "1F1B"},
+     &Generate1F1B, "1F1B", StagePlacement::Loop, &Check1F1B},
     {"interleaved",
      "interleaved 1F1B: v chunks per rank, microbatches in "
      "groups (Megatron-LM / PyTorch rules by flavor)",
-     &GenerateInterleaved, "Interleaved1F1B"},
+     &GenerateInterleaved, "Interleaved1F1B", StagePlacement::Loop, &CheckInterleaved},
     {"looped-bfs",
      "looped BFS: v chunks per rank, each chunk's forwards for all "
      "microbatches, then the backwards in reverse (PyTorch)",
-     &GenerateLoopedBFS, "LoopedBFS"},
+     &GenerateLoopedBFS, "LoopedBFS", StagePlacement::Loop, &CheckLoopedBFS},
     {"interleaved-zero-bubble",
      "zero bubble (ZB-H1 for v = 1): interleaved 1F1B with split backward, "
      "weight gradients filling the bubbles (PyTorch)",
-     &GenerateInterleavedZeroBubble, "InterleavedZeroBubble"},
+     &GenerateInterleavedZeroBubble, "InterleavedZeroBubble", StagePlacement::Loop,
+     &CheckInterleavedZeroBubble},
     {"zbv-zero-bubble",
      "ZB-V: two chunks per rank in a V (rank r holds stages r and 2p-1-r), "
      "split backward; zero bubble when F = I = W (PyTorch, v = 2)",
-     &GenerateZBVZeroBubble, "ZBVZeroBubble", StagePlacement::V},
+     &GenerateZBVZeroBubble, "ZBVZeroBubble", StagePlacement::V, &CheckZBVZeroBubble},
     {"dualpipev",
      "DualPipeV: V placement, a forward and another micro-batch's backward "
      "overlapped as one op in the steady state (PyTorch, v = 2, m >= 2p)",
-     &GenerateDualPipeV, "DualPipeV", StagePlacement::V},
+     &GenerateDualPipeV, "DualPipeV", StagePlacement::V, &CheckDualPipeV},
     {"zb-1p",
      "ZB-1p (Zero Bubble, adaptive): split backward, the F/I/W order with "
      "the shortest simulated iteration within 1F1B's activation memory (v = 1)",

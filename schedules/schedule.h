@@ -33,6 +33,9 @@ struct ScheduleParams {
 
 using GenerateFn = Result<Program> (*)(const PipelineSpec&,
                                        const ScheduleParams&);
+// What the generator would refuse, without building the program (O(p v) at
+// most, where generating is O(p v m)).
+using CheckFn = Status (*)(const PipelineSpec&, const ScheduleParams&);
 
 struct ScheduleInfo {
   std::string_view name;         // "gpipe", "1f1b", "interleaved"
@@ -44,6 +47,11 @@ struct ScheduleInfo {
   std::string_view torch_name;
   // Where the schedule puts the stages (Lower's PipelineShape::placement).
   StagePlacement placement = StagePlacement::Loop;
+  // The generator's refusals, exactly: check(spec, params) is ok if and only
+  // if generate(spec, params) is. nullptr where the verdict depends on the
+  // stage costs (zb-1p, zb-2p, zb-v plan their order by simulating it): only
+  // generating tells.
+  CheckFn check = nullptr;
 };
 
 // All registered schedules, in a fixed order.
@@ -59,6 +67,14 @@ const ScheduleInfo* FindScheduleByAnyName(std::string_view name);
 
 // Each generator: errors name the key they concern ("pipeline.microbatches",
 // "pipeline.microbatch_group", "pipeline.virtual_stages") and the constraint.
+// Each CheckX is GenerateX's refusals without the program (ScheduleInfo::check).
+Status CheckGPipe(const PipelineSpec& spec, const ScheduleParams& params);
+Status Check1F1B(const PipelineSpec& spec, const ScheduleParams& params);
+Status CheckInterleaved(const PipelineSpec& spec, const ScheduleParams& params);
+Status CheckLoopedBFS(const PipelineSpec& spec, const ScheduleParams& params);
+Status CheckInterleavedZeroBubble(const PipelineSpec& spec, const ScheduleParams& params);
+Status CheckZBVZeroBubble(const PipelineSpec& spec, const ScheduleParams& params);
+Status CheckDualPipeV(const PipelineSpec& spec, const ScheduleParams& params);
 Result<Program> GenerateGPipe(const PipelineSpec& spec,
                               const ScheduleParams& params);
 Result<Program> Generate1F1B(const PipelineSpec& spec,

@@ -72,15 +72,15 @@ std::vector<Op> ZbvRankOrder(int p, int m, int r) {
 
 // Refuses v != 2 and a placement other than V (see CheckVShape) and a
 // microbatch_group. params.flavor is not used.
+Status CheckZBVZeroBubble(const PipelineSpec& spec, const ScheduleParams& params) {
+  if (Status s = schedule_internal::CheckVShape(spec, "zbv-zero-bubble"); !s.ok()) return s;
+  if (params.group != 0) return schedule_internal::NoGroup("zbv-zero-bubble", params.group);
+  return {};
+}
+
 Result<Program> GenerateZBVZeroBubble(const PipelineSpec& spec,
                                       const ScheduleParams& params) {
-  if (Status s = schedule_internal::CheckVShape(spec, "zbv-zero-bubble");
-      !s.ok()) {
-    return s.error();
-  }
-  if (params.group != 0) {
-    return schedule_internal::NoGroup("zbv-zero-bubble", params.group);
-  }
+  if (Status s = CheckZBVZeroBubble(spec, params); !s.ok()) return s.error();
   std::vector<std::vector<Op>> rank_orders;
   for (int r = 0; r < spec.p; ++r) {
     rank_orders.push_back(schedule_internal::ZbvRankOrder(spec.p, spec.m, r));

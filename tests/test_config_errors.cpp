@@ -48,9 +48,13 @@ TEST_CASE("config errors: YAML and structure", "[config]") {
   CHECK(ParseError("") ==
         "run.yaml: must be a map with model, cluster, pipeline and optional "
         "strategy and search; got an empty file");
+  // A document that is not a map has no key to name: its line instead.
   CHECK(ParseError("- a\n- b\n") ==
-        "run.yaml: must be a map with keys model, cluster, pipeline, "
+        "run.yaml:1: must be a map with keys model, cluster, pipeline, "
         "strategy, search, training, hardware; got a list of 2");
+  CHECK(ParseError("# a comment\n\n42\n") ==
+        "run.yaml:3: must be a map with keys model, cluster, pipeline, "
+        "strategy, search, training, hardware; got 42");
   CHECK(ParseError(std::string(kBase) + "extra: 1\n") ==
         "run.yaml:55: extra: unknown key; expected one of model, cluster, "
         "pipeline, strategy, search, training, hardware");

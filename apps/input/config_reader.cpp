@@ -146,6 +146,8 @@ Result<Entries> ConfigReader::Map(
   if (!node.IsMap()) {
     std::string expected = "must be a map";
     if (allowed.size() > 0) expected += " with keys " + Join(allowed);
+    // The document itself (path ""): no key to name, so its line.
+    if (path.empty()) return Error{"", At(node.Mark()) + ": " + expected + "; got " + Given(node)};
     return Fail(path, expected + "; got " + Given(node));
   }
   Entries entries;

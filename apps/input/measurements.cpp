@@ -135,7 +135,10 @@ class Reader {
     }
     try {
       if (!root.IsMap()) {
-        return Error{"", file_ + ": must be a map with runs (or SAPP's "
+        // An empty file has no line (yaml-cpp's mark is -1).
+        const int line = root.Mark().line;
+        const std::string at = line < 0 ? file_ : file_ + ":" + std::to_string(line + 1);
+        return Error{"", at + ": must be a map with runs (or SAPP's "
                                  "pipeline_config and memory_usage); got " +
                              Given(root)};
       }
