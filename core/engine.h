@@ -171,7 +171,6 @@ class Engine {
 
   // Scratch, reused between runs.
   std::vector<KeyState> keys_;     // [s*m+j]
-  std::vector<std::uint8_t> flags_;  // unused (a tried layout); remove
   std::vector<StageRun> stage_run_;  // [s]
   std::vector<Nanos> link_free_;   // [from*p+to]
   // A device's progress (one cache line).
