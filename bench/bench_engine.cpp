@@ -1,5 +1,7 @@
-// Simulated compute ops per second of the engine (issue: >= 20M ops/s on one
-// core for p=64, m=256, v=4, i.e. 131,072 compute ops per run).
+// Simulated compute ops per second of the engine (issue 2: >= 20M ops/s on
+// one core for p=64, m=256, v=4, i.e. 131,072 compute ops per run; issue 13:
+// >= 100M). ordered:1 follows a recorded order (SimOptions::order, the
+// search's evaluations); ordered:0 is the worklist (every other run).
 #include <benchmark/benchmark.h>
 
 #include "bench/simulate_loop.h"
@@ -14,6 +16,7 @@ void BM_Simulate(benchmark::State& state) {
   const int p = static_cast<int>(state.range(0));
   const int m = static_cast<int>(state.range(1));
   const int v = static_cast<int>(state.range(2));
+  const bool ordered = state.range(3) != 0;
   PipelineSpec spec = PipelineSpec::Uniform(p, v, m, 1000, 2000);
   for (auto& st : spec.stages) {
     st.activation = 1 << 20;
@@ -22,13 +25,13 @@ void BM_Simulate(benchmark::State& state) {
   spec.link_matrix =
       RingLinkMatrix(p, std::vector<Link>(p, Link{5000, 100'000'000'000}));
   auto program = v == 1 ? Generate1F1B(spec, {}) : GenerateInterleaved(spec, {});
-  TimeSimulation(state, spec, program);
+  TimeSimulation(state, spec, program, ordered);
   if (program.ok()) state.counters["ops"] = static_cast<double>(program->total_ops());
 }
 
 BENCHMARK(BM_Simulate)
-    ->ArgNames({"p", "m", "v"})
-    ->ArgsProduct({{8, 64}, {64, 256}, {1, 4}})
+    ->ArgNames({"p", "m", "v", "ordered"})
+    ->ArgsProduct({{8, 64}, {64, 256}, {1, 4}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 
 // A named schedule at p = 64, m = 256 (its own v and placement), beside 1F1B:

@@ -5,15 +5,20 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "core/engine.h"
 #include "core/program.h"
 #include "core/spec.h"
 
 namespace ppb {
 
-// Skips with the generator's error when `program` failed.
+// Skips with the generator's error when `program` failed. With `ordered`,
+// each run follows the order a first run recorded (SimOptions::order, as
+// the search runs its evaluations); else the engine's worklist.
 inline void TimeSimulation(benchmark::State& state, const PipelineSpec& spec,
-                           const Result<Program>& program) {
+                           const Result<Program>& program, bool ordered = false) {
   if (!program.ok()) {
     state.SkipWithError(program.error().message.c_str());
     return;
@@ -22,6 +27,14 @@ inline void TimeSimulation(benchmark::State& state, const PipelineSpec& spec,
   SimResult result;
   SimOptions options;
   options.record_ops = false;
+  std::vector<std::int32_t> order;
+  if (ordered) {
+    options.record_order = true;
+    engine.RunInto(spec, *program, options, result);
+    order = result.order;
+    options.record_order = false;
+    options.order = &order;
+  }
   for (auto _ : state) {
     engine.RunInto(spec, *program, options, result);
     benchmark::DoNotOptimize(result.makespan);

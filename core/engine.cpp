@@ -27,6 +27,24 @@ void Fill(std::vector<T>& v, size_t n, T value) {
   v.assign(n, value);
 }
 
+// The saving of an overlapped F (of stage `s`) paired with the backward
+// `next`: fb_overlap_ppm of the shorter of the two, split in proportion to
+// their times. Returns the F's share; *b_share gets the backward's.
+Nanos PairSaving(const PipelineSpec& spec, int s, const Op& next, Nanos* b_share) {
+  const StageCost& cost = spec.stages[s];
+  const StageCost& nc = spec.stages[next.stage.value];
+  const Nanos bdur = nc.recompute + nc.backward_input +
+                     (next.kind == OpKind::B ? nc.backward_weight : 0);
+  const Nanos shorter = std::min(cost.forward, bdur);
+  const Nanos total =
+      static_cast<Nanos>(static_cast<Int128>(shorter) * spec.fb_overlap_ppm / 1'000'000);
+  const Nanos both = cost.forward + bdur;
+  const Nanos save =
+      both > 0 ? static_cast<Nanos>(static_cast<Int128>(total) * cost.forward / both) : 0;
+  *b_share = total - save;
+  return save;
+}
+
 }  // namespace
 
 double SimResult::bubble_fraction() const {
@@ -57,10 +75,14 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
   const int m = spec.m;
   const int num_stages = spec.num_stages();
   const size_t keys = static_cast<size_t>(num_stages) * m;
+  const bool record_order = options.record_order;
+  const bool ordered = options.order != nullptr && !options.record_ops &&
+                       !options.record_memory && !record_order;
 
-  // Every time unset (-1, all bytes 0xff: one memset).
+  // Every time unset (-1, all bytes 0xff: one memset); an ordered run reads
+  // no time it has not written.
   keys_.resize(keys);
-  std::memset(static_cast<void*>(keys_.data()), 0xff, keys * sizeof(KeyState));
+  if (!ordered) std::memset(static_cast<void*>(keys_.data()), 0xff, keys * sizeof(KeyState));
   // Stage 0's inputs are there from the start; the last stage's gradient is
   // its own loss.
   for (int j = 0; j < m; ++j) {
@@ -89,6 +111,8 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
   out.devices.assign(p, DeviceStats{});
   out.transfers.clear();
   out.stuck.clear();
+  out.order.clear();
+  if (record_order) out.order.reserve(program.total_ops());
   out.timings.resize(options.record_ops ? p : 0);
   for (int d = 0; options.record_ops && d < p; ++d) {
     out.timings[d].assign(program.ops[d].size(), OpTiming{});
@@ -189,6 +213,10 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
   size_t executed = 0;
   size_t next_check = kDeadlineCheckOps;
 
+  if (ordered) {
+    RunOrdered(spec, *options.order, options, out);
+    worklist_.clear();
+  }
   while (!worklist_.empty()) {
     if (has_deadline && executed >= next_check) {
       next_check = executed + kDeadlineCheckOps;
@@ -270,17 +298,7 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
         } else {
           ready = std::max(ready, nks.bwd_ready);
         }
-        const StageCost& cost = spec.stages[s];
-        const StageCost& nc = spec.stages[next.stage.value];
-        const Nanos bdur = nc.recompute + nc.backward_input +
-                           (next.kind == OpKind::B ? nc.backward_weight : 0);
-        const Nanos shorter = std::min(cost.forward, bdur);
-        const Nanos total =
-            static_cast<Nanos>(static_cast<Int128>(shorter) * spec.fb_overlap_ppm / 1'000'000);
-        const Nanos both = cost.forward + bdur;
-        // The F's share of the saving, in proportion to its time.
-        save = both > 0 ? static_cast<Nanos>(static_cast<Int128>(total) * cost.forward / both) : 0;
-        pair_save = total - save;
+        save = PairSaving(spec, s, next, &pair_save);
       } else if (pc > 0 && ops[pc - 1].paired) [[unlikely]] {
         save = pair_save;
       }
@@ -368,6 +386,7 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
       ++pc;
       wait = &kNotBlocked;
     }
+    if (record_order) out.order.insert(out.order.end(), pc - pc0, d);
     executed += pc - pc0;
     st.pc = pc;
     st.free = free;
@@ -407,6 +426,157 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
   br.recompute = parts[BubbleTerm::Recompute];
   br.communication = parts[BubbleTerm::Communication];
   br.warmup_drain = parts[BubbleTerm::WarmupDrain];
+}
+
+// The loop of a run that follows a recorded order (SimOptions::order): the
+// same op rules as RunInto's worklist loop, in the order given, one op at a
+// time. Every input of an op is there when it runs (the order was recorded
+// by a run of this program, whose dependencies do not depend on the spec),
+// so nothing is checked, nobody is woken, and the key states need no reset.
+void Engine::RunOrdered(const PipelineSpec& spec, const std::vector<std::int32_t>& order,
+                        const SimOptions& options, SimResult& out) {
+  const int p = spec.p;
+  const int m = spec.m;
+  const bool blocking = spec.comm == CommMode::Blocking;
+  KeyState* const key_state = keys_.data();
+  const StageRun* const stage_run = stage_run_.data();
+  Nanos* const link_free = link_free_.data();
+  DevState* const dev = dev_.data();
+  DeviceStats* const stats = out.devices.data();
+  const bool has_deadline = options.deadline != SimOptions::Clock::time_point::max();
+  size_t next_check = kDeadlineCheckOps;
+  const size_t total = order.size();
+
+  // One message of `route` ending at `end`: its arrival.
+  auto send = [&](const Route& route, Nanos end) {
+    if (route.link < 0) return end;
+    Nanos& free_at = link_free[route.link];
+    const Nanos leave = std::max(end, free_at);
+    free_at = leave + route.occupy;
+    return leave + route.occupy + route.latency;
+  };
+
+  // An order of another program (a device out of range, or more ops of a
+  // device than it has) runs only up to where it goes wrong: RunInto then
+  // reports the devices left unfinished as a deadlock.
+  size_t valid = 0;
+  {
+    std::vector<size_t>& count = order_count_;
+    count.assign(static_cast<size_t>(p), 0);
+    for (; valid < total; ++valid) {
+      const std::int32_t d = order[valid];
+      if (d < 0 || d >= p || count[static_cast<size_t>(d)]++ >= dev[d].n) break;
+    }
+  }
+  // The clock is read once every kDeadlineCheckOps ops (as in the worklist
+  // loop, a shorter run never reads it).
+  for (size_t i = 0; i < valid; next_check += kDeadlineCheckOps) {
+    if (i > 0 && has_deadline && SimOptions::Clock::now() >= options.deadline) {
+      out.outcome = Outcome::Interrupted;
+      return;
+    }
+    const size_t stop = std::min(valid, next_check);
+    for (; i < stop; ++i) {
+      const int d = order[i];
+      DevState& st = dev[d];
+      DeviceStats& ds = stats[d];
+      const size_t pc = st.pc++;
+      const Op& op = st.ops[pc];
+      const int s = op.stage.value;
+      const size_t key = static_cast<size_t>(s) * m + op.mb.value;
+      KeyState& ks = key_state[key];
+      const StageRun& sr = stage_run[s];
+
+      Nanos ready, sent;
+      if (op.kind == OpKind::F) {
+        ready = ks.fwd_ready;
+        sent = ks.fwd_sent;
+      } else if (op.kind == OpKind::W) {
+        ready = ks.i_done;
+        sent = ready;
+      } else {
+        ready = std::max(ks.f_done, ks.bwd_ready);
+        sent = ks.bwd_ready >= ks.f_done ? ks.bwd_sent : ready;
+      }
+      // The backward's share of its pair's saving is left for it by the F
+      // (as the worklist loop reads it when the op before was paired).
+      Nanos save = st.pair_save;
+      st.pair_save = 0;
+      if (op.paired && pc + 1 < st.n) [[unlikely]] {
+        const Op& next = st.ops[pc + 1];
+        const KeyState& nks = key_state[static_cast<size_t>(next.stage.value) * m + next.mb.value];
+        const bool same = next.stage == op.stage && next.mb == op.mb;
+        ready =
+            same ? std::max(ready, nks.bwd_ready) : std::max({ready, nks.f_done, nks.bwd_ready});
+        save = PairSaving(spec, s, next, &st.pair_save);
+      }
+
+      const Nanos free = st.free;
+      const Nanos start = std::max(free, ready);
+      // The part of a wait spent on a message in flight, as the worklist loop
+      // counts it (min(ready - free, ready - max(sent, free)) when ready >
+      // free), without the branch: sent <= ready always.
+      ds.comm_wait += std::max<Nanos>(0, ready - std::max(sent, free));
+      Nanos end, stream_free;
+      Bytes during;
+      switch (op.kind) {
+        case OpKind::F: {
+          end = start + sr.forward - save;
+          during = st.mem + sr.f_during;
+          st.mem += sr.activation;
+          ds.peak_inflight = std::max(ds.peak_inflight, ++st.inflight);
+          ks.f_done = end;
+          stream_free = end;
+          if (sr.fwd.exists) {
+            const Nanos arrive = send(sr.fwd, end);
+            KeyState& to = key_state[key + m];
+            to.fwd_ready = arrive;
+            to.fwd_sent = end;
+            if (blocking) stream_free = std::max(stream_free, arrive);
+          }
+          break;
+        }
+        case OpKind::B:
+        case OpKind::I: {
+          const bool fused = op.kind == OpKind::B;
+          end = start + (fused ? sr.b_dur : sr.i_dur) - save;
+          during = st.mem + sr.b_transient;
+          ds.recompute += sr.recompute;
+          --st.inflight;
+          if (fused) {
+            st.mem -= sr.activation;
+          } else {
+            st.mem -= sr.i_release;
+            ks.i_done = end;
+          }
+          stream_free = end;
+          if (sr.bwd.exists) {
+            const Nanos arrive = send(sr.bwd, end);
+            KeyState& to = key_state[key - m];
+            to.bwd_ready = arrive;
+            to.bwd_sent = end;
+            if (blocking) stream_free = std::max(stream_free, arrive);
+          }
+          break;
+        }
+        default:  // W
+          end = start + sr.w_dur - save;
+          during = st.mem + sr.b_transient;
+          st.mem -= sr.w_release;
+          stream_free = end;
+          break;
+      }
+      if (pc == 0) ds.first_start = start;
+      ds.busy += end - start;
+      if (during > ds.peak_memory) {
+        ds.peak_memory = during;
+        ds.peak_time = start;
+      }
+      ds.comm_blocked += stream_free - end;
+      ds.last_end = end;
+      st.free = stream_free;
+    }
+  }
 }
 
 }  // namespace ppb

@@ -25,6 +25,15 @@
 // dependency order and still reproduce a time-ordered discrete-event run
 // exactly: no resource is shared by two independent producers.
 //
+// The same argument makes the result independent of how the devices' ops
+// are interleaved, as long as each op runs after its inputs: a run may
+// record the order it executed the ops in (SimOptions::record_order), and
+// later runs of the same program may follow it (SimOptions::order) with no
+// readiness checks and no worklist, for the same figures bit for bit. The
+// dependencies of a program do not depend on the spec's costs, memories or
+// links, so one recorded order serves every spec whose stages sit on the
+// devices the program's lists were made for (the same stage_device).
+//
 // The engine is reentrant: an Engine object holds only scratch buffers; use
 // one per thread and reuse it across runs to avoid allocation.
 #pragma once
@@ -107,6 +116,15 @@ struct SimOptions {
   // that many ops never reads the clock, so it cannot be interrupted: the
   // check costs nothing measurable (about one clock read per 2 ms of work).
   Clock::time_point deadline = Clock::time_point::max();
+  // Record SimResult::order (the device of each executed op, in order).
+  bool record_order = false;
+  // When set, the run follows this order (the search's hot path).
+  // REQUIRES: SimResult::order of a run of this same program, on a spec of
+  // the same stage_device, that ended Ok or OutOfMemory. Ignored with
+  // record_ops, record_memory or record_order.
+  // An order of another program reads and writes nothing out of bounds: a
+  // device it names past its last op ends the run as Outcome::Deadlock.
+  const std::vector<std::int32_t>* order = nullptr;
 };
 
 struct SimResult {
@@ -121,6 +139,9 @@ struct SimResult {
   std::vector<std::vector<MemorySample>> memory;
   // Deadlock: the ops each stuck device was waiting at (empty otherwise).
   std::vector<Op> stuck;
+  // With SimOptions::record_order: the device of each op in the order the
+  // run executed them (every op when the run ended Ok or OutOfMemory).
+  std::vector<std::int32_t> order;
 
   // Sum of idle over devices / (p * makespan).
   double bubble_fraction() const;
@@ -169,6 +190,10 @@ class Engine {
     Route fwd, bwd;
   };
 
+  // RunInto's loop when it follows options.order (REQUIRES as there).
+  void RunOrdered(const PipelineSpec& spec, const std::vector<std::int32_t>& order,
+                  const SimOptions& options, SimResult& out);
+
   // Scratch, reused between runs.
   std::vector<KeyState> keys_;     // [s*m+j]
   std::vector<StageRun> stage_run_;  // [s]
@@ -188,6 +213,7 @@ class Engine {
   };
   std::vector<DevState> dev_;      // [d]
   std::vector<int> worklist_;
+  std::vector<size_t> order_count_;  // RunOrdered's ops per device
   std::vector<char> queued_;
 };
 

@@ -590,29 +590,50 @@ bool Searcher::Finished(const SimResult& sim) {
 
 // An interrupted run gives an infeasible candidate (ToCandidate), which
 // is never offered.
+SimOptions Searcher::EvalOptions() const {
+  SimOptions so;
+  so.record_ops = false;
+  so.deadline = sim_deadline_;
+  so.record_order = order_.empty();
+  so.order = order_.empty() ? nullptr : &order_;
+  return so;
+}
+
+void Searcher::KeepOrder(SimResult& sim) {
+  if (order_.empty() && (sim.outcome == Outcome::Ok || sim.outcome == Outcome::OutOfMemory)) {
+    order_.swap(sim.order);
+  }
+}
+
 void Searcher::SimulateChosen(const std::vector<int>& split, Candidate* out) {
   Strategy st;
   int recomputed = 0;
   BuildChosen(split, work_spec_, st, recomputed);
-  SimOptions so;
-  so.record_ops = false;
-  so.deadline = sim_deadline_;
-  engine_.RunInto(work_spec_, *cp_.c.program, so, sim_);
+  engine_.RunInto(work_spec_, *cp_.c.program, EvalOptions(), sim_);
+  KeepOrder(sim_);
   Finished(sim_);
   ToCandidate(std::move(st), recomputed, sim_, out);
 }
 
 void Searcher::RunBatch(std::vector<BatchSlot>& batch) {
-  SimOptions so;
-  so.record_ops = false;
-  so.deadline = sim_deadline_;
-  const int threads = std::max(1, std::min<int>(cp_.opt.threads, static_cast<int>(batch.size())));
+  size_t first = 0;  // the slots from here on run below
+  if (order_.empty() && !batch.empty()) {
+    // The first run records the order the others follow.
+    engine_.RunInto(batch[0].spec, *cp_.c.program, EvalOptions(), batch[0].sim);
+    KeepOrder(batch[0].sim);
+    first = 1;
+  }
+  const SimOptions so = EvalOptions();
+  const size_t left = batch.size() - first;
+  const int threads = std::max(1, std::min<int>(cp_.opt.threads, static_cast<int>(left)));
   const auto count = [&] {
     for (const BatchSlot& slot : batch) Finished(slot.sim);
   };
   // Below a few thousand ops a run takes microseconds: threads cost more.
   if (threads == 1 || cp_.c.program->total_ops() < 4096) {
-    for (BatchSlot& slot : batch) engine_.RunInto(slot.spec, *cp_.c.program, so, slot.sim);
+    for (size_t k = first; k < batch.size(); ++k) {
+      engine_.RunInto(batch[k].spec, *cp_.c.program, so, batch[k].sim);
+    }
     count();
     return;
   }
@@ -620,7 +641,7 @@ void Searcher::RunBatch(std::vector<BatchSlot>& batch) {
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t]() {
-      for (size_t k = t; k < batch.size(); k += threads) {
+      for (size_t k = first + t; k < batch.size(); k += threads) {
         batch_engines_[t].RunInto(batch[k].spec, *cp_.c.program, so, batch[k].sim);
       }
     });

@@ -198,6 +198,14 @@ class Searcher {
   Engine engine_;
   SimResult sim_;
   PipelineSpec work_spec_;
+  // The order the first complete run of the choice's program executed its
+  // ops in: every later run follows it (SimOptions::order, the same figures
+  // without the worklist). Empty until then.
+  std::vector<std::int32_t> order_;
+  // The options of an evaluation: the order once known, else record it.
+  SimOptions EvalOptions() const;
+  // Keeps the order `sim` recorded when it is the first complete one.
+  void KeepOrder(SimResult& sim);
 
   // DFS state.
   std::vector<int> split_;            // counts of stages assigned so far
