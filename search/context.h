@@ -89,6 +89,17 @@ struct StageFixed {
 // Whether the search's deadline (SearchOptions::deadline) has passed.
 inline bool PastDeadline(const SearchOptions& opt) { return Clock::now() >= opt.deadline; }
 
+// Whether a tree search left open at `elapsed` of its `limit` (seconds)
+// hands the rest of the time to the open-tree bound (TotalsPathBound): at
+// 90 % of the limit, or from half of it on when its best strategy last
+// improved at `last_improved` more than a quarter of the limit ago (the
+// incumbent has settled; the gap can only close from the bound's side).
+// Measured on issue 13's instances (docs/benchmarks.md).
+inline bool TreeHandsOver(double elapsed, double limit, double last_improved) {
+  if (elapsed >= 0.9 * limit) return true;
+  return elapsed >= 0.5 * limit && elapsed - last_improved > 0.25 * limit;
+}
+
 struct SearchLimits {
   Clock::time_point start;
   Clock::time_point last_report{};

@@ -114,7 +114,14 @@ class OpenTreeBound {
   // Only when every layer but a pinned first and last is a decoder are the
   // decoder counts per stage a split that the simulator can run.
   bool generate = false;
-  int rounds_left = 2000;  // column generation rounds over the whole tree
+  // Column generation rounds over the whole tree, and the most boxes. A
+  // search under a clock stops the bound at it; with no clock (node limits
+  // only) these caps end it, so that its answer is the same on every run.
+  bool clocked() const {
+    return cp.opt.time_limit_s > 0 || cp.opt.deadline != Clock::time_point::max();
+  }
+  int rounds_left = clocked() ? 200'000 : 2000;
+  const int max_boxes = clocked() ? 100'000 : 4000;
   // Boxes are searched until every open one is bound at `target`: then no
   // strategy in range beats `best` even after the rounding allowance.
   double slack = 0, target = 0;
@@ -585,11 +592,10 @@ Nanos OpenTreeBound::Run() {
   boxes.emplace_back(std::move(root), std::move(at_root));
   open.emplace(boxes.back().second.bound, 0);
   double settled = std::numeric_limits<double>::infinity();
-  const int kMaxBoxes = 4000;
   while (!open.empty()) {
     const auto [b, i] = open.top();
     if (b >= target || TimeUp() || rounds_left <= 0 ||
-        static_cast<int>(boxes.size()) + 2 > kMaxBoxes) {
+        static_cast<int>(boxes.size()) + 2 > max_boxes) {
       break;
     }
     open.pop();

@@ -57,13 +57,20 @@ bool Searcher::CheckLimits() {
     return true;
   }
   // The clock at every node (a node can be a leaf's simulations): a
-  // top-level search leaves the last tenth of its time to the bound of an
-  // open tree (TotalsPathBound); nothing runs past the deadline.
+  // top-level search leaves the rest of its time to the bound of an open
+  // tree (TotalsPathBound) at 90 % of it, or from half of it on once its
+  // incumbent has settled (TreeHandsOver); nothing runs past the deadline.
   if (cp_.opt.time_limit_s > 0 || cp_.opt.deadline != Clock::time_point::max()) {
     const double el = std::chrono::duration<double>(Clock::now() - limits.start).count();
-    const double share = cp_.opt.open_tree_bound ? 0.9 : 1.0;
-    if ((cp_.opt.time_limit_s > 0 && el >= cp_.opt.time_limit_s * share) ||
-        PastDeadline(cp_.opt)) {
+    const double T = cp_.opt.time_limit_s;
+    bool stop = PastDeadline(cp_.opt) || (T > 0 && el >= T);
+    if (T > 0 && cp_.opt.open_tree_bound && !top_list.top.empty()) {
+      const double last = top_list.incumbents.empty() ? 0.0 : top_list.incumbents.back().first;
+      stop = stop || TreeHandsOver(el, T, last);
+    } else if (T > 0 && cp_.opt.open_tree_bound) {
+      stop = stop || el >= 0.9 * T;
+    }
+    if (stop) {
       limits.hit = true;
       limits.stop_reason = "time limit";
       return true;
