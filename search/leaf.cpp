@@ -588,8 +588,6 @@ bool Searcher::Finished(const SimResult& sim) {
   return false;
 }
 
-// An interrupted run gives an infeasible candidate (ToCandidate), which
-// is never offered.
 SimOptions Searcher::EvalOptions() const {
   SimOptions so;
   so.record_ops = false;
@@ -605,6 +603,8 @@ void Searcher::KeepOrder(SimResult& sim) {
   }
 }
 
+// An interrupted run gives an infeasible candidate (ToCandidate), which
+// is never offered.
 void Searcher::SimulateChosen(const std::vector<int>& split, Candidate* out) {
   Strategy st;
   int recomputed = 0;

@@ -64,11 +64,12 @@ bool Searcher::CheckLimits() {
     const double el = std::chrono::duration<double>(Clock::now() - limits.start).count();
     const double T = cp_.opt.time_limit_s;
     bool stop = PastDeadline(cp_.opt) || (T > 0 && el >= T);
-    if (T > 0 && cp_.opt.open_tree_bound && !top_list.top.empty()) {
-      const double last = top_list.incumbents.empty() ? 0.0 : top_list.incumbents.back().first;
+    if (T > 0 && cp_.opt.open_tree_bound) {
+      // With nothing found yet, nothing has settled: "last improved now".
+      const double last = top_list.top.empty()          ? el
+                          : top_list.incumbents.empty() ? 0.0
+                                                        : top_list.incumbents.back().first;
       stop = stop || TreeHandsOver(el, T, last);
-    } else if (T > 0 && cp_.opt.open_tree_bound) {
-      stop = stop || el >= 0.9 * T;
     }
     if (stop) {
       limits.hit = true;

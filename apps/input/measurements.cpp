@@ -27,12 +27,15 @@ class Reader {
   Reader(std::string_view file, const SappUnits& units)
       : file_(file), units_(units) {}
 
+  // "file:line", or the file alone where yaml-cpp has no line (-1: an
+  // empty document).
+  std::string Where(const YAML::Mark& mark) const {
+    return mark.line < 0 ? file_ : file_ + ":" + std::to_string(mark.line + 1);
+  }
+
   Error Fail(const YAML::Node& at, const std::string& key,
              const std::string& msg) const {
-    const YAML::Mark mark = at.Mark();
-    const std::string where =
-        mark.line < 0 ? file_ : file_ + ":" + std::to_string(mark.line + 1);
-    return Error{key, where + ": " + key + ": " + msg};
+    return Error{key, Where(at.Mark()) + ": " + key + ": " + msg};
   }
 
   static std::string Given(const YAML::Node& n) {
@@ -135,10 +138,7 @@ class Reader {
     }
     try {
       if (!root.IsMap()) {
-        // An empty file has no line (yaml-cpp's mark is -1).
-        const int line = root.Mark().line;
-        const std::string at = line < 0 ? file_ : file_ + ":" + std::to_string(line + 1);
-        return Error{"", at + ": must be a map with runs (or SAPP's "
+        return Error{"", Where(root.Mark()) + ": must be a map with runs (or SAPP's "
                                  "pipeline_config and memory_usage); got " +
                              Given(root)};
       }
