@@ -9,6 +9,7 @@
 // `best`. Every value is floored and lowered by a rounding slack.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <utility>
 #include <vector>
@@ -107,12 +108,28 @@ class ChunkRecompute {
   std::vector<std::map<std::vector<int>, Nanos>> cache_;
 };
 
+// A lower bound, at nominal times (ChoiceContext::bound_scale), on the
+// makespan of every strategy whose split (layers per stage) is `split`
+// (floor: kInf when none fits, -1 when none is known); `attained` when a
+// strategy of that split and makespan was offered to the search, its ties
+// settled as a leaf's.
+struct SplitValue {
+  Nanos floor = -1;
+  bool attained = false;
+};
+using SplitFloor = std::function<SplitValue(const std::vector<int>& split)>;
+
 // open_tree_bound.cpp.
 // `path_pool` (may be null): paths shared by searchers of one program on
 // clusters with the same links; `engine` simulates the critical paths;
-// `start` is the search's start (the time limit counts from it).
+// `start` is the search's start (the time limit counts from it);
+// `split_floor` (may be null) bounds the splits the bound meets whole;
+// `unattained` (may be null) gets the bound over all but the splits it
+// called attained: above `best` when no strategy outside them beats or ties
+// it.
 Nanos TotalsPathBound(const ChoiceProblem& cp, const Totals& totals,
                       std::vector<Path>* path_pool, Engine& engine,
-                      Clock::time_point start, Nanos best);
+                      Clock::time_point start, Nanos best,
+                      const SplitFloor* split_floor = nullptr, Nanos* unattained = nullptr);
 
 }  // namespace ppb::search_detail

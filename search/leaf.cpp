@@ -424,7 +424,7 @@ bool Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
 // across devices; the best of them, when good enough for the top list, is
 // tie-polished before it is offered. Returns false (nothing offered) when
 // that is too many.
-bool Searcher::ExhaustLeaf(const std::vector<int>& split, Nanos& unproved) {
+bool Searcher::ExhaustLeaf(const std::vector<int>& split, Nanos& unproved, Nanos* fastest) {
   if (PastDeadline(cp_.opt)) return false;  // nothing offered: the leaf stays open
   const int S = cp_.c.S, p = cp_.c.p, v = cp_.c.v;
   std::vector<int> first;
@@ -510,6 +510,12 @@ bool Searcher::ExhaustLeaf(const std::vector<int>& split, Nanos& unproved) {
     while (d < p && ++idx[d] == per_device[d].size()) idx[d++] = 0;
     if (d == p) break;
   }
+  if (fastest != nullptr) {
+    *fastest = kInf;
+    for (const Candidate& cand : cands) {
+      if (cand.feasible) *fastest = std::min(*fastest, cand.makespan);
+    }
+  }
   Candidate& top = cands[best];
   if (top.feasible &&
       (top_list.top.empty() || top.makespan <= top_list.top.front().makespan)) {
@@ -517,6 +523,38 @@ bool Searcher::ExhaustLeaf(const std::vector<int>& split, Nanos& unproved) {
   }
   for (Candidate& cand : cands) Offer(std::move(cand));
   return true;
+}
+
+SplitValue Searcher::SplitOptimum(const std::vector<int>& split) {
+  if (interrupted || PastDeadline(cp_.opt)) return {};
+  Candidate cand;
+  bool exact = true;
+  // No recompute of some device fits: no strategy of the split does, unless
+  // a menu was cut short.
+  if (!ChooseRecompute(split, exact)) return {rc_.truncated() ? -1 : kInf, true};
+  SimulateChosen(split, &cand);
+  if (interrupted) return {};
+  Nanos least = exact && cand.feasible ? cand.makespan : -1;
+  Nanos unproved = kInf;
+  if (cand.feasible && (top_list.top.empty() || cand.makespan <= top_list.top.front().makespan) &&
+      !PolishTies(split, cand)) {
+    unproved = cand.makespan;
+  }
+  Offer(std::move(cand));
+  if (!exact) {
+    Nanos fastest = kInf;
+    unproved = kInf;
+    if (ExhaustLeaf(split, unproved, &fastest) && !interrupted && fastest < kInf) least = fastest;
+  }
+  ties_open = std::min(ties_open, unproved);
+  if (least < 0) return {};
+  // Under search.target the offered strategy may not enter the list: then
+  // the value only bounds.
+  const bool attained = cp_.opt.target == DeployTarget::Any;
+  // At nominal times: the least t with ScaleBound(t) <= least.
+  if (cp_.c.bound_scale >= 1.0) return {least, attained};
+  return {static_cast<Nanos>(std::floor(static_cast<long double>(least) / cp_.c.bound_scale)),
+          attained};
 }
 
 // The spec and strategy of a split with the recompute in chosen_/rtime_.

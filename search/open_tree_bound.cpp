@@ -5,8 +5,12 @@
 //
 // Contract: TotalsPathBound(best) is valid for every strategy of the choice
 // with makespan <= best: it returns a value <= the optimum whenever the
-// optimum is below best, and at most best otherwise. The value is floored
-// and lowered by a rounding slack.
+// optimum is below best, and at most best + 1 otherwise. The relaxations'
+// values are floored and lowered by a rounding slack; a whole split met as
+// a box's minimizer is bounded by SplitFloor (exact: no slack) and cut out
+// of its box. `unattained` leaves out the splits SplitFloor attained: when
+// it is above the search's best (which those splits were offered to), no
+// strategy beats or ties that best outside splits whose ties are settled.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -14,122 +18,9 @@
 
 #include "core/cost.h"
 #include "search/lp.h"
-#include "search/searcher.h"
+#include "search/open_tree_bound.h"
 
 namespace ppb::search_detail {
-namespace {
-
-// Most counts-per-chunk combinations Respond prices one rank by
-// (ChunkRecompute); a rank with more in a box is priced by its total.
-constexpr long long kMaxChunkCombos = 4096;
-
-// A node of the bound's own branch-and-bound: decoders of stage st within
-// [lb[st], ub[st]] (the root: [must, the rank's hi]).
-struct Box {
-  std::vector<int> lb, ub;
-};
-
-struct Solved {
-  double bound = 0;  // valid for every integral allocation in the box
-  std::vector<double> x;  // the relaxation's minimizer (empty: none)
-  std::vector<int> support;  // paths with weight in its LP's solution
-};
-
-// The state of one TotalsPathBound (see there): the decoder ranges, the
-// paths known so far, and the column generation and branch-and-bound over
-// boxes that use them.
-class OpenTreeBound {
- public:
-  OpenTreeBound(const ChoiceProblem& problem, const Totals& relaxation,
-                std::vector<Path>* pool, Engine& sim, Clock::time_point t0, Nanos best_time)
-      : cp(problem), totals(relaxation), path_pool(pool), engine(sim), start(t0),
-        best(best_time), S(problem.c.S), p(problem.c.p), v(problem.c.v),
-        D(relaxation.decoders), chunks(problem, relaxation) {}
-
-  Nanos Run();
-
- private:
-  // lo/hi: the decoder counts per rank of strategies that can beat `best`;
-  // false when there are none (no bound).
-  bool Ranges();
-  // Stage speeds, the stages that must hold a decoder, the paths known so
-  // far (pinned layers folded in) and the LP's constants.
-  void Setup();
-  void FoldPinned(Path& P) const;
-  double Unit(const Path& P, int st) const;
-  std::vector<double> LeastRt(const Box& box) const;
-  double RecomputeOn(const Path& P, const std::vector<double>& r) const;
-  // The least value of mixture lam over the box's whole allocations.
-  double Respond(const std::vector<double>& lam, const Box& box);
-  int LooseStage(const Box& box, const std::vector<double>& x) const;
-  double LeastB(const Path& P, int d) const;  // least B ops of P on d's chunks
-  double RtAt(int d, int k) const;            // d's least recompute with k (time)
-  // Whether Respond prices rank d by its counts per chunk (few enough
-  // combinations in the box), and those prices: per k in
-  // [klo, khi], the least over the box's counts per chunk adding up to k of
-  // their units plus rc times the recompute they force (kNone: none fits).
-  bool ByChunk(const Box& box, int d) const;
-  std::vector<double> ChunkCosts(const Box& box, int d, int klo, int khi, double rc);
-  // Rank d's counts per chunk within the box: chunk c's stage st[c] holds
-  // from its lower bound to min(its upper bound, hi[d]) decoders; Next()
-  // steps through every such vector k (mixed-radix order), false after
-  // the last.
-  struct ChunkCounts {
-    std::vector<int> st, k, lo, top;
-    bool Next() {
-      size_t c = 0;
-      while (c < k.size() && k[c] == top[c]) {
-        k[c] = lo[c];
-        ++c;
-      }
-      if (c == k.size()) return false;
-      ++k[c];
-      return true;
-    }
-  };
-  ChunkCounts CountsOf(const Box& box, int d) const;
-
-  bool TimeUp() const;
-  static std::vector<double> KeyOf(const Path& P);
-  Solved SolveBox(const Box& box);
-  // The simulator's critical path at a split near x (false: none).
-  bool CriticalPathAt(const std::vector<double>& x, Path* P);
-
-  const ChoiceProblem& cp;
-  const Totals& totals;
-  std::vector<Path>* path_pool;
-  Engine& engine;
-  Clock::time_point start;
-  Nanos best;
-  int S, p, v, D;
-  std::vector<int> lo, hi;    // per rank
-  double fd = 0, bd = 0;      // a decoder's forward and backward work
-  std::vector<double> speed;  // per stage
-  std::vector<int> must;      // per stage: must hold a decoder
-  std::vector<Path> paths;
-  int own_paths = 0;
-  std::vector<Path> raw_paths;
-  std::vector<double> cost;   // Respond's scratch: per stage
-  double scale = 1;
-  // Only when every layer but a pinned first and last is a decoder are the
-  // decoder counts per stage a split that the simulator can run.
-  bool generate = false;
-  // Column generation rounds over the whole tree, and the most boxes. A
-  // search under a clock stops the bound at it; with no clock (node limits
-  // only) these caps end it, so that its answer is the same on every run.
-  bool clocked() const {
-    return cp.opt.time_limit_s > 0 || cp.opt.deadline != Clock::time_point::max();
-  }
-  int rounds_left = clocked() ? 200'000 : 2000;
-  const int max_boxes = clocked() ? 100'000 : 4000;
-  // Boxes are searched until every open one is bound at `target`: then no
-  // strategy in range beats `best` even after the rounding allowance.
-  double slack = 0, target = 0;
-  // Every box's LP starts from every path known so far; the simulator's
-  // critical paths join them (once each).
-  std::map<std::vector<double>, int> path_index;  // a ++ b ++ {c} -> index
-  mutable ChunkRecompute chunks;  // the recompute per counts per chunk (a cache)
-};
 
 bool OpenTreeBound::Ranges() {
   lo.assign(p, -1);
@@ -181,7 +72,7 @@ void OpenTreeBound::Setup() {
   scale = static_cast<double>(best);
   generate = totals.free_others == 0 && !cp.pb.allow_empty_chunks;
   slack = static_cast<double>(cp.c.m) * (S + 1) * 4;
-  target = static_cast<double>(best) + slack;
+  target = static_cast<double>(best) + 1 + slack;
   for (int k = 0; k < static_cast<int>(paths.size()); ++k) path_index.emplace(KeyOf(paths[k]), k);
 }
 
@@ -195,217 +86,6 @@ void OpenTreeBound::FoldPinned(Path& P) const {
   };
   if (totals.first_pinned) add(0, 0);
   if (totals.last_pinned) add(cp.c.L - 1, S - 1);
-}
-
-// Time path P spends per decoder on stage st.
-double OpenTreeBound::Unit(const Path& P, int st) const {
-  return (P.a[st] * fd + P.b[st] * bd) / speed[st];
-}
-
-std::vector<double> OpenTreeBound::LeastRt(const Box& box) const {
-  std::vector<double> r(p, 0.0);
-  if (totals.rt.empty()) return r;
-  for (int d = 0; d < p; ++d) {
-    int klo = lo[d], khi = hi[d], floor_d = 0, ceil_d = 0;
-    for (int c = 0; c < v; ++c) {
-      floor_d += box.lb[StageOf(cp.c.spec.placement, p, c, d)];
-      ceil_d += box.ub[StageOf(cp.c.spec.placement, p, c, d)];
-    }
-    klo = std::max(klo, floor_d);
-    khi = std::min(khi, ceil_d);
-    Nanos least = kInf;
-    if (ByChunk(box, d)) {
-      // The least over the box's counts per chunk (ChunkRecompute).
-      ChunkCounts cc = CountsOf(box, d);
-      do {
-        int sum = 0;
-        for (int c = 0; c < v; ++c) sum += cc.k[c];
-        if (sum >= klo && sum <= khi && sum <= D) {
-          least = std::min(least, std::max(totals.rt[d][sum], chunks.Least(d, cc.k)));
-        }
-      } while (cc.Next());
-    } else {
-      for (int k = std::max(0, klo); k <= khi && k <= D; ++k) least = std::min(least, totals.rt[d][k]);
-    }
-    r[d] = least >= kInf ? 0.0 : static_cast<double>(least) / cp.pb.cluster.devices[d].speed;
-  }
-  return r;
-}
-
-double OpenTreeBound::RecomputeOn(const Path& P, const std::vector<double>& r) const {
-  double t = 0;
-  for (int d = 0; d < p; ++d) {
-    if (r[d] == 0) continue;
-    double least = P.b[d];
-    for (int c = 1; c < v; ++c) least = std::min(least, P.b[StageOf(cp.c.spec.placement, p, c, d)]);
-    t += least * r[d];
-  }
-  return t;
-}
-
-// Respond(): the least value of the mixture lambda over the integral
-// allocations in a box, exactly. Per rank, taking its k cheapest units
-// (stage by stage within the box) costs a convex function of k; on top of
-// it, memory forces recompute: a rank holding k decoders runs at least
-// rt[d][k] of it per micro-batch inside its B ops, spread over its chunks
-// in some way, so a path with b_P B ops on each of the rank's stages
-// carries at least min_c b_P * rt[d][k]. The rank's cost g_d(k) is then
-// any function of k, and a knapsack over the ranks (k within the rank's
-// range and the box, D in all) gives the exact least value. Counts that
-// cannot fit (rt = kInf) are not allocations at all.
-// A stage of a rank whose recompute the box leaves loose at integral x
-// (LeastRt over the rank's count range below rt at x's count), the
-// loosest such rank's widest stage; -1: none.
-int OpenTreeBound::LooseStage(const Box& box, const std::vector<double>& x) const {
-  if (totals.rt.empty()) return -1;
-  const std::vector<double> least = LeastRt(box);
-  int pick = -1;
-  double most = 0;
-  for (int d = 0; d < p; ++d) {
-    int k = 0, widest = -1;
-    for (int c = 0; c < v; ++c) {
-      const int st = StageOf(cp.c.spec.placement, p, c, d);
-      k += static_cast<int>(std::llround(x[st]));
-      if (box.lb[st] < box.ub[st] && (widest < 0 || box.ub[st] - box.lb[st] >
-                                                        box.ub[widest] - box.lb[widest])) {
-        widest = st;
-      }
-    }
-    if (widest < 0 || k < 0 || k > D) continue;
-    const double r = RtAt(d, k);
-    if (!std::isfinite(r)) continue;
-    if (r - least[d] > most) {
-      most = r - least[d];
-      pick = widest;
-    }
-  }
-  return pick;
-}
-
-double OpenTreeBound::LeastB(const Path& P, int d) const {
-  double least = std::numeric_limits<double>::infinity();
-  for (int c = 0; c < v; ++c) least = std::min(least, P.b[StageOf(cp.c.spec.placement, p, c, d)]);
-  return least;
-}
-
-double OpenTreeBound::RtAt(int d, int k) const {
-  if (totals.rt.empty()) return 0;
-  const Nanos t = totals.rt[d][k];
-  return t >= kInf ? std::numeric_limits<double>::infinity()
-                   : static_cast<double>(t) / cp.pb.cluster.devices[d].speed;
-}
-
-bool OpenTreeBound::ByChunk(const Box& box, int d) const {
-  if (totals.rt.empty()) return false;
-  long long combos = 1;
-  for (int c = 0; c < v; ++c) {
-    const int st = StageOf(cp.c.spec.placement, p, c, d);
-    combos *= std::max(1, std::min(box.ub[st], hi[d]) - box.lb[st] + 1);
-    if (combos > kMaxChunkCombos) return false;
-  }
-  return true;
-}
-
-OpenTreeBound::ChunkCounts OpenTreeBound::CountsOf(const Box& box, int d) const {
-  ChunkCounts cc;
-  for (int c = 0; c < v; ++c) {
-    const int st = StageOf(cp.c.spec.placement, p, c, d);
-    cc.st.push_back(st);
-    cc.lo.push_back(box.lb[st]);
-    cc.k.push_back(box.lb[st]);
-    cc.top.push_back(std::min(box.ub[st], hi[d]));
-  }
-  return cc;
-}
-
-std::vector<double> OpenTreeBound::ChunkCosts(const Box& box, int d, int klo, int khi,
-                                              double rc) {
-  constexpr double kNone = std::numeric_limits<double>::infinity();
-  std::vector<double> g(khi - klo + 1, kNone);
-  ChunkCounts cc = CountsOf(box, d);
-  const double speed_d = cp.pb.cluster.devices[d].speed;
-  do {
-    int sum = 0;
-    double units = 0;
-    for (int c = 0; c < v; ++c) {
-      sum += cc.k[c];
-      units += cc.k[c] * cost[cc.st[c]];
-    }
-    if (sum >= klo && sum <= khi) {
-      const double r0 = RtAt(d, sum);
-      const Nanos r1 = chunks.Least(d, cc.k);
-      if (r0 != kNone && r1 < kInf) {
-        const double r = std::max(r0, static_cast<double>(r1) / speed_d);
-        g[sum - klo] = std::min(g[sum - klo], units + rc * r);
-      }
-    }
-  } while (cc.Next());
-  return g;
-}
-
-double OpenTreeBound::Respond(const std::vector<double>& lam, const Box& box) {
-  constexpr double kNone = std::numeric_limits<double>::infinity();
-  double cst = 0;
-  std::fill(cost.begin(), cost.end(), 0.0);
-  std::vector<double> rc(p, 0.0);  // per rank: the mixture's weight on its recompute
-  for (size_t k = 0; k < lam.size(); ++k) {
-    if (lam[k] == 0) continue;
-    cst += lam[k] * paths[k].c;
-    for (int st = 0; st < S; ++st) {
-      cost[st] += lam[k] * Unit(paths[k], st);
-    }
-    for (int d = 0; d < p; ++d) rc[d] += lam[k] * LeastB(paths[k], d);
-  }
-  // least[j]: the least cost of the ranks so far holding j decoders.
-  std::vector<double> least(D + 1, kNone), next(D + 1);
-  least[0] = 0;
-  std::vector<double> units;
-  for (int d = 0; d < p; ++d) {
-    int floor_d = 0;
-    double floor_cost = 0;
-    units.clear();
-    for (int c = 0; c < v; ++c) {
-      const int st = StageOf(cp.c.spec.placement, p, c, d);
-      if (box.lb[st] > box.ub[st]) return kNone;
-      floor_d += box.lb[st];
-      floor_cost += box.lb[st] * cost[st];
-      const int room = std::min(box.ub[st] - box.lb[st], std::max(0, hi[d]));
-      for (int u = 0; u < room; ++u) units.push_back(cost[st]);
-    }
-    std::sort(units.begin(), units.end());
-    const int klo = std::max(lo[d], floor_d);
-    const int khi = std::min<int>({hi[d], floor_d + static_cast<int>(units.size()), D});
-    if (klo > khi) return kNone;
-    std::fill(next.begin(), next.end(), kNone);
-    auto take = [&](int k, double gk) {
-      for (int j = 0; j + k <= D; ++j) {
-        if (least[j] == kNone) continue;
-        next[j + k] = std::min(next[j + k], least[j] + gk);
-      }
-    };
-    if (ByChunk(box, d)) {
-      // The rank's cost per count k is the least over its counts per chunk,
-      // each charged the recompute those counts force (ChunkRecompute):
-      // rt[d][k] may put the stash where the fewest micro-batches are in
-      // flight (v > 1) and takes recompute as free with over two modes.
-      const std::vector<double> g = ChunkCosts(box, d, klo, khi, rc[d]);
-      for (int k = klo; k <= khi; ++k) {
-        if (g[k - klo] != kNone) take(k, g[k - klo]);
-      }
-    } else {
-      double g = floor_cost;
-      for (int k = floor_d; k <= khi; ++k) {
-        if (k > floor_d) g += units[k - floor_d - 1];
-        if (k < klo) continue;
-        const double r = RtAt(d, k);
-        if (r == kNone) continue;  // k cannot fit on d
-        take(k, g + rc[d] * r);
-      }
-    }
-    least.swap(next);
-  }
-  if (least[D] == kNone) return kNone;
-  return cst + least[D];
 }
 
 bool OpenTreeBound::TimeUp() const {
@@ -574,14 +254,60 @@ bool OpenTreeBound::CriticalPathAt(const std::vector<double>& x, Path* P) {
   return true;
 }
 
+OpenTreeBound::Point OpenTreeBound::PointBound(const std::vector<double>& x) {
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  if (!generate || x.size() != static_cast<size_t>(S)) return {};
+  Strategy st;
+  st.layers_per_stage.assign(S, 0);
+  int total = 0;
+  for (int s = 0; s < S; ++s) {
+    st.layers_per_stage[s] = static_cast<int>(std::llround(x[s]));
+    total += st.layers_per_stage[s];
+  }
+  if (total != D) return {};
+  if (totals.first_pinned) ++st.layers_per_stage[0];
+  if (totals.last_pinned) ++st.layers_per_stage[S - 1];
+  if (split_floor != nullptr) {
+    const SplitValue f = (*split_floor)(st.layers_per_stage);
+    if (f.floor >= kInf) return {kNone, true};
+    if (f.floor >= 0) return {static_cast<double>(f.floor), f.attained};
+  }
+  if (v != 1) return {};
+  // One chunk per rank: stage s's recompute is at least its decoders'
+  // least that fits (a pinned layer's only adds), and the makespan is the
+  // program's longest path, monotone in every op's time.
+  st.recompute.assign(cp.pb.layers.size(), 0);
+  auto spec = Lower(cp.pb.layers, cp.pb.cluster,
+                    PipelineShape{p, v, cp.c.m, cp.pb.comm, cp.c.spec.placement}, st, false);
+  if (!spec.ok()) return {};
+  for (int s = 0; s < S; ++s) {
+    const int d = cp.c.spec.stage_device[s].value;
+    const int k = static_cast<int>(std::llround(x[s]));
+    Nanos r = 0;
+    if (!totals.rt.empty()) {
+      r = std::max(totals.rt[d][k], chunks.Least(d, {k}));
+      if (r >= kInf) return {kNone, true};
+    }
+    spec->stages[s].recompute = ScaleTime(r, speed[s]);
+  }
+  SimOptions so;
+  so.record_ops = false;
+  const SimResult res = engine.Run(*spec, *cp.c.program, so);
+  if (res.outcome == Outcome::Deadlock || res.outcome == Outcome::Interrupted) return {};
+  // At nominal times (ChoiceContext::bound_scale): the run had the saving.
+  const double nominal = static_cast<double>(res.makespan) / std::min(1.0, cp.c.bound_scale);
+  return {std::floor(nominal), false};
+}
+
 Nanos OpenTreeBound::Run() {
   if (!Ranges()) return 0;
   Setup();
   // Branch-and-bound over boxes, least bound first: a box whose relaxation
   // has a fractional minimizer splits on its most fractional stage count
-  // (x_st <= floor, x_st >= ceil); one with an integral minimizer is
-  // settled (no allocation in it does better than that relaxation). The
-  // bound is the least over settled and open boxes.
+  // (x_st <= floor, x_st >= ceil); one with an integral minimizer is cut
+  // into that split and the rest (below), or else settled (no allocation
+  // in it does better than that relaxation). The bound is the least over
+  // settled and open boxes and bounded splits.
   Box root{must, std::vector<int>(S, D)};
   for (int st = 0; st < S; ++st) root.ub[st] = std::min(D, hi[cp.c.spec.stage_device[st].value]);
   Solved at_root = SolveBox(root);
@@ -591,7 +317,10 @@ Nanos OpenTreeBound::Run() {
   std::priority_queue<Open, std::vector<Open>, std::greater<Open>> open;
   boxes.emplace_back(std::move(root), std::move(at_root));
   open.emplace(boxes.back().second.bound, 0);
+  // The least over boxes settled at their relaxation; over whole splits
+  // bounded by their own value, attained (SplitValue) or not.
   double settled = std::numeric_limits<double>::infinity();
+  double attained = settled, floored = settled;
   while (!open.empty()) {
     const auto [b, i] = open.top();
     if (b >= target || TimeUp() || rounds_left <= 0 ||
@@ -632,7 +361,50 @@ Nanos OpenTreeBound::Run() {
       continue;
     }
     if (split < 0) {
-      settled = std::min(settled, b);  // integral (or no minimizer known)
+      // An integral minimizer that is a split: bound that split by its own
+      // value (PointBound) and branch on the rest of the box (each stage in
+      // turn below or above x, the stages before it fixed at x); otherwise
+      // the box is settled at its relaxation.
+      const Point point = x.empty() ? Point{} : PointBound(x);
+      if (point.value < 0) {
+        settled = std::min(settled, b);  // integral (or no minimizer known)
+        continue;
+      }
+      // The split's own value is exact (no rounding slack).
+      const double value = std::max(point.value, b - slack);
+      (point.attained ? attained : floored) = std::min(point.attained ? attained : floored, value);
+      if (point.attained && value < static_cast<double>(best)) {
+        // A better strategy, offered: from here on only what beats or ties
+        // it matters.
+        best = static_cast<Nanos>(std::floor(value));
+        target = static_cast<double>(best) + 1 + slack;
+      }
+      Box fixed = boxes[i].first;  // a copy: boxes grows below
+      std::vector<int> loose;
+      for (int st = 0; st < S; ++st) {
+        if (fixed.lb[st] < fixed.ub[st]) loose.push_back(st);
+      }
+      // The counts add up to D: the last loose stage is fixed by the others.
+      if (!loose.empty()) loose.pop_back();
+      for (int st : loose) {
+        const int xr = static_cast<int>(std::llround(x[st]));
+        for (int side = 0; side < 2; ++side) {
+          Box child = fixed;
+          if (side == 0) {
+            if (xr <= fixed.lb[st]) continue;
+            child.ub[st] = xr - 1;
+          } else {
+            if (xr >= fixed.ub[st]) continue;
+            child.lb[st] = xr + 1;
+          }
+          Solved s = SolveBox(child);
+          s.bound = std::max(s.bound, b);
+          if (!std::isfinite(s.bound)) continue;
+          boxes.emplace_back(std::move(child), std::move(s));
+          open.emplace(boxes.back().second.bound, static_cast<int>(boxes.size()) - 1);
+        }
+        fixed.lb[st] = fixed.ub[st] = xr;
+      }
       continue;
     }
     for (int side = 0; side < 2; ++side) {
@@ -662,13 +434,16 @@ Nanos OpenTreeBound::Run() {
   }
   double bound = std::min(settled, open.empty() ? std::numeric_limits<double>::infinity()
                                                  : open.top().first);
-  // Nothing open below the target: no strategy in range beats `best`.
-  bound = std::min(bound, target);
-  // Per-op rounding to whole ns can shave a little; stay safely below.
-  return std::max<Nanos>(0, static_cast<Nanos>(std::floor(bound - slack)));
+  // Nothing open below the target: no strategy in range beats or ties
+  // `best`. Per-op rounding to whole ns can shave a little off the
+  // relaxations' values; stay safely below.
+  bound = std::min(bound, target) - slack;
+  bound = std::min(bound, floored);
+  if (unattained != nullptr) {
+    *unattained = std::max<Nanos>(0, static_cast<Nanos>(std::floor(bound)));
+  }
+  return std::max<Nanos>(0, static_cast<Nanos>(std::floor(std::min(bound, attained))));
 }
-
-}  // namespace
 
 // A bound that couples the decoder counts per rank with the fill and drain
 // of the schedule, for the strategies that can still beat `best`.
@@ -691,10 +466,12 @@ Nanos OpenTreeBound::Run() {
 // through the other stages come on top of its work.
 Nanos TotalsPathBound(const ChoiceProblem& cp, const Totals& totals,
                       std::vector<Path>* path_pool, Engine& engine,
-                      Clock::time_point start, Nanos best) {
+                      Clock::time_point start, Nanos best,
+                      const SplitFloor* split_floor, Nanos* unattained) {
+  if (unattained != nullptr) *unattained = 0;
   const int D = totals.decoders;
   if (D <= 0 || totals.load.empty() || best >= kInf || PastDeadline(cp.opt)) return 0;
-  return OpenTreeBound(cp, totals, path_pool, engine, start, best).Run();
+  return OpenTreeBound(cp, totals, path_pool, engine, start, best, split_floor, unattained).Run();
 }
 
 }  // namespace ppb::search_detail

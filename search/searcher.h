@@ -122,13 +122,17 @@ class Searcher {
   // beat `best` (kInf: no split exists at all).
   Nanos RootAndTotals(Nanos best) {
     if (!Prepare(false)) return kInf;
+    const SplitFloor floor = SplitFloorFn();
     return std::max(pending_bound,
                     ScaleBound(TotalsPathBound(cp_, root_.totals, path_pool_, engine_, limits.start,
-                                               UnscaleBound(best, cp_.c.bound_scale)),
+                                               UnscaleBound(best, cp_.c.bound_scale), &floor),
                                cp_.c.bound_scale));
   }
 
   Nanos totals_bound = 0;  // TotalsPathBound after the heuristics (0: none)
+  // Its bound over all but the splits it evaluated (TotalsPathBound's
+  // `unattained`; 0: none).
+  Nanos totals_unattained = 0;
   // Seconds since the start when the root bound was known and when the
   // search of this choice ended (SearchResult::bound_time_s).
   double prepared_s = 0, finished_s = 0;
@@ -163,7 +167,17 @@ class Searcher {
   // Simulates every Pareto-minimal recompute combination of a split (the
   // best tie-polished; its time goes to `unproved` when that polish is not
   // proved); false (nothing offered) when there are too many.
-  bool ExhaustLeaf(const std::vector<int>& split, Nanos& unproved);
+  // `fastest` (may be null): the split's least makespan among them (kInf:
+  // none feasible), when true.
+  bool ExhaustLeaf(const std::vector<int>& split, Nanos& unproved, Nanos* fastest = nullptr);
+  // The open-tree bound's SplitFloor: the least makespan of every strategy
+  // of `split` at nominal times when the recompute choice is proved (every
+  // run offered, ties polished as a leaf's), kInf when no device's
+  // recompute lets it fit, else -1.
+  SplitValue SplitOptimum(const std::vector<int>& split);
+  SplitFloor SplitFloorFn() {
+    return [this](const std::vector<int>& split) { return SplitOptimum(split); };
+  }
   // Replaces cand by a Better recompute choice of its split that keeps its
   // time; false when the result is not proved the best such choice.
   bool PolishTies(const std::vector<int>& split, Candidate& cand);

@@ -450,10 +450,14 @@ void Searcher::Run() {
   // the placement search's per-order runs, which report to a cutoff).
   if (!(searched && pending_bound >= kInf) && !top_list.top.empty() &&
       cp_.opt.open_tree_bound && !interrupted) {
+    const SplitFloor floor = SplitFloorFn();
+    Nanos unattained = 0;
     totals_bound = ScaleBound(
         TotalsPathBound(cp_, root_.totals, path_pool_, engine_, limits.start,
-                        UnscaleBound(top_list.top.front().makespan, cp_.c.bound_scale)),
+                        UnscaleBound(top_list.top.front().makespan, cp_.c.bound_scale), &floor,
+                        &unattained),
         cp_.c.bound_scale);
+    totals_unattained = ScaleBound(unattained, cp_.c.bound_scale);
   }
   // The top list's ties on time are settled by memory, then recompute.
   std::vector<Candidate> polished;
@@ -465,6 +469,15 @@ void Searcher::Run() {
   }
   top_list.top.clear();
   for (auto& c : polished) Offer(std::move(c));
+  if (!searched && !interrupted && !top_list.top.empty() &&
+      totals_unattained > top_list.top.front().makespan &&
+      (ties_open >= kInf || ties_open > top_list.top.front().makespan)) {
+    // The open tree's bound proves the best: nothing it did not evaluate
+    // beats or ties it, and the ties of what it did are settled. (The rest
+    // of the top list is what was found, not proved.)
+    closed = true;
+    limits.stop_reason = "proved optimal";
+  }
   if (searched) {
     // A tie polish that was not proved matters only where its time can
     // still enter the top list.

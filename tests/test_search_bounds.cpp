@@ -98,6 +98,8 @@ TEST_CASE("lower bounds of an open tree on decoder stacks never exceed the optim
         INFO("node limit " << limit << ": " << r.stop_reason << " lb " << r.lower_bound);
         CHECK(r.lower_bound <= opt_makespan);
         if (r.found) CHECK(r.best.makespan >= opt_makespan);
+        // Proved by the open tree's bound: the optimum, ties included.
+        if (r.proved_optimal) CHECK(ObjectiveOf(r.best) == *best);
         if (!uneven && r.found && r.best.makespan == opt_makespan) {
           CHECK(r.lower_bound >= opt_makespan - allowance);
         }
