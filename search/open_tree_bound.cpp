@@ -210,22 +210,9 @@ bool OpenTreeBound::CriticalPathAt(const std::vector<double>& x, Path* P) {
   const Layer& dec = cp.pb.layers[totals.rep];
   const Layer& first = cp.pb.layers.front();
   const Layer& last = cp.pb.layers.back();
-  // A split near x* (largest remainders) that Lower accepts, then the
-  // stage times of x* itself.
+  // A split near x* that Lower accepts, then the stage times of x* itself.
   Strategy st;
-  st.layers_per_stage.assign(S, 0);
-  int total = 0;
-  std::vector<std::pair<double, int>> frac;
-  for (int s = 0; s < S; ++s) {
-    st.layers_per_stage[s] = static_cast<int>(std::floor(x[s] + 1e-9));
-    total += st.layers_per_stage[s];
-    frac.emplace_back(-(x[s] - std::floor(x[s] + 1e-9)), s);
-  }
-  std::sort(frac.begin(), frac.end());
-  for (int i = 0; total < D && i < S; ++i, ++total) ++st.layers_per_stage[frac[i].second];
-  if (total != D) return false;
-  if (totals.first_pinned) ++st.layers_per_stage[0];
-  if (totals.last_pinned) ++st.layers_per_stage[S - 1];
+  if (!NearestSplit(x, &st.layers_per_stage)) return false;
   st.recompute.assign(cp.pb.layers.size(), 0);
   auto spec = Lower(cp.pb.layers, cp.pb.cluster, PipelineShape{p, v, cp.c.m, cp.pb.comm, cp.c.spec.placement}, st, false);
   if (!spec.ok()) return false;
@@ -268,7 +255,7 @@ OpenTreeBound::Point OpenTreeBound::PointBound(const std::vector<double>& x) {
   if (totals.first_pinned) ++st.layers_per_stage[0];
   if (totals.last_pinned) ++st.layers_per_stage[S - 1];
   if (split_floor != nullptr) {
-    const SplitValue f = (*split_floor)(st.layers_per_stage);
+    const SplitValue f = FloorOf(st.layers_per_stage);
     if (f.floor >= kInf) return {kNone, true};
     if (f.floor >= 0) return {static_cast<double>(f.floor), f.attained};
   }
@@ -297,6 +284,45 @@ OpenTreeBound::Point OpenTreeBound::PointBound(const std::vector<double>& x) {
   // At nominal times (ChoiceContext::bound_scale): the run had the saving.
   const double nominal = static_cast<double>(res.makespan) / std::min(1.0, cp.c.bound_scale);
   return {std::floor(nominal), false};
+}
+
+SplitValue OpenTreeBound::FloorOf(const std::vector<int>& split) {
+  auto it = evaluated.find(split);
+  if (it != evaluated.end()) return it->second;
+  const SplitValue f = (*split_floor)(split);
+  evaluated.emplace(split, f);
+  if (f.attained && f.floor >= 0 && f.floor < best) {
+    // A better strategy, offered: from here on only what beats or ties it
+    // matters.
+    best = f.floor;
+    target = static_cast<double>(best) + 1 + slack;
+  }
+  return f;
+}
+
+bool OpenTreeBound::NearestSplit(const std::vector<double>& x, std::vector<int>* split) const {
+  // Largest remainders: each stage rounds to its floor or ceiling, so the
+  // split stays in any box x is in.
+  split->assign(S, 0);
+  int total = 0;
+  std::vector<std::pair<double, int>> frac;
+  for (int s = 0; s < S; ++s) {
+    (*split)[s] = static_cast<int>(std::floor(x[s] + 1e-9));
+    total += (*split)[s];
+    frac.emplace_back(-(x[s] - std::floor(x[s] + 1e-9)), s);
+  }
+  std::sort(frac.begin(), frac.end());
+  for (int i = 0; total < D && i < S; ++i, ++total) ++(*split)[frac[i].second];
+  if (total != D) return false;
+  if (totals.first_pinned) ++(*split)[0];
+  if (totals.last_pinned) ++(*split)[S - 1];
+  return true;
+}
+
+void OpenTreeBound::TryRounded(const std::vector<double>& x) {
+  if (split_floor == nullptr || !generate || x.size() != static_cast<size_t>(S)) return;
+  std::vector<int> split;
+  if (NearestSplit(x, &split)) FloorOf(split);
 }
 
 Nanos OpenTreeBound::Run() {
@@ -338,6 +364,8 @@ Nanos OpenTreeBound::Run() {
         split = st;
       }
     }
+    // A fractional minimizer: its rounding may be a better strategy.
+    if (split >= 0) TryRounded(x);
     // An integral minimizer still leaves a rank's recompute loose when its
     // count can vary in the box and the least recompute over the range is
     // below that of the count at x: split that rank's stage at x.
@@ -373,12 +401,6 @@ Nanos OpenTreeBound::Run() {
       // The split's own value is exact (no rounding slack).
       const double value = std::max(point.value, b - slack);
       (point.attained ? attained : floored) = std::min(point.attained ? attained : floored, value);
-      if (point.attained && value < static_cast<double>(best)) {
-        // A better strategy, offered: from here on only what beats or ties
-        // it matters.
-        best = static_cast<Nanos>(std::floor(value));
-        target = static_cast<double>(best) + 1 + slack;
-      }
       Box fixed = boxes[i].first;  // a copy: boxes grows below
       std::vector<int> loose;
       for (int st = 0; st < S; ++st) {

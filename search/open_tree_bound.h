@@ -141,6 +141,16 @@ class OpenTreeBound {
   // critical paths join them (once each).
   std::map<std::vector<double>, int> path_index;  // a ++ b ++ {c} -> index
   mutable ChunkRecompute chunks;  // the recompute per counts per chunk (a cache)
+  // split_floor's values, once per split; a better attained one lowers
+  // `best` and `target`.
+  std::map<std::vector<int>, SplitValue> evaluated;
+  SplitValue FloorOf(const std::vector<int>& split);
+  // The split nearest the box's fractional minimizer x, offered through
+  // split_floor (a primal heuristic: its value bounds nothing).
+  void TryRounded(const std::vector<double>& x);
+  // The split of the decoder counts nearest x (pinned layers added);
+  // false when they do not add up to D.
+  bool NearestSplit(const std::vector<double>& x, std::vector<int>* split) const;
 };
 
 }  // namespace ppb::search_detail
