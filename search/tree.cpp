@@ -469,15 +469,6 @@ void Searcher::Run() {
   }
   top_list.top.clear();
   for (auto& c : polished) Offer(std::move(c));
-  if (!searched && !interrupted && !top_list.top.empty() &&
-      totals_unattained > top_list.top.front().makespan &&
-      (ties_open >= kInf || ties_open > top_list.top.front().makespan)) {
-    // The open tree's bound proves the best: nothing it did not evaluate
-    // beats or ties it, and the ties of what it did are settled. (The rest
-    // of the top list is what was found, not proved.)
-    closed = true;
-    limits.stop_reason = "proved optimal";
-  }
   if (searched) {
     // A tie polish that was not proved matters only where its time can
     // still enter the top list.
@@ -488,6 +479,16 @@ void Searcher::Run() {
                          : rc_.truncated()
                              ? "recompute choice not proved (too many distinct layers in a stage)"
                              : "recompute choice not proved";
+  }
+  if (!closed && !interrupted && !top_list.top.empty() &&
+      totals_unattained > top_list.top.front().makespan &&
+      (ties_open >= kInf || ties_open > top_list.top.front().makespan)) {
+    // The open tree's bound proves the best: nothing it did not evaluate
+    // beats or ties it (leaves the tree left open included), and the ties
+    // of what it did are settled. (The rest of the top list is what was
+    // found, not proved.)
+    closed = true;
+    limits.stop_reason = "proved optimal";
   }
   if (interrupted) {
     // A simulation cut short decided nothing: its leaf stays open, under
