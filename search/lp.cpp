@@ -75,12 +75,15 @@ void ColumnLp::Pivot(int row, int col) {
   ++pivots_;
 }
 
-ColumnLp::Status ColumnLp::Solve(std::int64_t max_pivots) {
+ColumnLp::Status ColumnLp::Solve(std::int64_t max_pivots) { return Solve(max_pivots, {}); }
+
+ColumnLp::Status ColumnLp::Solve(std::int64_t max_pivots, const std::function<bool()>& stop) {
   const int n = static_cast<int>(cost_.size());
   // Variables in Bland's fixed order: structural 0..n-1, then slacks.
   auto order = [&](int var) { return var >= 0 ? var : n + ~var; };
   int degenerate = 0;
   for (std::int64_t it = 0; it < max_pivots; ++it) {
+    if (stop && it % 128 == 127 && stop()) return Status::PivotLimit;
     const bool bland = degenerate >= kDegenerateRun;
     int enter = 0;
     bool found = false;

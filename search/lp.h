@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace ppb {
@@ -33,6 +34,9 @@ class ColumnLp {
   // Primal simplex from the current basis: Dantzig's rule, Bland's rule
   // after a run of degenerate pivots (no cycling).
   Status Solve(std::int64_t max_pivots = 100000);
+  // The same, also stopping (PivotLimit, the basis kept) once `stop`
+  // answers true; it is asked every 128 pivots.
+  Status Solve(std::int64_t max_pivots, const std::function<bool()>& stop);
 
   double Objective() const { return objective_; }
   // Value of each column's variable at the current basis.

@@ -115,6 +115,9 @@ std::vector<double> OpenTreeBound::KeyOf(const Path& P) {
 // over its integral allocations.
 Solved OpenTreeBound::SolveBox(const Box& box) {
   Solved out;
+  // Out of time: no bound of its own (the caller keeps its parent's) and no
+  // minimizer, so the box is settled at that bound when it is popped.
+  if (TimeUp()) return out;
   // Row 0: sum lambda <= 1 (its price is t); row 1 + st: -sum_P K_P[st]
   // lambda_P + (duals of the rank and box constraints) <= 0 (its price is
   // x_st - lb_st), with K_P[st] path P's time per decoder on stage st.
@@ -162,7 +165,9 @@ Solved OpenTreeBound::SolveBox(const Box& box) {
   for (int k = 0; k < static_cast<int>(paths.size()); ++k) add_path(k);
   std::vector<double> lam;
   for (;;) {
-    const ColumnLp::Status status = lp.Solve();
+    // A long run of pivots stops at the clock too (a box left with the
+    // rounds before it, or its parent's bound).
+    const ColumnLp::Status status = lp.Solve(100000, [this] { return TimeUp(); });
     if (status == ColumnLp::Status::Unbounded) {
       out.bound = std::numeric_limits<double>::infinity();  // an empty box
       out.x.clear();

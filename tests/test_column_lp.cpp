@@ -31,6 +31,39 @@ TEST_CASE("ColumnLp: a textbook LP, its optimum and shadow prices", "[search][lp
   CHECK(pi[2] == Approx(1));
 }
 
+TEST_CASE("ColumnLp: a stop asked every 128 pivots keeps the basis to resume from",
+          "[search][lp]") {
+  // max sum z_j s.t. z_j <= 1 (j < 200): every column enters once, 200
+  // pivots from the all-slack basis to the optimum 200.
+  constexpr int n = 200;
+  ColumnLp lp(std::vector<double>(n, 1.0));
+  for (int j = 0; j < n; ++j) {
+    std::vector<double> col(n, 0.0);
+    col[j] = 1.0;
+    lp.AddColumn(1.0, col);
+  }
+  int asked = 0;
+  const auto stop = [&] {
+    ++asked;
+    return true;
+  };
+  CHECK(lp.Solve(100000, stop) == ColumnLp::Status::PivotLimit);
+  CHECK(asked == 1);
+  CHECK(lp.pivots() == 127);  // asked before the 128th
+  CHECK(lp.Objective() == Approx(127));
+  REQUIRE(lp.Solve(100000, [] { return false; }) == ColumnLp::Status::Optimal);
+  CHECK(lp.pivots() == n);
+  CHECK(lp.Objective() == Approx(n));
+  // Fewer pivots than the first question: never asked.
+  ColumnLp small({4, 12, 18});
+  small.AddColumn(3, {1, 0, 3});
+  small.AddColumn(5, {0, 2, 2});
+  asked = 0;
+  CHECK(small.Solve(100000, stop) == ColumnLp::Status::Optimal);
+  CHECK(asked == 0);
+  CHECK(small.Objective() == Approx(36));
+}
+
 TEST_CASE("ColumnLp: unbounded problems say so", "[search][lp]") {
   ColumnLp lp({1});
   lp.AddColumn(1, {-1});
