@@ -525,35 +525,56 @@ bool Searcher::ExhaustLeaf(const std::vector<int>& split, Nanos& unproved, Nanos
   return true;
 }
 
-SplitValue Searcher::SplitOptimum(const std::vector<int>& split) {
-  if (interrupted || PastDeadline(cp_.opt)) return {};
+Searcher::LeafResult Searcher::EvaluateLeaf(const std::vector<int>& split, Nanos bound) {
+  LeafResult out;
   Candidate cand;
   bool exact = true;
-  // No recompute of some device fits: no strategy of the split does, unless
-  // a menu was cut short.
-  if (!ChooseRecompute(split, exact)) return {rc_.truncated() ? -1 : kInf, true};
-  SimulateChosen(split, &cand);
-  if (interrupted) return {};
-  Nanos least = exact && cand.feasible ? cand.makespan : -1;
-  Nanos unproved = kInf;
-  if (cand.feasible && (top_list.top.empty() || cand.makespan <= top_list.top.front().makespan) &&
+  if (!EvaluateSplit(split, &cand, exact)) {
+    out.fits = false;
+    return out;
+  }
+  const Nanos got = cand.makespan;
+  const bool feasible = cand.feasible;
+  Nanos unproved = kInf;  // the time of a tie polish not proved
+  if (feasible && (top_list.top.empty() || got <= top_list.top.front().makespan) &&
       !PolishTies(split, cand)) {
-    unproved = cand.makespan;
+    unproved = got;
   }
   Offer(std::move(cand));
-  if (!exact) {
-    Nanos fastest = kInf;
+  // At or below the bound, the choice is the split's fastest whether or not
+  // it is proved.
+  if (feasible && !interrupted && (exact || got <= bound)) out.least = got;
+  // The least-total recompute is not provably best with several chunks:
+  // simulate every Pareto-minimal choice, or leave the leaf open.
+  // ExhaustLeaf's best is the split's fastest, and its tie polish replaces
+  // the one above.
+  if (!exact && got > bound) {
     unproved = kInf;
-    if (ExhaustLeaf(split, unproved, &fastest) && !interrupted && fastest < kInf) least = fastest;
+    Nanos fastest = kInf;
+    if (!ExhaustLeaf(split, unproved, &fastest)) {
+      out.open = true;
+    } else if (!interrupted && fastest < kInf) {
+      out.least = fastest;
+    }
   }
+  // Not closed while a choice of that time and a lower peak may remain.
   ties_open = std::min(ties_open, unproved);
-  if (least < 0) return {};
+  return out;
+}
+
+SplitValue Searcher::SplitOptimum(const std::vector<int>& split) {
+  if (interrupted || PastDeadline(cp_.opt)) return {};
+  const LeafResult leaf = EvaluateLeaf(split, -1);
+  // No recompute of some device fits: no strategy of the split does, unless
+  // a menu was cut short.
+  if (!leaf.fits) return {rc_.truncated() ? -1 : kInf, true};
+  if (leaf.least < 0) return {};
   // Under search.target the offered strategy may not enter the list: then
   // the value only bounds.
   const bool attained = cp_.opt.target == DeployTarget::Any;
   // At nominal times: the least t with ScaleBound(t) <= least.
-  if (cp_.c.bound_scale >= 1.0) return {least, attained};
-  return {static_cast<Nanos>(std::floor(static_cast<long double>(least) / cp_.c.bound_scale)),
+  if (cp_.c.bound_scale >= 1.0) return {leaf.least, attained};
+  return {static_cast<Nanos>(std::floor(static_cast<long double>(leaf.least) / cp_.c.bound_scale)),
           attained};
 }
 

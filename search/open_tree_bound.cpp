@@ -252,15 +252,7 @@ OpenTreeBound::Point OpenTreeBound::PointBound(const std::vector<double>& x) {
   constexpr double kNone = std::numeric_limits<double>::infinity();
   if (!generate || x.size() != static_cast<size_t>(S)) return {};
   Strategy st;
-  st.layers_per_stage.assign(S, 0);
-  int total = 0;
-  for (int s = 0; s < S; ++s) {
-    st.layers_per_stage[s] = static_cast<int>(std::llround(x[s]));
-    total += st.layers_per_stage[s];
-  }
-  if (total != D) return {};
-  if (totals.first_pinned) ++st.layers_per_stage[0];
-  if (totals.last_pinned) ++st.layers_per_stage[S - 1];
+  if (!NearestSplit(x, &st.layers_per_stage)) return {};  // x itself: it is whole
   if (split_floor != nullptr) {
     const SplitValue f = FloorOf(st.layers_per_stage);
     if (f.floor >= kInf) return {kNone, true};
@@ -354,6 +346,15 @@ Nanos OpenTreeBound::Run() {
   // bounded by their own value, attained (SplitValue) or not.
   double settled = std::numeric_limits<double>::infinity();
   double attained = settled, floored = settled;
+  // A child of a box bound at `parent`: solved, bound at least at `parent`
+  // (it lies in that box), and opened unless it is empty.
+  auto push = [&](Box child, double parent) {
+    Solved s = SolveBox(child);
+    s.bound = std::max(s.bound, parent);
+    if (!std::isfinite(s.bound)) return;
+    boxes.emplace_back(std::move(child), std::move(s));
+    open.emplace(boxes.back().second.bound, static_cast<int>(boxes.size()) - 1);
+  };
   while (!open.empty()) {
     const auto [b, i] = open.top();
     if (b >= target || TimeUp() || rounds_left <= 0 ||
@@ -387,11 +388,7 @@ Nanos OpenTreeBound::Run() {
         Box child = bx;
         if (side == 0) child.ub[at] = c;
         else child.lb[at] = c + 1;
-        Solved s = SolveBox(child);
-          s.bound = std::max(s.bound, b);
-        if (!std::isfinite(s.bound)) continue;
-        boxes.emplace_back(std::move(child), std::move(s));
-        open.emplace(boxes.back().second.bound, static_cast<int>(boxes.size()) - 1);
+        push(std::move(child), b);
       }
       continue;
     }
@@ -407,7 +404,8 @@ Nanos OpenTreeBound::Run() {
       }
       // The split's own value is exact (no rounding slack).
       const double value = std::max(point.value, b - slack);
-      (point.attained ? attained : floored) = std::min(point.attained ? attained : floored, value);
+      double& least = point.attained ? attained : floored;
+      least = std::min(least, value);
       Box fixed = boxes[i].first;  // a copy: boxes grows below
       std::vector<int> loose;
       for (int st = 0; st < S; ++st) {
@@ -426,11 +424,7 @@ Nanos OpenTreeBound::Run() {
             if (xr >= fixed.ub[st]) continue;
             child.lb[st] = xr + 1;
           }
-          Solved s = SolveBox(child);
-          s.bound = std::max(s.bound, b);
-          if (!std::isfinite(s.bound)) continue;
-          boxes.emplace_back(std::move(child), std::move(s));
-          open.emplace(boxes.back().second.bound, static_cast<int>(boxes.size()) - 1);
+          push(std::move(child), b);
         }
         fixed.lb[st] = fixed.ub[st] = xr;
       }
@@ -443,11 +437,7 @@ Nanos OpenTreeBound::Run() {
       } else {
         child.lb[split] = static_cast<int>(std::ceil(x[split]));
       }
-      Solved s = SolveBox(child);
-      s.bound = std::max(s.bound, b);  // a child's bound is at least its parent's
-      if (!std::isfinite(s.bound)) continue;
-      boxes.emplace_back(std::move(child), std::move(s));
-      open.emplace(boxes.back().second.bound, static_cast<int>(boxes.size()) - 1);
+      push(std::move(child), b);
     }
   }
   if (path_pool) {

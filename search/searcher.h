@@ -170,6 +170,18 @@ class Searcher {
   // `fastest` (may be null): the split's least makespan among them (kInf:
   // none feasible), when true.
   bool ExhaustLeaf(const std::vector<int>& split, Nanos& unproved, Nanos* fastest = nullptr);
+  // A whole split evaluated as a tree leaf: its recompute choice simulated
+  // and offered (ties polished when it can lead), and when that choice is
+  // not proved and its time is above `bound` (a bound on the split), every
+  // Pareto-minimal choice (ExhaustLeaf). `least`: the split's least
+  // makespan when that settled it, else -1; `open`: ExhaustLeaf could not
+  // settle it; `fits` false: no device's recompute fits (nothing offered).
+  struct LeafResult {
+    Nanos least = -1;
+    bool open = false;
+    bool fits = true;
+  };
+  LeafResult EvaluateLeaf(const std::vector<int>& split, Nanos bound);
   // The open-tree bound's SplitFloor: the least makespan of every strategy
   // of `split` at nominal times when the recompute choice is proved (every
   // run offered, ties polished as a leaf's), kInf when no device's

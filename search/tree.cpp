@@ -301,28 +301,10 @@ void Searcher::Dfs(int s, int pos) {
     first_layer_[s] = pos;
     fixed_[s] = cp_.Fixed(s, pos, pos + k, prev_out);
     if (s == S - 1) {
-      std::vector<int> split(split_.begin(), split_.end());
-      Candidate cand;
-      bool exact = true;
-      if (EvaluateSplit(split, &cand, exact)) {
-        const Nanos got = cand.makespan;
-        Nanos unproved = kInf;  // the time of a tie polish not proved
-        if (cand.feasible && (top_list.top.empty() || got <= top_list.top.front().makespan) &&
-            !PolishTies(split, cand)) {
-          unproved = got;
-        }
-        Offer(std::move(cand));
-        // The least-total recompute is not provably best with several chunks:
-        // simulate every Pareto-minimal choice, or leave the leaf open at its
-        // bound (HiGHS-style: the gap reports it). ExhaustLeaf's best is the
-        // split's fastest, and its tie polish replaces the one above.
-        if (!exact && got > ch.bound) {
-          unproved = kInf;
-          if (!ExhaustLeaf(split, unproved)) pending_bound = std::min(pending_bound, ch.bound);
-        }
-        // Not closed while a choice of that time and a lower peak may remain.
-        ties_open = std::min(ties_open, unproved);
-      }
+      const std::vector<int> split(split_.begin(), split_.end());
+      // A leaf whose recompute choice could not be settled stays open at its
+      // bound (HiGHS-style: the gap reports it).
+      if (EvaluateLeaf(split, ch.bound).open) pending_bound = std::min(pending_bound, ch.bound);
       continue;
     }
     // Push the stage into the partial sums.
