@@ -306,6 +306,9 @@ void Searcher::LocalSearch(std::vector<int> split, std::mt19937_64& rng,
       }
       if (stop) return;
     }
+    // Where the recompute of the split found lands decides its time too
+    // (v > 1): every Pareto-minimal choice when they are few, else a descent.
+    if (best.feasible && !limits.hit) ImproveChoice(cur);
   };
   climb(split);
   for (int r = 0; r < restarts && !limits.hit; ++r) {

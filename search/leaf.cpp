@@ -424,7 +424,8 @@ bool Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
 // across devices; the best of them, when good enough for the top list, is
 // tie-polished before it is offered. Returns false (nothing offered) when
 // that is too many.
-bool Searcher::ExhaustLeaf(const std::vector<int>& split, Nanos& unproved, Nanos* fastest) {
+bool Searcher::ExhaustLeaf(const std::vector<int>& split, Nanos& unproved, Nanos* fastest,
+                           DeviceVectors* too_many) {
   if (PastDeadline(cp_.opt)) return false;  // nothing offered: the leaf stays open
   const int S = cp_.c.S, p = cp_.c.p, v = cp_.c.v;
   std::vector<int> first;
@@ -436,44 +437,14 @@ bool Searcher::ExhaustLeaf(const std::vector<int>& split, Nanos& unproved, Nanos
   for (int d = 0; d < p; ++d) {
     std::vector<Choice> found;
     if (!rc_.EnumerateDevice(d, first, split, fx, found) || found.empty()) return false;
-    // Keep Pareto-minimal time vectors (timing depends on nothing else);
-    // for each, all (peak, recomputed) options that are Pareto-minimal.
-    std::vector<Choice> keep;
-    for (size_t i = 0; i < found.size(); ++i) {
-      bool dominated = false;
-      for (size_t j = 0; j < found.size() && !dominated; ++j) {
-        if (i == j) continue;
-        bool le = true, lt = false;
-        for (int x = 0; x < v; ++x) {
-          if (found[j].times[x] > found[i].times[x]) le = false;
-          if (found[j].times[x] < found[i].times[x]) lt = true;
-        }
-        if (!le) continue;
-        if (lt) {
-          dominated = true;  // strictly faster somewhere, never slower
-        } else {
-          // Same time vector: dominated in (peak, rc), or a duplicate.
-          const auto a = std::tie(found[j].peak, found[j].rc);
-          const auto b = std::tie(found[i].peak, found[i].rc);
-          dominated = (found[j].peak <= found[i].peak && found[j].rc <= found[i].rc &&
-                       a != b) ||
-                      (a == b && j < i);
-        }
-      }
-      if (!dominated) keep.push_back(found[i]);
-    }
-    std::sort(keep.begin(), keep.end(), [](const Choice& a, const Choice& b) {
-      return std::tie(a.times, a.peak, a.rc) < std::tie(b.times, b.peak, b.rc);
-    });
-    // Distinct time vectors, each with its options.
-    std::vector<std::vector<Choice>> vectors;
-    for (auto& ch : keep) {
-      if (vectors.empty() || vectors.back().front().times != ch.times) vectors.emplace_back();
-      vectors.back().push_back(std::move(ch));
-    }
-    combos *= static_cast<std::int64_t>(vectors.size());
-    if (combos > 256) return false;
-    per_device[d] = std::move(vectors);
+    per_device[d] = TimeVectors(std::move(found), v);
+    combos = std::min<std::int64_t>(combos * static_cast<std::int64_t>(per_device[d].size()),
+                                    kTieCombos + 1);
+    if (combos > kTieCombos && too_many == nullptr) return false;  // the rest not listed
+  }
+  if (combos > kTieCombos) {
+    if (too_many != nullptr) *too_many = std::move(per_device);
+    return false;
   }
   // Odometer over the devices' time vectors; for each combination, the
   // least max peak M, then per device the fewest recomputed within M.

@@ -249,3 +249,44 @@ bool RecomputeChoice::EnumerateDevice(int d, const std::vector<int>& first,
 }
 
 }  // namespace ppb::search_detail
+
+namespace ppb::search_detail {
+
+std::vector<std::vector<DeviceChoice>> TimeVectors(std::vector<DeviceChoice> found, int v) {
+  // Keep Pareto-minimal time vectors (timing depends on nothing else); for
+  // each, all (peak, recomputed) options that are Pareto-minimal.
+  std::vector<DeviceChoice> keep;
+  for (size_t i = 0; i < found.size(); ++i) {
+    bool dominated = false;
+    for (size_t j = 0; j < found.size() && !dominated; ++j) {
+      if (i == j) continue;
+      bool le = true, lt = false;
+      for (int x = 0; x < v; ++x) {
+        if (found[j].times[x] > found[i].times[x]) le = false;
+        if (found[j].times[x] < found[i].times[x]) lt = true;
+      }
+      if (!le) continue;
+      if (lt) {
+        dominated = true;  // strictly faster somewhere, never slower
+      } else {
+        // Same time vector: dominated in (peak, rc), or a duplicate.
+        const auto a = std::tie(found[j].peak, found[j].rc);
+        const auto b = std::tie(found[i].peak, found[i].rc);
+        dominated = (found[j].peak <= found[i].peak && found[j].rc <= found[i].rc && a != b) ||
+                    (a == b && j < i);
+      }
+    }
+    if (!dominated) keep.push_back(found[i]);
+  }
+  std::sort(keep.begin(), keep.end(), [](const DeviceChoice& a, const DeviceChoice& b) {
+    return std::tie(a.times, a.peak, a.rc) < std::tie(b.times, b.peak, b.rc);
+  });
+  std::vector<std::vector<DeviceChoice>> vectors;
+  for (auto& ch : keep) {
+    if (vectors.empty() || vectors.back().front().times != ch.times) vectors.emplace_back();
+    vectors.back().push_back(std::move(ch));
+  }
+  return vectors;
+}
+
+}  // namespace ppb::search_detail

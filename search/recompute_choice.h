@@ -47,6 +47,14 @@ struct DeviceChoice {
   std::vector<const MenuPoint*> pts;
 };
 
+// A device's choices grouped by their per-chunk time vectors: only the
+// Pareto-minimal vectors (no other is as fast in every chunk and faster in
+// one), each with its options Pareto-minimal in (peak, recomputed layers);
+// vectors in lexicographic order, options by (peak, recomputed).
+std::vector<std::vector<DeviceChoice>> TimeVectors(std::vector<DeviceChoice> found, int v);
+// Per device, its TimeVectors.
+using DeviceVectors = std::vector<std::vector<std::vector<DeviceChoice>>>;
+
 class RecomputeChoice {
  public:
   explicit RecomputeChoice(const ChoiceProblem& cp) : cp_(cp) {}

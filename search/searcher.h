@@ -94,6 +94,19 @@ class Searcher {
   bool ChooseRecompute(const std::vector<int>& split, bool& exact,
                        int* failed_device = nullptr);
 
+  // With several chunks per device, where a split's recompute lands decides
+  // its time, not only each device's total: simulates the split's other
+  // recompute choices and offers what it finds. Every Pareto-minimal
+  // combination when there are at most kTieCombos and `exhaust` (then
+  // `exhaustive` and `best` is the split's least makespan), else DescendLeaf.
+  // `first`: the least-total choice's makespan, when the descent ran it.
+  // Proves nothing; -1 where nothing was simulated.
+  struct ChoiceImprovement {
+    Nanos first = -1, best = -1;
+    bool exhaustive = false;
+  };
+  ChoiceImprovement ImproveChoice(const std::vector<int>& split, bool exhaust = true);
+
   TopList top_list;            // sorted by Better, distinct strategies
   SearchLimits limits;         // clock, progress throttle, why it stopped
   Nanos pending_bound = kInf;  // min bound of what was left unexplored
@@ -169,7 +182,17 @@ class Searcher {
   // proved); false (nothing offered) when there are too many.
   // `fastest` (may be null): the split's least makespan among them (kInf:
   // none feasible), when true.
-  bool ExhaustLeaf(const std::vector<int>& split, Nanos& unproved, Nanos* fastest = nullptr);
+  // `too_many` (may be null) gets every device's time vectors when the
+  // combinations are too many to simulate.
+  bool ExhaustLeaf(const std::vector<int>& split, Nanos& unproved, Nanos* fastest = nullptr,
+                   DeviceVectors* too_many = nullptr);
+  // A heuristic for a split whose recompute combinations are too many for
+  // ExhaustLeaf (leaf_descent.cpp): from every device's least-total time
+  // vector, devices in turn take the vector that makes the simulated
+  // iteration Better, until none does or the budget ends; the best run is
+  // tie-polished and offered. Proves nothing (the leaf stays open).
+  // Returns {least-total run's makespan, best's}, -1 where none ran.
+  std::pair<Nanos, Nanos> DescendLeaf(const std::vector<int>& split, const DeviceVectors& vectors);
   // A whole split evaluated as a tree leaf: its recompute choice simulated
   // and offered (ties polished when it can lead), and when that choice is
   // not proved and its time is above `bound` (a bound on the split), every

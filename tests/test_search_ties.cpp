@@ -22,7 +22,9 @@
 
 #include "brute_force.h"
 #include "core/model.h"
+#include "search/context_cache.h"
 #include "search/search.h"
+#include "search/searcher.h"
 
 namespace ppb {
 namespace {
@@ -268,6 +270,77 @@ TEST_CASE("ties with v = 2 on 4 ranks: the same time at a lower peak", "[search]
   Result<Candidate> again = Evaluate(pr, r.best.choice, r.best.strategy);
   REQUIRE(again.ok());
   CHECK(ObjectiveOf(*again) == ObjectiveOf(r.best));
+}
+
+// Where a split's recompute lands (issue 13): ImproveChoice's descent and
+// its exhaustive pass against every recompute choice of the split (the
+// enumerator's points of that split). The descent never reports better than
+// the split's best, never worse than the least-total choice it starts from,
+// and what it offers simulates to what it reports; the exhaustive pass finds
+// the split's least makespan. Not vacuous: on some instances the descent
+// beats its start.
+TEST_CASE("recompute placement: the descent and the exhaustive pass against every choice",
+          "[search][ties]") {
+  int improved = 0, exhaustive = 0, runs = 0;
+  for (int v : {2, 3}) {
+    for (int i = 0; i < 120; ++i) {
+      const std::uint64_t seed = 41001 + 7919 * static_cast<std::uint64_t>(i) + 100 * v;
+      INFO("seed " << seed << ", v " << v);
+      std::mt19937_64 rng(seed);
+      SearchProblem pr = RandomTieProblem(rng, v, 3000);
+      const std::vector<Point> points = Enumerate(pr);
+      std::vector<Bytes> max_peaks;
+      for (const Point& pt : points) max_peaks.push_back(pt.max_peak);
+      std::sort(max_peaks.begin(), max_peaks.end());
+      const Bytes cap = max_peaks[max_peaks.size() / 3];
+      for (Device& d : pr.cluster.devices) d.memory_capacity = cap;
+      INFO(Describe(pr));
+      // The split of a random fitting point, and its least makespan.
+      std::vector<const Point*> fitting;
+      for (const Point& pt : points) {
+        if (Fits(pt, Capacities(pr))) fitting.push_back(&pt);
+      }
+      REQUIRE(!fitting.empty());
+      const std::vector<int> split =
+          fitting[static_cast<size_t>(Uniform(rng, 0, static_cast<int>(fitting.size()) - 1))]
+              ->strategy.layers_per_stage;
+      Nanos least = std::numeric_limits<Nanos>::max();
+      for (const Point* pt : fitting) {
+        if (pt->strategy.layers_per_stage == split) least = std::min(least, pt->makespan);
+      }
+      for (bool exhaust : {false, true}) {
+        Result<search_detail::ChoiceContext> ctx = search_detail::MakeContext(pr, 0);
+        REQUIRE(ctx.ok());
+        SearchOptions opt;
+        opt.threads = 1;
+        search_detail::Searcher s(pr, opt, std::move(ctx).value());
+        const auto got = s.ImproveChoice(split, exhaust);
+        REQUIRE(got.best >= 0);
+        REQUIRE(!s.top_list.top.empty());
+        const Candidate& top = s.top_list.top.front();
+        CHECK(top.strategy.layers_per_stage == split);
+        CHECK(top.makespan == got.best);
+        CHECK(got.best >= least);
+        Result<Candidate> again = Evaluate(pr, top.choice, top.strategy);
+        REQUIRE(again.ok());
+        CHECK(again->feasible);
+        CHECK(ObjectiveOf(*again) == ObjectiveOf(top));
+        if (got.exhaustive) {
+          ++exhaustive;
+          CHECK(got.best == least);
+        } else {
+          CHECK_FALSE(exhaust);
+          REQUIRE(got.first >= 0);
+          CHECK(got.best <= got.first);
+          if (got.best < got.first) ++improved;
+          ++runs;
+        }
+      }
+    }
+  }
+  CHECK(runs == 240);
+  CHECK(exhaustive == 240);  // these splits have at most 256 combinations
+  CHECK(improved >= 5);
 }
 
 }  // namespace
