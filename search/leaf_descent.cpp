@@ -108,7 +108,6 @@ std::pair<Nanos, Nanos> Searcher::DescendLeaf(const std::vector<int>& split,
         if (g == pick[d]) continue;
         trial[d] = g;
         set_chosen(trial);
-        batch[k].split = split;
         BuildChosen(split, batch[k].spec, batch[k].strategy, batch[k].recomputed);
         alt.push_back(g);
         ++k;

@@ -248,10 +248,6 @@ bool RecomputeChoice::EnumerateDevice(int d, const std::vector<int>& first,
                   });
 }
 
-}  // namespace ppb::search_detail
-
-namespace ppb::search_detail {
-
 std::vector<std::vector<DeviceChoice>> TimeVectors(std::vector<DeviceChoice> found, int v) {
   // Keep Pareto-minimal time vectors (timing depends on nothing else); for
   // each, all (peak, recomputed) options that are Pareto-minimal.
