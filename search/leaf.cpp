@@ -424,24 +424,35 @@ bool Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
 // across devices; the best of them, when good enough for the top list, is
 // tie-polished before it is offered. Returns false (nothing offered) when
 // that is too many.
+std::int64_t Searcher::ListTimeVectors(const std::vector<int>& split, DeviceVectors& out,
+                                       std::int64_t stop_above) {
+  const int p = cp_.c.p;
+  std::vector<int> first;
+  std::vector<StageFixed> fx;
+  rc_.SplitLayout(split, first, fx);
+  out.assign(p, {});
+  std::int64_t combos = 1;
+  for (int d = 0; d < p; ++d) {
+    std::vector<DeviceChoice> found;
+    if (!rc_.EnumerateDevice(d, first, split, fx, found) || found.empty()) return -1;
+    out[d] = TimeVectors(std::move(found), cp_.c.v);
+    const auto n = static_cast<std::int64_t>(out[d].size());  // >= 1
+    combos = combos > stop_above / n ? stop_above + 1 : std::min(combos * n, stop_above + 1);
+    if (combos > stop_above) return combos;  // the rest not listed
+  }
+  return combos;
+}
+
 bool Searcher::ExhaustLeaf(const std::vector<int>& split, Nanos& unproved, Nanos* fastest,
                            DeviceVectors* too_many) {
   if (PastDeadline(cp_.opt)) return false;  // nothing offered: the leaf stays open
   const int S = cp_.c.S, p = cp_.c.p, v = cp_.c.v;
-  std::vector<int> first;
-  std::vector<StageFixed> fx;
-  rc_.SplitLayout(split, first, fx);
   using Choice = DeviceChoice;
-  std::vector<std::vector<std::vector<Choice>>> per_device(p);
-  std::int64_t combos = 1;
-  for (int d = 0; d < p; ++d) {
-    std::vector<Choice> found;
-    if (!rc_.EnumerateDevice(d, first, split, fx, found) || found.empty()) return false;
-    per_device[d] = TimeVectors(std::move(found), v);
-    combos = std::min<std::int64_t>(combos * static_cast<std::int64_t>(per_device[d].size()),
-                                    kTieCombos + 1);
-    if (combos > kTieCombos && too_many == nullptr) return false;  // the rest not listed
-  }
+  DeviceVectors per_device;
+  const std::int64_t combos = ListTimeVectors(
+      split, per_device,
+      too_many == nullptr ? kTieCombos : kListAll);
+  if (combos < 0) return false;
   if (combos > kTieCombos) {
     if (too_many != nullptr) *too_many = std::move(per_device);
     return false;

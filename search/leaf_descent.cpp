@@ -44,13 +44,8 @@ Searcher::ChoiceImprovement Searcher::ImproveChoice(const std::vector<int>& spli
     }
   } else {
     // Every device's vectors, however many (the descent's input).
-    std::vector<int> first;
-    std::vector<StageFixed> fx;
-    rc_.SplitLayout(split, first, fx);
-    for (int d = 0; d < cp_.c.p; ++d) {
-      std::vector<DeviceChoice> found;
-      if (!rc_.EnumerateDevice(d, first, split, fx, found) || found.empty()) return out;
-      too_many.push_back(TimeVectors(std::move(found), cp_.c.v));
+    if (ListTimeVectors(split, too_many, kListAll) < 0) {
+      return out;
     }
   }
   if (too_many.empty()) return out;

@@ -46,6 +46,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -186,6 +187,13 @@ class Searcher {
   // combinations are too many to simulate.
   bool ExhaustLeaf(const std::vector<int>& split, Nanos& unproved, Nanos* fastest = nullptr,
                    DeviceVectors* too_many = nullptr);
+  // Every device's time vectors of `split` (TimeVectors of its feasible
+  // recompute choices) into `out`; returns how many combinations they make
+  // across devices, saturated at stop_above + 1 (the listing stops there),
+  // or -1 when a device's choices cannot be listed or none fits.
+  std::int64_t ListTimeVectors(const std::vector<int>& split, DeviceVectors& out,
+                               std::int64_t stop_above);
+  static constexpr std::int64_t kListAll = std::numeric_limits<std::int64_t>::max() - 1;
   // A heuristic for a split whose recompute combinations are too many for
   // ExhaustLeaf (leaf_descent.cpp): from every device's least-total time
   // vector, devices in turn take the vector that makes the simulated

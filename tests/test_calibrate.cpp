@@ -191,6 +191,22 @@ runs:
       "runs:\n  - {stages: 2, layers: [1, 1], memory: [1GiB, 2]}\n", "runs.yaml", {});
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.rfind("runs.yaml:2: runs[0].memory[1]: ", 0) == 0);
+  // A count past 100000 is refused before anything is sized by it (the
+  // fuzzer's pipeline_num of 675 million asked for 2.7 GB).
+  Result<Measurements> huge = ParseMeasurements(
+      "pipeline_config: {pipeline_num: 675759908, num_layer: 8}\n"
+      "memory_usage: {head_memory: 1}\n",
+      "mem.yaml", {});
+  REQUIRE_FALSE(huge.ok());
+  CHECK(huge.error().message ==
+        "mem.yaml:1: pipeline_config.pipeline_num: must be an integer in 1 .. "
+        "100000; got 675759908");
+  Result<Measurements> many = ParseMeasurements(
+      "runs:\n  - {stages: 2, num_layers: 4, offset: [100001, -100001], memory: [1GiB, 2GiB]}\n",
+      "runs.yaml", {});
+  REQUIRE_FALSE(many.ok());
+  CHECK(many.error().message.rfind("runs.yaml:2: runs[0].offset[0]: must be an integer in "
+                                   "-100000 .. 100000; got 100001", 0) == 0);
 }
 
 TEST_CASE("SAPP's dry-run memory YAML loads and fits", "[calibrate]") {

@@ -155,6 +155,15 @@ SearchProblem RandomTieProblem(std::mt19937_64& rng, int v, std::int64_t budget)
   return pr;
 }
 
+// Every enumerated strategy's max peak, ascending: the capacities the
+// random checks pick from.
+std::vector<Bytes> SortedMaxPeaks(const std::vector<Point>& points) {
+  std::vector<Bytes> out;
+  for (const Point& pt : points) out.push_back(pt.max_peak);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 // Runs `count` random problems with v chunks per device from fixed seeds:
 // where the search proves optimality, its best must be the enumerator's
 // optimum (time, then max peak, then recomputed layers); its best never
@@ -170,9 +179,7 @@ int CheckTiesAgainstBruteForce(int v, std::uint64_t first_seed, int count, int* 
     SearchProblem pr = RandomTieProblem(rng, v, 3000);
     const std::vector<Point> points = Enumerate(pr);
     // A uniform capacity between the least and the largest max peak.
-    std::vector<Bytes> max_peaks;
-    for (const Point& pt : points) max_peaks.push_back(pt.max_peak);
-    std::sort(max_peaks.begin(), max_peaks.end());
+    const std::vector<Bytes> max_peaks = SortedMaxPeaks(points);
     const double q = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
     const Bytes cap = max_peaks[static_cast<size_t>(q * static_cast<double>(max_peaks.size() - 1))];
     for (Device& d : pr.cluster.devices) d.memory_capacity = cap;
@@ -289,9 +296,7 @@ TEST_CASE("recompute placement: the descent and the exhaustive pass against ever
       std::mt19937_64 rng(seed);
       SearchProblem pr = RandomTieProblem(rng, v, 3000);
       const std::vector<Point> points = Enumerate(pr);
-      std::vector<Bytes> max_peaks;
-      for (const Point& pt : points) max_peaks.push_back(pt.max_peak);
-      std::sort(max_peaks.begin(), max_peaks.end());
+      const std::vector<Bytes> max_peaks = SortedMaxPeaks(points);
       const Bytes cap = max_peaks[max_peaks.size() / 3];
       for (Device& d : pr.cluster.devices) d.memory_capacity = cap;
       INFO(Describe(pr));

@@ -44,12 +44,19 @@ class Reader {
     return n.IsSequence() ? "a list" : "a map";
   }
 
+  // Every integer here is a count (stages, layers, micro-batches, a stage
+  // id, an offset), read into int and used to size per-stage lists: one
+  // past kMaxCount is bad input, not a request for gigabytes.
+  static constexpr long long kMaxCount = 100000;
+
   Result<long long> Int(const YAML::Node& n, const std::string& key,
                         long long min) const {
     long long v = 0;
-    if (!n.IsScalar() || !YAML::convert<long long>::decode(n, v) || v < min) {
-      return Fail(n, key, "must be an integer >= " + std::to_string(min) +
-                              "; got " + Given(n));
+    if (!n.IsScalar() || !YAML::convert<long long>::decode(n, v) || v < min ||
+        v > kMaxCount) {
+      return Fail(n, key, "must be an integer in " + std::to_string(min) +
+                              " .. " + std::to_string(kMaxCount) + "; got " +
+                              Given(n));
     }
     return v;
   }
@@ -169,7 +176,7 @@ class Reader {
     std::vector<int> offset(np, 0);
     if (pc["offset"]) {
       Result<std::vector<int>> o =
-          PerStage(pc["offset"], "pipeline_config.offset", np, -1000000, nullptr);
+          PerStage(pc["offset"], "pipeline_config.offset", np, -kMaxCount, nullptr);
       if (!o.ok()) return o.error();
       offset = *o;
     }
@@ -390,7 +397,7 @@ class Reader {
       if (!nl.ok()) return nl.error();
       std::vector<int> offset(np, 0);
       if (run["offset"]) {
-        Result<std::vector<int>> o = PerStage(run["offset"], key + ".offset", np, -1000000, nullptr);
+        Result<std::vector<int>> o = PerStage(run["offset"], key + ".offset", np, -kMaxCount, nullptr);
         if (!o.ok()) return o.error();
         offset = *o;
       }
