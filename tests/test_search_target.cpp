@@ -158,6 +158,65 @@ TEST_CASE("search.target: the best of each target is the brute force over what i
   CHECK(differ >= 20);
 }
 
+// MindFormers recomputes the first N layers of a stage per list: a body
+// layer without recompute modes ends every list there, so a layer after it
+// is not recomputed. Here select_comm on an MoE layer costs no time and
+// keeps less than no recompute; with the dense decoders (no modes) before
+// it on stage 0, a per-group Pareto filter kept only select_comm for it,
+// which MindFormers cannot express, and the search proved 69 us for
+// [3 5] where [4 4] without recompute runs 63 us (seed 100244 of the
+// random check above, found with more seeds).
+TEST_CASE("search.target mindformers: a layer that cannot be recomputed ends the lists",
+          "[search][target]") {
+  SearchProblem pr;
+  pr.p = 2;
+  pr.m = 2;
+  ScheduleChoice c;
+  c.schedule = "1f1b";
+  pr.choices.push_back(c);
+  pr.layers.push_back(MakeLayer("emb", LayerKind::Embedding, 1 * kUs, kMiB));
+  for (int i = 0; i < 2; ++i) {
+    Layer l = MakeLayer("dec" + std::to_string(i), LayerKind::Decoder, 2 * kUs, kMiB);
+    l.static_memory = kMiB;
+    pr.layers.push_back(l);
+  }
+  for (int i = 2; i < 5; ++i) {
+    Layer l = MakeLayer("moe" + std::to_string(i), LayerKind::Moe, 2 * kUs, 2 * kMiB);
+    l.static_memory = kMiB;
+    l.recompute = {{"full", 0, 2 * kUs},
+                   {"selective", kMiB, 0},
+                   {"select_comm", kMiB / 2, 0},
+                   {"both_comm_select", kMiB / 2, 1 * kUs}};
+    pr.layers.push_back(l);
+  }
+  Layer mtp = MakeLayer("mtp", LayerKind::Mtp, 2 * kUs, 2 * kMiB);
+  mtp.recompute = {{"full", 0, 2 * kUs}};
+  pr.layers.push_back(mtp);
+  pr.layers.push_back(MakeLayer("head", LayerKind::Head, 1 * kUs, kMiB));
+  for (int d = 0; d < pr.p; ++d) {
+    pr.cluster.devices.push_back({14 * kMiB, 1.0});
+    pr.cluster.links.push_back(Link{0, BytesPerSec{1'000'000'000}});
+  }
+  const std::vector<Point> points = Enumerate(pr);
+  std::optional<Objective> optimum;
+  for (const Point& pt : points) {
+    if (!Fits(pt, Capacities(pr)) || !PointDeployable(DeployTarget::MindFormers, pr, pt)) continue;
+    if (!optimum || ObjectiveOf(pt) < *optimum) optimum = ObjectiveOf(pt);
+  }
+  REQUIRE(optimum);
+  CHECK(std::get<0>(*optimum) == 63 * kUs);
+  SearchOptions opt;
+  opt.target = DeployTarget::MindFormers;
+  Result<SearchResult> r = Search(pr, opt);
+  REQUIRE(r.ok());
+  REQUIRE(r->found);
+  CHECK(r->proved_optimal);
+  CHECK(ObjectiveOf(r->best) == *optimum);
+  CHECK(r->best.strategy.layers_per_stage == std::vector<int>{4, 4});
+  CHECK(r->best.strategy.recompute == std::vector<std::uint8_t>(8, 0));
+  CHECK(r->lower_bound <= 63 * kUs);
+}
+
 // One strategy of `layers`: per global stage counts, per-layer modes.
 Strategy Plan(std::vector<int> split, std::vector<std::uint8_t> rc) {
   return Strategy{std::move(split), std::move(rc)};
