@@ -126,11 +126,17 @@ std::pair<Nanos, Nanos> Searcher::DescendLeaf(const std::vector<int>& split,
     }
   }
   if (interrupted || !cur.feasible) return {first, -1};
-  const Nanos best = cur.makespan;
+  Nanos best = cur.makespan;
   if (top_list.top.empty() || cur.makespan <= top_list.top.front().makespan) {
     PolishTies(split, cur);
   }
   Offer(std::move(cur));
+  // The tie polish offers what it simulates, and may meet a faster choice
+  // of the split than the descent's (one that changes several devices at
+  // once): the best is the split's best in the top list.
+  for (const Candidate& c : top_list.top) {
+    if (c.feasible && c.strategy.layers_per_stage == split) best = std::min(best, c.makespan);
+  }
   return {first, best};
 }
 

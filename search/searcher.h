@@ -199,7 +199,8 @@ class Searcher {
   // vector, devices in turn take the vector that makes the simulated
   // iteration Better, until none does or the budget ends; the best run is
   // tie-polished and offered. Proves nothing (the leaf stays open).
-  // Returns {least-total run's makespan, best's}, -1 where none ran.
+  // Returns {least-total run's makespan, the split's best after the tie polish
+  // (which may meet a faster choice)}, -1 where none ran.
   std::pair<Nanos, Nanos> DescendLeaf(const std::vector<int>& split, const DeviceVectors& vectors);
   // A whole split evaluated as a tree leaf: its recompute choice simulated
   // and offered (ties polished when it can lead), and when that choice is

@@ -289,62 +289,70 @@ TEST_CASE("ties with v = 2 on 4 ranks: the same time at a lower peak", "[search]
 TEST_CASE("recompute placement: the descent and the exhaustive pass against every choice",
           "[search][ties]") {
   int improved = 0, exhaustive = 0, runs = 0;
+  // 120 seeds per v, and one more: at seed 4,675,019 (v = 3) the descent
+  // stops at 52 us while the tie polish of its best meets the split's
+  // 51 us (two devices' choices changed at once); what it reports is what
+  // it offered (the descent returned 52 us before).
+  std::vector<std::pair<int, std::uint64_t>> cases;
   for (int v : {2, 3}) {
     for (int i = 0; i < 120; ++i) {
-      const std::uint64_t seed = 41001 + 7919 * static_cast<std::uint64_t>(i) + 100 * v;
-      INFO("seed " << seed << ", v " << v);
-      std::mt19937_64 rng(seed);
-      SearchProblem pr = RandomTieProblem(rng, v, 3000);
-      const std::vector<Point> points = Enumerate(pr);
-      const std::vector<Bytes> max_peaks = SortedMaxPeaks(points);
-      const Bytes cap = max_peaks[max_peaks.size() / 3];
-      for (Device& d : pr.cluster.devices) d.memory_capacity = cap;
-      INFO(Describe(pr));
-      // The split of a random fitting point, and its least makespan.
-      std::vector<const Point*> fitting;
-      for (const Point& pt : points) {
-        if (Fits(pt, Capacities(pr))) fitting.push_back(&pt);
-      }
-      REQUIRE(!fitting.empty());
-      const std::vector<int> split =
-          fitting[static_cast<size_t>(Uniform(rng, 0, static_cast<int>(fitting.size()) - 1))]
-              ->strategy.layers_per_stage;
-      Nanos least = std::numeric_limits<Nanos>::max();
-      for (const Point* pt : fitting) {
-        if (pt->strategy.layers_per_stage == split) least = std::min(least, pt->makespan);
-      }
-      for (bool exhaust : {false, true}) {
-        Result<search_detail::ChoiceContext> ctx = search_detail::MakeContext(pr, 0);
-        REQUIRE(ctx.ok());
-        SearchOptions opt;
-        opt.threads = 1;
-        search_detail::Searcher s(pr, opt, std::move(ctx).value());
-        const auto got = s.ImproveChoice(split, exhaust);
-        REQUIRE(got.best >= 0);
-        REQUIRE(!s.top_list.top.empty());
-        const Candidate& top = s.top_list.top.front();
-        CHECK(top.strategy.layers_per_stage == split);
-        CHECK(top.makespan == got.best);
-        CHECK(got.best >= least);
-        Result<Candidate> again = Evaluate(pr, top.choice, top.strategy);
-        REQUIRE(again.ok());
-        CHECK(again->feasible);
-        CHECK(ObjectiveOf(*again) == ObjectiveOf(top));
-        if (got.exhaustive) {
-          ++exhaustive;
-          CHECK(got.best == least);
-        } else {
-          CHECK_FALSE(exhaust);
-          REQUIRE(got.first >= 0);
-          CHECK(got.best <= got.first);
-          if (got.best < got.first) ++improved;
-          ++runs;
-        }
+      cases.emplace_back(v, 41001 + 7919 * static_cast<std::uint64_t>(i) + 100 * v);
+    }
+  }
+  cases.emplace_back(3, 4'675'019);
+  for (const auto& [v, seed] : cases) {
+    INFO("seed " << seed << ", v " << v);
+    std::mt19937_64 rng(seed);
+    SearchProblem pr = RandomTieProblem(rng, v, 3000);
+    const std::vector<Point> points = Enumerate(pr);
+    const std::vector<Bytes> max_peaks = SortedMaxPeaks(points);
+    const Bytes cap = max_peaks[max_peaks.size() / 3];
+    for (Device& d : pr.cluster.devices) d.memory_capacity = cap;
+    INFO(Describe(pr));
+    // The split of a random fitting point, and its least makespan.
+    std::vector<const Point*> fitting;
+    for (const Point& pt : points) {
+      if (Fits(pt, Capacities(pr))) fitting.push_back(&pt);
+    }
+    REQUIRE(!fitting.empty());
+    const std::vector<int> split =
+        fitting[static_cast<size_t>(Uniform(rng, 0, static_cast<int>(fitting.size()) - 1))]
+            ->strategy.layers_per_stage;
+    Nanos least = std::numeric_limits<Nanos>::max();
+    for (const Point* pt : fitting) {
+      if (pt->strategy.layers_per_stage == split) least = std::min(least, pt->makespan);
+    }
+    for (bool exhaust : {false, true}) {
+      Result<search_detail::ChoiceContext> ctx = search_detail::MakeContext(pr, 0);
+      REQUIRE(ctx.ok());
+      SearchOptions opt;
+      opt.threads = 1;
+      search_detail::Searcher s(pr, opt, std::move(ctx).value());
+      const auto got = s.ImproveChoice(split, exhaust);
+      REQUIRE(got.best >= 0);
+      REQUIRE(!s.top_list.top.empty());
+      const Candidate& top = s.top_list.top.front();
+      CHECK(top.strategy.layers_per_stage == split);
+      CHECK(top.makespan == got.best);
+      CHECK(got.best >= least);
+      Result<Candidate> again = Evaluate(pr, top.choice, top.strategy);
+      REQUIRE(again.ok());
+      CHECK(again->feasible);
+      CHECK(ObjectiveOf(*again) == ObjectiveOf(top));
+      if (got.exhaustive) {
+        ++exhaustive;
+        CHECK(got.best == least);
+      } else {
+        CHECK_FALSE(exhaust);
+        REQUIRE(got.first >= 0);
+        CHECK(got.best <= got.first);
+        if (got.best < got.first) ++improved;
+        ++runs;
       }
     }
   }
-  CHECK(runs == 240);
-  CHECK(exhaustive == 240);  // these splits have at most 256 combinations
+  CHECK(runs == 241);
+  CHECK(exhaustive == 241);  // these splits have at most 256 combinations
   CHECK(improved >= 5);
 }
 
