@@ -6,6 +6,7 @@
 #include <limits>
 #include <tuple>
 
+#include "core/strategy.h"
 #include "search/context.h"
 
 namespace ppb::search_detail {
@@ -198,16 +199,24 @@ Menu BuildMenu(const std::vector<Layer>& layers, int i, int j, const RecomputeSe
   // A restriction that couples groups (MindFormers' nested lists over
   // layers of different costs) is checked on whole stages: partial points
   // are then not Pareto-filtered (a dominated one may be the one allowed).
-  // So is MindFormers' rule with one free group among other layers: a
-  // layer before it that cannot be recomputed ends every list there
-  // (StageAllowed), which a per-group filter cannot see (it would keep a
-  // recompute of the free group that dominates, and drop the none that is
-  // allowed).
+  // So is MindFormers' rule with one free group beside a layer that
+  // cannot be recomputed (not the embedding, head or MTP, which the lists
+  // skip): that layer ends every list there (StageAllowed), which a
+  // per-group filter cannot see (it would keep a recompute of the free
+  // group that dominates, and drop the none that is allowed).
   int free_groups = 0;
   for (const auto& g : menu.groups) free_groups += g.allowed.size() > 1 ? 1 : 0;
-  const bool lists = restricted && setting->kind == RecomputeSetting::Kind::Lists;
-  const bool whole_stage =
-      restricted && (free_groups > 1 || (lists && free_groups == 1 && menu.groups.size() > 1));
+  bool blocker = false;
+  if (restricted && setting->kind == RecomputeSetting::Kind::Lists && free_groups == 1) {
+    const Pinned pin = PinnedLayers(layers);
+    const int n = static_cast<int>(layers.size());
+    for (const auto& g : menu.groups) {
+      for (int l : g.layers) {
+        blocker = blocker || (g.allowed.size() == 1 && l >= pin.lead && l < n - pin.tail);
+      }
+    }
+  }
+  const bool whole_stage = restricted && (free_groups > 1 || blocker);
   int total_opts = 0;
   for (const auto& g : menu.groups) {
     menu.offsets.push_back(total_opts);
