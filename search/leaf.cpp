@@ -418,12 +418,6 @@ bool Searcher::PolishTies(const std::vector<int>& split, Candidate& cand) {
   return fewest;
 }
 
-// Enumerates, for every device, the feasible recompute choices whose
-// per-chunk time vectors are Pareto-minimal (for equal vectors: the least
-// peak, then the fewest recomputed layers), and simulates every combination
-// across devices; the best of them, when good enough for the top list, is
-// tie-polished before it is offered. Returns false (nothing offered) when
-// that is too many.
 std::int64_t Searcher::ListTimeVectors(const std::vector<int>& split, DeviceVectors& out,
                                        std::int64_t stop_above) {
   const int p = cp_.c.p;
@@ -443,6 +437,12 @@ std::int64_t Searcher::ListTimeVectors(const std::vector<int>& split, DeviceVect
   return combos;
 }
 
+// Enumerates, for every device, the feasible recompute choices whose
+// per-chunk time vectors are Pareto-minimal (for equal vectors: the least
+// peak, then the fewest recomputed layers), and simulates every combination
+// across devices; the best of them, when good enough for the top list, is
+// tie-polished before it is offered. Returns false (nothing offered) when
+// that is too many.
 bool Searcher::ExhaustLeaf(const std::vector<int>& split, Nanos& unproved, Nanos* fastest,
                            DeviceVectors* too_many) {
   if (PastDeadline(cp_.opt)) return false;  // nothing offered: the leaf stays open

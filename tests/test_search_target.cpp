@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -104,6 +105,17 @@ bool PointDeployable(DeployTarget t, const SearchProblem& pr, const Point& pt) {
   return Deployable(t, pr.layers, pt.strategy, pr.p, pr.choices[pt.choice].v, false);
 }
 
+// The enumerator's optimum over what fits and target t can deploy.
+std::optional<Objective> DeployableOptimum(DeployTarget t, const SearchProblem& pr,
+                                           const std::vector<Point>& points) {
+  std::optional<Objective> optimum;
+  for (const Point& pt : points) {
+    if (!Fits(pt, Capacities(pr)) || !PointDeployable(t, pr, pt)) continue;
+    if (!optimum || ObjectiveOf(pt) < *optimum) optimum = ObjectiveOf(pt);
+  }
+  return optimum;
+}
+
 TEST_CASE("search.target: the best of each target is the brute force over what it can deploy",
           "[search][target]") {
   const std::vector<DeployTarget> targets = {DeployTarget::Any, DeployTarget::Megatron,
@@ -126,11 +138,7 @@ TEST_CASE("search.target: the best of each target is the brute force over what i
     const std::optional<Objective> any = Optimum(points, Capacities(pr));
     for (DeployTarget t : targets) {
       INFO("target " << TargetName(t));
-      std::optional<Objective> optimum;
-      for (const Point& pt : points) {
-        if (!Fits(pt, Capacities(pr)) || !PointDeployable(t, pr, pt)) continue;
-        if (!optimum || ObjectiveOf(pt) < *optimum) optimum = ObjectiveOf(pt);
-      }
+      const std::optional<Objective> optimum = DeployableOptimum(t, pr, points);
       SearchOptions opt;
       opt.seed = seed;
       opt.target = t;
@@ -198,11 +206,8 @@ TEST_CASE("search.target mindformers: a layer that cannot be recomputed ends the
     pr.cluster.links.push_back(Link{0, BytesPerSec{1'000'000'000}});
   }
   const std::vector<Point> points = Enumerate(pr);
-  std::optional<Objective> optimum;
-  for (const Point& pt : points) {
-    if (!Fits(pt, Capacities(pr)) || !PointDeployable(DeployTarget::MindFormers, pr, pt)) continue;
-    if (!optimum || ObjectiveOf(pt) < *optimum) optimum = ObjectiveOf(pt);
-  }
+  const std::optional<Objective> optimum =
+      DeployableOptimum(DeployTarget::MindFormers, pr, points);
   REQUIRE(optimum);
   CHECK(std::get<0>(*optimum) == 63 * kUs);
   SearchOptions opt;
