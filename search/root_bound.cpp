@@ -275,18 +275,31 @@ std::vector<std::vector<Nanos>> RecomputeTable(const ChoiceProblem& cp, const La
   // Per program moment of each rank, the parts of the floor that do not
   // depend on k or the stash (computed once: the pinned layers' stash, the
   // chunks that must carry a decoder).
+  // The moment's op adds its stage's workspace and, for an F, its own stash
+  // (one more of its chunk); a backward op (B, I or W) of a chunk that needs
+  // a decoder adds what its recompute re-materializes: with A a decoder's
+  // activation and s the chunk's decoder stash per micro-batch, >= A - s
+  // (the engine's transient is the largest activation - retained over the
+  // stage's recomputed layers, and with none recomputed s >= A). With n >= 1
+  // of the chunk in flight, n s + max(0, A - s) is nondecreasing in s, so
+  // the adversary's split of the stash below stays a floor once it may put
+  // more of it in that chunk.
   struct MomentFloor {
     long double base = 0;  // the pinned first / last layers' least stash
     long double fl = 0;    // in-flight counts of the chunks that need a decoder
     int nfloor = 0;        // how many such chunks
     int mn = 0;            // the least in-flight count over the chunks
+    long double ws = 0;    // the op's least stage workspace
+    int remat_n = 0;       // > 0: a backward op's chunk needs a decoder, with
+                           // remat_n of its micro-batches in flight
   };
   std::vector<std::vector<MomentFloor>> floors(p);
   std::vector<int> most_nfloor(p, 0);
   auto build_floors = [&](int d) {  // once per rank whose row is computed
     const int v = cp.c.v;
     for (const auto& mo : cp.c.profile->moments[d]) {
-      const std::vector<int>& cnt = mo.counts;
+      std::vector<int> cnt = mo.counts;
+      if (mo.forward) ++cnt[mo.chunk];
       MomentFloor f;
       long double x = 0;
       if (d == 0 && first_pinned) {
@@ -305,9 +318,10 @@ std::vector<std::vector<Nanos>> RecomputeTable(const ChoiceProblem& cp, const La
       f.base = x;
       // Chunks that must carry a decoder: all but the pinned chunk and the
       // free_others chunks with the largest counts.
+      const auto& pc = pinned_chunks[d];
+      const bool op_pinned = std::find(pc.begin(), pc.end(), mo.chunk) != pc.end();
       std::vector<int> must;
       for (int c = 0; c < v; ++c) {
-        const auto& pc = pinned_chunks[d];
         if (std::find(pc.begin(), pc.end(), c) == pc.end()) must.push_back(cnt[c]);
       }
       std::sort(must.begin(), must.end());
@@ -316,6 +330,18 @@ std::vector<std::vector<Nanos>> RecomputeTable(const ChoiceProblem& cp, const La
       f.nfloor = kmin > 0 ? static_cast<int>(must.size()) : 0;
       for (int c = 0; c < f.nfloor; ++c) f.fl += must[c];
       f.mn = *std::min_element(cnt.begin(), cnt.end());
+      // The op's chunk surely holds a decoder only when no chunk may go
+      // without one (every other layer pinned) and it is not a pinned one.
+      const bool op_decoder = f.nfloor > 0 && drop == 0 && !op_pinned;
+      Bytes ws = op_decoder ? dec.workspace : 0;
+      if (kmin > 0 && op_pinned && d == 0 && first_pinned && mo.chunk == 0) {
+        ws = std::max(ws, cp.pb.layers[0].workspace);
+      }
+      if (kmin > 0 && op_pinned && d == p - 1 && last_pinned && mo.chunk == v - 1) {
+        ws = std::max(ws, cp.pb.layers[L - 1].workspace);
+      }
+      f.ws = static_cast<long double>(ws);
+      if (!mo.forward && op_decoder && cnt[mo.chunk] >= 1) f.remat_n = cnt[mo.chunk];
       most_nfloor[d] = std::max(most_nfloor[d], f.nfloor);
       floors[d].push_back(f);
     }
@@ -325,10 +351,18 @@ std::vector<std::vector<Nanos>> RecomputeTable(const ChoiceProblem& cp, const La
     if (k < most_nfloor[d]) return std::numeric_limits<long double>::infinity();
     const long double stat = static_cast<long double>(k) * dec.static_memory + pinned_static[d];
     long double worst = 0;
+    const long double act = static_cast<long double>(dec.activation);
     for (const MomentFloor& f : floors[d]) {
-      const long double x =
-          f.base + (f.fl * st1 + static_cast<long double>(f.mn) *
-                                     (st - static_cast<long double>(f.nfloor) * st1));
+      const long double extra = st - static_cast<long double>(f.nfloor) * st1;
+      long double x = f.base + f.ws + (f.fl * st1 + static_cast<long double>(f.mn) * extra);
+      if (f.remat_n > 0) {
+        // The op's chunk holds st1 + delta of the extra: the stash costs
+        // (remat_n - mn) delta more and re-materializes max(0, A - st1 - delta);
+        // linear up to A - st1, so the least is at an end.
+        const long double a = std::max(0.0L, act - static_cast<long double>(st1));
+        const long double d1 = std::min(std::max(0.0L, extra), a);
+        x += std::min(a, static_cast<long double>(f.remat_n - f.mn) * d1 + (a - d1));
+      }
       worst = std::max(worst, x);
     }
     // The plain weight floor (stash anywhere) is valid too.

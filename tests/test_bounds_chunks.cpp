@@ -5,10 +5,14 @@
 // recompute modes (more than StackRecomputeFront enumerates) and whose
 // capacity forces recompute: the bound must stay at or below the
 // exhaustive optimum (tests/brute_force.h) at every node limit, and a
-// proof must agree with it.
+// proof must agree with it. Both recompute floors (the root relaxation's
+// rt[d][k] and ChunkRecompute's per-chunk price) are also checked directly
+// against the least recompute of every strategy that fits the rank,
+// including what a backward re-materializes.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -16,6 +20,8 @@
 
 #include "brute_force.h"
 #include "random_instances.h"
+#include "search/bounds.h"
+#include "search/context_cache.h"
 
 namespace ppb {
 namespace {
@@ -125,6 +131,152 @@ TEST_CASE("the open-tree bound priced per chunk never exceeds the optimum",
   // of trees stopped at their node limit (every such tree here, since it
   // evaluates the splits it meets whole).
   CHECK(proved_at_limit > 0);
+}
+
+// The two recompute floors of rank d built the search's way (MakeContext,
+// RootBound, ChunkRecompute).
+struct Floors {
+  std::vector<std::vector<Nanos>> rt;  // [d][k]
+  std::function<Nanos(int, const std::vector<int>&)> chunk;
+};
+template <typename Body>
+void WithFloors(const SearchProblem& pr, Body&& body) {
+  Result<search_detail::ChoiceContext> ctx = search_detail::MakeContext(pr, 0);
+  REQUIRE(ctx.ok());
+  SearchOptions opt;
+  opt.threads = 1;
+  const search_detail::ChoiceProblem cp(pr, opt, std::move(ctx).value());
+  search_detail::RootRelaxation root;
+  search_detail::RootBound(cp, nullptr, nullptr, root);
+  search_detail::ChunkRecompute cr(cp, root.totals);
+  body(cp, root.totals, cr);
+}
+
+TEST_CASE("recompute floors count what a backward re-materializes: hand-checked",
+          "[search][bounds]") {
+  // One decoder on one device, GPipe, m = 2 (F F B B): activation 100 MiB,
+  // selective keeps 50 (+1 us), full keeps 10 (+5 us). Before the first B
+  // both micro-batches are stashed and the B re-materializes 100 - kept:
+  // none 200 MiB, selective 2*50 + 50 = 150, full 2*10 + 90 = 110. The
+  // stash alone (100 selective, 20 full) would let selective fit 120 MiB.
+  SearchProblem pr;
+  pr.p = 1;
+  pr.m = 2;
+  ScheduleChoice c;
+  c.schedule = "gpipe";
+  c.v = 1;
+  pr.choices = {c};
+  Layer d;
+  d.name = "d";
+  d.kind = LayerKind::Decoder;
+  d.forward = 10'000;
+  d.backward_input = 20'000;
+  d.activation = Bytes{100} << 20;
+  d.recompute.push_back(RecomputeOption{"selective", Bytes{50} << 20, 1'000});
+  d.recompute.push_back(RecomputeOption{"full", Bytes{10} << 20, 5'000});
+  pr.layers = {d};
+  pr.cluster.links.push_back(Link{0, 10'000'000'000});
+  for (const auto& [mib, want] : std::vector<std::pair<Bytes, Nanos>>{
+           {200, 0}, {160, 1'000}, {150, 1'000}, {149, 5'000}, {120, 5'000}, {110, 5'000},
+           {109, search_detail::kInf}}) {
+    INFO("capacity " << mib << " MiB");
+    pr.cluster.devices = {Device{mib << 20, 1.0}};
+    // The engine agrees: the least recompute that fits, simulated.
+    Nanos simulated = search_detail::kInf;
+    for (const Point& pt : Enumerate(pr)) {
+      if (pt.peaks[0] > (mib << 20)) continue;
+      const std::uint8_t m = pt.strategy.recompute[0];
+      simulated = std::min(simulated, m == 0 ? Nanos{0} : d.recompute[m - 1].extra_time);
+    }
+    CHECK(simulated == want);
+    WithFloors(pr, [&](const auto&, const search_detail::Totals& t, auto& cr) {
+      REQUIRE(t.rt.size() == 1);
+      CHECK(t.rt[0][1] == want);
+      CHECK(cr.Least(0, {1}) == want);
+    });
+  }
+}
+
+TEST_CASE("recompute floors never exceed the least recompute of a fitting strategy",
+          "[search][bounds]") {
+  // Per rank: rt[d][k] <= the least recompute (per micro-batch) of every
+  // enumerated strategy in which rank d holds k decoders and fits its own
+  // memory, ChunkRecompute's price <= that least for the decoders per
+  // chunk; where no strategy fits, the floors may still be finite.
+  int cases = 0, tight_rt = 0, tight_chunk = 0, forced = 0;
+  for (int i = 0; i < 40; ++i) {
+    const std::uint64_t seed = 77'003 + 4'111 * static_cast<std::uint64_t>(i);
+    std::mt19937_64 rng(seed);
+    SearchProblem pr = RandomThreeModeStack(rng);
+    // Every other instance with two modes (selective, full): the root
+    // relaxation's front takes a third mode as free (rt[d][k] = 0).
+    if (i % 2 == 1) {
+      for (Layer& x : pr.layers) {
+        if (x.kind == LayerKind::Decoder) x.recompute.erase(x.recompute.begin() + 1);
+      }
+    }
+    const std::vector<Point> points = Enumerate(pr);
+    const Bytes least = brute::MinUniformCapacity(points);
+    Bytes most = least;
+    for (const Point& pt : points) most = std::max(most, pt.max_peak);
+    const double q = std::uniform_real_distribution<double>(0.0, 0.5)(rng);
+    const Bytes cap = least + static_cast<Bytes>(q * static_cast<double>(most - least));
+    for (auto& dv : pr.cluster.devices) dv.memory_capacity = cap;
+    INFO("seed " << seed << ", capacity " << cap << "\n" << Describe(pr));
+    const int p = pr.p, v = pr.choices[0].v;
+    WithFloors(pr, [&](const search_detail::ChoiceProblem& cp, const search_detail::Totals& t,
+                       auto& cr) {
+      // Least recompute per (rank, k) and per (rank, decoders per chunk).
+      std::map<std::pair<int, int>, Nanos> by_k;
+      std::map<std::pair<int, std::vector<int>>, Nanos> by_chunks;
+      for (const Point& pt : points) {
+        std::vector<int> first(p * v + 1, 0);
+        for (int s = 0; s < p * v; ++s) first[s + 1] = first[s] + pt.strategy.layers_per_stage[s];
+        for (int r = 0; r < p; ++r) {
+          if (pt.peaks[r] > cap) continue;
+          std::vector<int> kc(v, 0);
+          Nanos rc = 0;
+          for (int ch = 0; ch < v; ++ch) {
+            const int s = StageOf(cp.c.spec.placement, p, ch, r);
+            for (int l = first[s]; l < first[s + 1]; ++l) {
+              const Layer& x = pr.layers[l];
+              if (x.kind != LayerKind::Decoder) continue;
+              ++kc[ch];
+              const std::uint8_t m = pt.strategy.recompute[l];
+              if (m > 0) rc += x.recompute[m - 1].extra_time;
+            }
+          }
+          int k = 0;
+          for (int x : kc) k += x;
+          auto a = by_k.emplace(std::pair{r, k}, rc).first;
+          a->second = std::min(a->second, rc);
+          auto b = by_chunks.emplace(std::pair{r, kc}, rc).first;
+          b->second = std::min(b->second, rc);
+        }
+      }
+      for (const auto& [rk, rc] : by_k) {
+        INFO("rank " << rk.first << ", " << rk.second << " decoders: least " << rc);
+        CHECK(t.rt[rk.first][rk.second] <= rc);
+        tight_rt += t.rt[rk.first][rk.second] == rc && rc > 0;
+        ++cases;
+      }
+      for (const auto& [rk, rc] : by_chunks) {
+        INFO("rank " << rk.first << ", chunk counts " << ::Catch::Detail::stringify(rk.second)
+                     << ": least " << rc);
+        const Nanos got = cr.Least(rk.first, rk.second);
+        CHECK(got <= rc);
+        tight_chunk += got == rc && rc > 0;
+        forced += rc > 0;
+      }
+    });
+  }
+  // Not vacuous: memory forces recompute, and both floors often meet it.
+  CHECK(cases > 100);
+  CHECK(forced > 50);
+  CHECK(tight_rt > 20);
+  CHECK(tight_chunk > 30);
+  WARN("cases " << cases << ", forced " << forced << ", tight rt " << tight_rt << ", tight chunk "
+                << tight_chunk);
 }
 
 }  // namespace
