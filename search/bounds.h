@@ -103,9 +103,6 @@ class ChunkRecompute {
   std::vector<std::vector<std::vector<int>>> moments_;
   std::vector<std::vector<long double>> base_;
   std::vector<std::vector<int>> chunk_;       // per rank: each moment's op chunk
-  // Per rank: whether the moment's op is a backward (B, I or W) with at least
-  // one micro-batch of its chunk in flight (re-materialized stash counts).
-  std::vector<std::vector<char>> backward_;
   std::vector<std::vector<Bytes>> pinned_ws_;  // per rank and chunk
   std::vector<char> prepared_;
   std::vector<std::map<std::vector<int>, Nanos>> cache_;

@@ -8,19 +8,10 @@
 // point of its decoders' front, and the rank's simulated peak is at least
 // static memory + max over its program's moments of sum_c in-flight_c x
 // stash_c, plus the stash of the F that starts at that moment and its
-// stage's workspace, plus, at a backward op of a chunk holding a decoder
-// with one of its micro-batches in flight, what its recompute
-// re-materializes (search/memory_profile.h; other layers only add). The
-// engine's backward transient is the workspace plus the largest
-// activation - retained over the stage's recomputed layers (core/lower.cpp):
-// with A a decoder's activation and s_c the chunk's decoder stash per
-// micro-batch, that is >= A - s_c when some decoder is recomputed (its
-// retained stash is part of s_c) and s_c >= A when none is, so n_c s_c plus
-// the transient is >= n_c s_c + max(0, A - s_c), nondecreasing in s_c for
-// n_c >= 1: a front point's smaller stash keeps it a floor.
+// stage's workspace (search/memory_profile.h; re-materialized activations
+// and other layers only add).
 #include <algorithm>
 #include <set>
-#include <tuple>
 
 #include "search/bounds.h"
 #include "search/recompute_menu.h"
@@ -66,7 +57,7 @@ std::vector<std::pair<Bytes, Nanos>> ExactFront(const Layer& dec, int k) {
 ChunkRecompute::ChunkRecompute(const ChoiceProblem& cp, const Totals& totals)
     : cp_(cp), totals_(totals), fronts_(totals.decoders + 1),
       built_(totals.decoders + 1, 0), moments_(cp.c.p), base_(cp.c.p),
-      chunk_(cp.c.p), backward_(cp.c.p), pinned_ws_(cp.c.p), prepared_(cp.c.p, 0), cache_(cp.c.p) {}
+      chunk_(cp.c.p), pinned_ws_(cp.c.p), prepared_(cp.c.p, 0), cache_(cp.c.p) {}
 
 const std::vector<std::pair<Bytes, Nanos>>& ChunkRecompute::Front(int k) {
   if (!built_[k]) {
@@ -104,32 +95,26 @@ void ChunkRecompute::Prepare(int d) {
   // of chunk c), and any op adds its stage's workspace (the largest of its
   // layers'). Moments that another of the same chunk covers componentwise
   // cannot set the peak (every stash is >= 0): drop them.
-  // A backward moment (re-materialized stash) covers a forward one, not
-  // the other way round.
-  std::set<std::tuple<int, char, std::vector<int>>> unique;
+  std::set<std::pair<int, std::vector<int>>> unique;
   for (const Moment& mo : cp_.c.profile->moments[d]) {
     std::vector<int> n = mo.counts;
     if (mo.forward) ++n[mo.chunk];
-    const char back = !mo.forward && mo.counts[mo.chunk] >= 1;
-    unique.emplace(mo.chunk, back, std::move(n));
+    unique.emplace(mo.chunk, std::move(n));
   }
-  const std::vector<std::tuple<int, char, std::vector<int>>> all(unique.begin(), unique.end());
+  const std::vector<std::pair<int, std::vector<int>>> all(unique.begin(), unique.end());
   for (size_t i = 0; i < all.size(); ++i) {
-    const auto& [ci, bi, ni] = all[i];
     bool covered = false;
     for (size_t j = 0; j < all.size() && !covered; ++j) {
-      const auto& [cj, bj, nj] = all[j];
-      if (i == j || cj != ci || (bi && !bj)) continue;
+      if (i == j || all[j].first != all[i].first) continue;
       bool ge = true;
-      for (int c = 0; c < v && ge; ++c) ge = nj[c] >= ni[c];
-      covered = ge;  // all distinct: j covers i
+      for (int c = 0; c < v && ge; ++c) ge = all[j].second[c] >= all[i].second[c];
+      covered = ge;  // all distinct: j covers i strictly
     }
     if (covered) continue;
     long double b = 0;
-    for (int c = 0; c < v; ++c) b += static_cast<long double>(ni[c]) * pinned[c];
-    moments_[d].push_back(ni);
-    chunk_[d].push_back(ci);
-    backward_[d].push_back(bi);
+    for (int c = 0; c < v; ++c) b += static_cast<long double>(all[i].second[c]) * pinned[c];
+    moments_[d].push_back(all[i].second);
+    chunk_[d].push_back(all[i].first);
     base_[d].push_back(b);
   }
   pinned_ws_[d] = std::move(pinned_ws);
@@ -167,13 +152,10 @@ Nanos ChunkRecompute::Least(int d, const std::vector<int>& k) {
   for (int c = 0; c < v; ++c) {
     ws[c] = static_cast<long double>(std::max(k[c] > 0 ? dec.workspace : 0, pinned_ws_[d][c]));
   }
-  const auto& back = backward_[d];
-  const long double act = static_cast<long double>(dec.activation);
   auto fits = [&]() {
     for (size_t i = 0; i < mos.size(); ++i) {
       long double x = base[i] + ws[chunk[i]];
       for (int c = 0; c < v; ++c) x += mos[i][c] * stash[c];
-      if (back[i] && k[chunk[i]] > 0) x += std::max(0.0L, act - stash[chunk[i]]);
       if (x > room) return false;
     }
     return room >= 0;

@@ -6,9 +6,9 @@
 // capacity forces recompute: the bound must stay at or below the
 // exhaustive optimum (tests/brute_force.h) at every node limit, and a
 // proof must agree with it. Both recompute floors (the root relaxation's
-// rt[d][k] and ChunkRecompute's per-chunk price) are also checked directly
-// against the least recompute of every strategy that fits the rank,
-// including what a backward re-materializes.
+// rt[d][k], which counts what a backward re-materializes, and
+// ChunkRecompute's per-chunk price) are also checked directly against the
+// least recompute of every strategy that fits the rank.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -152,7 +152,7 @@ void WithFloors(const SearchProblem& pr, Body&& body) {
   body(cp, root.totals, cr);
 }
 
-TEST_CASE("recompute floors count what a backward re-materializes: hand-checked",
+TEST_CASE("the root's recompute floor counts what a backward re-materializes: hand-checked",
           "[search][bounds]") {
   // One decoder on one device, GPipe, m = 2 (F F B B): activation 100 MiB,
   // selective keeps 50 (+1 us), full keeps 10 (+5 us). Before the first B
@@ -192,7 +192,9 @@ TEST_CASE("recompute floors count what a backward re-materializes: hand-checked"
     WithFloors(pr, [&](const auto&, const search_detail::Totals& t, auto& cr) {
       REQUIRE(t.rt.size() == 1);
       CHECK(t.rt[0][1] == want);
-      CHECK(cr.Least(0, {1}) == want);
+      // The open-tree bound's per-chunk price leaves the re-materialized
+      // stash out (two stashes within the capacity): valid, looser here.
+      CHECK(cr.Least(0, {1}) == (mib >= 200 ? 0 : 1'000));
     });
   }
 }
