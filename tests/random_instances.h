@@ -214,6 +214,20 @@ inline void SetCapacities(SearchProblem& pr, const std::vector<Bytes>& caps) {
     pr.cluster.devices[d].memory_capacity = caps[d];
 }
 
+// A uniform capacity between the least at which something fits and the
+// largest max peak, a random fraction in [0, most_q) of the way up: at the
+// low end most ranks must recompute. Returns it.
+inline Bytes SetTightCapacity(std::mt19937_64& rng, SearchProblem& pr,
+                              const std::vector<Point>& points, double most_q) {
+  const Bytes least = MinUniformCapacity(points);
+  Bytes most = least;
+  for (const Point& pt : points) most = std::max(most, pt.max_peak);
+  const double q = std::uniform_real_distribution<double>(0.0, most_q)(rng);
+  const Bytes cap = least + static_cast<Bytes>(q * static_cast<double>(most - least));
+  for (auto& dv : pr.cluster.devices) dv.memory_capacity = cap;
+  return cap;
+}
+
 // Capacities between the smallest and largest enumerated peaks, such that
 // some strategy fits: loose (everything fits), uniform at a quantile of the
 // strategies' max peaks, or per device from an anchor strategy plus slack.

@@ -89,15 +89,7 @@ TEST_CASE("the open-tree bound priced per chunk never exceeds the optimum",
     std::mt19937_64 rng(seed);
     SearchProblem pr = RandomThreeModeStack(rng);
     const std::vector<Point> points = Enumerate(pr);
-    // A uniform capacity between the least at which something fits and
-    // the largest max peak: at the low end most ranks must recompute.
-    const Bytes least = brute::MinUniformCapacity(points);
-    Bytes most = least;
-    for (const Point& pt : points) most = std::max(most, pt.max_peak);
-    const double q = std::uniform_real_distribution<double>(0.0, 0.4)(rng);
-    for (auto& dv : pr.cluster.devices) {
-      dv.memory_capacity = least + static_cast<Bytes>(q * static_cast<double>(most - least));
-    }
+    brute::SetTightCapacity(rng, pr, points, 0.4);
     INFO("seed " << seed << "\n" << Describe(pr));
     const std::optional<brute::Objective> best = Optimum(points, Capacities(pr));
     REQUIRE(best.has_value());
@@ -218,12 +210,7 @@ TEST_CASE("recompute floors never exceed the least recompute of a fitting strate
       }
     }
     const std::vector<Point> points = Enumerate(pr);
-    const Bytes least = brute::MinUniformCapacity(points);
-    Bytes most = least;
-    for (const Point& pt : points) most = std::max(most, pt.max_peak);
-    const double q = std::uniform_real_distribution<double>(0.0, 0.5)(rng);
-    const Bytes cap = least + static_cast<Bytes>(q * static_cast<double>(most - least));
-    for (auto& dv : pr.cluster.devices) dv.memory_capacity = cap;
+    const Bytes cap = brute::SetTightCapacity(rng, pr, points, 0.5);
     INFO("seed " << seed << ", capacity " << cap << "\n" << Describe(pr));
     const int p = pr.p, v = pr.choices[0].v;
     WithFloors(pr, [&](const search_detail::ChoiceProblem& cp, const search_detail::Totals& t,

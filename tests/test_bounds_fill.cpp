@@ -69,16 +69,6 @@ SearchProblem RandomTightStack(std::mt19937_64& rng) {
   return pr;
 }
 
-// A uniform capacity between the least at which something fits and the
-// largest max peak: at the low end most ranks must recompute.
-void SetTightCapacity(std::mt19937_64& rng, SearchProblem& pr, const std::vector<Point>& points) {
-  const Bytes least = brute::MinUniformCapacity(points);
-  Bytes most = least;
-  for (const Point& pt : points) most = std::max(most, pt.max_peak);
-  const double q = std::uniform_real_distribution<double>(0.0, 0.5)(rng);
-  const Bytes cap = least + static_cast<Bytes>(q * static_cast<double>(most - least));
-  for (auto& dv : pr.cluster.devices) dv.memory_capacity = cap;
-}
 
 SearchResult MustSearch(const SearchProblem& pr, const SearchOptions& opt) {
   Result<SearchResult> r = Search(pr, opt);
@@ -96,7 +86,7 @@ TEST_CASE("the open-tree bound with memory-forced recompute never exceeds the op
     std::mt19937_64 rng(seed);
     SearchProblem pr = RandomTightStack(rng);
     const std::vector<Point> points = Enumerate(pr);
-    SetTightCapacity(rng, pr, points);
+    brute::SetTightCapacity(rng, pr, points, 0.5);
     INFO("seed " << seed << "\n" << Describe(pr));
     const std::optional<brute::Objective> best = Optimum(points, Capacities(pr));
     REQUIRE(best.has_value());
