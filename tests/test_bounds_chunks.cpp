@@ -125,12 +125,9 @@ TEST_CASE("the open-tree bound priced per chunk never exceeds the optimum",
   CHECK(proved_at_limit > 0);
 }
 
-// The two recompute floors of rank d built the search's way (MakeContext,
-// RootBound, ChunkRecompute).
-struct Floors {
-  std::vector<std::vector<Nanos>> rt;  // [d][k]
-  std::function<Nanos(int, const std::vector<int>&)> chunk;
-};
+// Runs body(cp, totals, chunk_recompute) on the two recompute floors built
+// the search's way (MakeContext, RootBound, ChunkRecompute): totals.rt[d][k]
+// and ChunkRecompute::Least(d, decoders per chunk).
 template <typename Body>
 void WithFloors(const SearchProblem& pr, Body&& body) {
   Result<search_detail::ChoiceContext> ctx = search_detail::MakeContext(pr, 0);

@@ -69,7 +69,6 @@ SearchProblem RandomTightStack(std::mt19937_64& rng) {
   return pr;
 }
 
-
 SearchResult MustSearch(const SearchProblem& pr, const SearchOptions& opt) {
   Result<SearchResult> r = Search(pr, opt);
   if (!r.ok()) FAIL("Search: " << r.error().key << ": " << r.error().message);
