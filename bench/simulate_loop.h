@@ -27,11 +27,11 @@ inline void TimeSimulation(benchmark::State& state, const PipelineSpec& spec,
   SimResult result;
   SimOptions options;
   options.record_ops = false;
-  std::vector<std::int32_t> order;
+  ExecutionOrder order;
   if (ordered) {
     options.record_order = true;
     engine.RunInto(spec, *program, options, result);
-    order = result.order;
+    order = ExecutionOrder::Compile(*program, result.order);
     options.record_order = false;
     options.order = &order;
   }

@@ -55,6 +55,48 @@ double SimResult::bubble_fraction() const {
                                      static_cast<long double>(devices.size())));
 }
 
+ExecutionOrder ExecutionOrder::Compile(const Program& program,
+                                       const std::vector<std::int32_t>& devices) {
+  ExecutionOrder out;
+  const size_t p = program.ops.size();
+  out.ops_per_device_.resize(p);
+  for (size_t d = 0; d < p; ++d) out.ops_per_device_[d] = program.ops[d].size();
+  std::vector<size_t> pc(p, 0);
+  out.steps_.reserve(devices.size());
+  for (const std::int32_t d : devices) {
+    if (d < 0 || static_cast<size_t>(d) >= p) break;
+    const size_t k = pc[static_cast<size_t>(d)]++;
+    if (k >= program.ops[static_cast<size_t>(d)].size()) break;
+    const Op& op = program.ops[static_cast<size_t>(d)][k];
+    out.steps_.push_back(Step{d, op.stage.value, op.mb.value, op.kind, op.paired});
+    out.stage_end_ = std::max(out.stage_end_, op.stage.value + 1);
+    out.mb_end_ = std::max(out.mb_end_, op.mb.value + 1);
+  }
+  return out;
+}
+
+bool ExecutionOrder::Fits(const Program& program, int num_stages, int m) const {
+  if (program.ops.size() != ops_per_device_.size()) return false;
+  for (size_t d = 0; d < ops_per_device_.size(); ++d) {
+    if (program.ops[d].size() != ops_per_device_[d]) return false;
+  }
+  return stage_end_ <= num_stages && mb_end_ <= m;
+}
+
+inline Nanos Engine::SentAt(const KeyState* keys, OpKind kind, size_t key, int s,
+                           int last_stage) {
+  const KeyState& ks = keys[key];
+  switch (kind) {
+    case OpKind::F:
+      return s == 0 ? ks.fwd_ready : keys[key - 1].f_done;
+    case OpKind::W:
+      return ks.b_done;
+    default:  // B, I: the gradient when it came last, else its own F
+      return ks.bwd_ready < ks.f_done || s == last_stage ? std::max(ks.f_done, ks.bwd_ready)
+                                                         : keys[key + 1].b_done;
+  }
+}
+
 SimResult Engine::Run(const PipelineSpec& spec, const Program& program,
                       const SimOptions& options) {
   SimResult out;
@@ -64,16 +106,21 @@ SimResult Engine::Run(const PipelineSpec& spec, const Program& program,
 
 // The event loop every simulation and every search evaluation runs
 // (bench/bench_engine.cpp: >= 100 M ops/s at p = 64, m = 256, v = 4). Its
-// layout: one 48-byte KeyState per (stage, micro-batch) holding everything
-// the ops of that key read and write (one memset clears them), one StageRun per stage with the op
-// durations, memory deltas and message routes folded once per run, and the
-// running device's counters in locals (a copy of its DeviceStats) that the
-// compiler keeps in registers, written back when the device blocks.
+// layout: one 32-byte KeyState per (stage, micro-batch) holding the four
+// times the ops of that key wait for, next to the keys of the stages before
+// and after it (one memset clears them; when a message left its sender is
+// the sender's own end time, read from the neighbouring key only where an op
+// waited), one StageRun per stage with the op durations, memory deltas and
+// message routes folded once per run, and the running device's counters in
+// locals that the compiler keeps in registers, written back when the device
+// blocks.
 void Engine::RunInto(const PipelineSpec& spec, const Program& program,
                      const SimOptions& options, SimResult& out) {
   const int p = spec.p;
   const int m = spec.m;
+  const size_t ns = static_cast<size_t>(spec.num_stages());
   const int num_stages = spec.num_stages();
+  const int last_stage = num_stages - 1;
   const size_t keys = static_cast<size_t>(num_stages) * m;
   const bool record_order = options.record_order;
   const bool ordered = options.order != nullptr && !options.record_ops &&
@@ -86,11 +133,10 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
   // Stage 0's inputs are there from the start; the last stage's gradient is
   // its own loss.
   for (int j = 0; j < m; ++j) {
-    keys_[j].fwd_ready = 0;
-    keys_[j].fwd_sent = 0;
-    const size_t last = static_cast<size_t>(num_stages - 1) * m + j;
+    const size_t first = static_cast<size_t>(j) * num_stages;
+    keys_[first].fwd_ready = 0;
+    const size_t last = first + num_stages - 1;
     keys_[last].bwd_ready = 0;
-    keys_[last].bwd_sent = 0;
   }
   Fill(link_free_, static_cast<size_t>(p) * p, Nanos{0});
   dev_.resize(p);
@@ -214,7 +260,7 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
   size_t next_check = kDeadlineCheckOps;
 
   if (ordered) {
-    RunOrdered(spec, *options.order, options, out);
+    if (options.order->Fits(program, num_stages, m)) RunOrdered(spec, *options.order, options, out);
     worklist_.clear();
   }
   while (!worklist_.empty()) {
@@ -245,15 +291,14 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
     while (pc < n) {
       const Op& op = ops[pc];
       const int s = op.stage.value;
-      const size_t key = static_cast<size_t>(s) * m + op.mb.value;
+      const size_t key = static_cast<size_t>(op.mb.value) * ns + s;
       KeyState& ks = key_state[key];
 
       const StageRun& sr = stage_run[s];
-      Nanos ready = 0, sent = 0;
+      Nanos ready = 0;
       switch (op.kind) {
         case OpKind::F:
           ready = ks.fwd_ready;
-          sent = ks.fwd_sent;
           wait = SignByte(ks.fwd_ready);
           break;
         case OpKind::B:
@@ -266,13 +311,11 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
             wait = SignByte(ks.bwd_ready);
           } else {
             ready = std::max(ks.f_done, ks.bwd_ready);
-            sent = ks.bwd_ready >= ks.f_done ? ks.bwd_sent : ready;
           }
           break;
         default:  // W
-          ready = ks.i_done;
-          sent = ready;
-          wait = SignByte(ks.i_done);
+          ready = ks.b_done;
+          wait = SignByte(ks.b_done);
           break;
       }
       if (ready == kUnset) break;
@@ -282,7 +325,7 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
       Nanos save = 0;
       if (op.paired && pc + 1 < n) [[unlikely]] {
         const Op& next = ops[pc + 1];
-        const size_t nkey = static_cast<size_t>(next.stage.value) * m + next.mb.value;
+        const size_t nkey = static_cast<size_t>(next.mb.value) * ns + next.stage.value;
         const KeyState& nks = key_state[nkey];
         const bool same = next.stage == op.stage && next.mb == op.mb;
         if (nks.f_done == kUnset && !same) {
@@ -306,7 +349,7 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
       const Nanos start = std::max(free, ready);
       if (ready > free) {
         // The part of this wait spent on a message in flight.
-        ds.comm_wait += std::min(ready - free, ready - std::max(sent, free));
+        ds.comm_wait += ready - std::max(SentAt(key_state, op.kind, key, s, last_stage), free);
       }
       Nanos rc = 0, dur;
       Bytes during;
@@ -350,9 +393,8 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
           ks.f_done = end;
           if (sr.fwd.exists) {
             const Nanos arrive = send(d, sr.fwd, end, op);
-            KeyState& to = key_state[key + m];
+            KeyState& to = key_state[key + 1];
             to.fwd_ready = arrive;
-            to.fwd_sent = end;
 
             if (blocking) stream_free = std::max(stream_free, arrive);
           }
@@ -360,17 +402,12 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
         case OpKind::B:
         case OpKind::I:
           --inflight;
-          if (op.kind == OpKind::B) {
-            mem -= sr.activation;
-          } else {
-            mem -= sr.i_release;
-            ks.i_done = end;
-          }
+          ks.b_done = end;
+          mem -= op.kind == OpKind::B ? sr.activation : sr.i_release;
           if (sr.bwd.exists) {
             const Nanos arrive = send(d, sr.bwd, end, op);
-            KeyState& to = key_state[key - m];
+            KeyState& to = key_state[key - 1];
             to.bwd_ready = arrive;
-            to.bwd_sent = end;
 
             if (blocking) stream_free = std::max(stream_free, arrive);
           }
@@ -429,14 +466,15 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
 }
 
 // The loop of a run that follows a recorded order (SimOptions::order): the
-// same op rules as RunInto's worklist loop, in the order given, one op at a
-// time. Every input of an op is there when it runs (the order was recorded
-// by a run of this program, whose dependencies do not depend on the spec),
-// so nothing is checked, nobody is woken, and the key states need no reset.
-void Engine::RunOrdered(const PipelineSpec& spec, const std::vector<std::int32_t>& order,
+// same op rules as RunInto's worklist loop, in the order given, one compiled
+// step at a time. Every input of an op is there when it runs (the order was
+// recorded by a run of this program, whose dependencies do not depend on the
+// spec), so nothing is checked, nobody is woken, and the key states need no
+// reset.
+void Engine::RunOrdered(const PipelineSpec& spec, const ExecutionOrder& order,
                         const SimOptions& options, SimResult& out) {
-  const int p = spec.p;
-  const int m = spec.m;
+  const size_t ns = static_cast<size_t>(spec.num_stages());
+  const int last_stage = spec.num_stages() - 1;
   const bool blocking = spec.comm == CommMode::Blocking;
   KeyState* const key_state = keys_.data();
   const StageRun* const stage_run = stage_run_.data();
@@ -445,7 +483,11 @@ void Engine::RunOrdered(const PipelineSpec& spec, const std::vector<std::int32_t
   DeviceStats* const stats = out.devices.data();
   const bool has_deadline = options.deadline != SimOptions::Clock::time_point::max();
   size_t next_check = kDeadlineCheckOps;
-  const size_t total = order.size();
+  const ExecutionOrder::Step* const steps = order.steps_.data();
+  // Compile kept the valid prefix of the recorded order, and Fits checked
+  // that its ops are this program's: every step is in bounds. A prefix
+  // leaves some device short of its last op, which RunInto reports.
+  const size_t total = order.steps_.size();
 
   // One message of `route` ending at `end`: its arrival.
   auto send = [&](const Route& route, Nanos end) {
@@ -456,47 +498,32 @@ void Engine::RunOrdered(const PipelineSpec& spec, const std::vector<std::int32_t
     return leave + route.occupy + route.latency;
   };
 
-  // An order of another program (a device out of range, or more ops of a
-  // device than it has) runs only up to where it goes wrong: RunInto then
-  // reports the devices left unfinished as a deadlock.
-  size_t valid = 0;
-  {
-    std::vector<size_t>& count = order_count_;
-    count.assign(static_cast<size_t>(p), 0);
-    for (; valid < total; ++valid) {
-      const std::int32_t d = order[valid];
-      if (d < 0 || d >= p || count[static_cast<size_t>(d)]++ >= dev[d].n) break;
-    }
-  }
   // The clock is read once every kDeadlineCheckOps ops (as in the worklist
   // loop, a shorter run never reads it).
-  for (size_t i = 0; i < valid; next_check += kDeadlineCheckOps) {
+  for (size_t i = 0; i < total; next_check += kDeadlineCheckOps) {
     if (i > 0 && has_deadline && SimOptions::Clock::now() >= options.deadline) {
       out.outcome = Outcome::Interrupted;
       return;
     }
-    const size_t stop = std::min(valid, next_check);
+    const size_t stop = std::min(total, next_check);
     for (; i < stop; ++i) {
-      const int d = order[i];
+      const ExecutionOrder::Step& op = steps[i];
+      const int d = op.device;
       DevState& st = dev[d];
       DeviceStats& ds = stats[d];
       const size_t pc = st.pc++;
-      const Op& op = st.ops[pc];
-      const int s = op.stage.value;
-      const size_t key = static_cast<size_t>(s) * m + op.mb.value;
+      const int s = op.stage;
+      const size_t key = static_cast<size_t>(op.mb) * ns + static_cast<size_t>(s);
       KeyState& ks = key_state[key];
       const StageRun& sr = stage_run[s];
 
-      Nanos ready, sent;
+      Nanos ready;
       if (op.kind == OpKind::F) {
         ready = ks.fwd_ready;
-        sent = ks.fwd_sent;
       } else if (op.kind == OpKind::W) {
-        ready = ks.i_done;
-        sent = ready;
+        ready = ks.b_done;
       } else {
         ready = std::max(ks.f_done, ks.bwd_ready);
-        sent = ks.bwd_ready >= ks.f_done ? ks.bwd_sent : ready;
       }
       // The backward's share of its pair's saving is left for it by the F
       // (as the worklist loop reads it when the op before was paired).
@@ -504,8 +531,8 @@ void Engine::RunOrdered(const PipelineSpec& spec, const std::vector<std::int32_t
       st.pair_save = 0;
       if (op.paired && pc + 1 < st.n) [[unlikely]] {
         const Op& next = st.ops[pc + 1];
-        const KeyState& nks = key_state[static_cast<size_t>(next.stage.value) * m + next.mb.value];
-        const bool same = next.stage == op.stage && next.mb == op.mb;
+        const KeyState& nks = key_state[static_cast<size_t>(next.mb.value) * ns + next.stage.value];
+        const bool same = next.stage.value == op.stage && next.mb.value == op.mb;
         ready =
             same ? std::max(ready, nks.bwd_ready) : std::max({ready, nks.f_done, nks.bwd_ready});
         save = PairSaving(spec, s, next, &st.pair_save);
@@ -513,10 +540,11 @@ void Engine::RunOrdered(const PipelineSpec& spec, const std::vector<std::int32_t
 
       const Nanos free = st.free;
       const Nanos start = std::max(free, ready);
-      // The part of a wait spent on a message in flight, as the worklist loop
-      // counts it (min(ready - free, ready - max(sent, free)) when ready >
-      // free), without the branch: sent <= ready always.
-      ds.comm_wait += std::max<Nanos>(0, ready - std::max(sent, free));
+      // The part of a wait spent on a message in flight, as the worklist
+      // loop counts it.
+      if (ready > free) {
+        ds.comm_wait += ready - std::max(SentAt(key_state, op.kind, key, s, last_stage), free);
+      }
       Nanos end, stream_free;
       Bytes during;
       switch (op.kind) {
@@ -529,9 +557,8 @@ void Engine::RunOrdered(const PipelineSpec& spec, const std::vector<std::int32_t
           stream_free = end;
           if (sr.fwd.exists) {
             const Nanos arrive = send(sr.fwd, end);
-            KeyState& to = key_state[key + m];
+            KeyState& to = key_state[key + 1];
             to.fwd_ready = arrive;
-            to.fwd_sent = end;
             if (blocking) stream_free = std::max(stream_free, arrive);
           }
           break;
@@ -543,18 +570,13 @@ void Engine::RunOrdered(const PipelineSpec& spec, const std::vector<std::int32_t
           during = st.mem + sr.b_transient;
           ds.recompute += sr.recompute;
           --st.inflight;
-          if (fused) {
-            st.mem -= sr.activation;
-          } else {
-            st.mem -= sr.i_release;
-            ks.i_done = end;
-          }
+          ks.b_done = end;
+          st.mem -= fused ? sr.activation : sr.i_release;
           stream_free = end;
           if (sr.bwd.exists) {
             const Nanos arrive = send(sr.bwd, end);
-            KeyState& to = key_state[key - m];
+            KeyState& to = key_state[key - 1];
             to.bwd_ready = arrive;
-            to.bwd_sent = end;
             if (blocking) stream_free = std::max(stream_free, arrive);
           }
           break;

@@ -106,6 +106,44 @@ struct BubbleBreakdown {
   int bottleneck = 0;       // d*
 };
 
+// A recorded order (SimResult::order) compiled against the program it was
+// recorded on: each op once, in the order the recording run executed them,
+// as one 16-byte step. A run that follows it (SimOptions::order) reads this
+// one stream front to back instead of 64 devices' op lists by turns, which
+// at p = 64, m = 256, v = 4 is most of what an L2-sized cache misses.
+// Compile once per (program, recorded order); it holds no pointer into
+// either.
+class ExecutionOrder {
+ public:
+  ExecutionOrder() = default;
+  // The steps of `devices` (the device of each op, in order) over `program`.
+  // An order of another program (a device out of range, more ops of a
+  // device than it has, too few ops) compiles to its longest valid prefix;
+  // a run that follows it ends as Outcome::Deadlock.
+  static ExecutionOrder Compile(const Program& program,
+                                const std::vector<std::int32_t>& devices);
+  bool empty() const { return steps_.empty(); }
+  size_t size() const { return steps_.size(); }
+  // Whether this order's steps are ops of `program` at the shape of `spec`:
+  // the same ops per device, every stage and micro-batch in range. A run
+  // with an order that does not fit runs no step (Outcome::Deadlock).
+  bool Fits(const Program& program, int num_stages, int m) const;
+
+ private:
+  friend class Engine;
+  struct Step {
+    std::int32_t device;
+    std::int32_t stage;
+    std::int32_t mb;
+    OpKind kind;
+    bool paired;
+  };
+  std::vector<Step> steps_;
+  std::vector<size_t> ops_per_device_;  // of the program compiled against
+  int stage_end_ = 0;                   // 1 + the largest stage of a step
+  int mb_end_ = 0;                      // 1 + the largest micro-batch
+};
+
 struct SimOptions {
   using Clock = std::chrono::steady_clock;
   bool record_ops = true;      // per-op timings and transfers
@@ -119,12 +157,13 @@ struct SimOptions {
   // Record SimResult::order (the device of each executed op, in order).
   bool record_order = false;
   // When set, the run follows this order (the search's hot path).
-  // REQUIRES: SimResult::order of a run of this same program, on a spec of
-  // the same stage_device, that ended Ok or OutOfMemory. Ignored with
-  // record_ops, record_memory or record_order.
-  // An order of another program reads and writes nothing out of bounds: a
-  // device it names past its last op ends the run as Outcome::Deadlock.
-  const std::vector<std::int32_t>* order = nullptr;
+  // REQUIRES: compiled from SimResult::order of a run of this same program,
+  // on a spec of the same stage_device, that ended Ok or OutOfMemory.
+  // Ignored with record_ops, record_memory or record_order.
+  // An order of another program reads and writes nothing out of bounds: it
+  // ends the run as Outcome::Deadlock where it goes wrong, or at once when
+  // it does not fit the program (ExecutionOrder::Fits).
+  const ExecutionOrder* order = nullptr;
 };
 
 struct SimResult {
@@ -164,16 +203,22 @@ class Engine {
                const SimOptions& options, SimResult& out);
 
  private:
-  // What the ops of one (stage s, micro-batch j) read and write, together
-  // (one or two cache lines per op); -1 = not yet.
+  // What the ops of one (stage s, micro-batch j) read and write, together;
+  // -1 = not yet. Stored at [j * stages + s], so that an op's own key and
+  // the key of the stage it sends to (s + 1 or s - 1) are neighbours.
   struct KeyState {
-    Nanos fwd_ready;  // arrival of F(s,j)'s input
-    Nanos fwd_sent;   // end of the F that sent it
+    Nanos fwd_ready;  // arrival of F(s,j)'s input (sent at F(s-1,j)'s f_done)
     Nanos f_done;     // end of F(s,j)
-    Nanos bwd_ready;  // arrival of the gradient for B/I(s,j)
-    Nanos bwd_sent;   // end of the B/I that sent it
-    Nanos i_done;     // end of I(s,j)
+    Nanos bwd_ready;  // arrival of the gradient for B/I(s,j) (sent at
+                      // B/I(s+1,j)'s b_done)
+    Nanos b_done;     // end of B(s,j), or of I(s,j): what W(s,j) waits for
+                      // (a key has B, or I and W: ValidateProgram)
   };
+  // When the later input of op `kind` of key `key` (stage s) left its
+  // sender: the end of F(s-1,j), or of B/I(s+1,j), or the input's own time
+  // where it came from no message (stage 0's input, the last stage's loss,
+  // the F of a B, the I of a W). REQUIRES: the op is ready.
+  static Nanos SentAt(const KeyState* keys, OpKind kind, size_t key, int s, int last_stage);
   // A message route of a stage: to s+1 (fwd) or s-1 (bwd).
   struct Route {
     bool exists = false;     // there is such a stage
@@ -191,11 +236,11 @@ class Engine {
   };
 
   // RunInto's loop when it follows options.order (REQUIRES as there).
-  void RunOrdered(const PipelineSpec& spec, const std::vector<std::int32_t>& order,
+  void RunOrdered(const PipelineSpec& spec, const ExecutionOrder& order,
                   const SimOptions& options, SimResult& out);
 
   // Scratch, reused between runs.
-  std::vector<KeyState> keys_;     // [s*m+j]
+  std::vector<KeyState> keys_;     // [j*stages+s]
   std::vector<StageRun> stage_run_;  // [s]
   std::vector<Nanos> link_free_;   // [from*p+to]
   // A device's progress (one cache line).
@@ -213,7 +258,6 @@ class Engine {
   };
   std::vector<DevState> dev_;      // [d]
   std::vector<int> worklist_;
-  std::vector<size_t> order_count_;  // RunOrdered's ops per device
   std::vector<char> queued_;
 };
 

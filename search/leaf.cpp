@@ -640,7 +640,7 @@ SimOptions Searcher::EvalOptions() const {
 
 void Searcher::KeepOrder(SimResult& sim) {
   if (order_.empty() && (sim.outcome == Outcome::Ok || sim.outcome == Outcome::OutOfMemory)) {
-    order_.swap(sim.order);
+    order_ = ExecutionOrder::Compile(*cp_.c.program, sim.order);
   }
 }
 

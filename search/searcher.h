@@ -259,7 +259,7 @@ class Searcher {
   // The order the first complete run of the choice's program executed its
   // ops in: every later run follows it (SimOptions::order, the same figures
   // without the worklist). Empty until then.
-  std::vector<std::int32_t> order_;
+  ExecutionOrder order_;
   // The options of an evaluation: the order once known, else record it.
   SimOptions EvalOptions() const;
   // Keeps the order `sim` recorded when it is the first complete one.

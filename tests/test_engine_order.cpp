@@ -65,7 +65,9 @@ SimResult RunWith(Engine& engine, const PipelineSpec& spec, const Program& progr
                   const std::vector<std::int32_t>* order) {
   SimOptions options;
   options.record_ops = false;
-  options.order = order;
+  ExecutionOrder compiled;
+  if (order != nullptr) compiled = ExecutionOrder::Compile(program, *order);
+  options.order = order != nullptr ? &compiled : nullptr;
   SimResult r;
   engine.RunInto(spec, program, options, r);
   return r;
@@ -136,11 +138,41 @@ TEST_CASE("an order of another program ends the run as a deadlock", "[engine][or
   std::vector<std::int32_t> too_many(program->total_ops(), 0);
   std::vector<std::int32_t> out_of_range(program->total_ops(), 7);
   for (const auto* order : {&shorter, &too_many, &out_of_range}) {
-    options.order = order;
+    const ExecutionOrder compiled = ExecutionOrder::Compile(*program, *order);
+    options.order = &compiled;
     SimResult r;
     engine.RunInto(spec, *program, options, r);
     CHECK(r.outcome == Outcome::Deadlock);
     CHECK_FALSE(r.stuck.empty());
+  }
+  // A whole order compiled against another program: a longer pipeline (its
+  // stages and micro-batches out of this spec's range), and one of the same
+  // shape with a rank's list one op short. Neither fits; no step runs.
+  {
+    PipelineSpec wider = PipelineSpec::Uniform(4, 1, 8, 1000, 2000);
+    const Result<Program> other = Generate1F1B(wider, {});
+    REQUIRE(other.ok());
+    SimOptions rec;
+    rec.record_ops = false;
+    rec.record_order = true;
+    SimResult recorded;
+    engine.RunInto(wider, *other, rec, recorded);
+    REQUIRE(recorded.outcome == Outcome::Ok);
+    const ExecutionOrder foreign = ExecutionOrder::Compile(*other, recorded.order);
+    CHECK(foreign.size() == other->total_ops());
+    CHECK_FALSE(foreign.Fits(*program, spec.num_stages(), spec.m));
+    CHECK(foreign.Fits(*other, wider.num_stages(), wider.m));
+    options.order = &foreign;
+    SimResult r;
+    engine.RunInto(spec, *program, options, r);
+    CHECK(r.outcome == Outcome::Deadlock);
+    CHECK(r.stuck.size() == 3);
+
+    Program trimmed = *program;
+    trimmed.ops[1].pop_back();
+    engine.RunInto(spec, trimmed, rec, recorded);
+    const ExecutionOrder short_one = ExecutionOrder::Compile(trimmed, recorded.order);
+    CHECK_FALSE(short_one.Fits(*program, spec.num_stages(), spec.m));
   }
   // The engine is then as good as new.
   options.order = nullptr;
