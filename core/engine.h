@@ -28,7 +28,8 @@
 // The same argument makes the result independent of how the devices' ops
 // are interleaved, as long as each op runs after its inputs: a run may
 // record the order it executed the ops in (SimOptions::record_order), and
-// later runs of the same program may follow it (SimOptions::order) with no
+// later runs of the same program may follow it, compiled once against the
+// program (ExecutionOrder, passed as SimOptions::order), with no
 // readiness checks and no worklist, for the same figures bit for bit. The
 // dependencies of a program do not depend on the spec's costs, memories or
 // links, so one recorded order serves every spec whose stages sit on the
