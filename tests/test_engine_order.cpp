@@ -73,6 +73,16 @@ SimResult RunWith(Engine& engine, const PipelineSpec& spec, const Program& progr
   return r;
 }
 
+// A run that records its order (no per-op timings).
+SimResult Recording(Engine& engine, const PipelineSpec& spec, const Program& program) {
+  SimOptions rec;
+  rec.record_ops = false;
+  rec.record_order = true;
+  SimResult r;
+  engine.RunInto(spec, program, rec, r);
+  return r;
+}
+
 TEST_CASE("a run in a recorded order gives what the worklist gives", "[engine][order]") {
   std::mt19937_64 rng(20261202);
   int compared = 0, oom = 0, paired = 0;
@@ -89,11 +99,7 @@ TEST_CASE("a run in a recorded order gives what the worklist gives", "[engine][o
       INFO(info.name << " p=" << p << " v=" << v << " m=" << m << " trial " << trial);
       // The order, recorded on the spec the program was made for.
       Engine engine;
-      SimOptions rec;
-      rec.record_ops = false;
-      rec.record_order = true;
-      SimResult recorded;
-      engine.RunInto(planned_for, *program, rec, recorded);
+      const SimResult recorded = Recording(engine, planned_for, *program);
       REQUIRE(recorded.outcome != Outcome::Deadlock);
       REQUIRE(recorded.order.size() == program->total_ops());
       const std::vector<std::int32_t> order = recorded.order;
@@ -152,11 +158,7 @@ TEST_CASE("an order of another program ends the run as a deadlock", "[engine][or
     PipelineSpec wider = PipelineSpec::Uniform(4, 1, 8, 1000, 2000);
     const Result<Program> other = Generate1F1B(wider, {});
     REQUIRE(other.ok());
-    SimOptions rec;
-    rec.record_ops = false;
-    rec.record_order = true;
-    SimResult recorded;
-    engine.RunInto(wider, *other, rec, recorded);
+    const SimResult recorded = Recording(engine, wider, *other);
     REQUIRE(recorded.outcome == Outcome::Ok);
     const ExecutionOrder foreign = ExecutionOrder::Compile(*other, recorded.order);
     CHECK(foreign.size() == other->total_ops());
@@ -170,8 +172,8 @@ TEST_CASE("an order of another program ends the run as a deadlock", "[engine][or
 
     Program trimmed = *program;
     trimmed.ops[1].pop_back();
-    engine.RunInto(spec, trimmed, rec, recorded);
-    const ExecutionOrder short_one = ExecutionOrder::Compile(trimmed, recorded.order);
+    const ExecutionOrder short_one =
+        ExecutionOrder::Compile(trimmed, Recording(engine, spec, trimmed).order);
     CHECK_FALSE(short_one.Fits(*program, spec.num_stages(), spec.m));
   }
   // The engine is then as good as new.
@@ -189,11 +191,8 @@ TEST_CASE("a recorded order follows each device's program order", "[engine][orde
   PipelineSpec spec = PipelineSpec::Uniform(2, 1, 2, 1000, 2000);
   const Result<Program> program = Generate1F1B(spec, {});
   REQUIRE(program.ok());
-  SimOptions rec;
-  rec.record_ops = false;
-  rec.record_order = true;
-  SimResult r;
-  Engine{}.RunInto(spec, *program, rec, r);
+  Engine engine;
+  const SimResult r = Recording(engine, spec, *program);
   REQUIRE(r.order.size() == 8);
   CHECK(r.order.front() == 0);
   CHECK(std::count(r.order.begin(), r.order.end(), 0) == 4);
