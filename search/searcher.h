@@ -282,11 +282,23 @@ class Searcher {
   std::vector<const MenuPoint*> chosen_;  // per stage after ChooseRecompute
   std::vector<Nanos> rtime_;              // per stage, scaled recompute time
   std::vector<Nanos> level_bounds_;       // pending bound per DFS level
+  // A child of a DFS node: the layers its stage gets and its bound.
+  struct Child {
+    int k;
+    Nanos bound;
+    Nanos rtime;   // v = 1: this stage's recompute
+    Nanos dev_rt;  // v > 1, last chunk: the device's least total recompute
+  };
+  std::vector<std::vector<Child>> children_;  // per DFS level, reused
   Nanos root_bound_ = 0;                  // valid for the whole tree
   Nanos root_nominal_ = 0;  // the same at nominal times (ChoiceContext::bound_scale)
   RootRelaxation root_;                   // RootBound's relaxation
   PathMixture mix_;                       // PathWeights' mixture (empty: none)
   double path_acc_ = 0;                   // the mixture over the placed stages
+  // ChildBound's scratch (it runs once per child of every node): each
+  // device's head + work + tail, and the devices with stages still open.
+  mutable std::vector<Nanos> bound_base_;
+  mutable std::vector<std::pair<Nanos, double>> bound_open_;
 };
 
 }  // namespace ppb::search_detail

@@ -144,7 +144,8 @@ Nanos Searcher::ChildBound(int s, int pos, int k, const StageFixed& fx, Nanos rt
   // Device-level parts after adding this stage.
   // head/tail increments apply to devices d' with d' > s (only for s < p).
   Nanos max_fixed = 0;
-  std::vector<Nanos> base(p);
+  std::vector<Nanos>& base = bound_base_;
+  base.resize(static_cast<size_t>(p));
   for (int dd = 0; dd < p; ++dd) {
     Nanos h = head_[dd], t = tail_[dd], wk = work_[dd];
     if (s < dd) {
@@ -165,7 +166,8 @@ Nanos Searcher::ChildBound(int s, int pos, int k, const StageFixed& fx, Nanos rt
   // Water-filling: devices with stages still open absorb the remaining
   // work m * rest_work (speed-1 units) at their speeds.
   if (rest_work > 0) {
-    std::vector<std::pair<Nanos, double>> open;  // (base, speed)
+    std::vector<std::pair<Nanos, double>>& open = bound_open_;  // (base, speed)
+    open.clear();
     for (int dd = 0; dd < p; ++dd) {
       const int last_stage = StageOf(cp_.c.spec.placement, p, cp_.c.v - 1, dd);
       if (last_stage > s) open.emplace_back(base[dd], cp_.pb.cluster.devices[dd].speed);
@@ -203,13 +205,8 @@ void Searcher::Dfs(int s, int pos) {
   if (s == S - 1) klo = khi = L - pos;
   if (klo > khi) return;
 
-  struct Child {
-    int k;
-    Nanos bound;
-    Nanos rtime;   // v = 1: this stage's recompute
-    Nanos dev_rt;  // v > 1, last chunk: the device's least total recompute
-  };
-  std::vector<Child> children;
+  std::vector<Child>& children = children_[static_cast<size_t>(s)];
+  children.clear();
   const Bytes prev_out = s > 0 ? fixed_[s - 1].output : 0;
   const double speed = cp_.pb.cluster.devices[d].speed;
   const Nanos ideal_k = (L - pos) / std::max(1, S - s);
@@ -311,11 +308,13 @@ void Searcher::Dfs(int s, int pos) {
     const StageFixed& fx = fixed_[s];
     const Nanos w = fx.f + fx.bi + fx.bw + ch.rtime;
     const Nanos cf = cp_.CommFwd(s, fx.output), cb = cp_.CommBwd(s, fx.output);
-    std::vector<Nanos> saved_head = head_, saved_tail = tail_;
+    // Integer sums: subtracting the same terms afterwards restores them.
+    const Nanos head_add = fx.f + cf;
+    const Nanos tail_add = cp_.c.split_backward ? 0 : fx.bi + fx.bw + ch.rtime + cb;
     const Nanos saved_work = work_[d], saved_chain = chain_;
     for (int dd = s + 1; dd < p; ++dd) {
-      head_[dd] += fx.f + cf;
-      if (!cp_.c.split_backward) tail_[dd] += fx.bi + fx.bw + ch.rtime + cb;
+      head_[dd] += head_add;
+      tail_[dd] += tail_add;
     }
     work_[d] += static_cast<Nanos>(m) * (w + ch.dev_rt);
     chain_ += w + cf + cb;
@@ -325,8 +324,10 @@ void Searcher::Dfs(int s, int pos) {
                    mix_.pbw_coef[s] * static_cast<double>(fx.bi + fx.bw + ch.rtime);
     }
     Dfs(s + 1, pos + k);
-    head_ = std::move(saved_head);
-    tail_ = std::move(saved_tail);
+    for (int dd = s + 1; dd < p; ++dd) {
+      head_[dd] -= head_add;
+      tail_[dd] -= tail_add;
+    }
     work_[d] = saved_work;
     chain_ = saved_chain;
     path_acc_ = saved_acc;
@@ -352,6 +353,7 @@ bool Searcher::Prepare(bool path_weights) {
   tail_.assign(p, 0);
   work_.assign(p, 0);
   level_bounds_.assign(S, kInf);
+  children_.assign(static_cast<size_t>(S), {});
   chain_ = 0;
   const int kmin = cp_.pb.allow_empty_chunks ? 0 : 1;
   if (L < S * kmin) {
