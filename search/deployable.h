@@ -24,8 +24,8 @@
 //                layer selective when ppb offers it); full uniform (every
 //                decoder and MTP layer full); full block N (the first
 //                min(N, decoders) decoder layers of every stage, no MTP).
-//   torchtitan   activation_checkpoint.mode none or full on every
-//                transformer block (torchtitan main at 0014ac2c).
+//   torchtitan   activation_checkpoint None or FullAC.Config() on every
+//                transformer block (torchtitan main at b5bcd76c).
 //   deepspeed    activation_checkpoint_interval 0 or 1: none, or full on
 //                every layer that offers it.
 // Other layers never recompute under a framework target.

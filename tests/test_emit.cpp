@@ -214,13 +214,14 @@ TEST_CASE("emit golden: torchtitan and DeepSpeed, full recompute") {
                                 "strategy:\n"
                                 "  layers_per_chunk: [[3, 2, 2, 3]]\n"
                                 "  recompute: {full: true}\n");
-  // Current torchtitan: Trainer.Config fields, the head is lm_head, and AC
-  // mode set (its default is "selective").
+  // torchtitan main: Trainer.Config fields, the head is lm_head, the AC
+  // policy object FullAC.Config() (imported; its default is SelectiveAC),
+  // the micro-batches in num_pp_microbatches and CUDA graphs off under PP.
   CHECK(EmitText(Framework::Torchtitan, config) ==
-        "# ppb: current torchtitan (main at 0014ac2c; Python Trainer.Config) for "
-        "tiny:\n"
-        "# ppb: schedule 1f1b, p=4, v=1, m=8\n"
+        "# ppb: torchtitan main at b5bcd76c (2026-08-21; Python Trainer.Config) for\n"
+        "# ppb: tiny: schedule 1f1b, p=4, v=1, m=8\n"
         "# ppb: set on the Trainer.Config your --module/--config function returns\n"
+        "from torchtitan.distributed.activation_checkpoint import FullAC\n"
         "config.parallelism.pipeline_parallel_degree = 4\n"
         "config.parallelism.pipeline_parallel_schedule = \"1F1B\"\n"
         "config.parallelism.module_fqns_per_model_part = [\n"
@@ -229,12 +230,15 @@ TEST_CASE("emit golden: torchtitan and DeepSpeed, full recompute") {
         "  [\"layers.4\", \"layers.5\"],\n"
         "  [\"layers.6\", \"layers.7\", \"norm\", \"lm_head\"],\n"
         "]\n"
-        "config.activation_checkpoint.mode = \"full\"\n"
-        "# ppb: stage s = chunk * p + rank (torchtitan's loop style), 1 "
-        "stage(s) per\n"
-        "# ppb: rank; m = 8 micro-batches: set training.local_batch_size = 8 "
-        "x\n"
-        "# ppb: parallelism.pipeline_parallel_microbatch_size\n");
+        "config.parallelism.num_pp_microbatches = 8\n"
+        "config.training.disable_cuda_graphs = True\n"
+        "config.activation_checkpoint = FullAC.Config()\n"
+        "# ppb: stage s = chunk * p + rank (torchtitan's loop style), 1 stage(s) per\n"
+        "# ppb: rank\n"
+        "# ppb: set training.num_tokens_per_microbatch_per_dp_rank to the tokens of one\n"
+        "# ppb: micro-batch (micro-batch size x sequence length) and\n"
+        "# ppb: training.max_context_length to the sequence length; the config gives no\n"
+        "# ppb: training.seq_length\n");
   // torchtitan v0.2.2: the TOML job config, the head is output.
   CHECK(EmitText(Framework::Torchtitan022, config) ==
         "# ppb: torchtitan v0.2.2 (TOML job config) for tiny: schedule 1f1b, "
@@ -352,7 +356,7 @@ TEST_CASE("emit round trips: uneven, v=2, v=4, own stages, MTP, selective") {
     CHECK_THAT(megatron, Catch::Contains("--mtp-num-layers 1"));
     CHECK_THAT(megatron, Catch::Contains("--recompute-method block"));
     CHECK_THAT(Refusal(Framework::Torchtitan, config),
-               Catch::Contains("no module name for an MTP layer"));
+               Catch::Contains("MTP does not support pipeline parallelism yet."));
   }
   // MultiTokenPredictionLayer (Megatron-LM 00611e6e) checkpoints the MTP
   // layer under --recompute-granularity full with method uniform and skips
@@ -601,8 +605,8 @@ TEST_CASE("emit readers apply the frameworks' rules") {
                Catch::Contains("expected \"lm_head\" next"));
     CHECK_THAT(ParseError(Framework::Torchtitan,
                           "[parallelism]\npipeline_parallel_degree = 2\n", layers),
-               Catch::Contains("parallelism.pipeline_parallel_degree: not a key of current "
-                               "torchtitan"));
+               Catch::Contains("parallelism.pipeline_parallel_degree: not a key of torchtitan "
+                               "main at b5bcd76c"));
   }
   SECTION("DeepSpeed: boundaries cover the layers") {
     CHECK_THAT(ParseError(Framework::DeepSpeed,

@@ -8,6 +8,8 @@
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
 #include <catch2/catch.hpp>
+#include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -608,17 +610,20 @@ TEST_CASE("trace: memory counters split into static and activations", "[viz][tra
     CHECK(act >= 0);
     // Exactly the old single total.
     CHECK(fixed + act == static_cast<double>(sample.bytes) / (1 << 30));
-    // Read back as Perfetto does (µs x 1000, truncated): the sample's ns.
-    CHECK(static_cast<Nanos>(e["ts"].get<double>() * 1000.0) == sample.time);
+    // Read back as Perfetto does (µs x 1000 to the nearest ns): the
+    // sample's ns.
+    CHECK(std::llround(e["ts"].get<double>() * 1000.0) == sample.time);
   }
   CHECK(counters == 2 + 2 * 16);
 }
 
-// Perfetto's JSON importer: a time in µs becomes int64 ns by x 1000 and
-// truncation (older versions; newer ones round, which the same values
-// survive).
+// A viewer's JSON import: a time in µs, parsed as the double nearest the
+// text, becomes int64 ns by x 1000 rounded to the nearest ns. The trace
+// writes ns / 1000 with three decimals, so this gives the simulated ns.
+// (An importer that truncates instead can land 1 ns early on such a double:
+// 133226.338 x 1000 = 133226337.99999999.)
 Nanos PerfettoNs(const nlohmann::json& us) {
-  return static_cast<Nanos>(us.get<double>() * 1000.0);
+  return std::llround(us.get<double>() * 1000.0);
 }
 
 // Every flow arrow binds: its start inside a send slice of the sender's
@@ -692,6 +697,138 @@ TEST_CASE("trace: flows end on the consuming op, slices do not overlap", "[viz][
     CHECK(starts == s.result.transfers.size());
     CHECK(ends == s.result.transfers.size());
   }
+}
+
+// The trace's events as written: each member's value as its JSON text (a
+// number exactly as the file spells it, not as a double reads it back),
+// through nlohmann's SAX interface, which hands over a float's own text
+// (an integer comes as its value: a time written "0" would fail WrittenNs).
+struct WrittenEvent {
+  std::map<std::string, std::string> text;  // member -> JSON text of a scalar
+};
+class WrittenEvents : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  std::vector<WrittenEvent> events;
+  bool null() override { return Scalar("null"); }
+  bool boolean(bool b) override { return Scalar(b ? "true" : "false"); }
+  bool number_integer(number_integer_t i) override { return Scalar(std::to_string(i)); }
+  bool number_unsigned(number_unsigned_t u) override { return Scalar(std::to_string(u)); }
+  bool number_float(number_float_t, const std::string& s) override { return Scalar(s); }
+  bool string(string_t& s) override { return Scalar(s); }
+  bool binary(binary_t&) override { return false; }
+  bool start_object(std::size_t) override {
+    ++depth_;
+    if (in_events_ && depth_ == 2) events.emplace_back();
+    return true;
+  }
+  bool end_object() override {
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    if (depth_ == 1 && key_ == "traceEvents") in_events_ = true;
+    return true;
+  }
+  bool end_array() override {
+    if (depth_ == 1) in_events_ = false;
+    return true;
+  }
+  bool key(string_t& k) override {
+    key_ = k;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    FAIL(e.what());
+    return false;
+  }
+
+ private:
+  bool Scalar(const std::string& s) {
+    // Members of an event (depth 2) and of its args (depth 3, "args.").
+    if (in_events_ && depth_ == 2) events.back().text[key_] = s;
+    if (in_events_ && depth_ == 3) events.back().text["args." + key_] = s;
+    return true;
+  }
+  int depth_ = 0;
+  bool in_events_ = false;
+  std::string key_;
+};
+
+// A written time in µs as ns: digits, '.', exactly three digits.
+Nanos WrittenNs(const std::string& text) {
+  INFO("written time " << text);
+  const size_t dot = text.find('.');
+  REQUIRE(dot != std::string::npos);
+  REQUIRE(text.size() == dot + 4);
+  REQUIRE(dot > 0);
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (i != dot) REQUIRE(std::isdigit(static_cast<unsigned char>(text[i])));
+  }
+  return std::stoll(text.substr(0, dot)) * 1000 + std::stoll(text.substr(dot + 1));
+}
+
+// Every time is written exactly (issue 36): each op's ts and dur are its
+// simulated start and length in ns / 1000 with three decimals, each
+// transfer's likewise, so where the simulator starts an op as the previous
+// one ends, the written ts + dur of the one equals the written ts of the
+// next. Under the old doubles, llama3.1-405b's trace had 30 such pairs that
+// overlapped by 2e-12 µs as written and heterogeneous.yaml's one.
+TEST_CASE("trace: times are written exactly; back-to-back slices meet as written",
+          "[viz][trace]") {
+  size_t all_adjacent = 0;
+  for (const char* name : {"llama3.1-405b.yaml", "heterogeneous.yaml", "interleaved.yaml",
+                           "custom.yaml"}) {
+    INFO(name);
+    const Simulated s = SimulateFile(name);
+    WrittenEvents w;
+    REQUIRE(nlohmann::json::sax_parse(FormatChromeTrace(s.config, s.run, s.result), &w));
+    std::map<int, size_t> next_op;  // rank -> index of its next op in the program
+    size_t transfers = 0, adjacent = 0, samples = 0;
+    std::map<int, Nanos> end_on_rank;  // written end of the rank's previous op
+    std::map<int, Nanos> sim_end;      // simulated end of the same op
+    for (const WrittenEvent& e : w.events) {
+      const std::string ph = e.text.at("ph");
+      if (ph == "M") continue;
+      const Nanos ts = WrittenNs(e.text.at("ts"));
+      if (ph == "C") {
+        ++samples;
+        continue;
+      }
+      if (ph != "X") continue;
+      const Nanos dur = WrittenNs(e.text.at("dur"));
+      const int pid = std::stoi(e.text.at("pid"));
+      if (e.text.at("tid") == "1") {
+        const Transfer& t = s.result.transfers.at(transfers++);
+        CHECK(ts == t.send);
+        CHECK(ts + dur == t.arrive);
+        continue;
+      }
+      const size_t k = next_op[pid]++;
+      const OpTiming& t = s.result.timings.at(pid).at(k);
+      CHECK(ts == t.start);
+      CHECK(ts + dur == t.end);
+      if (t.recompute > 0) CHECK(WrittenNs(e.text.at("args.recompute_us")) == t.recompute);
+      if (k > 0 && sim_end[pid] == t.start) {
+        ++adjacent;
+        CHECK(end_on_rank[pid] == ts);
+      }
+      end_on_rank[pid] = ts + dur;
+      sim_end[pid] = t.end;
+    }
+    CHECK(transfers == s.result.transfers.size());
+    for (int d = 0; d < s.run.spec.p; ++d) CHECK(next_op[d] == s.result.timings[d].size());
+    CHECK(samples > 0);
+    // Not vacuous: each of these runs has ops that start as the previous ends.
+    CHECK(adjacent > 0);
+    all_adjacent += adjacent;
+  }
+  CHECK(all_adjacent > 100);
+  // The text itself: 16707724 ns is "16707.724", not 16707.724000000002.
+  WrittenEvents w;
+  REQUIRE(nlohmann::json::sax_parse(
+      std::string(R"({"traceEvents":[{"ph":"X","ts":16707.724,"dur":0.001}]})"), &w));
+  CHECK(WrittenNs(w.events.at(0).text.at("ts")) == 16707724);
+  CHECK(WrittenNs(w.events.at(0).text.at("dur")) == 1);
 }
 
 // ---- the command line -------------------------------------------------------

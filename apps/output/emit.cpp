@@ -174,7 +174,8 @@ void AddNote(std::string& text, const std::string& note) {
   }
 }
 
-Status CheckEmbeddingFirstHeadLast(Framework f, const std::vector<Layer>& layers, bool allow_mtp) {
+Status CheckEmbeddingFirstHeadLast(Framework f, const std::vector<Layer>& layers,
+                                   const char* mtp_refusal) {
   const size_t n = layers.size();
   if (n < 2 || layers.front().kind != LayerKind::Embedding ||
       layers.back().kind != LayerKind::Head) {
@@ -193,11 +194,8 @@ Status CheckEmbeddingFirstHeadLast(Framework f, const std::vector<Layer>& layers
                                  layers[i].name, LayerKindName(k), i));
     }
     if (k == LayerKind::Mtp) {
-      if (!allow_mtp) {
-        return Fail(f, fmt::format("has no module name for an MTP layer (torchtitan's "
-                                   "LLM modules are tok_embeddings, layers.N, norm and "
-                                   "output); got {}",
-                                   layers[i].name));
+      if (mtp_refusal != nullptr) {
+        return Fail(f, fmt::format("{}; got {}", mtp_refusal, layers[i].name));
       }
       mtp_seen = true;
     } else if (mtp_seen) {
@@ -282,8 +280,31 @@ class LiteralParser {
                                   text_[end] == '-' || text_[end] == '_')) {
       ++end;
     }
+    // A dotted name called with no arguments: "FullAC.Config()".
+    size_t call_end = end;
+    while (call_end < text_.size() && text_[call_end] == '.' && call_end + 1 < text_.size() &&
+           (std::isalpha(static_cast<unsigned char>(text_[call_end + 1])) ||
+            text_[call_end + 1] == '_')) {
+      ++call_end;
+      while (call_end < text_.size() &&
+             (std::isalnum(static_cast<unsigned char>(text_[call_end])) ||
+              text_[call_end] == '_')) {
+        ++call_end;
+      }
+    }
+    if (end > pos_ && std::isalpha(static_cast<unsigned char>(text_[pos_])) &&
+        text_.substr(call_end, 2) == "()") {
+      v.kind = Value::Kind::Call;
+      v.s = std::string(text_.substr(pos_, call_end - pos_));
+      pos_ = call_end + 2;
+      return v;
+    }
     const std::string_view word = text_.substr(pos_, end - pos_);
     pos_ = end;
+    if (word == "None") {
+      v.kind = Value::Kind::None;
+      return v;
+    }
     if (word == "true" || word == "True" || word == "false" || word == "False") {
       v.kind = Value::Kind::Bool;
       v.b = word[0] == 't' || word[0] == 'T';
@@ -291,7 +312,7 @@ class LiteralParser {
     }
     const auto [ptr, ec] = std::from_chars(word.data(), word.data() + word.size(), v.i);
     if (word.empty() || ec != std::errc() || ptr != word.data() + word.size()) {
-      return Bad("expected a number, a string, a bool or a list");
+      return Bad("expected a number, a string, a bool, a list, None or a call");
     }
     return v;
   }

@@ -30,7 +30,7 @@
 
 namespace ppb {
 
-// Torchtitan is current torchtitan (Python Trainer.Config); Torchtitan022 the
+// Torchtitan is torchtitan main at b5bcd76c (Python Trainer.Config); Torchtitan022 the
 // TOML job config of torchtitan v0.2.2 (apps/output/emit_torchtitan.cpp).
 enum class Framework : std::uint8_t { Megatron, MindFormers, Torchtitan, Torchtitan022, DeepSpeed };
 
@@ -87,10 +87,13 @@ Result<Emission> Emit(Framework framework, const RunConfig& config, const Progra
 //   MindFormers: the YAML fragment (parallel.pipeline_config,
 //     parallel_config, model.model_config, recompute_config), read as
 //     MindFormers' LayerSetting reads it.
-//   torchtitan: "config.parallelism.KEY = value" / "config.
-//     activation_checkpoint.mode = ..." assignments (current torchtitan's
-//     Python Trainer.Config); torchtitan-0.2.2: the TOML fragment
-//     ([parallelism], [activation_checkpoint]).
+//   torchtitan: "config.SECTION.KEY = value" assignments to torchtitan
+//     main's Python Trainer.Config (parallelism, training, and
+//     "config.activation_checkpoint = None | FullAC.Config()" after its
+//     "from torchtitan.distributed.activation_checkpoint import FullAC"),
+//     with main's checks (CUDA graphs off under PP, num_pp_microbatches >
+//     0); torchtitan-0.2.2: the TOML fragment ([parallelism],
+//     [activation_checkpoint]).
 //   DeepSpeed: the Python assignments (num_stages, parts,
 //     activation_checkpoint_interval, gradient_accumulation_steps).
 Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<Layer>& layers);

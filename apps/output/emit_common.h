@@ -61,14 +61,18 @@ void AddNote(std::string& text, const std::string& note);
 // decoder layers and then the MTP layers between them: Megatron-LM's layout
 // rule "first symbol E, last L, exactly one of each" with its MTP block after
 // the decoder (conventions.md, Megatron-LM), and torchtitan's tok_embeddings,
-// layers.N, norm + output.
-Status CheckEmbeddingFirstHeadLast(Framework f, const std::vector<Layer>& layers, bool allow_mtp);
+// layers.N, norm + the head. `mtp_refusal`: nullptr where MTP layers are
+// allowed, else why they are refused (the error: "<why>; got <layer>").
+Status CheckEmbeddingFirstHeadLast(Framework f, const std::vector<Layer>& layers,
+                                   const char* mtp_refusal);
 
 std::string_view Trim(std::string_view s);
 
-// A literal: an integer, a quoted string, a bool, or a list of literals.
+// A literal: an integer, a quoted string, a bool, a list of literals,
+// Python's None, or a call without arguments of a dotted name
+// ("FullAC.Config()": s is "FullAC.Config").
 struct Value {
-  enum class Kind : std::uint8_t { Int, String, Bool, List } kind = Kind::Int;
+  enum class Kind : std::uint8_t { Int, String, Bool, List, None, Call } kind = Kind::Int;
   std::int64_t i = 0;
   std::string s;
   bool b = false;

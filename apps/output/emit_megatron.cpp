@@ -275,7 +275,7 @@ Result<Emission> emit_detail::EmitMegatron(const RunConfig& config) {
   const std::vector<Layer>& layers = config.layers;
   const Strategy& s = config.strategy;
   const int p = config.shape.p, v = config.shape.v, m = config.shape.m;
-  if (Status st = CheckEmbeddingFirstHeadLast(f, layers, true); !st.ok()) {
+  if (Status st = CheckEmbeddingFirstHeadLast(f, layers, nullptr); !st.ok()) {
     return st.error();
   }
   const int stages = p * v;

@@ -1,11 +1,17 @@
 // torchtitan's forms of a strategy, and their readers (conventions.md,
 // torchtitan). Two versions:
-// - current torchtitan (main at 0014ac2c, torchtitan/config/configs.py):
-//   configs are Python functions returning a Trainer.Config, so the form is
-//   assignments to its fields (config.parallelism.pipeline_parallel_degree,
+// - torchtitan main at b5bcd76c (2026-08-21; torchtitan/config/configs.py,
+//   torchtitan/trainer.py, torchtitan/distributed/activation_checkpoint.py
+//   and pipeline_parallel.py): configs are Python functions returning a
+//   Trainer.Config, so the form is assignments to its fields
+//   (config.parallelism.pipeline_parallel_degree,
 //   .pipeline_parallel_schedule[_csv], .module_fqns_per_model_part,
-//   config.activation_checkpoint.mode, whose default is "selective", so
-//   "none" is written out); the LM head is the module lm_head.
+//   .num_pp_microbatches; config.training.disable_cuda_graphs, which
+//   Trainer.Config.__post_init__ requires under pipeline parallelism
+//   (#3559), and the token counts of a micro-batch; config.
+//   activation_checkpoint, a policy object since #3674: None or
+//   FullAC.Config(), whose default is SelectiveAC.Config(), so None is
+//   written out). The LM head is the module lm_head.
 // - torchtitan v0.2.2 ("torchtitan-0.2.2"): the TOML job config
 //   ([parallelism], [activation_checkpoint] mode); the head is output.
 // Both name the schedule and write a schedule CSV when the simulated order
@@ -20,10 +26,12 @@
 #include <cctype>
 #include <charconv>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -44,10 +52,21 @@ struct TorchtitanForm {
   bool python = true;              // Trainer.Config assignments, else TOML
   const char* head = "lm_head";    // the LM head module (after norm)
   const char* version = "";        // named in the header
+  const char* mtp = "";            // why an MTP layer is refused
 };
-constexpr TorchtitanForm kCurrent{true, "lm_head",
-                                  "current torchtitan (main at 0014ac2c; Python Trainer.Config)"};
-constexpr TorchtitanForm kV022{false, "output", "torchtitan v0.2.2 (TOML job config)"};
+constexpr TorchtitanForm kCurrent{
+    true, "lm_head", "torchtitan main at b5bcd76c (2026-08-21; Python Trainer.Config)",
+    "cannot run MTP layers under pipeline parallelism: torchtitan main's MTPDecoder "
+    "(models/deepseek_v3/mtp.py) raises \"MTP does not support pipeline parallelism "
+    "yet.\", and its module_fqns_per_model_part has no name for them"};
+constexpr TorchtitanForm kV022{false, "output", "torchtitan v0.2.2 (TOML job config)",
+                               "has no module name for an MTP layer (torchtitan "
+                               "v0.2.2's LLM modules are tok_embeddings, layers.N, "
+                               "norm and output)"};
+
+// The module that imports torchtitan main's activation-checkpointing policies
+// (FullAC), and the import line the Python form starts with when it uses one.
+constexpr const char* kAcModule = "torchtitan.distributed.activation_checkpoint";
 
 const TorchtitanForm& FormOf(Framework f) {
   return f == Framework::Torchtitan022 ? kV022 : kCurrent;
@@ -90,7 +109,7 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
   const std::vector<Layer>& layers = config.layers;
   const Strategy& s = config.strategy;
   const int p = config.shape.p, v = config.shape.v, m = config.shape.m;
-  if (Status st = CheckEmbeddingFirstHeadLast(f, layers, false); !st.ok()) {
+  if (Status st = CheckEmbeddingFirstHeadLast(f, layers, form.mtp); !st.ok()) {
     return st.error();
   }
   for (const Layer& l : layers) {
@@ -129,8 +148,29 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
     }
   }
 
+  // Activation checkpointing: torchtitan applies one policy to every
+  // transformer block; ppb maps none and all-"full".
+  bool full = false;
+  std::string ac_note;
+  if (AnyRecompute(s)) {
+    full = true;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const std::string mode = ModeOf(layers, s, i);
+      const bool decoder = IsDecoder(layers[i].kind);
+      if ((decoder && mode != "full") || (!decoder && !mode.empty())) full = false;
+    }
+    if (!full) {
+      ac_note =
+          fmt::format("activation checkpointing left off: torchtitan applies one {} "
+                      "to every transformer block, and the strategy recomputes ",
+                      form.python ? "policy" : "mode") +
+          RecomputeSummary(config);
+    }
+  }
+
   Emission e;
   e.framework = f;
+  e.recompute_expressed = !AnyRecompute(s) || full;
   std::string& text = e.text;
   AddNote(text, fmt::format("{} for {}: {}", form.version,
                             config.model_name.empty() ? config.path : config.model_name,
@@ -151,11 +191,23 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
   };
   if (form.python) {
     AddNote(text, "set on the Trainer.Config your --module/--config function returns");
+    if (full) text += fmt::format("from {} import FullAC\n", kAcModule);
   }
   set("parallelism", "pipeline_parallel_degree", std::to_string(p));
   const bool csv = !why_csv.empty();
-  set("parallelism", "pipeline_parallel_schedule",
-      fmt::format("\"{}\"", csv ? "PipelineScheduleMulti" : TorchScheduleName(config.schedule)));
+  // With a CSV, torchtitan runs _PipelineScheduleRuntime on the CSV's order
+  // and takes only the ranks' stages from the named schedule
+  // (pipeline_parallel.py, _get_pp_rank_to_stage_indices_mapping: the v
+  // style for ZBVZeroBubble and DualPipeV, else the loop style), so a V
+  // placement names a V schedule.
+  const bool v_style = PlacementOf(config.schedule, v) == StagePlacement::V;
+  std::string named = TorchScheduleName(config.schedule);
+  if (csv) {
+    named = !v_style                                  ? "PipelineScheduleMulti"
+            : named == "ZBVZeroBubble" || named == "DualPipeV" ? named
+                                                       : "ZBVZeroBubble";
+  }
+  set("parallelism", "pipeline_parallel_schedule", fmt::format("\"{}\"", named));
   if (csv) {
     set("parallelism", "pipeline_parallel_schedule_csv", fmt::format("\"{}\"", kCsvName));
     e.schedule_csv = DumpScheduleCsv(program);
@@ -173,47 +225,49 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
   }
   parts += "]";
   set("parallelism", "module_fqns_per_model_part", parts);
-
-  // Activation checkpointing: torchtitan applies one mode to every
-  // transformer block; ppb maps none and all-"full".
-  std::string ac = "none", note;
-  if (AnyRecompute(s)) {
-    bool all_full = true;
-    for (size_t i = 0; i < layers.size(); ++i) {
-      const std::string mode = ModeOf(layers, s, i);
-      const bool decoder = IsDecoder(layers[i].kind);
-      if ((decoder && mode != "full") || (!decoder && !mode.empty())) {
-        all_full = false;
-      }
+  const std::int64_t seq = config.training.seq;
+  const std::int64_t mbs = config.training.micro_batch;
+  if (form.python) {
+    // main: pipeline micro-batches per data-parallel rank, and the tokens of
+    // one of them (num_tokens_per_microbatch_per_dp_rank = micro-batch size
+    // x sequence length; the trainer takes num_pp_microbatches times that
+    // per rank and step); CUDA graphs refuse pipeline parallelism.
+    set("parallelism", "num_pp_microbatches", std::to_string(m));
+    if (seq > 0) {
+      set("training", "num_tokens_per_microbatch_per_dp_rank", std::to_string(mbs * seq));
+      set("training", "max_context_length", std::to_string(seq));
     }
-    if (all_full) {
-      ac = "full";
-    } else {
-      e.recompute_expressed = false;
-      note =
-          "activation checkpointing left off: torchtitan applies one mode "
-          "to every transformer block, and the strategy recomputes " +
-          RecomputeSummary(config);
-    }
+    if (p > 1) set("training", "disable_cuda_graphs", "True");
+    text += fmt::format("config.activation_checkpoint = {}\n", full ? "FullAC.Config()" : "None");
+  } else {
+    set("activation_checkpoint", "mode", full ? "\"full\"" : "\"none\"");
   }
-  set("activation_checkpoint", "mode", fmt::format("\"{}\"", ac));
   const std::string style =
-      PlacementOf(config.schedule, v) == StagePlacement::V
+      v_style
           ? "rank r holds stages r and 2p-1-r (torchtitan's v style, which it "
             "takes for ZBVZeroBubble and DualPipeV)"
           : "stage s = chunk * p + rank (torchtitan's loop style)";
-  AddNote(text, fmt::format("{}, {} "
-                            "stage(s) per rank; m = {} micro-batches: set "
-                            "training.local_batch_size = {} x "
-                            "parallelism.pipeline_parallel_microbatch_size",
-                            style, v, m, m));
+  if (form.python) {
+    AddNote(text, fmt::format("{}, {} stage(s) per rank", style, v));
+    if (seq <= 0) {
+      AddNote(text, "set training.num_tokens_per_microbatch_per_dp_rank to the tokens of "
+                    "one micro-batch (micro-batch size x sequence length) and "
+                    "training.max_context_length to the sequence length; the config "
+                    "gives no training.seq_length");
+    }
+  } else {
+    AddNote(text, fmt::format("{}, {} stage(s) per rank; m = {} micro-batches: set "
+                              "training.local_batch_size = {} x "
+                              "parallelism.pipeline_parallel_microbatch_size",
+                              style, v, m, m));
+  }
   if (csv) {
     AddNote(text, why_csv +
                       "; save the schedule CSV printed with this "
                       "fragment as " +
                       kCsvName + " (torch's _load_csv format)");
   }
-  if (!note.empty()) AddNote(text, note);
+  if (!ac_note.empty()) AddNote(text, ac_note);
   return e;
 }
 
@@ -271,10 +325,75 @@ Result<std::vector<int>> TorchtitanCounts(const Value& parts, const std::vector<
 
 }  // namespace
 
+namespace {
+
+// The Trainer.Config fields (torchtitan main at b5bcd76c) the Python form's
+// reader takes; any other is refused, as the reader reads what ppb writes.
+constexpr const char* kMainFields[] = {
+    "parallelism.pipeline_parallel_degree",   "parallelism.pipeline_parallel_schedule",
+    "parallelism.pipeline_parallel_schedule_csv", "parallelism.module_fqns_per_model_part",
+    "parallelism.num_pp_microbatches",        "training.num_tokens_per_microbatch_per_dp_rank",
+    "training.max_context_length",            "training.disable_cuda_graphs",
+    "activation_checkpoint"};
+
+// The Python form without its import lines ("from M import A, B", blanked
+// so that line numbers stay), and the names imported from kAcModule.
+Result<std::pair<std::string, std::vector<std::string>>> StripImports(std::string_view text) {
+  std::string body;
+  std::vector<std::string> ac_names;
+  size_t pos = 0;
+  int line_no = 0;
+  while (pos <= text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    const std::string_view line = Trim(text.substr(pos, nl - pos));
+    pos = nl + 1;
+    ++line_no;
+    if (line.rfind("import ", 0) == 0) {
+      return Error{"", fmt::format("line {}: ppb reads only \"from {} import ...\"; got '{}'",
+                                   line_no, kAcModule, line)};
+    }
+    if (line.rfind("from ", 0) != 0) {
+      body.append(line);
+      body += '\n';
+      continue;
+    }
+    const std::string prefix = fmt::format("from {} import ", kAcModule);
+    if (line.rfind(prefix, 0) != 0) {
+      return Error{"", fmt::format("line {}: ppb reads only \"{}...\"; got '{}'", line_no, prefix,
+                                   line)};
+    }
+    std::string_view names = line.substr(prefix.size());
+    while (!names.empty()) {
+      const size_t comma = names.find(',');
+      const std::string_view name = Trim(names.substr(0, comma));
+      if (name != "FullAC" && name != "SelectiveAC" && name != "MemoryBudgetAC") {
+        return Error{"", fmt::format("line {}: {} has no policy '{}' (FullAC, SelectiveAC, "
+                                     "MemoryBudgetAC)",
+                                     line_no, kAcModule, name)};
+      }
+      ac_names.emplace_back(name);
+      names = comma == std::string_view::npos ? std::string_view() : names.substr(comma + 1);
+    }
+    body += '\n';
+  }
+  return std::make_pair(std::move(body), std::move(ac_names));
+}
+
+}  // namespace
+
 Result<EmittedPlan> ParseTorchtitan(Framework f, std::string_view text,
                                     const std::vector<Layer>& layers) {
   const TorchtitanForm& form = FormOf(f);
-  auto read = ReadAssignments(text);
+  std::string body(text);
+  std::vector<std::string> ac_names;
+  if (form.python) {
+    auto stripped = StripImports(text);
+    if (!stripped.ok()) return stripped.error();
+    body = std::move(stripped->first);
+    ac_names = std::move(stripped->second);
+  }
+  auto read = ReadAssignments(body);
   if (!read.ok()) return read.error();
   // The Python form's "config.section.key" = the TOML form's "section.key".
   std::map<std::string, Value> assigned;
@@ -283,7 +402,21 @@ Result<EmittedPlan> ParseTorchtitan(Framework f, std::string_view text,
     if (dotted != form.python) {
       return Error{"", fmt::format("{}: not a key of {}", key, form.version)};
     }
-    assigned[dotted ? key.substr(7) : key] = std::move(value);
+    const std::string field = dotted ? key.substr(7) : key;
+    if (form.python) {
+      if (field == "activation_checkpoint.mode") {
+        return Error{"", fmt::format("{}: torchtitan main has no field mode: its "
+                                     "activation_checkpoint is a policy object "
+                                     "(None or FullAC.Config(); pytorch/torchtitan#3674)",
+                                     key)};
+      }
+      if (std::find_if(std::begin(kMainFields), std::end(kMainFields), [&](const char* k) {
+            return field == k;
+          }) == std::end(kMainFields)) {
+        return Error{"", fmt::format("{}: not a Trainer.Config field ppb reads", key)};
+      }
+    }
+    assigned[field] = std::move(value);
   }
   const std::map<std::string, Value>* a = &assigned;
   EmittedPlan plan;
@@ -313,20 +446,69 @@ Result<EmittedPlan> ParseTorchtitan(Framework f, std::string_view text,
                                  "PipelineScheduleSingle); got {} per rank",
                                  name, plan.v)};
   }
+  if ((name == "ZBVZeroBubble" || name == "DualPipeV") && plan.v != 2) {
+    return Error{"", fmt::format("{} places two stages per rank in a V (torchtitan's v "
+                                 "style); got {} per rank",
+                                 name, plan.v)};
+  }
   plan.strategy.layers_per_stage = std::move(*counts);
   plan.strategy.recompute.assign(layers.size(), 0);
-  auto mode = a->find("activation_checkpoint.mode");
-  if (mode != a->end()) {
-    if (mode->second.kind != Value::Kind::String ||
-        (mode->second.s != "none" && mode->second.s != "full")) {
-      return Error{"",
-                   "activation_checkpoint.mode: ppb reads \"none\" or "
-                   "\"full\""};
+  bool full = false;
+  if (form.python) {
+    // Trainer.Config.__post_init__: num_pp_microbatches > 0 (default 1), and
+    // _validate_cuda_graphs: pipeline parallelism needs CUDA graphs off.
+    if (a->count("parallelism.num_pp_microbatches") != 0) {
+      Result<std::int64_t> m = IntAt(*a, "parallelism.num_pp_microbatches", 1);
+      if (!m.ok()) return m.error();
+      plan.m = static_cast<int>(*m);
+    } else {
+      plan.m = 1;
     }
-    if (mode->second.s == "full") {
-      if (Status st = SetOnDecoders(layers, "full", plan.strategy.recompute); !st.ok()) {
-        return st.error();
+    for (const char* key :
+         {"training.num_tokens_per_microbatch_per_dp_rank", "training.max_context_length"}) {
+      if (a->count(key) != 0) {
+        if (Result<std::int64_t> n = IntAt(*a, key, 1); !n.ok()) return n.error();
       }
+    }
+    auto graphs = a->find("training.disable_cuda_graphs");
+    if (graphs != a->end() && graphs->second.kind != Value::Kind::Bool) {
+      return Error{"", "training.disable_cuda_graphs: must be True or False"};
+    }
+    if (plan.p > 1 && (graphs == a->end() || !graphs->second.b)) {
+      return Error{"", "CUDA graphs do not support pipeline parallelism yet (torchtitan "
+                       "main): set training.disable_cuda_graphs = True"};
+    }
+    auto ac = a->find("activation_checkpoint");
+    if (ac == a->end()) {
+      return Error{"", "activation_checkpoint: missing; torchtitan main's default is "
+                       "SelectiveAC.Config(), which ppb does not read (set None or "
+                       "FullAC.Config())"};
+    }
+    if (ac->second.kind == Value::Kind::Call && ac->second.s == "FullAC.Config") {
+      if (std::find(ac_names.begin(), ac_names.end(), "FullAC") == ac_names.end()) {
+        return Error{"", fmt::format("activation_checkpoint: FullAC is not imported (from {} "
+                                     "import FullAC)",
+                                     kAcModule)};
+      }
+      full = true;
+    } else if (ac->second.kind != Value::Kind::None) {
+      return Error{"", "activation_checkpoint: ppb reads None or FullAC.Config()"};
+    }
+  } else {
+    auto mode = a->find("activation_checkpoint.mode");
+    if (mode != a->end()) {
+      if (mode->second.kind != Value::Kind::String ||
+          (mode->second.s != "none" && mode->second.s != "full")) {
+        return Error{"",
+                     "activation_checkpoint.mode: ppb reads \"none\" or "
+                     "\"full\""};
+      }
+      full = mode->second.s == "full";
+    }
+  }
+  if (full) {
+    if (Status st = SetOnDecoders(layers, "full", plan.strategy.recompute); !st.ok()) {
+      return st.error();
     }
   }
   return plan;

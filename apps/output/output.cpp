@@ -5,11 +5,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
-#include <limits>
+#include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 #include <nlohmann/json.hpp>
@@ -25,22 +26,40 @@ const char* FlavorName(Flavor f) {
   return f == Flavor::Megatron ? "megatron" : "pytorch";
 }
 
-// Microseconds for trace timestamps.
-double ToUs(Nanos t) { return static_cast<double>(t) / 1e3; }
-
-// A trace time in µs that Perfetto reads back as exactly `t` ns: its JSON
-// importer multiplies the parsed double by 1000 and truncates (older
-// versions) or rounds (newer), and the double nearest t / 1000 can fall
-// just below, which moved a slice's start 1 ns early and made it overlap
-// the one before. The smallest double at or above t / 1000 whose product
-// with 1000 is not below t reads back as t both ways.
-double TraceUs(Nanos t) {
-  double us = static_cast<double>(t) / 1e3;
-  while (us * 1000.0 < static_cast<double>(t)) {
-    us = std::nextafter(us, std::numeric_limits<double>::infinity());
-  }
-  return us;
+// A time in µs as the trace writes it: ns / 1000 with exactly three
+// decimals. Every time ppb simulates is a whole number of ns, so this text
+// is exact; a double would carry float noise (16707.724000000002), and a
+// slice written that way ends 2e-12 µs after the next one starts.
+std::string ExactUs(Nanos t) {
+  const bool negative = t < 0;
+  const std::uint64_t a = negative ? 0 - static_cast<std::uint64_t>(t)
+                                   : static_cast<std::uint64_t>(t);
+  return fmt::format("{}{}.{:03}", negative ? "-" : "", a / 1000, a % 1000);
 }
+
+// One JSON object of the trace written member by member, in the order
+// added: times as ExactUs text, other values as nlohmann writes them.
+class TraceObject {
+ public:
+  TraceObject& Add(std::string_view key, const Json& value) {
+    return Raw(key, JsonText(value, -1));
+  }
+  TraceObject& Time(std::string_view key, Nanos t) { return Raw(key, ExactUs(t)); }
+  TraceObject& Object(std::string_view key, const TraceObject& value) {
+    return Raw(key, value.Text());
+  }
+  std::string Text() const { return "{" + body_ + "}"; }
+
+ private:
+  TraceObject& Raw(std::string_view key, const std::string& value) {
+    if (!body_.empty()) body_ += ',';
+    body_ += JsonText(Json(std::string(key)), -1);
+    body_ += ':';
+    body_ += value;
+    return *this;
+  }
+  std::string body_;
+};
 
 // Micro-batches per second of simulated time.
 double Throughput(const RunConfig& config, const SimResult& r) {
@@ -434,16 +453,19 @@ std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
                               const SimResult& r) {
   const PipelineSpec& spec = run.spec;
   const Program& prog = run.program;
-  Json events = Json::array();
+  // Each event is written as text (TraceObject): its times exact.
+  std::vector<std::string> events;
+  auto meta = [&](const char* name, int pid, std::optional<int> tid, const Json& args) {
+    TraceObject e;
+    e.Add("name", name).Add("ph", "M").Add("pid", pid);
+    if (tid) e.Add("tid", *tid);
+    events.push_back(e.Add("args", args).Text());
+  };
   for (int d = 0; d < spec.p; ++d) {
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", d},
-                      {"args", {{"name", fmt::format("rank {}", d)}}}});
-    events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", d},
-                      {"args", {{"sort_index", d}}}});
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", d}, {"tid", 0},
-                      {"args", {{"name", "compute"}}}});
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", d}, {"tid", 1},
-                      {"args", {{"name", "communication"}}}});
+    meta("process_name", d, std::nullopt, {{"name", fmt::format("rank {}", d)}});
+    meta("process_sort_index", d, std::nullopt, {{"sort_index", d}});
+    meta("thread_name", d, 0, {{"name", "compute"}});
+    meta("thread_name", d, 1, {{"name", "communication"}});
   }
   // Each op's index on its rank, by (stage, micro-batch, kind): the flows
   // end on the op that consumes the message.
@@ -458,24 +480,27 @@ std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
     for (size_t k = 0; k < prog.ops[d].size(); ++k) {
       const Op& op = prog.ops[d][k];
       const OpTiming& t = r.timings[d][k];
-      Json args = {{"stage", op.stage.value},
-                   {"microbatch", op.mb.value},
-                   {"chunk", op.stage.value / spec.p}};
-      if (t.recompute > 0) args["recompute_us"] = ToUs(t.recompute);
+      TraceObject args;
+      args.Add("stage", op.stage.value)
+          .Add("microbatch", op.mb.value)
+          .Add("chunk", op.stage.value / spec.p);
+      if (t.recompute > 0) args.Time("recompute_us", t.recompute);
       // The two halves of an overlapped F+B (dualpipev): torch's action.
       if (op.paired && k + 1 < prog.ops[d].size()) {
-        args["overlapped_with"] = ActionString(prog.ops[d][k + 1]);
+        args.Add("overlapped_with", ActionString(prog.ops[d][k + 1]));
       } else if (k > 0 && prog.ops[d][k - 1].paired) {
-        args["overlapped_with"] = ActionString(prog.ops[d][k - 1]);
+        args.Add("overlapped_with", ActionString(prog.ops[d][k - 1]));
       }
-      events.push_back({{"name", ActionString(op)},
-                        {"cat", std::string(1, OpKindLetter(op.kind))},
-                        {"ph", "X"},
-                        {"ts", TraceUs(t.start)},
-                        {"dur", TraceUs(t.end - t.start)},
-                        {"pid", d},
-                        {"tid", 0},
-                        {"args", args}});
+      events.push_back(TraceObject()
+                           .Add("name", ActionString(op))
+                           .Add("cat", std::string(1, OpKindLetter(op.kind)))
+                           .Add("ph", "X")
+                           .Time("ts", t.start)
+                           .Time("dur", t.end - t.start)
+                           .Add("pid", d)
+                           .Add("tid", 0)
+                           .Object("args", args)
+                           .Text());
     }
   }
   // A flow event's time inside the slice [start, end): 1 ns in, so the
@@ -487,14 +512,16 @@ std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
     const std::string name =
         fmt::format("{}{}{}", t.producer.stage.value, fwd ? "SEND_F" : "SEND_B",
                     t.producer.mb.value);
-    events.push_back({{"name", name},
-                      {"cat", "comm"},
-                      {"ph", "X"},
-                      {"ts", TraceUs(t.send)},
-                      {"dur", TraceUs(t.arrive - t.send)},
-                      {"pid", t.from.value},
-                      {"tid", 1},
-                      {"args", {{"to_rank", t.to.value}, {"bytes", t.bytes}}}});
+    events.push_back(TraceObject()
+                         .Add("name", name)
+                         .Add("cat", "comm")
+                         .Add("ph", "X")
+                         .Time("ts", t.send)
+                         .Time("dur", t.arrive - t.send)
+                         .Add("pid", t.from.value)
+                         .Add("tid", 1)
+                         .Add("args", {{"to_rank", t.to.value}, {"bytes", t.bytes}})
+                         .Text());
     // The consumer: the next stage's F of the micro-batch, or the previous
     // stage's B (I where the backward is split).
     const int to_stage = t.producer.stage.value + (fwd ? 1 : -1);
@@ -508,12 +535,25 @@ std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
     }
     if (!consumer) continue;  // no consumer (not a pipeline message): no arrow
     const OpTiming& c = r.timings[t.to.value][*consumer];
-    events.push_back({{"name", name}, {"cat", "comm"}, {"ph", "s"},
-                      {"id", flow_id}, {"ts", TraceUs(inside(t.send, t.arrive))},
-                      {"pid", t.from.value}, {"tid", 1}});
-    events.push_back({{"name", name}, {"cat", "comm"}, {"ph", "f"}, {"bp", "e"},
-                      {"id", flow_id}, {"ts", TraceUs(inside(c.start, c.end))},
-                      {"pid", t.to.value}, {"tid", 0}});
+    events.push_back(TraceObject()
+                         .Add("name", name)
+                         .Add("cat", "comm")
+                         .Add("ph", "s")
+                         .Add("id", flow_id)
+                         .Time("ts", inside(t.send, t.arrive))
+                         .Add("pid", t.from.value)
+                         .Add("tid", 1)
+                         .Text());
+    events.push_back(TraceObject()
+                         .Add("name", name)
+                         .Add("cat", "comm")
+                         .Add("ph", "f")
+                         .Add("bp", "e")
+                         .Add("id", flow_id)
+                         .Time("ts", inside(c.start, c.end))
+                         .Add("pid", t.to.value)
+                         .Add("tid", 0)
+                         .Text());
     ++flow_id;
   }
   // Memory in two series: the static memory of the rank's stages (weights,
@@ -524,20 +564,25 @@ std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
     const Bytes fixed = r.devices[d].static_memory;
     for (const MemorySample& s : r.memory[d]) {
       events.push_back(
-          {{"name", "memory GiB"},
-           {"ph", "C"},
-           {"ts", TraceUs(s.time)},
-           {"pid", d},
-           {"args",
-            {{"static", static_cast<double>(fixed) / (1 << 30)},
-             {"activations+workspace", static_cast<double>(s.bytes - fixed) / (1 << 30)}}}});
+          TraceObject()
+              .Add("name", "memory GiB")
+              .Add("ph", "C")
+              .Time("ts", s.time)
+              .Add("pid", d)
+              .Add("args",
+                   {{"static", static_cast<double>(fixed) / (1 << 30)},
+                    {"activations+workspace", static_cast<double>(s.bytes - fixed) / (1 << 30)}})
+              .Text());
     }
   }
-  Json j;
-  j["traceEvents"] = events;
-  j["displayTimeUnit"] = "ms";
-  j["otherData"] = {{"generator", "ppb-sim"}, {"config", config.path}};
-  return JsonText(j, -1) + "\n";
+  std::string out = "{\"traceEvents\":[";
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (i > 0) out += ',';
+    out += events[i];
+  }
+  out += "],\"displayTimeUnit\":\"ms\",\"otherData\":";
+  out += JsonText(Json{{"generator", "ppb-sim"}, {"config", config.path}}, -1);
+  return out + "}\n";
 }
 
 std::string FormatCriticalPath(const std::vector<CriticalStep>& path) {
