@@ -402,6 +402,35 @@ TEST_CASE("config: custom schedule CSV relative to the config", "[config]") {
   CHECK(dead_run.error().message.find("deadlock") != std::string::npos);
 }
 
+// A CSV with I and W actions needs both halves of every backward it splits:
+// on layers that give only a fused `backward` (custom-p2.yaml) it is bad
+// input naming the action, its line and the layer (issue 32); on layers
+// that give backward_input and backward_weight it runs, each I and W taking
+// its half (rank 1: F0, I0, W0, F1, I1, W1 of 1 ms each, back to back once
+// rank 0's F0 has arrived).
+TEST_CASE("config: a CSV's I and W need split backward costs", "[config]") {
+  CliOverrides split;
+  split.schedule_csv = kData + "split-p2.csv";
+  Result<RunConfig> fused = LoadConfig(kData + "custom-p2.yaml", split);
+  REQUIRE(fused.ok());
+  Result<PreparedRun> refused = Prepare(*fused);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message ==
+        kData + "custom-p2.yaml: --schedule-csv: must run B, not I and W, on a stage whose "
+                "layers give only a fused backward; got 0I0 on line 1 of " +
+                kData +
+                "split-p2.csv, and stage 0 holds layer block.0 (backward: given whole; give "
+                "backward_input and backward_weight to split it)");
+  Result<RunConfig> ok = LoadConfig(kData + "split-p2.yaml", {});
+  REQUIRE(ok.ok());
+  Result<PreparedRun> run = Prepare(*ok);
+  REQUIRE(run.ok());
+  const SimResult r = Engine().Run(run->spec, run->program);
+  REQUIRE(r.outcome == Outcome::Ok);
+  // Rank 1's six 1 ms ops after F0 of rank 0 (1 ms) and the message.
+  CHECK(r.timings[1].back().end - r.timings[1].front().start == 6'000'000);
+}
+
 TEST_CASE("config: unreadable file", "[config]") {
   Result<RunConfig> r = LoadConfig(kData + "no-such.yaml", {});
   REQUIRE_FALSE(r.ok());

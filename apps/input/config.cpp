@@ -142,6 +142,40 @@ Status CheckSchedule(const std::string& schedule, int p, int v, int m,
   return Status();
 }
 
+namespace {
+
+// The first I or W op of `program` on a stage holding a layer whose config
+// gives only a fused backward, as an error naming the action, its CSV line
+// (rank + 1) and the layer.
+Status CheckSplitBackward(const RunConfig& config, const Program& program,
+                          const std::string& csv) {
+  const std::vector<int>& counts = config.strategy.layers_per_stage;
+  std::vector<size_t> starts(1, 0);
+  for (int n : counts) starts.push_back(starts.back() + static_cast<size_t>(n));
+  for (size_t d = 0; d < program.ops.size(); ++d) {
+    for (const Op& op : program.ops[d]) {
+      if (op.kind != OpKind::I && op.kind != OpKind::W) continue;
+      const auto s = static_cast<size_t>(op.stage.value);
+      if (s + 1 >= starts.size()) continue;  // ValidateProgram names it
+      for (size_t i = starts[s]; i < starts[s + 1]; ++i) {
+        const Layer& layer = config.layers[i];
+        if (layer.split_backward) continue;
+        return Error{"pipeline.schedule_csv",
+                     "must run B, not I and W, on a stage whose layers give only a fused "
+                     "backward; got " +
+                         ActionString(op) + " on line " + std::to_string(d + 1) + " of " +
+                         csv + ", and stage " + std::to_string(s) + " holds layer " +
+                         layer.name +
+                         " (backward: given whole; give backward_input and backward_weight "
+                         "to split it)"};
+      }
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
 Result<PreparedRun> Prepare(const RunConfig& config) {
   const bool custom = config.schedule == "custom";
   const std::string schedule_key =
@@ -192,6 +226,14 @@ Result<PreparedRun> Prepare(const RunConfig& config) {
       return fail(Error{"pipeline.schedule_csv",
                         "must be a valid torch schedule CSV; got " +
                             csv.string() + ", " + program.error().message});
+    }
+    // An I or W action splits its stage's backward; the config must give
+    // both halves' costs (backward_input, backward_weight) for every layer
+    // of that stage. A layer with only a fused `backward` has no such
+    // split, so a CSV that asks for one is refused rather than priced by a
+    // silent rule.
+    if (Status st = CheckSplitBackward(config, *program, csv.string()); !st.ok()) {
+      return fail(st.error());
     }
   } else {
     const ScheduleInfo* info = FindSchedule(config.schedule);
