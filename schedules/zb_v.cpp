@@ -4,9 +4,11 @@
 //
 // Input: the stage costs of the spec (F, I = backward_input + recompute,
 // W = backward_weight, the message time between consecutive stages on two
-// devices) and an activation limit per rank: p micro-batches of what the
-// rank's two stages stash (1F1B's rank-0 amount, as the authors' default
-// 2p chunk-F units), `pipeline.activation_limit: kp` or a byte count.
+// devices) and an activation limit per rank: by default the larger of p
+// micro-batches of what the rank's two stages stash (1F1B's rank-0 amount,
+// as the authors' default 2p chunk-F units) and what torch's
+// ZBVZeroBubble order holds on the rank; `pipeline.activation_limit: kp`
+// or a byte count.
 // Output: the per-rank order of F, I and W ops with the shortest iteration
 // the engine simulates among three candidate families, then improved by
 // swaps of neighbouring ops while the (makespan, longest per-rank span,
@@ -21,7 +23,8 @@
 //   3. one micro-batch at a time (F, F, I, W, I, W per rank), which fits
 //      every limit that holds one micro-batch of the rank's two stages.
 // Since 1 and 2 are among the candidates, zb-v is never slower than either
-// under the same costs and limit (in the engine's time).
+// under the same costs and limit (in the engine's time); under the default
+// limit 2 always fits, so zb-v is never slower than zbv-zero-bubble.
 #include <algorithm>
 #include <array>
 #include <deque>
@@ -351,7 +354,29 @@ Result<Program> GenerateZBV(const PipelineSpec& spec, const ScheduleParams& para
     placed.link_matrix.assign(static_cast<size_t>(spec.p) * spec.p, Link{});
   }
   const int multiple = params.activation_multiple > 0 ? params.activation_multiple : 1;
-  const zb::Plan plan = zb::MakePlan(placed, multiple, params.activation_bytes);
+  zb::Plan plan = zb::MakePlan(placed, multiple, params.activation_bytes);
+  zb::Orders torch;
+  for (int r = 0; r < spec.p; ++r) torch.push_back(schedule_internal::ZbvRankOrder(spec.p, spec.m, r));
+  // The default limit (no pipeline.activation_limit) is the memory of the
+  // fixed schedule zb-v generalises: on each rank, the larger of p
+  // micro-batches of its two stages (1F1B's rank-0 amount, the paper's 2p
+  // chunk-F units) and what torch's ZBVZeroBubble order holds there. With
+  // a real I/W split, I frees less than the authors' model's half (the
+  // layer's activation_after_input_grad stays until W), so torch's order
+  // can hold more than p micro-batches on the middle ranks; without this,
+  // the heuristic's orders could all miss the limit at large p and leave
+  // one micro-batch at a time, ten times slower (issue 32). With it,
+  // torch's order is always a candidate, so zb-v is never slower than
+  // zbv-zero-bubble.
+  if (params.activation_multiple <= 0 && params.activation_bytes <= 0) {
+    for (int r = 0; r < spec.p; ++r) {
+      const Bytes held = zb::RankActivationPeak(plan, torch[static_cast<size_t>(r)]);
+      for (const int s : {r, 2 * spec.p - 1 - r}) {
+        Bytes& limit = plan.stages[static_cast<size_t>(s)].limit;
+        limit = std::max(limit, held);
+      }
+    }
+  }
   for (int r = 0; r < spec.p; ++r) {
     const zb::StagePlan& a = plan.stages[static_cast<size_t>(r)];
     const zb::StagePlan& b = plan.stages[static_cast<size_t>(2 * spec.p - 1 - r)];
@@ -366,8 +391,6 @@ Result<Program> GenerateZBV(const PipelineSpec& spec, const ScheduleParams& para
   for (auto& tried : zb::AuthorsVHeuristic(plan, spec.p)) {
     if (tried) candidates.push_back(std::move(tried->first));
   }
-  zb::Orders torch;
-  for (int r = 0; r < spec.p; ++r) torch.push_back(schedule_internal::ZbvRankOrder(spec.p, spec.m, r));
   candidates.push_back(std::move(torch));
   candidates.push_back(OneAtATime(spec.p, spec.m));
   const zb::Orders best = zb::PickBest(placed, plan, std::move(candidates));
