@@ -7,7 +7,10 @@
 // simulated because the search's deadline had passed.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <string>
 
+#include "search/first_tries.h"
 #include "search/search.h"
 
 namespace ppb {
@@ -49,49 +52,40 @@ std::vector<Baseline> Baselines(const SearchProblem& problem, int choice,
     }
     out.push_back(std::move(b));
   };
+  // The user's own strategy (the config's), as the search's first tries
+  // take it for this choice.
+  for (const Strategy& seed : problem.seeds) {
+    if (seed.layers_per_stage.size() == static_cast<size_t>(S)) {
+      add("your config", seed);
+    } else {
+      Strategy s = EvenStrategy(problem.layers, p, v);
+      s.recompute = seed.recompute;
+      add("your config's recompute, even split", s);
+    }
+  }
   const Strategy even = EvenStrategy(problem.layers, p, v);
   add("even split, no recompute", even);
 
-  Strategy full = even;
+  // Each recompute mode on every layer that offers it: the frameworks'
+  // one-mode-per-run settings (Megatron --recompute-granularity full /
+  // selective).
+  const Strategy full = WithModeEverywhere(even, problem.layers, "full");
   int with_full = 0;
-  for (int l = 0; l < L; ++l) {
-    const auto& opts = problem.layers[l].recompute;
-    for (size_t k = 0; k < opts.size(); ++k) {
-      if (opts[k].name == "full") {
-        full.recompute[l] = static_cast<std::uint8_t>(k + 1);
-        ++with_full;
-      }
-    }
-  }
+  for (std::uint8_t r : full.recompute) with_full += r != 0 ? 1 : 0;
   if (with_full == 0) {
     add("even split, full recompute",
         Error{"", "no layer offers a recompute mode named \"full\""});
   } else {
     add("even split, full recompute", full);
   }
+  for (const std::string& mode : RecomputeModeNames(problem.layers)) {
+    if (mode == "full") continue;
+    add("even split, " + mode + " recompute", WithModeEverywhere(even, problem.layers, mode));
+  }
 
   // Megatron's hand-tuned split: one decoder layer fewer on the first and
   // last stages (--decoder-first/last-pipeline-num-layers), the rest even.
-  Result<Strategy> meg = Error{"", "needs at least 3 stages"};
-  if (S >= 3) {
-    Strategy s = even;
-    if (even.layers_per_stage.front() < 2 || even.layers_per_stage.back() < 2) {
-      meg = Error{"", "the first or last stage has too few layers"};
-    } else {
-      s.layers_per_stage.front() -= 1;
-      s.layers_per_stage.back() -= 1;
-      // Spread the two freed layers over the middle stages, fewest first.
-      for (int extra = 0; extra < 2; ++extra) {
-        int best = 1;
-        for (int x = 1; x + 1 < S; ++x) {
-          if (s.layers_per_stage[x] < s.layers_per_stage[best]) best = x;
-        }
-        s.layers_per_stage[best] += 1;
-      }
-      meg = s;
-    }
-  }
-  add("Megatron: one layer fewer on first and last stage", meg);
+  add("Megatron: one layer fewer on first and last stage", MegatronSplit(even));
 
   // Metis (Um et al., USENIX ATC'24) splits layers in proportion to each
   // device's compute speed, in the order the devices are given; the same

@@ -63,6 +63,12 @@ struct SearchProblem {
   bool search_placement = false;
   Topology topology;          // used when search_placement
   Placement given_placement;  // the config's order (rank -> device)
+  // The strategies the user brought (the config's own): simulated before
+  // any tree under every choice and kept as incumbents, with the other
+  // first tries of search/first_tries.h, so the answer is never slower than
+  // one of them that fits. One with another stage count than a choice's
+  // lends that choice its recompute on the even split.
+  std::vector<Strategy> seeds;
 };
 
 // Progress report for long searches (called from the searching thread).
@@ -232,10 +238,11 @@ Result<Candidate> Evaluate(
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 // The baselines users would otherwise run, each simulated: under choice
-// `choice` the even split without and with full recompute, Megatron's
-// uneven split, Metis-style splits on a heterogeneous cluster; and with
-// several choices, the best of them (by Better) with the even split and no
-// recompute, named with its schedule.
+// `choice` the user's own strategy (SearchProblem::seeds, "your config"),
+// the even split without recompute and with each recompute mode on every
+// layer that offers it, Megatron's uneven split, Metis-style splits on a
+// heterogeneous cluster; and with several choices, the best of them (by
+// Better) with the even split and no recompute, named with its schedule.
 struct Baseline {
   std::string name;         // "even split, no recompute", ...
   bool applicable = false;  // false: why_not says why

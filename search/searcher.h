@@ -247,6 +247,9 @@ class Searcher {
   void Report(bool force);
 
   void LocalSearch(std::vector<int> split, std::mt19937_64& rng, int restarts);
+  // The strategies a user would try first (search/first_tries.h),
+  // simulated and offered before anything else.
+  void TryFirst();
 
   const ChoiceProblem cp_;  // read-only for the whole search
   RecomputeChoice rc_;      // menus and the recompute choice per device

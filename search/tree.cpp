@@ -25,6 +25,8 @@
 #include <random>
 
 #include "core/cost.h"
+#include "search/driver.h"
+#include "search/first_tries.h"
 #include "search/incumbent.h"
 #include "search/searcher.h"
 
@@ -398,8 +400,41 @@ bool Searcher::Prepare(bool path_weights) {
 constexpr const char* kTiesUnproved =
     "tie-break not proved (too many recompute combinations of equal time)";
 
+void Searcher::TryFirst() {
+  // The placement search's per-order searchers run on clusters of their
+  // own; the strategies are tried on the problem's cluster here.
+  if (cp_.pb.search_placement) return;
+  for (const Strategy& st : FirstTries(cp_.pb, cp_.c.index)) {
+    // Past the time limit with an answer in hand, the rest are left (the
+    // user's own strategy comes first).
+    if (!top_list.top.empty() && PastDeadline(cp_.opt)) return;
+    Result<Candidate> c =
+        Simulate(cp_.pb, cp_.c.index, st, {}, sim_deadline_, cp_.c.program.get());
+    if (!c.ok()) {
+      if (c.error().key == kTimeLimitKey) {
+        // Stopped at the deadline: the search stops there too.
+        interrupted = true;
+        limits.hit = true;
+        limits.stop_reason = "time limit";
+        return;
+      }
+      continue;  // a split this choice refuses (an empty chunk, ...)
+    }
+    ++evaluations;
+    if (c->feasible) Offer(std::move(c).value());
+  }
+}
+
 void Searcher::Run() {
   if (!Prepare()) return;
+  // Before any heuristic or tree: what the user would try first (issue 32).
+  TryFirst();
+  if (interrupted) {
+    finished_s = limits.Elapsed();
+    pending_bound = std::min(pending_bound, root_bound_);
+    Report(true);
+    return;
+  }
   const int kmin = cp_.pb.allow_empty_chunks ? 0 : 1;
   std::mt19937_64 rng(cp_.opt.seed ^ (0x9E3779B97F4A7C15ULL * (cp_.c.index + 1)));
   std::vector<int> even = EvenSplit(cp_);

@@ -44,6 +44,8 @@ SearchProblem BaseProblem(const RunConfig& config) {
   problem.comm = config.shape.comm;
   problem.fb_overlap_ppm = config.shape.fb_overlap_ppm;
   problem.allow_empty_chunks = config.allow_empty_chunks;
+  // The config's own strategy: a first try of every search (issue 32).
+  problem.seeds = {config.strategy};
   if (config.topology) {
     problem.topology = *config.topology;
     problem.given_placement = config.placement;

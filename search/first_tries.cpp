@@ -1,0 +1,83 @@
+// The strategies a user would try first (search/first_tries.h).
+#include "search/first_tries.h"
+
+#include <algorithm>
+
+#include "core/lower.h"
+
+namespace ppb {
+
+Result<Strategy> MegatronSplit(const Strategy& even) {
+  const int S = static_cast<int>(even.layers_per_stage.size());
+  if (S < 3) return Error{"", "needs at least 3 stages"};
+  if (even.layers_per_stage.front() < 2 || even.layers_per_stage.back() < 2) {
+    return Error{"", "the first or last stage has too few layers"};
+  }
+  Strategy s = even;
+  s.layers_per_stage.front() -= 1;
+  s.layers_per_stage.back() -= 1;
+  // Spread the two freed layers over the middle stages, fewest first.
+  for (int extra = 0; extra < 2; ++extra) {
+    int best = 1;
+    for (int x = 1; x + 1 < S; ++x) {
+      if (s.layers_per_stage[x] < s.layers_per_stage[best]) best = x;
+    }
+    s.layers_per_stage[best] += 1;
+  }
+  return s;
+}
+
+std::vector<std::string> RecomputeModeNames(const std::vector<Layer>& layers) {
+  std::vector<std::string> names;
+  for (const Layer& l : layers) {
+    for (const RecomputeOption& o : l.recompute) {
+      if (std::find(names.begin(), names.end(), o.name) == names.end()) names.push_back(o.name);
+    }
+  }
+  return names;
+}
+
+Strategy WithModeEverywhere(Strategy strategy, const std::vector<Layer>& layers,
+                            const std::string& name) {
+  strategy.recompute.assign(layers.size(), 0);
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const auto& opts = layers[l].recompute;
+    for (size_t k = 0; k < opts.size(); ++k) {
+      if (opts[k].name == name) strategy.recompute[l] = static_cast<std::uint8_t>(k + 1);
+    }
+  }
+  return strategy;
+}
+
+std::vector<Strategy> FirstTries(const SearchProblem& problem, int choice) {
+  const int v = problem.choices[static_cast<size_t>(choice)].v;
+  const size_t S = static_cast<size_t>(problem.p) * static_cast<size_t>(v);
+  const Strategy even = EvenStrategy(problem.layers, problem.p, v);
+  std::vector<Strategy> out;
+  auto add = [&](Strategy s) {
+    if (s.layers_per_stage.size() != S || s.recompute.size() != problem.layers.size()) return;
+    for (const Strategy& o : out) {
+      if (o.layers_per_stage == s.layers_per_stage && o.recompute == s.recompute) return;
+    }
+    out.push_back(std::move(s));
+  };
+  for (const Strategy& seed : problem.seeds) {
+    if (seed.layers_per_stage.size() == S) {
+      add(seed);
+    } else {
+      Strategy s = even;
+      s.recompute = seed.recompute;
+      add(std::move(s));
+    }
+  }
+  const std::vector<std::string> modes = RecomputeModeNames(problem.layers);
+  std::vector<Strategy> splits{even};
+  if (Result<Strategy> meg = MegatronSplit(even); meg.ok()) splits.push_back(*meg);
+  for (const Strategy& split : splits) {
+    add(split);
+    for (const std::string& mode : modes) add(WithModeEverywhere(split, problem.layers, mode));
+  }
+  return out;
+}
+
+}  // namespace ppb
