@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/critical_path.h"
 #include "core/engine.h"
 #include "core/op_index.h"
 
@@ -89,6 +90,54 @@ std::vector<CriticalStep> CriticalPath(const PipelineSpec& spec,
                                  timing[v].end, false});
   }
   return steps;
+}
+
+CriticalPathSummary SummarizeCriticalPath(const PipelineSpec& spec,
+                                          const std::vector<CriticalStep>& path) {
+  CriticalPathSummary out;
+  if (path.empty()) return out;
+  Nanos first = path.front().start, last = path.front().end;
+  std::vector<CriticalPathSummary::Stage> by_stage(static_cast<size_t>(spec.num_stages()));
+  std::vector<char> seen(by_stage.size(), 0);
+  for (const CriticalStep& s : path) {
+    first = std::min(first, s.start);
+    last = std::max(last, s.end);
+    const Nanos t = s.end - s.start;
+    if (s.is_transfer) {
+      ++out.messages;
+      out.message_time += t;
+      continue;
+    }
+    const auto st = static_cast<size_t>(s.op.stage.value);
+    if (st >= by_stage.size()) continue;
+    CriticalPathSummary::Stage& x = by_stage[st];
+    x.stage = s.op.stage.value;
+    x.rank = s.device;
+    ++x.ops;
+    x.time += t;
+    out.compute += t;
+    seen[st] = 1;
+  }
+  for (size_t st = 0; st < by_stage.size(); ++st) {
+    if (!seen[st]) continue;
+    // The chunk: how many of the rank's stages come before this one.
+    int chunk = 0;
+    for (size_t o = 0; o < st; ++o) {
+      if (o < spec.stage_device.size() && st < spec.stage_device.size() &&
+          spec.stage_device[o] == spec.stage_device[st]) {
+        ++chunk;
+      }
+    }
+    by_stage[st].chunk = chunk;
+    out.stages.push_back(by_stage[st]);
+  }
+  std::stable_sort(out.stages.begin(), out.stages.end(),
+                   [](const CriticalPathSummary::Stage& a, const CriticalPathSummary::Stage& b) {
+                     return a.time > b.time;
+                   });
+  out.span = last - first;
+  out.waits = out.span - out.compute - out.message_time;
+  return out;
 }
 
 }  // namespace ppb

@@ -26,6 +26,7 @@
 #include "apps/output/report.h"
 #include "apps/output/svg.h"
 #include "core/breakdown.h"
+#include "core/critical_path.h"
 #include "core/engine.h"
 #include "schedules/schedule.h"
 #include "tests/app_helpers.h"
@@ -829,6 +830,47 @@ TEST_CASE("trace: times are written exactly; back-to-back slices meet as written
       std::string(R"({"traceEvents":[{"ph":"X","ts":16707.724,"dur":0.001}]})"), &w));
   CHECK(WrittenNs(w.events.at(0).text.at("ts")) == 16707724);
   CHECK(WrittenNs(w.events.at(0).text.at("dur")) == 1);
+}
+
+// The critical path's summary (issue 32): on configs/example.yaml (1F1B,
+// p = 4, m = 16) the path is rank 0..2's first forward and last backward
+// and all 32 ops of stage 3 (its 16 F and 16 B: 1171.2 ms, rank 3's whole
+// busy time); its parts add up to its span, which is the iteration.
+TEST_CASE("critical path summary: the stages the path spends its time on", "[viz][path]") {
+  const Simulated s = SimulateFile("example.yaml");
+  const std::vector<CriticalStep> path = CriticalPath(s.run.spec, s.run.program, s.result);
+  const CriticalPathSummary sum = SummarizeCriticalPath(s.run.spec, path);
+  CHECK(sum.span == s.result.makespan);
+  CHECK(sum.compute + sum.message_time + sum.waits == sum.span);
+  Nanos stages = 0;
+  for (const CriticalPathSummary::Stage& st : sum.stages) stages += st.time;
+  CHECK(stages == sum.compute);
+  REQUIRE(sum.stages.size() == 4);
+  CHECK(sum.stages[0].stage == 3);
+  CHECK(sum.stages[0].rank == 3);
+  CHECK(sum.stages[0].chunk == 0);
+  CHECK(sum.stages[0].ops == 32);
+  CHECK(sum.stages[0].time == 1'171'200'000);
+  CHECK(sum.stages[0].time == s.result.devices[3].busy);
+  for (size_t k = 1; k < 4; ++k) CHECK(sum.stages[k].ops == 2);
+  const std::string text = FormatCriticalPathSummary(sum);
+  CHECK(text.rfind("critical path summary: 1384.237 ms; ops of 4 stage(s) ", 0) == 0);
+  CHECK(text.find("      3     3      0    32      1171.200   84.6 %\n") != std::string::npos);
+  // V placement (dualpipev, v = 2): rank 0 holds stages 0 and 7 (chunks 0, 1).
+  CliOverrides dualpipev;
+  dualpipev.schedule = "dualpipev";
+  dualpipev.virtual_stages = 2;
+  const Simulated v = SimulateFile("example.yaml", dualpipev);
+  const CriticalPathSummary vs =
+      SummarizeCriticalPath(v.run.spec, CriticalPath(v.run.spec, v.run.program, v.result));
+  CHECK(vs.compute + vs.message_time + vs.waits == vs.span);
+  for (const CriticalPathSummary::Stage& st : vs.stages) {
+    if (st.stage == 7) {
+      CHECK(st.rank == 0);
+      CHECK(st.chunk == 1);
+    }
+    if (st.stage == 0) CHECK(st.chunk == 0);
+  }
 }
 
 // ---- the command line -------------------------------------------------------

@@ -64,7 +64,11 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
         *emit);
   } else {
     out << FormatSimText(*config, *run, result);
-    if (want_path) out << "\n" << FormatCriticalPath(path);
+    if (want_path) {
+      out << "\n"
+          << FormatCriticalPathSummary(SummarizeCriticalPath(run->spec, path)) << "\n"
+          << FormatCriticalPath(path);
+    }
     out << EmitText(*emit);
   }
   if (!emit->file.empty() &&

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/input/json_text.h"
+#include "core/critical_path.h"
 
 namespace ppb {
 namespace {
@@ -445,6 +446,21 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
                     {"end_ms", ToMs(s.end)}});
     }
     j["critical_path"] = cp;
+    const CriticalPathSummary sum = SummarizeCriticalPath(run.spec, *path);
+    Json stages = Json::array();
+    for (const CriticalPathSummary::Stage& st : sum.stages) {
+      stages.push_back({{"stage", st.stage},
+                        {"rank", st.rank},
+                        {"chunk", st.chunk},
+                        {"ops", st.ops},
+                        {"on_path_ms", ToMs(st.time)}});
+    }
+    j["critical_path_summary"] = {{"span_ms", ToMs(sum.span)},
+                                  {"ops_ms", ToMs(sum.compute)},
+                                  {"messages", sum.messages},
+                                  {"messages_ms", ToMs(sum.message_time)},
+                                  {"other_waits_ms", ToMs(sum.waits)},
+                                  {"stages", stages}};
   }
   return JsonText(j, 2) + "\n";
 }
@@ -583,6 +599,22 @@ std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
   out += "],\"displayTimeUnit\":\"ms\",\"otherData\":";
   out += JsonText(Json{{"generator", "ppb-sim"}, {"config", config.path}}, -1);
   return out + "}\n";
+}
+
+std::string FormatCriticalPathSummary(const CriticalPathSummary& s) {
+  if (s.span <= 0) return "";
+  auto pct = [&](Nanos t) { return 100.0 * static_cast<double>(t) / static_cast<double>(s.span); };
+  std::string out = fmt::format(
+      "critical path summary: {:.3f} ms; ops of {} stage(s) {:.3f} ms ({:.1f} %), {} "
+      "message(s) in flight {:.3f} ms ({:.1f} %), other waits {:.3f} ms ({:.1f} %)\n",
+      ToMs(s.span), s.stages.size(), ToMs(s.compute), pct(s.compute), s.messages,
+      ToMs(s.message_time), pct(s.message_time), ToMs(s.waits), pct(s.waits));
+  out += "  stage  rank  chunk   ops    on path ms   share\n";
+  for (const CriticalPathSummary::Stage& st : s.stages) {
+    out += fmt::format("  {:>5}  {:>4}  {:>5}  {:>4}  {:>12.3f}  {:>5.1f} %\n", st.stage, st.rank,
+                       st.chunk, st.ops, ToMs(st.time), pct(st.time));
+  }
+  return out;
 }
 
 std::string FormatCriticalPath(const std::vector<CriticalStep>& path) {

@@ -8,6 +8,7 @@
 
 #include "apps/input/config.h"
 #include "core/breakdown.h"
+#include "core/critical_path.h"
 #include "core/engine.h"
 
 namespace ppb {
@@ -51,6 +52,11 @@ std::string FormatChromeTrace(const RunConfig& config, const PreparedRun& run,
 
 // The critical path as text, one step per line.
 std::string FormatCriticalPath(const std::vector<CriticalStep>& path);
+
+// What the path spends its time on (SummarizeCriticalPath): one line of
+// totals, then one per stage on the path, largest first. Empty for an
+// empty path.
+std::string FormatCriticalPathSummary(const CriticalPathSummary& summary);
 
 // Layers held by each (chunk, rank), e.g. "0-8" or "c0 0-4, c1 20-24";
 // indexes into config.layers. One string per rank.
