@@ -1,6 +1,7 @@
 #include "core/breakdown.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace ppb {
 
@@ -93,6 +94,48 @@ Breakdown ComputeBreakdown(const SimResult& result) {
   }
   if (!b.devices.empty()) b.pipeline = b.devices[b.bottleneck];
   return b;
+}
+
+UnevenStages UnevenStageLoss(const PipelineSpec& spec, const Program& program,
+                             const Breakdown& breakdown) {
+  UnevenStages out;
+  const auto n = static_cast<Nanos>(spec.stages.size());
+  if (n == 0 || breakdown.devices.empty()) return out;
+  Nanos f = 0, bi = 0, bw = 0, rc = 0;
+  for (size_t s = 0; s < spec.stages.size(); ++s) {
+    const StageCost& c = spec.stages[s];
+    f += c.forward;
+    bi += c.backward_input;
+    bw += c.backward_weight;
+    rc += c.recompute;
+    const Nanos work = c.forward + c.backward_input + c.backward_weight + c.recompute;
+    if (out.slowest < 0 || work > out.slowest_work) {
+      out.slowest = static_cast<int>(s);
+      out.slowest_work = work;
+    }
+  }
+  out.mean_work = (f + bi + bw + rc) / n;
+  PipelineSpec equal = spec;
+  for (StageCost& c : equal.stages) {
+    c.forward = f / n;
+    c.backward_input = bi / n;
+    c.backward_weight = bw / n;
+    c.recompute = rc / n;
+  }
+  // Timing only: memory does not change when ops run.
+  std::fill(equal.device_capacity.begin(), equal.device_capacity.end(),
+            std::numeric_limits<Bytes>::max());
+  SimOptions opt;
+  opt.record_ops = false;
+  const SimResult r = Engine().Run(equal, program, opt);
+  if (r.outcome == Outcome::Deadlock || r.outcome == Outcome::Interrupted) return out;
+  const Breakdown eb = ComputeBreakdown(r);
+  const auto d = static_cast<size_t>(breakdown.bottleneck);
+  if (d >= eb.devices.size()) return out;
+  out.equal_warmup_drain = eb.devices[d][BubbleTerm::WarmupDrain];
+  const Nanos wd = breakdown.pipeline[BubbleTerm::WarmupDrain];
+  out.loss = wd - std::min(wd, out.equal_warmup_drain);
+  return out;
 }
 
 }  // namespace ppb

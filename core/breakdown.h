@@ -81,4 +81,26 @@ int BusiestDevice(const std::vector<DeviceStats>& devices);
 // parts describe the partial run). Works without record_ops/record_memory.
 Breakdown ComputeBreakdown(const SimResult& result);
 
+// How much of the busiest rank's warm-up/drain the stages' unequal costs
+// cause. The counterfactual is the same program on the same devices and
+// links with every stage costing the stages' mean per micro-batch (forward,
+// backward halves and recompute, each the mean over stages of the device-
+// scaled time): its warm-up/drain on the same rank is the schedule's own
+// fill and drain; what the real run has beyond it is the uneven split's
+// (issue 32: an uneven layout's cost was booked as fill and drain).
+//   loss = WD(d*) - min(WD(d*), WD_equal(d*)), 0 <= loss <= WD(d*).
+// The stage at fault is the one with the most work per micro-batch (F +
+// I + W + recompute; ties: the lower stage).
+struct UnevenStages {
+  Nanos loss = 0;
+  Nanos equal_warmup_drain = 0;  // WD_equal(d*), the counterfactual's
+  int slowest = -1;              // stage; -1 without stages
+  Nanos slowest_work = 0;        // its work per micro-batch
+  Nanos mean_work = 0;           // the stages' mean work per micro-batch
+};
+// REQUIRES: breakdown = ComputeBreakdown of a run of `program` on `spec`
+// that did not deadlock.
+UnevenStages UnevenStageLoss(const PipelineSpec& spec, const Program& program,
+                             const Breakdown& breakdown);
+
 }  // namespace ppb

@@ -405,6 +405,76 @@ TEST_CASE("breakdown: the explanation names the cause in figures", "[viz][breakd
   }
 }
 
+// The uneven split separated from fill and drain (issue 32): interleaved
+// p = 4, v = 2, m = 8 over 16 identical layers (F = 1 ms, B = 2 ms each).
+// Chunks 1, 3 | 3, 1 | ... give every rank 4 layers (no rank imbalance)
+// but unequal chunks. The counterfactual of equal stages is then exactly
+// the even split 2 per chunk, so its warm-up/drain on the busiest rank is
+// the even run's, and the uneven run's excess over it is the split's.
+TEST_CASE("breakdown: an uneven split's loss is not booked as fill and drain",
+          "[viz][breakdown]") {
+  auto layered = [](const std::vector<int>& layers) {
+    PipelineSpec spec = PipelineSpec::Uniform(4, 2, 8, 1, 1);
+    for (size_t s = 0; s < layers.size(); ++s) {
+      spec.stages[s].num_layers = layers[s];
+      spec.stages[s].forward = layers[s] * kMs;
+      spec.stages[s].backward_input = 2 * layers[s] * kMs;
+    }
+    return spec;
+  };
+  const PipelineSpec even = layered({2, 2, 2, 2, 2, 2, 2, 2});
+  const PipelineSpec uneven = layered({1, 3, 1, 3, 3, 1, 3, 1});
+  const SimResult re = Run(even, Must(GenerateInterleaved(even, {})));
+  const SimResult ru = Run(uneven, Must(GenerateInterleaved(uneven, {})));
+  REQUIRE(ru.makespan > re.makespan);
+  const Breakdown be = ComputeBreakdown(re), bu = ComputeBreakdown(ru);
+  // No rank imbalance: every rank computes 4 layers' work.
+  CHECK(bu.pipeline[BubbleTerm::Imbalance] == 0);
+  const UnevenStages none = UnevenStageLoss(even, Must(GenerateInterleaved(even, {})), be);
+  CHECK(none.loss == 0);
+  CHECK(none.equal_warmup_drain == be.pipeline[BubbleTerm::WarmupDrain]);
+  const UnevenStages u = UnevenStageLoss(uneven, Must(GenerateInterleaved(uneven, {})), bu);
+  const Nanos wd = bu.pipeline[BubbleTerm::WarmupDrain];
+  CHECK(u.equal_warmup_drain == be.devices[static_cast<size_t>(bu.bottleneck)][BubbleTerm::WarmupDrain]);
+  CHECK(u.loss == wd - std::min(wd, u.equal_warmup_drain));
+  CHECK(u.loss > 0);
+  CHECK(u.slowest == 1);  // the first 3-layer stage
+  CHECK(u.slowest_work == 9 * kMs);
+  CHECK(u.mean_work == 6 * kMs);
+  const std::string e = ExplainBreakdown(uneven, ru, bu, &u);
+  INFO(e);
+  CHECK(e.find(" of it is the uneven split, not fill and drain: stage 1 (rank 1, chunk 0) with 3 "
+               "layers, stage 3 (rank 3, chunk 0) with 3 layers, stage 4 (rank 0, chunk 1) with 3 "
+               "layers and 1 more cost 9.000 ms per micro-batch against the stages' mean 6.000 "
+               "ms") != std::string::npos);
+  // The even split: no such part.
+  CHECK(ExplainBreakdown(even, re, be, &none).find("uneven split") == std::string::npos);
+}
+
+// The issue's case: GPT-3 175B (HF config), TP 8 + SP, p = 8, v = 4, m = 64,
+// with two 4-layer stages in the middle of an otherwise 3-layer layout. It
+// runs about 125 ms slower than the even layout; the report names the two
+// stages and the part of warm-up/drain they cause.
+TEST_CASE("breakdown: GPT-3's two 4-layer stages are named", "[viz][breakdown]") {
+  std::string text = Slurp(Config("gpt3-175b.yaml"));
+  text.replace(text.find("hf_config: hf/"), 14, "hf_config: " + Config("hf/"));
+  text.replace(text.find("  schedule: 1f1b"), 16, "  schedule: interleaved\n  virtual_stages: 4");
+  const std::string layout = "\n  layout: \"Et*2|(t*3|)*14t*4|t*4|(t*3|)*14t*2L\"\n";
+  const size_t rc = text.find("  recompute: {selective: true}");
+  REQUIRE(rc != std::string::npos);
+  const std::string uneven_text = text.substr(0, text.find('\n', rc)) + layout;
+  const Simulated u = Simulate(ParseConfig(uneven_text, "gpt3.yaml", {}));
+  const Simulated e = Simulate(ParseConfig(text, "gpt3.yaml", {}));
+  CHECK(u.result.makespan - e.result.makespan > 100 * kMs);
+  const Breakdown b = ComputeBreakdown(u.result);
+  const UnevenStages un = UnevenStageLoss(u.run.spec, u.run.program, b);
+  CHECK(un.loss > 100 * kMs);
+  const std::string why = ExplainBreakdown(u.run.spec, u.result, b, &un);
+  INFO(why);
+  CHECK(why.find("stage 15 (rank 7, chunk 1) with 4 layers and stage 16 (rank 0, chunk 2) with 4 "
+                 "layers cost") != std::string::npos);
+}
+
 TEST_CASE("breakdown: text and JSON reports", "[viz][breakdown][cli]") {
   const CliRun j = Cli({"--config", Config("heterogeneous.yaml"), "--format", "json"});
   REQUIRE(j.status == 0);

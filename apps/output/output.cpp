@@ -198,8 +198,16 @@ std::string DescribeSchedule(const RunConfig& config) {
   return schedule;
 }
 
+// "stage 15 (rank 7, chunk 1)".
+std::string StageWhere(const PipelineSpec& spec, int s) {
+  const DeviceId d = spec.stage_device[static_cast<size_t>(s)];
+  int chunk = 0;
+  for (int o = 0; o < s; ++o) chunk += spec.stage_device[static_cast<size_t>(o)] == d ? 1 : 0;
+  return fmt::format("stage {} (rank {}, chunk {})", s, d.value, chunk);
+}
+
 std::string ExplainBreakdown(const PipelineSpec& spec, const SimResult& r,
-                             const Breakdown& b) {
+                             const Breakdown& b, const UnevenStages* uneven) {
   const BubbleTerm term = b.pipeline.largest_loss();
   if (term == BubbleTerm::Ideal || b.iteration <= 0) {
     return "no loss: the busiest rank computes for the whole iteration";
@@ -226,12 +234,46 @@ std::string ExplainBreakdown(const PipelineSpec& spec, const SimResult& r,
         fill = std::max(fill, x.first_start);
         drain = std::max(drain, r.makespan - x.last_end);
       }
-      return fmt::format(
-          "{}: {} of {} ranks wait up to {:.3f} ms for their first op (fill) and {} finish up "
+      const Nanos wd = b.pipeline[BubbleTerm::WarmupDrain];
+      const std::string fill_drain = fmt::format(
+          "{} of {} ranks wait up to {:.3f} ms for their first op (fill) and {} finish up "
           "to {:.3f} ms early (drain); more micro-batches (m={} for p={}) or {} shrink it",
-          head, late, p, ToMs(fill), early, ToMs(drain), spec.m, p,
+          late, p, ToMs(fill), early, ToMs(drain), spec.m, p,
           spec.v > 1 ? fmt::format("more chunks per rank (v={} now)", spec.v)
                      : std::string("interleaving (v > 1)"));
+      if (uneven == nullptr || uneven->slowest < 0 || 100 * uneven->loss < b.iteration) {
+        return head + ": " + fill_drain;
+      }
+      // At least 1 % of the iteration is the split's doing: name the
+      // stages at fault (the slowest and any within 1 % of it, up to 3).
+      std::vector<int> fault;
+      int more = 0;
+      for (int s = 0; s < spec.num_stages(); ++s) {
+        const StageCost& c = spec.stages[static_cast<size_t>(s)];
+        const Nanos work = c.forward + c.backward_input + c.backward_weight + c.recompute;
+        if (100 * work < 99 * uneven->slowest_work) continue;
+        if (fault.size() < 3) {
+          fault.push_back(s);
+        } else {
+          ++more;
+        }
+      }
+      std::string where;
+      for (size_t k = 0; k < fault.size(); ++k) {
+        if (k > 0) where += k + 1 == fault.size() && more == 0 ? " and " : ", ";
+        const StageCost& c = spec.stages[static_cast<size_t>(fault[k])];
+        where += fmt::format("{} with {} layers", StageWhere(spec, fault[k]), c.num_layers);
+      }
+      if (more > 0) where += fmt::format(" and {} more", more);
+      return fmt::format(
+          "{}: {:.3f} ms of it is the uneven split, not fill and drain: {} cost{} {:.3f} ms per "
+          "micro-batch against the stages' mean {:.3f} ms, and moving layers off {} shrinks "
+          "it; the other {:.3f} ms is fill and drain (equal stages leave {:.3f} ms on rank "
+          "{}): {}",
+          head, ToMs(uneven->loss), where, fault.size() + more == 1 ? "s" : "",
+          ToMs(uneven->slowest_work), ToMs(uneven->mean_work),
+          fault.size() + more == 1 ? "it" : "them", ToMs(wd - uneven->loss),
+          ToMs(uneven->equal_warmup_drain), d, fill_drain);
     }
     case BubbleTerm::Imbalance: {
       int total = 0;
@@ -312,7 +354,8 @@ std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
       ToMs(b.communication), ToMs(b.warmup_drain), b.bottleneck);
   const Breakdown breakdown = ComputeBreakdown(r);
   out += "                    " + PartsPercent(breakdown.pipeline, r.makespan) + "\n";
-  out += "  largest loss      " + ExplainBreakdown(spec, r, breakdown) + "\n";
+  const UnevenStages uneven = UnevenStageLoss(spec, run.program, breakdown);
+  out += "  largest loss      " + ExplainBreakdown(spec, r, breakdown, &uneven) + "\n";
   out += "\n";
   const auto held = LayersHeld(config, spec.p, spec.v);
   size_t held_width = 6;
@@ -390,7 +433,14 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
     Json bj = PartsJson(breakdown.pipeline, r.makespan);
     bj["bottleneck_rank"] = breakdown.bottleneck;
     bj["mean_useful_compute_ns"] = breakdown.mean_useful;
-    bj["explanation"] = ExplainBreakdown(spec, r, breakdown);
+    const UnevenStages uneven = UnevenStageLoss(spec, run.program, breakdown);
+    bj["explanation"] = ExplainBreakdown(spec, r, breakdown, &uneven);
+    // Of warm-up/drain: the part unequal stages cause (UnevenStageLoss).
+    bj["uneven_split"] = {{"of_warmup_drain_ms", ToMs(uneven.loss)},
+                          {"equal_stages_warmup_drain_ms", ToMs(uneven.equal_warmup_drain)},
+                          {"slowest_stage", uneven.slowest},
+                          {"slowest_stage_ms_per_microbatch", ToMs(uneven.slowest_work)},
+                          {"mean_stage_ms_per_microbatch", ToMs(uneven.mean_work)}};
     j["breakdown"] = bj;
   }
   // layers_per_chunk as [chunk][rank] counts, as Megatron/MindFormers think.

@@ -28,8 +28,12 @@ const char* OutcomeName(Outcome o);
 // loss (27.3 % of the iteration on rank 0): 3 of 4 ranks wait up to 9.000
 // ms for their first op (fill) and 3 finish up to 9.000 ms early (drain);
 // more micro-batches (m=8 for p=4) or interleaving (v > 1) shrink it".
+// With `uneven` (UnevenStageLoss of the run), the part of a warm-up/drain
+// that the stages' unequal costs cause, when it is at least 1 % of the
+// iteration, is named first, with the stages at fault (the costliest per
+// micro-batch and those within 1 % of it), then the rest as fill and drain.
 std::string ExplainBreakdown(const PipelineSpec& spec, const SimResult& result,
-                             const Breakdown& breakdown);
+                             const Breakdown& breakdown, const UnevenStages* uneven = nullptr);
 
 // Human-readable summary, the bubble breakdown (pipeline, with its
 // explanation, and per device) and the per-device table.

@@ -125,10 +125,12 @@ std::string Summary(const RunConfig& config, const PreparedRun& run, const SimRe
   return out + "</table>\n";
 }
 
-std::string BreakdownSection(const PipelineSpec& spec, const SimResult& r) {
+std::string BreakdownSection(const PipelineSpec& spec, const Program& program,
+                             const SimResult& r) {
   const Breakdown b = ComputeBreakdown(r);
+  const UnevenStages uneven = UnevenStageLoss(spec, program, b);
   std::string out = "<section id=\"breakdown\">\n<h2>Bubble breakdown</h2>\n";
-  out += fmt::format("<p class=\"explain\">{}</p>\n", E(ExplainBreakdown(spec, r, b)));
+  out += fmt::format("<p class=\"explain\">{}</p>\n", E(ExplainBreakdown(spec, r, b, &uneven)));
   out += "<p class=\"note\">";
   for (int t = 0; t < kNumBubbleTerms; ++t) {
     const auto term = static_cast<BubbleTerm>(t);
@@ -214,7 +216,7 @@ std::string SimulationSections(const SimulatedRun& sim, const std::string& note)
     }
     out += fmt::format("<p class=\"oom\">deadlock; stuck at{}</p>\n", E(stuck));
   }
-  out += BreakdownSection(run.spec, r);
+  out += BreakdownSection(run.spec, run.program, r);
   out += DevicesSection(config, run, r);
   out += "<section id=\"timeline\">\n<h2>Timeline and memory</h2>\n<div class=\"pic\">\n";
   out += FormatSvg(config, run, r, note);
