@@ -9,8 +9,8 @@
 # stderr and every file it wrote, each under a header line. Commands run in a
 # scratch folder that links configs/ and data/ (tests/data), so every path in
 # the output is relative and the same on every machine. Search runs under a
-# node limit on one thread; `solve_time_s` (the one figure that depends on the
-# clock) is masked, and so is a sweep's rate on stderr. `check` names the
+# node limit on one thread; the figures that depend on the clock
+# (`solve_time_s`, the anytime profile's times, the gap sides' times) are masked, and so is a sweep's rate on stderr. `check` names the
 # first snapshot that differs and its first differing line, and exits 1; a
 # change to output is a deliberate `update`,
 # reviewed in the commit that makes it.
@@ -69,6 +69,10 @@ run_case() {
       cat "$run/out/$f"
     done
   } | sed -E -e 's/"solve_time_s": [-0-9.eE+]+/"solve_time_s": "<masked>"/' \
+      -e 's/"time_s": [-0-9.eE+]+/"time_s": "<masked>"/' \
+      -e 's/^(anytime: first strategy at )[0-9.]+ s/\1<masked> s/' \
+      -e 's/(improvement\(s\), the last at )[0-9.]+ s/\1<masked> s/' \
+      -e 's/^(gap sides: incumbent last improved at )[0-9.]+ s(.* at )[0-9.]+ s$/\1<masked> s\2<masked> s/' \
       -e 's/(nodes, [0-9]+ evaluations, )[0-9.]+ s,/\1<masked> s,/' \
       -e 's/^(sweep: [0-9]+\/[0-9]+ points done \([0-9]+ from the results file\)), .*$/\1, <rate masked>/' \
       >"$GOT/$name.part"

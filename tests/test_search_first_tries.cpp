@@ -131,6 +131,29 @@ TEST_CASE("the search never loses to a first try", "[search][first]") {
   CHECK(beaten_by_tree > 50);
 }
 
+// The anytime profile (issue 32): each improvement of the best strategy,
+// in time order, each strictly faster than the one before, ending at the
+// answer.
+TEST_CASE("the search reports when each improvement came", "[search][first]") {
+  for (std::uint64_t seed : Seeds(32101, 10)) {
+    INFO("seed " << seed);
+    InstanceOptions io;
+    io.budget = 800;
+    const Instance in = RandomFeasibleInstance(seed, io);
+    SearchOptions opt;
+    opt.seed = seed;
+    const SearchResult r = MustSearch(in.problem, opt);
+    REQUIRE(r.found);
+    REQUIRE_FALSE(r.incumbents.empty());
+    for (size_t k = 1; k < r.incumbents.size(); ++k) {
+      CHECK(r.incumbents[k].first >= r.incumbents[k - 1].first);
+      CHECK(r.incumbents[k].second < r.incumbents[k - 1].second);
+    }
+    CHECK(r.incumbents.back().second == r.best.makespan);
+    CHECK(r.incumbents.front().first <= r.solve_time_s);
+  }
+}
+
 // Issue 32, case 2: Llama-3-70B (HF config), TP 8 + SP, p = 2, m = 32,
 // interleaved v = 5 with selective recompute in the config. The config's
 // own strategy fits (54.7 GiB of 80) at 18,866.5 ms; the search, even with

@@ -491,6 +491,19 @@ std::string FormatSearchText(const RunConfig& config,
   if (result.found) {
     out += BestText(problem, result.best);
     out += "\n";
+    // The anytime profile (times depend on the clock): the first strategy
+    // that fit and each improvement.
+    if (!result.incumbents.empty()) {
+      const auto& first = result.incumbents.front();
+      const auto& last = result.incumbents.back();
+      out += fmt::format("anytime: first strategy at {:.2f} s ({:.3f} ms)", first.first,
+                         ToMs(first.second));
+      if (result.incumbents.size() > 1) {
+        out += fmt::format(", then {} improvement(s), the last at {:.2f} s ({:.3f} ms)",
+                           result.incumbents.size() - 1, last.first, ToMs(last.second));
+      }
+      out += "\n";
+    }
     if (result.proved_optimal) {
       out += "PROVED OPTIMAL\n";
     } else {
@@ -606,6 +619,12 @@ std::string FormatSearchJson(const RunConfig& config,
   j["nodes"] = result.nodes;
   j["evaluations"] = result.evaluations;
   j["solve_time_s"] = result.solve_time_s;
+  // The anytime profile: each time the best strategy improved.
+  Json anytime = Json::array();
+  for (const auto& [t, makespan] : result.incumbents) {
+    anytime.push_back({{"time_s", t}, {"iteration_time_ms", ToMs(makespan)}});
+  }
+  j["anytime"] = anytime;
   if (report.processes > 1) j["processes"] = report.processes;
   if (problem.search_placement) {
     j["placements_searched"] = result.placements_searched;
