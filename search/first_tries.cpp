@@ -2,8 +2,11 @@
 #include "search/first_tries.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/lower.h"
+#include "schedules/schedule.h"
+#include "search/deployable.h"
 
 namespace ppb {
 
@@ -49,33 +52,62 @@ Strategy WithModeEverywhere(Strategy strategy, const std::vector<Layer>& layers,
   return strategy;
 }
 
-std::vector<Strategy> FirstTries(const SearchProblem& problem, int choice) {
+std::vector<FirstTry> FirstTries(const SearchProblem& problem, int choice) {
   const int v = problem.choices[static_cast<size_t>(choice)].v;
   const size_t S = static_cast<size_t>(problem.p) * static_cast<size_t>(v);
   const Strategy even = EvenStrategy(problem.layers, problem.p, v);
-  std::vector<Strategy> out;
-  auto add = [&](Strategy s) {
+  std::vector<FirstTry> out;
+  auto add = [&](std::string name, Strategy s) {
     if (s.layers_per_stage.size() != S || s.recompute.size() != problem.layers.size()) return;
-    for (const Strategy& o : out) {
-      if (o.layers_per_stage == s.layers_per_stage && o.recompute == s.recompute) return;
+    for (const FirstTry& o : out) {
+      if (o.strategy.layers_per_stage == s.layers_per_stage &&
+          o.strategy.recompute == s.recompute) {
+        return;
+      }
     }
-    out.push_back(std::move(s));
+    out.push_back(FirstTry{std::move(name), std::move(s)});
   };
   for (const Strategy& seed : problem.seeds) {
     if (seed.layers_per_stage.size() == S) {
-      add(seed);
+      add("your config", seed);
     } else {
       Strategy s = even;
       s.recompute = seed.recompute;
-      add(std::move(s));
+      add("your config's recompute, even split", std::move(s));
     }
   }
   const std::vector<std::string> modes = RecomputeModeNames(problem.layers);
-  std::vector<Strategy> splits{even};
-  if (Result<Strategy> meg = MegatronSplit(even); meg.ok()) splits.push_back(*meg);
-  for (const Strategy& split : splits) {
-    add(split);
-    for (const std::string& mode : modes) add(WithModeEverywhere(split, problem.layers, mode));
+  std::vector<std::pair<std::string, Strategy>> splits{{"even split", even}};
+  if (Result<Strategy> meg = MegatronSplit(even); meg.ok()) {
+    splits.emplace_back("Megatron split (one layer fewer on the first and last stage)", *meg);
+  }
+  for (const auto& [name, split] : splits) {
+    add(name + ", no recompute", split);
+    for (const std::string& mode : modes) {
+      add(name + ", " + mode + " on every layer that offers it",
+          WithModeEverywhere(split, problem.layers, mode));
+    }
+  }
+  return out;
+}
+
+std::vector<TriedDefault> TryDefaults(const SearchProblem& problem, DeployTarget target,
+                                      std::chrono::steady_clock::time_point deadline) {
+  std::vector<TriedDefault> out;
+  for (int c = 0; c < static_cast<int>(problem.choices.size()); ++c) {
+    const ScheduleChoice& ch = problem.choices[static_cast<size_t>(c)];
+    const ScheduleInfo* info = FindSchedule(ch.schedule);
+    const bool v_placement = info != nullptr && info->placement == StagePlacement::V && ch.v == 2;
+    for (FirstTry& t : FirstTries(problem, c)) {
+      if (std::chrono::steady_clock::now() >= deadline) return out;
+      if (target != DeployTarget::Any &&
+          !Deployable(target, problem.layers, t.strategy, problem.p, ch.v, v_placement)) {
+        continue;
+      }
+      Result<Candidate> e = Evaluate(problem, c, t.strategy, {}, deadline);
+      if (!e.ok()) continue;
+      out.push_back(TriedDefault{std::move(t.name), c, std::move(e).value()});
+    }
   }
   return out;
 }

@@ -13,6 +13,7 @@
 // entry per layer, distinct, in the order above. Nothing is simulated here.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,28 @@ std::vector<std::string> RecomputeModeNames(const std::vector<Layer>& layers);
 Strategy WithModeEverywhere(Strategy strategy, const std::vector<Layer>& layers,
                             const std::string& name);
 
+// One first try: "your config", "even split, no recompute", "Megatron
+// split, selective on every layer that offers it", ...
+struct FirstTry {
+  std::string name;
+  Strategy strategy;
+};
+
 // The first tries of choice `choice` of `problem` (above).
-std::vector<Strategy> FirstTries(const SearchProblem& problem, int choice);
+std::vector<FirstTry> FirstTries(const SearchProblem& problem, int choice);
+
+// The first tries `target` can deploy (search/deployable.h), simulated
+// under every choice of `problem` (until `deadline`): what a user of that
+// framework would try first, for a report that says which of them were
+// tried when a search finds nothing that fits. Deterministic order
+// (choices, then tries).
+struct TriedDefault {
+  std::string name;  // the FirstTry's
+  int choice = 0;
+  Candidate candidate;  // simulated: feasible, devices' peaks and capacities
+};
+std::vector<TriedDefault> TryDefaults(
+    const SearchProblem& problem, DeployTarget target,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 }  // namespace ppb

@@ -404,7 +404,8 @@ void Searcher::TryFirst() {
   // The placement search's per-order searchers run on clusters of their
   // own; the strategies are tried on the problem's cluster here.
   if (cp_.pb.search_placement) return;
-  for (const Strategy& st : FirstTries(cp_.pb, cp_.c.index)) {
+  for (const FirstTry& t : FirstTries(cp_.pb, cp_.c.index)) {
+    const Strategy& st = t.strategy;
     // Past the time limit with an answer in hand, the rest are left (the
     // user's own strategy comes first).
     if (!top_list.top.empty() && PastDeadline(cp_.opt)) return;

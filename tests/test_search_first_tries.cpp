@@ -5,10 +5,13 @@
 // nothing), and the issue's Llama-3-70B cases.
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "app_helpers.h"
 #include "apps/input/config.h"
 #include "apps/input/search_problem.h"
 #include "core/lower.h"
@@ -55,10 +58,15 @@ TEST_CASE("first tries: the user's strategy, then even and Megatron splits with 
   mine.recompute.assign(10, 0);
   mine.recompute[1] = 2;
   pr.seeds = {mine};
-  const std::vector<Strategy> tries = FirstTries(pr, 0);
+  const std::vector<FirstTry> tries = FirstTries(pr, 0);
   REQUIRE(tries.size() == 7);
-  CHECK(tries[0].layers_per_stage == mine.layers_per_stage);
-  CHECK(tries[0].recompute == mine.recompute);
+  CHECK(tries[0].name == "your config");
+  CHECK(tries[0].strategy.layers_per_stage == mine.layers_per_stage);
+  CHECK(tries[0].strategy.recompute == mine.recompute);
+  CHECK(tries[2].name == "even split, full on every layer that offers it");
+  CHECK(tries[6].name ==
+        "Megatron split (one layer fewer on the first and last stage), selective on every layer "
+        "that offers it");
   const std::vector<int> even{3, 2, 2, 3}, meg{2, 3, 3, 2};
   const std::vector<std::uint8_t> none(10, 0);
   const std::vector<std::uint8_t> full{0, 1, 1, 1, 1, 1, 1, 1, 1, 0};
@@ -67,15 +75,16 @@ TEST_CASE("first tries: the user's strategy, then even and Megatron splits with 
       {even, none}, {even, full}, {even, sel}, {meg, none}, {meg, full}, {meg, sel}};
   for (size_t k = 0; k < want.size(); ++k) {
     INFO("try " << k + 1);
-    CHECK(tries[k + 1].layers_per_stage == want[k].first);
-    CHECK(tries[k + 1].recompute == want[k].second);
+    CHECK(tries[k + 1].strategy.layers_per_stage == want[k].first);
+    CHECK(tries[k + 1].strategy.recompute == want[k].second);
   }
   // v = 2: 8 stages; the seed's recompute on the even split of 8 stages.
-  const std::vector<Strategy> v2 = FirstTries(pr, 1);
+  const std::vector<FirstTry> v2 = FirstTries(pr, 1);
   REQUIRE_FALSE(v2.empty());
-  CHECK(v2[0].layers_per_stage == EvenStrategy(pr.layers, 4, 2).layers_per_stage);
-  CHECK(v2[0].recompute == mine.recompute);
-  for (const Strategy& s : v2) CHECK(s.layers_per_stage.size() == 8);
+  CHECK(v2[0].name == "your config's recompute, even split");
+  CHECK(v2[0].strategy.layers_per_stage == EvenStrategy(pr.layers, 4, 2).layers_per_stage);
+  CHECK(v2[0].strategy.recompute == mine.recompute);
+  for (const FirstTry& t : v2) CHECK(t.strategy.layers_per_stage.size() == 8);
 }
 
 // The answer is never slower than a first try that fits, whatever the tree
@@ -114,8 +123,8 @@ TEST_CASE("the search never loses to a first try", "[search][first]") {
         opt.seed = seed;
         const SearchResult r = MustSearch(in.problem, opt);
         for (int c = 0; c < static_cast<int>(in.problem.choices.size()); ++c) {
-          for (const Strategy& st : FirstTries(in.problem, c)) {
-            const Result<Candidate> e = Evaluate(in.problem, c, st);
+          for (const FirstTry& t : FirstTries(in.problem, c)) {
+            const Result<Candidate> e = Evaluate(in.problem, c, t.strategy);
             if (!e.ok() || !e->feasible) continue;
             ++checked;
             REQUIRE(r.found);
@@ -152,6 +161,49 @@ TEST_CASE("the search reports when each improvement came", "[search][first]") {
     CHECK(r.incumbents.back().second == r.best.makespan);
     CHECK(r.incumbents.front().first <= r.solve_time_s);
   }
+}
+
+// A framework that cannot express what fits (torchtitan and DeepSpeed
+// recompute none or full; only selective fits here): when its search stops
+// at a limit, the report and --emit say it was not proved and which of its
+// defaults were simulated and by how much each missed; proved when the
+// tree closed.
+TEST_CASE("nothing a framework can express fits: proved, or its defaults named",
+          "[search][first]") {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "ppb-first-tries-selective.yaml").string();
+  std::ofstream(path) << "model:\n"
+                         "  name: sel\n"
+                         "  layers:\n"
+                         "    - {name: embedding, kind: embedding, forward: 1ms, backward: 2ms}\n"
+                         "    - name: decoder\n"
+                         "      repeat: 4\n"
+                         "      forward: 1ms\n"
+                         "      backward: 2ms\n"
+                         "      static_memory: 1GiB\n"
+                         "      activation: 1GiB\n"
+                         "      recompute:\n"
+                         "        selective: {activation: 256MiB, time: 0.2ms}\n"
+                         "    - {name: head, kind: head, forward: 1ms, backward: 2ms}\n"
+                         "cluster:\n"
+                         "  devices: {memory: 5GiB}\n"
+                         "pipeline:\n"
+                         "  stages: 2\n"
+                         "  microbatches: 4\n";
+  const test::CliRun limited = test::Cli({"search", "--config", path, "--node-limit", "1",
+                                          "--threads", "1", "--emit", "torchtitan"});
+  INFO(limited.out << limited.err);
+  CHECK(limited.status == 0);
+  CHECK(limited.err.find("ppb-sim: --emit torchtitan: no strategy it can express fits in memory "
+                         "(not proved: stopped at node limit); tried your config (1f1b): peak "
+                         "6.00 GiB on rank 0 of 5.00 GiB; nothing emitted") != std::string::npos);
+  CHECK(limited.out.find("  deployable on deepspeed: nothing found that fits (stopped at node "
+                         "limit); none of its defaults fits: your config (1f1b): peak 6.00 GiB "
+                         "on rank 0 of 5.00 GiB\n") != std::string::npos);
+  const test::CliRun closed = test::Cli({"search", "--config", path, "--threads", "1"});
+  CHECK(closed.out.find("  deployable on torchtitan: nothing it can express fits (proved)\n") !=
+        std::string::npos);
+  std::filesystem::remove(path);
 }
 
 // Issue 32, case 2: Llama-3-70B (HF config), TP 8 + SP, p = 2, m = 32,

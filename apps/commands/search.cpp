@@ -25,6 +25,7 @@
 #include "apps/output/report.h"
 #include "apps/output/search_output.h"
 #include "core/engine.h"
+#include "search/first_tries.h"
 #include "search/search.h"
 
 namespace ppb::commands {
@@ -342,6 +343,32 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
       d.searched = true;
       d.result = std::move(*r);
     }
+    if (d.searched && !d.result.found && !d.result.proved_infeasible) {
+      // Not proved: say which of the framework's defaults were simulated,
+      // and take one that fits (a search stopped before its first tries).
+      for (TriedDefault& x : TryDefaults(*problem, t, options.deadline)) {
+        if (x.candidate.feasible) {
+          if (!d.result.found || Better(x.candidate, d.result.best)) {
+            d.result.found = true;
+            d.result.best = std::move(x.candidate);
+            d.result.top = {d.result.best};
+          }
+          continue;
+        }
+        int worst = 0;
+        for (size_t k = 0; k < x.candidate.devices.size(); ++k) {
+          const DeviceStats& a = x.candidate.devices[k];
+          const DeviceStats& w = x.candidate.devices[static_cast<size_t>(worst)];
+          if (a.peak_memory - a.capacity > w.peak_memory - w.capacity) worst = static_cast<int>(k);
+        }
+        const DeviceStats& w = x.candidate.devices[static_cast<size_t>(worst)];
+        d.defaults_tried.push_back(
+            fmt::format("{} ({}): peak {} on rank {} of {}", x.name,
+                        DescribeChoice(*problem, problem->choices[static_cast<size_t>(x.choice)]),
+                        FormatBytes(w.peak_memory), worst, FormatBytes(w.capacity)));
+      }
+      if (d.result.found) d.defaults_tried.clear();
+    }
     return d;
   };
   if (options.target == DeployTarget::Any) {
@@ -368,7 +395,12 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
     if (!d->searched || !d->result.found) {
       err << "ppb-sim: --emit " << FrameworkName(f)
           << ": no strategy it can express fits in memory"
-          << (d->searched ? "" : " (not searched: time limit)") << "; nothing emitted\n";
+          << (!d->searched                   ? " (not searched: time limit)"
+              : d->result.proved_infeasible ? " (proved)"
+                                            : " (not proved: stopped at " +
+                                                  d->result.stop_reason + ")");
+      for (const std::string& x : d->defaults_tried) err << "; tried " << x;
+      err << "; nothing emitted\n";
       continue;
     }
     const RunConfig best = CandidateConfig(*config, *problem, d->result.best);

@@ -454,6 +454,14 @@ std::string TargetText(const SearchReport& report) {
         what += fmt::format("; the recommendation's split: {} {}", TargetName(d.target),
                             d.split_refusal);
       }
+      if (!d.defaults_tried.empty()) {
+        what += "; none of its defaults fits:";
+        const size_t shown = std::min<size_t>(d.defaults_tried.size(), 4);
+        for (size_t k = 0; k < shown; ++k) what += (k > 0 ? "; " : " ") + d.defaults_tried[k];
+        if (d.defaults_tried.size() > shown) {
+          what += fmt::format("; and {} more", d.defaults_tried.size() - shown);
+        }
+      }
     } else {
       what = fmt::format("{:.3f} ms, peak {}, {}{}", ToMs(r.best.makespan),
                          FormatBytes(r.best.max_peak), Fits(r.best),

@@ -24,6 +24,11 @@ struct DeployableBest {
   // Why the framework cannot run the recommendation's split (SplitRefusal;
   // empty when it can).
   std::string split_refusal;
+  // When its search found nothing that fits and did not prove that nothing
+  // does: the framework's defaults (TryDefaults: the first tries it can
+  // deploy) simulated, none of which fits, each "name (schedule): peak P
+  // on rank r of C"; empty otherwise.
+  std::vector<std::string> defaults_tried;
 };
 
 struct SearchReport {
