@@ -98,6 +98,13 @@ std::vector<TriedDefault> TryDefaults(const SearchProblem& problem, DeployTarget
     const ScheduleChoice& ch = problem.choices[static_cast<size_t>(c)];
     const ScheduleInfo* info = FindSchedule(ch.schedule);
     const bool v_placement = info != nullptr && info->placement == StagePlacement::V && ch.v == 2;
+    // A choice the framework cannot run at all (Megatron's group rule, ...).
+    if (target != DeployTarget::Any &&
+        !ChoiceRefusal(target, problem.layers, ch.v, v_placement, problem.p, problem.m,
+                       EffectiveGroup(ch, problem.p, problem.m))
+             .empty()) {
+      continue;
+    }
     for (FirstTry& t : FirstTries(problem, c)) {
       if (std::chrono::steady_clock::now() >= deadline) return out;
       if (target != DeployTarget::Any &&

@@ -233,6 +233,12 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
     // earlier one): one still running there is stopped.
     searchers.back()->SimulateUntil(options.deadline);
   }
+  // Every choice's first tries before any choice's tree (issue 32: more
+  // choices never leave one without its quick incumbents). Under a share a
+  // choice is tried by the process granted it (in Run).
+  if (options.share == nullptr) {
+    for (auto& s : searchers) s->TryFirst();
+  }
   // Under a share, choice i is unit i: searched here only when granted.
   std::vector<char> mine(searchers.size(), 1);
   auto run = [&](size_t i) {
@@ -269,7 +275,9 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   Nanos lb = kInf;
   std::vector<std::pair<double, Nanos>> events;
   for (auto& s : searchers) {
-    events.insert(events.end(), s->top_list.incumbents.begin(), s->top_list.incumbents.end());
+    // Each searcher's times count from its own start: from the search's.
+    const double since = std::chrono::duration<double>(s->limits.start - t0).count();
+    for (const auto& [t, mk] : s->top_list.incumbents) events.emplace_back(since + t, mk);
   }
   std::sort(events.begin(), events.end());
   for (const auto& e : events) {

@@ -81,8 +81,14 @@ class Searcher {
   // bound at best (the leaf cut short bounds nothing finer).
   void SimulateUntil(Clock::time_point deadline) { sim_deadline_ = deadline; }
 
-  // Runs heuristics, local search and branch-and-bound.
+  // Runs heuristics, local search and branch-and-bound (after TryFirst,
+  // when it has not run yet).
   void Run();
+
+  // The strategies a user would try first (search/first_tries.h),
+  // simulated and offered; once. SearchFixed runs every choice's before
+  // any choice's Run, so a time limit never leaves a choice without them.
+  void TryFirst();
 
   // Whether some split fits every device's memory (any recompute); the
   // split found goes to *split. Depth-first with memory pruning only; past
@@ -247,10 +253,8 @@ class Searcher {
   void Report(bool force);
 
   void LocalSearch(std::vector<int> split, std::mt19937_64& rng, int restarts);
-  // The strategies a user would try first (search/first_tries.h),
-  // simulated and offered before anything else.
-  void TryFirst();
 
+  bool tried_first_ = false;  // TryFirst has run
   const ChoiceProblem cp_;  // read-only for the whole search
   RecomputeChoice rc_;      // menus and the recompute choice per device
   std::vector<Path>* path_pool_ = nullptr;

@@ -26,8 +26,9 @@
 #include <memory>
 #include <numeric>
 
-#include "search/driver.h"
 #include "search/bounds.h"
+#include "search/driver.h"
+#include "search/first_tries.h"
 #include "search/searcher.h"
 
 namespace ppb::search_detail {
@@ -89,12 +90,33 @@ Result<std::vector<Nanos>> SettingBounds(const SearchProblem& problem, const Sea
   return bound;
 }
 
+// Adds `c` to `top` unless an entry of the same choice, device order and
+// split is there (the better of the two is kept): one entry per split, as
+// a top list holds them.
+void OfferMerged(std::vector<Candidate>& top, Candidate c) {
+  for (Candidate& t : top) {
+    if (t.choice == c.choice && t.placement == c.placement &&
+        t.strategy.layers_per_stage == c.strategy.layers_per_stage) {
+      if (Better(c, t)) t = std::move(c);
+      return;
+    }
+  }
+  top.push_back(std::move(c));
+}
+
 }  // namespace
 
 Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOptions& options) {
   const auto t0 = Clock::now();
   const std::vector<RecomputeSetting> settings = RecomputeSettings(options.target, problem.layers);
   const int n = static_cast<int>(settings.size());
+  // The framework's defaults first (below), each with when it was done.
+  std::vector<TriedDefault> tried;
+  std::vector<double> tried_at;
+  if (!problem.search_placement && options.share == nullptr) {
+    tried = TryDefaults(problem, options.target, options.deadline);
+    tried_at.assign(tried.size(), std::chrono::duration<double>(Clock::now() - t0).count());
+  }
   Result<std::vector<Nanos>> bounds = SettingBounds(problem, options, settings);
   if (!bounds.ok()) return bounds.error();
   const std::vector<Nanos>& bound = *bounds;
@@ -106,6 +128,22 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
   bool all_closed = true, all_infeasible = true;
   Nanos lb = kInf;
   std::vector<std::pair<double, Nanos>> improvements;
+  // The framework's defaults (the first tries it can deploy) before any
+  // setting: incumbents for every setting's cutoff, and an answer that is
+  // never slower than one of them that fits (issue 32). (The placement
+  // search tries its own orders.)
+  if (!tried.empty()) {
+    for (size_t k = 0; k < tried.size(); ++k) {
+      ++res.evaluations;
+      if (!tried[k].candidate.feasible) continue;
+      improvements.emplace_back(tried_at[k], tried[k].candidate.makespan);
+      OfferMerged(res.top, std::move(tried[k].candidate));
+    }
+    std::sort(res.top.begin(), res.top.end(), Better);
+    if (static_cast<int>(res.top.size()) > std::max(1, options.top_k)) {
+      res.top.resize(static_cast<size_t>(std::max(1, options.top_k)));
+    }
+  }
   Nanos part = kInf;
   std::int64_t nodes_left = options.node_limit;
   const int top_k = std::max(1, options.top_k);
@@ -185,15 +223,7 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
     if (!sub.proved_infeasible) lb = std::min(lb, sub.lower_bound);
     if (sub.part_bound >= 0) part = std::min(part, sub.part_bound);
     if (!closed && res.stop_reason.empty()) res.stop_reason = sub.stop_reason;
-    for (Candidate& c : sub.top) {
-      bool dup = false;
-      for (const Candidate& t : res.top) {
-        dup = dup || (t.choice == c.choice && t.placement == c.placement &&
-                      t.strategy.layers_per_stage == c.strategy.layers_per_stage &&
-                      t.strategy.recompute == c.strategy.recompute);
-      }
-      if (!dup) res.top.push_back(std::move(c));
-    }
+    for (Candidate& c : sub.top) OfferMerged(res.top, std::move(c));
     std::sort(res.top.begin(), res.top.end(), Better);
     if (static_cast<int>(res.top.size()) > options.top_k) res.top.resize(options.top_k);
   }

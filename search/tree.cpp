@@ -401,9 +401,20 @@ constexpr const char* kTiesUnproved =
     "tie-break not proved (too many recompute combinations of equal time)";
 
 void Searcher::TryFirst() {
+  if (tried_first_) return;
+  tried_first_ = true;
   // The placement search's per-order searchers run on clusters of their
   // own; the strategies are tried on the problem's cluster here.
   if (cp_.pb.search_placement) return;
+  // A choice the target's framework cannot run at all holds nothing
+  // deployable (Prepare closes it).
+  if (cp_.opt.target != DeployTarget::Any &&
+      !ChoiceRefusal(cp_.opt.target, cp_.pb.layers, cp_.c.v,
+                     cp_.c.spec.placement == StagePlacement::V, cp_.c.p, cp_.c.m,
+                     EffectiveGroup(cp_.c.choice, cp_.c.p, cp_.c.m))
+           .empty()) {
+    return;
+  }
   for (const FirstTry& t : FirstTries(cp_.pb, cp_.c.index)) {
     const Strategy& st = t.strategy;
     // Past the time limit with an answer in hand, the rest are left (the

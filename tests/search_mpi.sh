@@ -13,11 +13,15 @@ trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 mpi=("$mpirun" --oversubscribe --allow-run-as-root -np "$np" "$bin")
-# The figures that depend on how the work was shared.
+# The figures that depend on how the work was shared, and the anytime
+# profile (when each process improved its best: clock times, and which
+# improvements a process saw depends on what it was granted).
 strip() {
-  grep -v -e '^search: [0-9]* nodes' -e '^placement: [0-9]* device orders' \
-       -e '"nodes":' -e '"evaluations":' -e '"solve_time_s":' -e '"processes":' \
-       -e '"placements_searched":' -e '"placement_nodes":' "$1"
+  sed -e '/^  "anytime": \[/,/^  \],\{0,1\}$/d' "$1" |
+    grep -v -e '^search: [0-9]* nodes' -e '^placement: [0-9]* device orders' \
+      -e '^anytime: ' -e '^gap sides: ' \
+      -e '"nodes":' -e '"evaluations":' -e '"solve_time_s":' -e '"processes":' \
+      -e '"placements_searched":' -e '"placement_nodes":'
 }
 n=0
 while IFS= read -r line; do
