@@ -34,6 +34,35 @@ pipeline:
   microbatches: 4
 )";
 
+// A tiny model for the framework-output tests (test_emit*.cpp): an
+// embedding, `decoders` decoder layers offering full and selective
+// recompute, `mtp` MTP layers, a head; 80 GiB devices.
+inline std::string TinyEmitModel(int decoders = 8, int mtp = 0) {
+  std::string text =
+      "model:\n"
+      "  name: tiny\n"
+      "  layers:\n"
+      "    - {name: embedding, kind: embedding, forward: 1ms, backward: 2ms}\n"
+      "    - name: decoder\n"
+      "      repeat: " +
+      std::to_string(decoders) +
+      "\n"
+      "      forward: 1ms\n"
+      "      backward: 2ms\n"
+      "      recompute:\n"
+      "        full: {activation: 0B, time: 1ms}\n"
+      "        selective: {activation: 0B, time: 0.1ms}\n";
+  if (mtp > 0) {
+    text += "    - {name: mtp, kind: mtp, repeat: " + std::to_string(mtp) +
+            ", forward: 1ms, backward: 2ms, recompute: {full: {activation: "
+            "0B, time: 1ms}}}\n";
+  }
+  text +=
+      "    - {name: head, kind: head, forward: 1ms, backward: 2ms}\n"
+      "cluster: {devices: {memory: 80GiB}}\n";
+  return text;
+}
+
 // Parses `text` as the config "run.yaml".
 inline Result<RunConfig> Parse(const std::string& text,
                                const CliOverrides& cli = {}) {

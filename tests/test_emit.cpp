@@ -16,33 +16,8 @@
 namespace ppb {
 namespace {
 
-// A tiny model: embedding, 8 decoder layers offering full and selective
-// recompute, `mtp` MTP layers, head; p ranks, m micro-batches.
-std::string Model(int decoders = 8, int mtp = 0) {
-  std::string text =
-      "model:\n"
-      "  name: tiny\n"
-      "  layers:\n"
-      "    - {name: embedding, kind: embedding, forward: 1ms, backward: 2ms}\n"
-      "    - name: decoder\n"
-      "      repeat: " +
-      std::to_string(decoders) +
-      "\n"
-      "      forward: 1ms\n"
-      "      backward: 2ms\n"
-      "      recompute:\n"
-      "        full: {activation: 0B, time: 1ms}\n"
-      "        selective: {activation: 0B, time: 0.1ms}\n";
-  if (mtp > 0) {
-    text += "    - {name: mtp, kind: mtp, repeat: " + std::to_string(mtp) +
-            ", forward: 1ms, backward: 2ms, recompute: {full: {activation: "
-            "0B, time: 1ms}}}\n";
-  }
-  text +=
-      "    - {name: head, kind: head, forward: 1ms, backward: 2ms}\n"
-      "cluster: {devices: {memory: 80GiB}}\n";
-  return text;
-}
+// The tiny model of the emit tests (test::TinyEmitModel).
+std::string Model(int decoders = 8, int mtp = 0) { return test::TinyEmitModel(decoders, mtp); }
 
 RunConfig Load(const std::string& text) {
   Result<RunConfig> c = test::Parse(text);

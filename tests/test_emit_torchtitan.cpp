@@ -432,24 +432,6 @@ MainReading RunOnMain(const std::string& text, const std::vector<Layer>& layers,
   return out;
 }
 
-std::string Model(int decoders) {
-  return "model:\n"
-         "  name: tiny\n"
-         "  layers:\n"
-         "    - {name: embedding, kind: embedding, forward: 1ms, backward: 2ms}\n"
-         "    - name: decoder\n"
-         "      repeat: " +
-         std::to_string(decoders) +
-         "\n"
-         "      forward: 1ms\n"
-         "      backward: 2ms\n"
-         "      recompute:\n"
-         "        full: {activation: 0B, time: 1ms}\n"
-         "        selective: {activation: 0B, time: 0.1ms}\n"
-         "    - {name: head, kind: head, forward: 1ms, backward: 2ms}\n"
-         "cluster: {devices: {memory: 80GiB}}\n";
-}
-
 }  // namespace
 
 // Every torchtitan form of a set of strategies (schedules with and without
@@ -477,7 +459,7 @@ TEST_CASE("emit torchtitan: main's Trainer.Config reads every form as ppb's stra
     const int p = pick(sh.min_p, 4), stages = p * sh.v;
     const int decoders = stages + pick(0, 6);
     const int m = 2 * p * pick(1, 2);
-    std::string text = Model(decoders);
+    std::string text = test::TinyEmitModel(decoders);
     text += "pipeline: {stages: " + std::to_string(p) +
             ", virtual_stages: " + std::to_string(sh.v) + ", microbatches: " + std::to_string(m) +
             ", schedule: " + sh.schedule + "}\n";
@@ -578,7 +560,7 @@ TEST_CASE("emit torchtitan: token counts from the config's sequence length") {
 // torchtitan#3674, #3559 and #4121.
 TEST_CASE("emit torchtitan: the re-implementation of main refuses the old form") {
   const Result<RunConfig> config =
-      test::Parse(Model(4) + "pipeline: {stages: 2, microbatches: 4}\n");
+      test::Parse(test::TinyEmitModel(4) + "pipeline: {stages: 2, microbatches: 4}\n");
   REQUIRE(config.ok());
   const std::string parts =
       "config.parallelism.module_fqns_per_model_part = [\n"

@@ -39,6 +39,25 @@ std::vector<Layer> TinyModel() {
   return layers;
 }
 
+// Llama-3-70B from its HF config as issue 32's cases write it: TP 8 + SP,
+// seq 8192, micro-batch 1, DP `dp`, H100 989 TFLOP/s at 0.45, 80 GiB, link
+// 5 us / 400 Gbit/s, selective recompute; then `rest` (pipeline, search).
+std::string Llama3_70b(int dp, const std::string& rest) {
+  return std::string("model:\n  name: llama3-70b\n  hf_config: ") + PPB_CONFIGS_DIR +
+         "/hf/llama3-70b.json\n"
+         "training: {seq_length: 8192, micro_batch_size: 1, dtype: bf16,\n"
+         "  tensor_parallel: 8, sequence_parallel: true, data_parallel: " +
+         std::to_string(dp) +
+         ",\n"
+         "  distributed_optimizer: true}\n"
+         "hardware: {peak_tflops: 989, achievable_fraction: 0.45}\n"
+         "cluster:\n"
+         "  devices: {memory: 80GiB}\n"
+         "  link: {latency: 5us, bandwidth: 400Gbit/s}\n"
+         "strategy: {recompute: {selective: true}}\n" +
+         rest;
+}
+
 }  // namespace
 
 // By hand: 10 layers on p = 4 (v = 1): the even split gives the 8 decoders
@@ -214,22 +233,9 @@ TEST_CASE("nothing a framework can express fits: proved, or its defaults named",
 // finds one too.
 TEST_CASE("Llama-3-70B at p = 2, v = 5: the search never loses to the config",
           "[search][first]") {
-  const std::string text = std::string(
-                               "model:\n"
-                               "  name: llama3-70b\n"
-                               "  hf_config: ") +
-                           PPB_CONFIGS_DIR +
-                           "/hf/llama3-70b.json\n"
-                           "training: {seq_length: 8192, micro_batch_size: 1, dtype: bf16,\n"
-                           "  tensor_parallel: 8, sequence_parallel: true, data_parallel: 16,\n"
-                           "  distributed_optimizer: true}\n"
-                           "hardware: {peak_tflops: 989, achievable_fraction: 0.45}\n"
-                           "cluster:\n"
-                           "  devices: {memory: 80GiB}\n"
-                           "  link: {latency: 5us, bandwidth: 400Gbit/s}\n"
-                           "pipeline: {stages: 2, microbatches: 32, virtual_stages: 5,\n"
-                           "  schedule: interleaved}\n"
-                           "strategy: {recompute: {selective: true}}\n";
+  const std::string text =
+      Llama3_70b(16, "pipeline: {stages: 2, microbatches: 32, virtual_stages: 5,\n"
+                     "  schedule: interleaved}\n");
   for (const char* schedule : {"interleaved", "1f1b"}) {
     INFO(schedule);
     CliOverrides cli;
@@ -261,25 +267,12 @@ TEST_CASE("Llama-3-70B at p = 2, v = 5: the search never loses to the config",
 // answer is never slower than either.
 TEST_CASE("Llama-3-70B at p = 4 for Megatron: never slower than Megatron's default",
           "[search][first]") {
-  const std::string text = std::string(
-                               "model:\n"
-                               "  name: llama3-70b\n"
-                               "  hf_config: ") +
-                           PPB_CONFIGS_DIR +
-                           "/hf/llama3-70b.json\n"
-                           "training: {seq_length: 8192, micro_batch_size: 1, dtype: bf16,\n"
-                           "  tensor_parallel: 8, sequence_parallel: true, data_parallel: 8,\n"
-                           "  distributed_optimizer: true}\n"
-                           "hardware: {peak_tflops: 989, achievable_fraction: 0.45}\n"
-                           "cluster:\n"
-                           "  devices: {memory: 80GiB}\n"
-                           "  link: {latency: 5us, bandwidth: 400Gbit/s}\n"
-                           "pipeline: {stages: 4, microbatches: 64, virtual_stages: 5,\n"
-                           "  schedule: interleaved}\n"
-                           "strategy: {recompute: {selective: true}}\n"
-                           "search: {schedules: [1f1b, interleaved], virtual_stages: [1, 2, 4, 5, "
-                           "10],\n"
-                           "  target: megatron}\n";
+  const std::string text =
+      Llama3_70b(8,
+                 "pipeline: {stages: 4, microbatches: 64, virtual_stages: 5,\n"
+                 "  schedule: interleaved}\n"
+                 "search: {schedules: [1f1b, interleaved], virtual_stages: [1, 2, 4, 5, 10],\n"
+                 "  target: megatron}\n");
   Result<RunConfig> config = ParseConfig(text, "run.yaml", {});
   REQUIRE(config.ok());
   Result<SearchProblem> problem = BuildSearchProblem(*config);
