@@ -101,6 +101,9 @@ UnevenStages UnevenStageLoss(const PipelineSpec& spec, const Program& program,
   UnevenStages out;
   const auto n = static_cast<Nanos>(spec.stages.size());
   if (n == 0 || breakdown.devices.empty()) return out;
+  auto work = [](const StageCost& c) {
+    return c.forward + c.backward_input + c.backward_weight + c.recompute;
+  };
   Nanos f = 0, bi = 0, bw = 0, rc = 0;
   for (size_t s = 0; s < spec.stages.size(); ++s) {
     const StageCost& c = spec.stages[s];
@@ -108,11 +111,13 @@ UnevenStages UnevenStageLoss(const PipelineSpec& spec, const Program& program,
     bi += c.backward_input;
     bw += c.backward_weight;
     rc += c.recompute;
-    const Nanos work = c.forward + c.backward_input + c.backward_weight + c.recompute;
-    if (out.slowest < 0 || work > out.slowest_work) {
+    if (out.slowest < 0 || work(c) > out.slowest_work) {
       out.slowest = static_cast<int>(s);
-      out.slowest_work = work;
+      out.slowest_work = work(c);
     }
+  }
+  for (size_t s = 0; s < spec.stages.size(); ++s) {
+    if (100 * work(spec.stages[s]) >= 99 * out.slowest_work) out.at_fault.push_back(static_cast<int>(s));
   }
   out.mean_work = (f + bi + bw + rc) / n;
   PipelineSpec equal = spec;

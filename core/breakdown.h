@@ -90,13 +90,15 @@ Breakdown ComputeBreakdown(const SimResult& result);
 // (issue 32: an uneven layout's cost was booked as fill and drain).
 //   loss = WD(d*) - min(WD(d*), WD_equal(d*)), 0 <= loss <= WD(d*).
 // The stage at fault is the one with the most work per micro-batch (F +
-// I + W + recompute; ties: the lower stage).
+// I + W + recompute; ties: the lower stage), with any within 1 % of it.
 struct UnevenStages {
   Nanos loss = 0;
   Nanos equal_warmup_drain = 0;  // WD_equal(d*), the counterfactual's
   int slowest = -1;              // stage; -1 without stages
   Nanos slowest_work = 0;        // its work per micro-batch
   Nanos mean_work = 0;           // the stages' mean work per micro-batch
+  // Every stage whose work is at least 99 % of slowest_work, in order.
+  std::vector<int> at_fault;
 };
 // REQUIRES: breakdown = ComputeBreakdown of a run of `program` on `spec`
 // that did not deadlock.

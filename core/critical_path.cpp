@@ -120,15 +120,7 @@ CriticalPathSummary SummarizeCriticalPath(const PipelineSpec& spec,
   }
   for (size_t st = 0; st < by_stage.size(); ++st) {
     if (!seen[st]) continue;
-    // The chunk: how many of the rank's stages come before this one.
-    int chunk = 0;
-    for (size_t o = 0; o < st; ++o) {
-      if (o < spec.stage_device.size() && st < spec.stage_device.size() &&
-          spec.stage_device[o] == spec.stage_device[st]) {
-        ++chunk;
-      }
-    }
-    by_stage[st].chunk = chunk;
+    by_stage[st].chunk = ChunkOnRank(spec.stage_device, static_cast<int>(st));
     out.stages.push_back(by_stage[st]);
   }
   std::stable_sort(out.stages.begin(), out.stages.end(),

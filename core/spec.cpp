@@ -21,6 +21,14 @@ std::vector<DeviceId> StagePlacementDevices(StagePlacement placement, int p,
   return devices;
 }
 
+int ChunkOnRank(const std::vector<DeviceId>& stage_device, int s) {
+  int chunk = 0;
+  for (int o = 0; o < s; ++o) {
+    chunk += stage_device[static_cast<size_t>(o)] == stage_device[static_cast<size_t>(s)] ? 1 : 0;
+  }
+  return chunk;
+}
+
 std::vector<Link> RingLinkMatrix(int p, const std::vector<Link>& links) {
   std::vector<Link> matrix(static_cast<size_t>(p) * p);
   for (int from = 0; from < p; ++from) {

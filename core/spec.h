@@ -89,6 +89,10 @@ std::vector<DeviceId> DefaultPlacement(int p, int v);
 std::vector<DeviceId> StagePlacementDevices(StagePlacement placement, int p,
                                             int v);
 
+// The chunk of global stage `s` on its rank: how many of that rank's stages
+// come before it in `stage_device` (Loop: s / p; V: 0 for s < p, else 1).
+int ChunkOnRank(const std::vector<DeviceId>& stage_device, int s);
+
 // Link matrix for a ring of ranks from Cluster::links (links[r] joins r and
 // r+1 mod p; REQUIRES: links.size() == p). A pair that is not adjacent gets
 // the route going up the ring from `from` to `to`: summed latency, smallest

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ppb {
 namespace {
@@ -156,6 +157,12 @@ class LayoutExpander {
 };
 
 }  // namespace
+
+std::vector<size_t> StageStarts(const std::vector<int>& layers_per_stage) {
+  std::vector<size_t> starts = {0};
+  for (int c : layers_per_stage) starts.push_back(starts.back() + static_cast<size_t>(c));
+  return starts;
+}
 
 Result<std::vector<int>> ParseMegatronLayout(std::string_view layout,
                                              const std::vector<Layer>& layers,

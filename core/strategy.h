@@ -12,6 +12,10 @@
 
 namespace ppb {
 
+// The first layer index of each global stage of `layers_per_stage`, and
+// the number of layers at the end (size S + 1).
+std::vector<size_t> StageStarts(const std::vector<int>& layers_per_stage);
+
 // Megatron-LM --pipeline-model-parallel-layout: stages separated by '|',
 // 'E' embedding, 't' decoder layer (decoder or moe kind), 'm' MTP layer, 'L'
 // loss/head; "x*n" and "(...)*n" repeat; ',' and spaces are ignored; empty

@@ -55,13 +55,8 @@ std::vector<Baseline> Baselines(const SearchProblem& problem, int choice,
   // The user's own strategy (the config's), as the search's first tries
   // take it for this choice.
   for (const Strategy& seed : problem.seeds) {
-    if (seed.layers_per_stage.size() == static_cast<size_t>(S)) {
-      add("your config", seed);
-    } else {
-      Strategy s = EvenStrategy(problem.layers, p, v);
-      s.recompute = seed.recompute;
-      add("your config's recompute, even split", s);
-    }
+    FirstTry t = SeedTry(problem, seed, v);
+    add(std::move(t.name), std::move(t.strategy));
   }
   const Strategy even = EvenStrategy(problem.layers, p, v);
   add("even split, no recompute", even);

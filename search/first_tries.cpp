@@ -52,6 +52,15 @@ Strategy WithModeEverywhere(Strategy strategy, const std::vector<Layer>& layers,
   return strategy;
 }
 
+FirstTry SeedTry(const SearchProblem& problem, const Strategy& seed, int v) {
+  if (seed.layers_per_stage.size() == static_cast<size_t>(problem.p) * static_cast<size_t>(v)) {
+    return FirstTry{"your config", seed};
+  }
+  Strategy s = EvenStrategy(problem.layers, problem.p, v);
+  s.recompute = seed.recompute;
+  return FirstTry{"your config's recompute, even split", std::move(s)};
+}
+
 std::vector<FirstTry> FirstTries(const SearchProblem& problem, int choice) {
   const int v = problem.choices[static_cast<size_t>(choice)].v;
   const size_t S = static_cast<size_t>(problem.p) * static_cast<size_t>(v);
@@ -68,13 +77,8 @@ std::vector<FirstTry> FirstTries(const SearchProblem& problem, int choice) {
     out.push_back(FirstTry{std::move(name), std::move(s)});
   };
   for (const Strategy& seed : problem.seeds) {
-    if (seed.layers_per_stage.size() == S) {
-      add("your config", seed);
-    } else {
-      Strategy s = even;
-      s.recompute = seed.recompute;
-      add("your config's recompute, even split", std::move(s));
-    }
+    FirstTry t = SeedTry(problem, seed, v);
+    add(std::move(t.name), std::move(t.strategy));
   }
   const std::vector<std::string> modes = RecomputeModeNames(problem.layers);
   std::vector<std::pair<std::string, Strategy>> splits{{"even split", even}};

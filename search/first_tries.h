@@ -44,6 +44,11 @@ struct FirstTry {
   Strategy strategy;
 };
 
+// The user's strategy `seed` for a choice of v chunks per rank: as given
+// ("your config") when it has p·v stages, else its recompute on the even
+// split ("your config's recompute, even split").
+FirstTry SeedTry(const SearchProblem& problem, const Strategy& seed, int v);
+
 // The first tries of choice `choice` of `problem` (above).
 std::vector<FirstTry> FirstTries(const SearchProblem& problem, int choice);
 

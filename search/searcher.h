@@ -162,6 +162,9 @@ class Searcher {
   // The DFS state and the root bound (pending_bound); false when no split
   // exists at all (closed then).
   bool Prepare(bool path_weights = true);
+  // Whether the target's framework cannot run this choice at all
+  // (ChoiceRefusal: its v, placement, group; never under target any).
+  bool TargetRefusesChoice() const;
   // Full evaluation of a split: recompute choice + simulation. Returns
   // false when infeasible in memory.
   bool EvaluateSplit(const std::vector<int>& split, Candidate* out, bool& exact);

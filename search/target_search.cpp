@@ -112,10 +112,10 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
   const int n = static_cast<int>(settings.size());
   // The framework's defaults first (below), each with when it was done.
   std::vector<TriedDefault> tried;
-  std::vector<double> tried_at;
+  double tried_s = 0;
   if (!problem.search_placement && options.share == nullptr) {
     tried = TryDefaults(problem, options.target, options.deadline);
-    tried_at.assign(tried.size(), std::chrono::duration<double>(Clock::now() - t0).count());
+    tried_s = std::chrono::duration<double>(Clock::now() - t0).count();
   }
   Result<std::vector<Nanos>> bounds = SettingBounds(problem, options, settings);
   if (!bounds.ok()) return bounds.error();
@@ -133,11 +133,11 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
   // never slower than one of them that fits (issue 32). (The placement
   // search tries its own orders.)
   if (!tried.empty()) {
-    for (size_t k = 0; k < tried.size(); ++k) {
+    for (TriedDefault& x : tried) {
       ++res.evaluations;
-      if (!tried[k].candidate.feasible) continue;
-      improvements.emplace_back(tried_at[k], tried[k].candidate.makespan);
-      OfferMerged(res.top, std::move(tried[k].candidate));
+      if (!x.candidate.feasible) continue;
+      improvements.emplace_back(tried_s, x.candidate.makespan);
+      OfferMerged(res.top, std::move(x.candidate));
     }
     std::sort(res.top.begin(), res.top.end(), Better);
     if (static_cast<int>(res.top.size()) > std::max(1, options.top_k)) {

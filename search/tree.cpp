@@ -344,6 +344,13 @@ void Searcher::Dfs(int s, int pos) {
   level_bounds_[s] = kInf;
 }
 
+bool Searcher::TargetRefusesChoice() const {
+  return !ChoiceRefusal(cp_.opt.target, cp_.pb.layers, cp_.c.v,
+                        cp_.c.spec.placement == StagePlacement::V, cp_.c.p, cp_.c.m,
+                        EffectiveGroup(cp_.c.choice, cp_.c.p, cp_.c.m))
+              .empty();
+}
+
 bool Searcher::Prepare(bool path_weights) {
   const int S = cp_.c.S, L = cp_.c.L, p = cp_.c.p;
   // (Sums over the layers and the least output are in cp_: ChoiceProblem.)
@@ -366,10 +373,7 @@ bool Searcher::Prepare(bool path_weights) {
   }
   // A choice the target's framework cannot run at all (its v, its
   // placement, the model's layers) holds nothing deployable: closed.
-  if (!ChoiceRefusal(cp_.opt.target, cp_.pb.layers, cp_.c.v,
-                     cp_.c.spec.placement == StagePlacement::V, p, cp_.c.m,
-                     EffectiveGroup(cp_.c.choice, p, cp_.c.m))
-           .empty()) {
+  if (TargetRefusesChoice()) {
     closed = true;
     limits.stop_reason = "nothing deployable under this schedule choice";
     pending_bound = kInf;
@@ -408,13 +412,7 @@ void Searcher::TryFirst() {
   if (cp_.pb.search_placement) return;
   // A choice the target's framework cannot run at all holds nothing
   // deployable (Prepare closes it).
-  if (cp_.opt.target != DeployTarget::Any &&
-      !ChoiceRefusal(cp_.opt.target, cp_.pb.layers, cp_.c.v,
-                     cp_.c.spec.placement == StagePlacement::V, cp_.c.p, cp_.c.m,
-                     EffectiveGroup(cp_.c.choice, cp_.c.p, cp_.c.m))
-           .empty()) {
-    return;
-  }
+  if (TargetRefusesChoice()) return;
   for (const FirstTry& t : FirstTries(cp_.pb, cp_.c.index)) {
     const Strategy& st = t.strategy;
     // Past the time limit with an answer in hand, the rest are left (the

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <random>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "apps/cli.h"
@@ -61,6 +63,26 @@ inline std::string TinyEmitModel(int decoders = 8, int mtp = 0) {
       "    - {name: head, kind: head, forward: 1ms, backward: 2ms}\n"
       "cluster: {devices: {memory: 80GiB}}\n";
   return text;
+}
+
+// A split of an embedding, `decoders` body layers and a head (`layers` in
+// all) over `stages` stages: one body layer on each, the rest dealt one at
+// a time to a uniformly random stage, the embedding on the first and the
+// head on the last; no recompute. `body` (may be null) gets the body layers
+// per stage.
+inline Strategy DealtSplit(std::mt19937_64& rng, int stages, int decoders, size_t layers,
+                           std::vector<int>* body = nullptr) {
+  std::vector<int> dealt(static_cast<size_t>(stages), 1);
+  for (int k = stages; k < decoders; ++k) {
+    ++dealt[static_cast<size_t>(std::uniform_int_distribution<int>(0, stages - 1)(rng))];
+  }
+  Strategy s;
+  s.layers_per_stage = dealt;
+  s.layers_per_stage.front() += 1;
+  s.layers_per_stage.back() += 1;
+  s.recompute.assign(layers, 0);
+  if (body != nullptr) *body = std::move(dealt);
+  return s;
 }
 
 // Parses `text` as the config "run.yaml".

@@ -226,13 +226,9 @@ TEST_CASE("emit MindFormers: LayerSetting reads every form as ppb's strategy") {
     RunConfig config = Load(MindFormersModel(decoders) + pipeline + "}\n");
     INFO("trial " << trial << " p=" << p << " v=" << v << " decoders=" << decoders);
     // Body layers per stage: one each, the rest dealt at random.
-    std::vector<int> body(static_cast<size_t>(stages), 1);
-    for (int k = stages; k < decoders; ++k) ++body[static_cast<size_t>(pick(0, stages - 1))];
+    std::vector<int> body;
     Strategy& s = config.strategy;
-    s.layers_per_stage = body;
-    s.layers_per_stage.front() += 1;
-    s.layers_per_stage.back() += 1;
-    s.recompute.assign(config.layers.size(), 0);
+    s = test::DealtSplit(rng, stages, decoders, config.layers.size(), &body);
     const bool ordered = pick(0, 3) != 0;
     size_t i = 1;
     for (int st = 0; st < stages; ++st) {

@@ -468,13 +468,8 @@ TEST_CASE("emit torchtitan: main's Trainer.Config reads every form as ppb's stra
     Result<RunConfig> loaded = test::Parse(text);
     if (!loaded.ok()) FAIL(loaded.error().message);
     RunConfig config = *loaded;
-    std::vector<int> body(static_cast<size_t>(stages), 1);
-    for (int k = stages; k < decoders; ++k) ++body[static_cast<size_t>(pick(0, stages - 1))];
     Strategy& s = config.strategy;
-    s.layers_per_stage = body;
-    s.layers_per_stage.front() += 1;
-    s.layers_per_stage.back() += 1;
-    s.recompute.assign(config.layers.size(), 0);
+    s = test::DealtSplit(rng, stages, decoders, config.layers.size());
     const int rc = trial % 3;  // 0 none, 1 full on every decoder, 2 a mix
     for (size_t i = 1; i + 1 < config.layers.size(); ++i) {
       if (rc == 1) s.recompute[i] = 1;

@@ -149,9 +149,7 @@ namespace {
 // (rank + 1) and the layer.
 Status CheckSplitBackward(const RunConfig& config, const Program& program,
                           const std::string& csv) {
-  const std::vector<int>& counts = config.strategy.layers_per_stage;
-  std::vector<size_t> starts(1, 0);
-  for (int n : counts) starts.push_back(starts.back() + static_cast<size_t>(n));
+  const std::vector<size_t> starts = StageStarts(config.strategy.layers_per_stage);
   for (size_t d = 0; d < program.ops.size(); ++d) {
     for (const Op& op : program.ops[d]) {
       if (op.kind != OpKind::I && op.kind != OpKind::W) continue;

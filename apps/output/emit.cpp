@@ -69,14 +69,6 @@ Status SetOnDecoders(const std::vector<Layer>& layers, const char* mode,
   return Status();
 }
 
-std::vector<size_t> StageStarts(const std::vector<int>& layers_per_stage) {
-  std::vector<size_t> starts = {0};
-  for (int c : layers_per_stage) {
-    starts.push_back(starts.back() + static_cast<size_t>(c));
-  }
-  return starts;
-}
-
 std::string JoinInts(const std::vector<int>& xs) {
   std::string out;
   for (size_t i = 0; i < xs.size(); ++i) {

@@ -33,8 +33,6 @@ std::uint8_t OptionIndex(const Layer& layer, std::string_view name);
 Status SetOnDecoders(const std::vector<Layer>& layers, const char* mode,
                      std::vector<std::uint8_t>& recompute);
 
-// First layer index of each global stage, plus the total at the end.
-std::vector<size_t> StageStarts(const std::vector<int>& layers_per_stage);
 
 std::string JoinInts(const std::vector<int>& xs);
 

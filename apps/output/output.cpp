@@ -200,10 +200,9 @@ std::string DescribeSchedule(const RunConfig& config) {
 
 // "stage 15 (rank 7, chunk 1)".
 std::string StageWhere(const PipelineSpec& spec, int s) {
-  const DeviceId d = spec.stage_device[static_cast<size_t>(s)];
-  int chunk = 0;
-  for (int o = 0; o < s; ++o) chunk += spec.stage_device[static_cast<size_t>(o)] == d ? 1 : 0;
-  return fmt::format("stage {} (rank {}, chunk {})", s, d.value, chunk);
+  return fmt::format("stage {} (rank {}, chunk {})", s,
+                     spec.stage_device[static_cast<size_t>(s)].value,
+                     ChunkOnRank(spec.stage_device, s));
 }
 
 std::string ExplainBreakdown(const PipelineSpec& spec, const SimResult& r,
@@ -245,19 +244,10 @@ std::string ExplainBreakdown(const PipelineSpec& spec, const SimResult& r,
         return head + ": " + fill_drain;
       }
       // At least 1 % of the iteration is the split's doing: name the
-      // stages at fault (the slowest and any within 1 % of it, up to 3).
-      std::vector<int> fault;
-      int more = 0;
-      for (int s = 0; s < spec.num_stages(); ++s) {
-        const StageCost& c = spec.stages[static_cast<size_t>(s)];
-        const Nanos work = c.forward + c.backward_input + c.backward_weight + c.recompute;
-        if (100 * work < 99 * uneven->slowest_work) continue;
-        if (fault.size() < 3) {
-          fault.push_back(s);
-        } else {
-          ++more;
-        }
-      }
+      // stages at fault (UnevenStages::at_fault), up to 3.
+      const std::vector<int>& all = uneven->at_fault;
+      const std::vector<int> fault(all.begin(), all.begin() + std::min<size_t>(all.size(), 3));
+      const int more = static_cast<int>(all.size() - fault.size());
       std::string where;
       for (size_t k = 0; k < fault.size(); ++k) {
         if (k > 0) where += k + 1 == fault.size() && more == 0 ? " and " : ", ";
