@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/gpu.h"
+
 namespace ppb {
 
 // Which decoder layers have a mixture-of-experts MLP. The HuggingFace
@@ -63,6 +65,18 @@ struct Architecture {
   bool IsMoeLayer(int i) const;  // 0-based decoder layer index
 };
 
+// Per-head widths of the attention core: Q and K (MLA: nope + rope), V.
+inline std::int64_t QkDim(const Architecture& a) {
+  return a.mla() ? a.qk_nope_head_dim + a.qk_rope_head_dim : a.head_dim;
+}
+inline std::int64_t VDim(const Architecture& a) {
+  return a.mla() ? a.v_head_dim : a.head_dim;
+}
+// K heads of the attention core: MLA expands the latent to every head.
+inline std::int64_t KvHeads(const Architecture& a) {
+  return a.mla() ? a.heads : a.kv_heads;
+}
+
 // The optimizer, which sets the bytes of optimizer state per parameter
 // (core/cost_model.h BytesPerParam).
 enum class Optimizer {
@@ -102,6 +116,19 @@ struct Training {
   int dp = 1;                    // data parallel size
   bool distributed_optimizer = false;  // shard optimizer state over dp
   Optimizer optimizer = Optimizer::Adam;
+  // Sequences per step (0: not given; then pipeline.microbatches is m).
+  std::int64_t global_batch = 0;
+  // Megatron-LM's flags (megatron/training/arguments.py, core 0.20: each
+  // store_true, default False).
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  bool tp_comm_overlap = false;
+  // The busiest expert-parallel rank's tokens over the mean (1: balanced
+  // routing); multiplies the expert GEMMs and the all-to-alls.
+  double routing_skew = 1.0;
+  // The attention core stores no s^2 tensor (FlashAttention, as Megatron
+  // with Transformer Engine runs it): on with the step model.
+  bool flash_attention = false;
 };
 
 // One device.
@@ -109,6 +136,16 @@ struct Hardware {
   double peak_tflops = 0;           // dense 16-bit peak, TFLOP/s
   double achievable_fraction = 1;   // of the peak reached on matmuls (0, 1]
   std::int64_t memory_bytes = 0;    // capacity
+  // The step model (hardware.gpu given): each layer's kernels priced by
+  // shape (core/layer_kernels.h), its TP/CP/EP collectives on their group's
+  // link (core/rank_layout.h), and the step's tail (core/step_tail.h).
+  // Without it: every FLOP at peak x achievable_fraction, nothing else.
+  bool step_model = false;
+  // With the step model, achievable_fraction given explicitly replaces the
+  // GEMM efficiency curve (and the attention efficiency) by that constant.
+  bool fraction_given = false;
+  Gpu gpu;                          // its peak_tflops is peak_tflops
+  std::int64_t memory_reserve = 0;  // kept free on every device
 };
 
 }  // namespace ppb

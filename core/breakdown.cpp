@@ -87,10 +87,15 @@ int BusiestDevice(const std::vector<DeviceStats>& devices) {
 Breakdown ComputeBreakdown(const SimResult& result) {
   Breakdown b;
   b.iteration = result.makespan;
+  b.pipeline_end = result.pipeline_end > 0 ? result.pipeline_end : result.makespan;
+  b.grad_sync = result.breakdown.grad_sync;
+  b.optimizer = result.breakdown.optimizer;
   b.mean_useful = MeanUsefulCompute(result.devices);
   b.bottleneck = BusiestDevice(result.devices);
-  for (const DeviceStats& d : result.devices) {
-    b.devices.push_back(DeviceBubbleParts(d, result.makespan, b.mean_useful));
+  for (DeviceStats d : result.devices) {
+    // The pipeline's parts against its own end; the tail is apart.
+    d.idle = b.pipeline_end - d.busy;
+    b.devices.push_back(DeviceBubbleParts(d, b.pipeline_end, b.mean_useful));
   }
   if (!b.devices.empty()) b.pipeline = b.devices[b.bottleneck];
   return b;

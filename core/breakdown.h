@@ -60,6 +60,12 @@ struct BubbleParts {
 
 struct Breakdown {
   Nanos iteration = 0;    // T, the makespan
+  // With the step's tail (core/step_tail.h): the pipeline's parts (below)
+  // sum to pipeline_end, and T = pipeline_end + grad_sync + optimizer
+  // (BubbleBreakdown's). Without: pipeline_end = T, the two are 0.
+  Nanos pipeline_end = 0;
+  Nanos grad_sync = 0;
+  Nanos optimizer = 0;
   Nanos mean_useful = 0;  // mu
   int bottleneck = 0;     // d*
   BubbleParts pipeline;   // == devices[bottleneck]

@@ -1,5 +1,8 @@
 #include "core/cost_model.h"
 
+#include "core/layer_kernels.h"
+#include "core/rank_layout.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -28,21 +31,17 @@ namespace {
 
 using I64 = std::int64_t;
 
+// Bytes of HBM traffic per local parameter of an Adam step in mixed
+// precision (job-model.md "Optimizer step": read and write the fp32 master
+// weight, m and v, read the gradient, write the 16-bit weight).
+constexpr double kOptimizerBytesPerParam = 30;
+
 // Weights of one norm: RMSNorm has a scale, LayerNorm a scale and a bias.
 I64 NormParams(const Architecture& a, I64 width) {
   return a.layernorm_with_bias ? 2 * width : width;
 }
 
 // Dimensions of the attention: per-head widths of Q/K and of V.
-I64 QkDim(const Architecture& a) {
-  return a.mla() ? a.qk_nope_head_dim + a.qk_rope_head_dim : a.head_dim;
-}
-I64 VDim(const Architecture& a) {
-  return a.mla() ? a.v_head_dim : a.head_dim;
-}
-// K heads of the attention core: MLA expands the latent to every head.
-I64 KvHeads(const Architecture& a) { return a.mla() ? a.heads : a.kv_heads; }
-
 // Weight matrices of the attention block (those a token multiplies).
 I64 AttentionWeights(const Architecture& a) {
   const I64 h = a.hidden;
@@ -232,7 +231,10 @@ ActivationTerms DecoderTerms(const Architecture& a, const Training& t,
   } else {
     x.split += inner * sb * a.ffn;
   }
-  x.core = (2 * e + 1) * a.heads * s * t.seq * t.micro_batch;
+  // FlashAttention stores no s^2 tensor: only the fp32 log-sum-exp of
+  // each query row (its output is the projection input above).
+  x.core = t.flash_attention ? 4 * a.heads * s * t.micro_batch
+                             : (2 * e + 1) * a.heads * s * t.seq * t.micro_batch;
   return x;
 }
 
@@ -523,23 +525,78 @@ std::string StaticText(const ParamCount& p, const Training& t,
   return s + BytesText(t);
 }
 
-void SetTimes(DerivedLayer& d, const Training& t, const Hardware& h) {
+// Times: with the step model the layer's kernels priced by shape
+// (core/layer_kernels.h), else its FLOPs at peak x achievable_fraction.
+// An MTP layer: its decoder layer, eh_proj (2h -> h) and the shared head's
+// logits.
+LayerKernels MtpKernels(const Architecture& a, const Training& t) {
+  LayerKernels k = DecoderKernels(a, t, a.layers);
+  const std::int64_t T = t.micro_batch * (t.seq / t.cp);
+  k.gemms.push_back({"eh_proj", T, a.hidden, 2 * a.hidden});
+  const LayerKernels head = HeadKernels(a, t);
+  k.gemms.insert(k.gemms.end(), head.gemms.begin(), head.gemms.end());
+  k.elementwise_bytes += head.elementwise_bytes;
+  k.elementwise_kernels += head.elementwise_kernels;
+  k.comms.insert(k.comms.end(), head.comms.begin(), head.comms.end());
+  return k;
+}
+
+void SetTimes(DerivedLayer& d, LayerKernels kernels, const Training& t,
+              const Hardware& h) {
+  d.layer.split_backward = true;
+  if (h.step_model) {
+    const JobGroups groups = PlaceJob(t, h.gpu);
+    d.times = PriceKernels(kernels, t, h, groups);
+    d.kernels = std::move(kernels);
+    d.layer.forward = d.times.forward;
+    d.layer.backward_input = d.times.backward_input;
+    d.layer.backward_weight = d.times.backward_weight;
+    return;
+  }
   d.layer.forward = DeviceTime(d.flops.forward(), t, h);
   d.layer.backward_input = DeviceTime(d.flops.backward_input(), t, h);
   d.layer.backward_weight = DeviceTime(d.flops.backward_weight(), t, h);
-  d.layer.split_backward = true;
+}
+
+// The step's tail of a layer (core/step_tail.h), with the step model: the
+// gradient bytes its rank syncs (dense over dp x cp, experts over the
+// expert-data-parallel group; tied-embedding copies are parameters of the
+// head) and its optimizer step: Adam with an fp32 master copy reads and
+// writes the master weight, m and v, reads the gradient and writes the
+// 16-bit weight, about 30 bytes of HBM traffic per local parameter
+// (job-model.md "Optimizer step"), on the local shard with the distributed
+// optimizer.
+void SetTail(DerivedLayer& d, const Training& t, const Hardware& h) {
+  if (!h.step_model) return;
+  const double dense = static_cast<double>(d.params.dense + d.tied_copy_params) / t.tp;
+  const double expert = static_cast<double>(d.params.expert) / (t.tp * t.ep);
+  const int grad = DtypeBytes(t.grad_dtype);
+  d.layer.grad_bytes = static_cast<Bytes>(std::llround(dense * grad));
+  d.layer.expert_grad_bytes = static_cast<Bytes>(std::llround(expert * grad));
+  const int dense_shards = t.distributed_optimizer ? t.dp * t.cp : 1;
+  const int expert_shards =
+      t.distributed_optimizer ? std::max(1, t.dp * t.cp / t.ep) : 1;
+  const double local = dense / dense_shards + expert / expert_shards;
+  const double bytes = local * kOptimizerBytesPerParam;
+  if (local > 0) {
+    d.layer.optimizer = std::max<Nanos>(
+        h.gpu.compute.kernel_floor,
+        static_cast<Nanos>(std::llround(
+            bytes / (h.gpu.hbm_bytes_per_s * h.gpu.compute.hbm) * 1e9)));
+  }
 }
 
 DerivedLayer DecoderLike(const Architecture& a, const Training& t,
                          const Hardware& h, std::string name, LayerKind kind,
                          const ParamCount& params, const Flops& flops,
-                         bool moe) {
+                         bool moe, LayerKernels kernels) {
   DerivedLayer d;
   d.layer.name = std::move(name);
   d.layer.kind = kind;
   d.params = params;
   d.flops = flops;
-  SetTimes(d, t, h);
+  SetTimes(d, std::move(kernels), t, h);
+  SetTail(d, t, h);
   d.layer.static_memory = StaticBytes(params, t);
   d.activation = DecoderActivation(a, t, moe);
   d.layer.activation = d.activation.none;
@@ -547,7 +604,8 @@ DerivedLayer DecoderLike(const Architecture& a, const Training& t,
   d.layer.output_bytes = HiddenBytes(a, t);
   // Selective recompute reruns the attention core; full recompute the whole
   // forward [K22 §5].
-  const Nanos core_time = DeviceTime(flops.attention, t, h);
+  const Nanos core_time =
+      h.step_model ? d.times.attention : DeviceTime(flops.attention, t, h);
   d.layer.recompute = {
       RecomputeOption{"selective", d.activation.selective, core_time},
       RecomputeOption{"full", d.activation.full, d.layer.forward}};
@@ -578,7 +636,8 @@ std::vector<DerivedLayer> DeriveLayers(const Architecture& a,
     d.layer.name = "embedding";
     d.layer.kind = LayerKind::Embedding;
     d.params = EmbeddingParams(a);
-    SetTimes(d, t, h);
+    SetTimes(d, EmbeddingKernels(a, t), t, h);
+    SetTail(d, t, h);
     d.layer.static_memory = StaticBytes(d.params, t);
     // Megatron's estimator: 8sb (input ids) + sbh (embedding dropout
     // mask), divided by t [MTM].
@@ -597,13 +656,14 @@ std::vector<DerivedLayer> DeriveLayers(const Architecture& a,
     out.push_back(DecoderLike(a, t, h, "decoder." + std::to_string(i),
                               moe ? LayerKind::Moe : LayerKind::Decoder,
                               DecoderLayerParams(a, i),
-                              DecoderLayerFlops(a, t, i), moe));
+                              DecoderLayerFlops(a, t, i), moe,
+                              DecoderKernels(a, t, i)));
   }
   for (int i = 0; i < a.mtp_layers; ++i) {
     DerivedLayer d =
         DecoderLike(a, t, h, "mtp." + std::to_string(i), LayerKind::Mtp,
                     MtpLayerParams(a), MtpLayerFlops(a, t),
-                    a.IsMoeLayer(a.layers));
+                    a.IsMoeLayer(a.layers), MtpKernels(a, t));
     // Its own logits (through the shared head) in fp32, as the head's.
     d.layer.workspace = CeilDiv(4 * sb * a.vocab, t.tp);
     d.provenance += "; workspace fp32 logits 4*s*b*V/tp";
@@ -617,17 +677,17 @@ std::vector<DerivedLayer> DeriveLayers(const Architecture& a,
     const ParamCount head = HeadParams(a);
     d.params = {norm.dense + head.dense, 0};
     d.flops = HeadFlops(a, t);
-    SetTimes(d, t, h);
+    SetTimes(d, HeadKernels(a, t), t, h);
     // A tied head's weights are the embedding's. With more than one
     // pipeline rank Megatron's last stage allocates its own output-layer
     // weight, a copy of the word embeddings V x h / t with its gradient and
     // optimizer state, kept equal to the first stage's by an all-reduce
     // over the embedding group [MLM setup_embeddings_and_output_layer].
     // The copy costs memory here but is not a parameter of the model (the
-    // totals count the matrix once). The all-reduce of its gradient is
-    // data-parallel-style gradient synchronisation, which ppb does not
-    // model (docs/model.md).
+    // totals count the matrix once). The all-reduce of its gradient is in
+    // the step's tail (core/step_tail.h), with the step model.
     if (a.tied_embeddings && t.pp > 1) d.tied_copy_params = a.vocab * a.hidden;
+    SetTail(d, t, h);
     d.layer.static_memory =
         StaticBytes({d.params.dense + d.tied_copy_params, 0}, t);
     // Stashed: the final norm's input and the head's input, e·sbh each

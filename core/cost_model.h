@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/architecture.h"
+#include "core/layer_kernels.h"
 #include "core/model.h"
 #include "core/result.h"
 
@@ -142,6 +143,10 @@ struct DerivedLayer {
   // head is on another pipeline rank than the embedding (training.pp > 1).
   std::int64_t tied_copy_params = 0;
   std::string provenance;   // where each number came from
+  // With the step model (Hardware::step_model): its kernels on one rank and
+  // their priced times (core/layer_kernels.h); empty otherwise.
+  LayerKernels kernels;
+  KernelTimes times;
 };
 
 // Whether `grad_dtype` is a gradient format Megatron-LM trains `dtype`

@@ -139,6 +139,7 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
     keys_[last].bwd_ready = 0;
   }
   Fill(link_free_, static_cast<size_t>(p) * p, Nanos{0});
+  if (spec.tail.enabled) grad_op_.assign(ns, {0, 0});
   dev_.resize(p);
   DevState* const dev = dev_.data();
   for (int d = 0; d < p; ++d) {
@@ -181,6 +182,7 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
   const bool blocking = spec.comm == CommMode::Blocking;
   const bool record_ops = options.record_ops;
   const bool record_memory = options.record_memory;
+  const bool track_tail = spec.tail.enabled;
 
   // Per stage, once per run: durations, memory deltas and the routes of the
   // message to s+1 (activation) and to s-1 (gradient w.r.t. s's input, of
@@ -418,6 +420,9 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
       }
       ds.comm_blocked += stream_free - end;
       ds.last_end = end;
+      if (track_tail && (op.kind == OpKind::B || op.kind == OpKind::W)) {
+        grad_op_[s] = {start, end};
+      }
       free = stream_free;
       if (record_memory) out.memory[d].push_back({end, mem});
       ++pc;
@@ -443,6 +448,30 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
     }
     makespan = std::max(makespan, dev[d].free);
   }
+  out.pipeline_end = makespan;
+  // The step's tail (core/step_tail.h) after a complete run.
+  Nanos tail_sync = makespan;
+  if (spec.tail.enabled && out.outcome != Outcome::Deadlock && !interrupted) {
+    std::vector<TailStage> stages(ns);
+    for (int s = 0; s < num_stages; ++s) {
+      const StageCost& c = spec.stages[s];
+      stages[s] = TailStage{spec.stage_device[s].value, grad_op_[s].first,
+                            grad_op_[s].second, c.grad_bytes,
+                            c.expert_grad_bytes, c.optimizer};
+    }
+    std::vector<Nanos> ends(p);
+    for (int d = 0; d < p; ++d) ends[d] = dev[d].free;
+    const std::vector<TailTiming> tail = RunTail(spec.tail, stages, ends);
+    for (int d = 0; d < p; ++d) {
+      DeviceStats& ds = out.devices[d];
+      ds.grad_sync = tail[d].grad_sync_busy;
+      ds.grad_sync_end = tail[d].grad_sync_end;
+      ds.optimizer = tail[d].optimizer;
+      ds.param_gather = tail[d].param_gather;
+      makespan = std::max(makespan, tail[d].end);
+      tail_sync = tail[d].sync;
+    }
+  }
   out.makespan = makespan;
 
   for (int d = 0; d < p; ++d) {
@@ -454,8 +483,12 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
   // One definition of the parts (core/breakdown.h) serves the engine's
   // summary and the per-device reports.
   const int bottleneck = BusiestDevice(out.devices);
+  // The pipeline's parts are measured against its own end; the tail's
+  // two parts follow it.
+  DeviceStats pipe = out.devices[bottleneck];
+  pipe.idle = out.pipeline_end - pipe.busy;
   const BubbleParts parts = DeviceBubbleParts(
-      out.devices[bottleneck], makespan, MeanUsefulCompute(out.devices));
+      pipe, out.pipeline_end, MeanUsefulCompute(out.devices));
   BubbleBreakdown& br = out.breakdown;
   br.bottleneck = bottleneck;
   br.ideal = parts[BubbleTerm::Ideal];
@@ -463,6 +496,8 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
   br.recompute = parts[BubbleTerm::Recompute];
   br.communication = parts[BubbleTerm::Communication];
   br.warmup_drain = parts[BubbleTerm::WarmupDrain];
+  br.grad_sync = tail_sync - out.pipeline_end;
+  br.optimizer = makespan - tail_sync;
 }
 
 // The loop of a run that follows a recorded order (SimOptions::order): the
@@ -476,6 +511,7 @@ void Engine::RunOrdered(const PipelineSpec& spec, const ExecutionOrder& order,
   const size_t ns = static_cast<size_t>(spec.num_stages());
   const int last_stage = spec.num_stages() - 1;
   const bool blocking = spec.comm == CommMode::Blocking;
+  const bool track_tail = spec.tail.enabled;
   KeyState* const key_state = keys_.data();
   const StageRun* const stage_run = stage_run_.data();
   Nanos* const link_free = link_free_.data();
@@ -596,6 +632,9 @@ void Engine::RunOrdered(const PipelineSpec& spec, const ExecutionOrder& order,
       }
       ds.comm_blocked += stream_free - end;
       ds.last_end = end;
+      if (track_tail && (op.kind == OpKind::B || op.kind == OpKind::W)) {
+        grad_op_[s] = {start, end};
+      }
       st.free = stream_free;
     }
   }

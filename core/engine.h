@@ -41,6 +41,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/program.h"
@@ -91,6 +92,11 @@ struct DeviceStats {
   Bytes capacity = 0;
   int peak_inflight = 0;    // most stage-microbatches stashed at once
   bool oom = false;
+  // The step's tail (PipelineSpec::tail; all 0 without one).
+  Nanos grad_sync = 0;      // time its gradient collectives ran
+  Nanos grad_sync_end = 0;  // when its gradients were synced
+  Nanos optimizer = 0;      // its optimizer step
+  Nanos param_gather = 0;   // its exposed parameter all-gather
 };
 
 // Where the iteration time goes (see docs/model.md, "bubble breakdown"); the five
@@ -104,6 +110,13 @@ struct BubbleBreakdown {
   Nanos recompute = 0;      // recompute on d*
   Nanos communication = 0;  // transfer time on the critical path (<= idle of d*)
   Nanos warmup_drain = 0;   // the rest: fill and drain of the schedule
+  // The step's tail (PipelineSpec::tail), after the pipeline's end: the
+  // gradient sync still running then (until every rank has its gradients)
+  // and the optimizer step with any exposed parameter all-gather (of the
+  // rank that ends last). The five parts above then sum to the pipeline's
+  // end (SimResult::pipeline_end) and all seven to the makespan.
+  Nanos grad_sync = 0;
+  Nanos optimizer = 0;
   int bottleneck = 0;       // d*
 };
 
@@ -169,7 +182,8 @@ struct SimOptions {
 
 struct SimResult {
   Outcome outcome = Outcome::Ok;
-  Nanos makespan = 0;
+  Nanos makespan = 0;      // the step: the pipeline and its tail
+  Nanos pipeline_end = 0;  // the end of the last op (= makespan, no tail)
   std::vector<DeviceStats> devices;
   BubbleBreakdown breakdown;
   // Filled with SimOptions::record_ops: timings[d][k] for program.ops[d][k].
@@ -244,6 +258,8 @@ class Engine {
   std::vector<KeyState> keys_;     // [j*stages+s]
   std::vector<StageRun> stage_run_;  // [s]
   std::vector<Nanos> link_free_;   // [from*p+to]
+  // Per stage: [start, end] of its latest B or W (the step's tail).
+  std::vector<std::pair<Nanos, Nanos>> grad_op_;
   // A device's progress (one cache line).
   struct DevState {
     const Op* ops = nullptr;  // its program

@@ -132,6 +132,7 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
   spec.comm = shape.comm;
   spec.placement = shape.placement;
   spec.fb_overlap_ppm = shape.fb_overlap_ppm;
+  spec.tail = shape.tail;
   spec.stage_device = placement;
   spec.device_capacity.resize(p);
   for (int d = 0; d < p; ++d) {
@@ -153,6 +154,9 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
       bi += l.backward_input;
       bw += l.backward_weight;
       st.static_memory += l.static_memory;
+      st.grad_bytes += l.grad_bytes;
+      st.expert_grad_bytes += l.expert_grad_bytes;
+      st.optimizer += l.optimizer;
       max_workspace = std::max(max_workspace, l.workspace);
       const std::uint8_t choice = strategy.recompute[li];
       if (choice == 0) {

@@ -17,6 +17,7 @@ struct PipelineShape {
   CommMode comm = CommMode::Overlapped;
   StagePlacement placement = StagePlacement::Loop;  // V: v must be 2
   std::int64_t fb_overlap_ppm = 0;  // PipelineSpec::fb_overlap_ppm
+  StepTail tail{};                  // PipelineSpec::tail
 };
 
 // Megatron-style default split of the layers over p*v stages: embedding
@@ -38,7 +39,9 @@ Strategy EvenStrategy(const std::vector<Layer>& layers, int p, int v);
 // its option's retained_activation when recomputed); the backward transient
 // is the largest workspace plus the largest (activation - retained) among its
 // recomputed layers (recompute re-materializes one layer at a time); the
-// output size is that of the stage's last layer. The part of the stash freed
+// output size is that of the stage's last layer. The tail's per-stage
+// figures (grad_bytes, expert_grad_bytes, optimizer) are the layers' sums,
+// not scaled by the device's speed. The part of the stash freed
 // at the end of I (input_grad_release) is, per layer, its stash less
 // Layer::HeldAfterInputGrad of it: a recomputed layer holds at most what it
 // stashed (what recompute re-materializes for W is its backward transient).

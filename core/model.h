@@ -64,6 +64,13 @@ struct Layer {
   Bytes workspace = 0;          // transient working set while its op runs
   Bytes output_bytes = 0;       // activation sent to the next layer per mb
   std::vector<RecomputeOption> recompute;  // modes offered besides "none"
+  // The step's tail (core/step_tail.h), from the step model: bytes of the
+  // gradients this rank syncs for the layer (its dense parameters over the
+  // data-parallel x CP group, its experts over the expert-data-parallel
+  // group) and its share of the optimizer step. 0 without the step model.
+  Bytes grad_bytes = 0;
+  Bytes expert_grad_bytes = 0;
+  Nanos optimizer = 0;
 
   Nanos backward() const { return backward_input + backward_weight; }
   // Bytes of a stash of `stash` bytes (the activation, or a recompute

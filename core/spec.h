@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/step_tail.h"
 #include "core/types.h"
 
 namespace ppb {
@@ -34,6 +35,11 @@ struct StageCost {
                                  // the same size)
   int num_layers = 0;
   int num_recomputed = 0;
+  // The step's tail (core/step_tail.h): gradient bytes this rank syncs for
+  // the stage's dense and expert parameters, and its optimizer step.
+  Bytes grad_bytes = 0;
+  Bytes expert_grad_bytes = 0;
+  Nanos optimizer = 0;
 };
 
 // Which rank holds global stage s (of p*v):
@@ -70,6 +76,9 @@ struct PipelineSpec {
   // Overlapped F+B ops (Op::paired) save this share, in parts per million,
   // of the shorter of the two: 0 (the default) runs them back to back.
   std::int64_t fb_overlap_ppm = 0;
+  // After the pipeline: gradient sync, optimizer, parameter all-gather
+  // (disabled: the step ends with the last op).
+  StepTail tail;
 
   int num_stages() const { return p * v; }
   const Link& link(DeviceId from, DeviceId to) const {

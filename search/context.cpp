@@ -16,7 +16,13 @@ ChoiceProblem::ChoiceProblem(const SearchProblem& problem, const SearchOptions& 
   pbi.assign(L + 1, 0);
   pbw.assign(L + 1, 0);
   pst.assign(L + 1, 0);
+  pgrad.assign(L + 1, 0);
+  pexp.assign(L + 1, 0);
+  popt.assign(L + 1, 0);
   for (int l = 0; l < L; ++l) {
+    pgrad[l + 1] = pgrad[l] + pb.layers[l].grad_bytes;
+    pexp[l + 1] = pexp[l] + pb.layers[l].expert_grad_bytes;
+    popt[l + 1] = popt[l] + pb.layers[l].optimizer;
     pf[l + 1] = pf[l] + pb.layers[l].forward;
     pbi[l + 1] = pbi[l] + pb.layers[l].backward_input;
     pbw[l + 1] = pbw[l] + pb.layers[l].backward_weight;
@@ -51,6 +57,9 @@ StageFixed ChoiceProblem::Fixed(int s, int i, int j, Bytes prev_output) const {
   x.bi = ScaleTime(pbi[j] - pbi[i], speed);
   x.bw = ScaleTime(pbw[j] - pbw[i], speed);
   x.static_mem = pst[j] - pst[i];
+  x.grad_bytes = pgrad[j] - pgrad[i];
+  x.expert_grad_bytes = pexp[j] - pexp[i];
+  x.optimizer = popt[j] - popt[i];
   for (int l = i; l < j; ++l) x.workspace = std::max(x.workspace, pb.layers[l].workspace);
   x.output = j > i ? pb.layers[j - 1].output_bytes : prev_output;
   return x;

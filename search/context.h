@@ -82,6 +82,9 @@ struct StageFixed {
   Bytes static_mem = 0;
   Bytes workspace = 0;
   Bytes output = 0;
+  // The step's tail (StageCost's fields of the same names).
+  Bytes grad_bytes = 0, expert_grad_bytes = 0;
+  Nanos optimizer = 0;
 };
 
 // The clock of one search, its progress throttle (ReportDue), and whether
@@ -119,6 +122,9 @@ struct ChoiceProblem {
   ChoiceContext c;
   std::vector<Nanos> pf, pbi, pbw;  // prefix sums: forward, backward input / weight
   std::vector<Bytes> pst;           // prefix sums: static memory
+  // Prefix sums of the step's tail per layer (Layer::grad_bytes, ...).
+  std::vector<Bytes> pgrad, pexp;
+  std::vector<Nanos> popt;
   double max_speed = 1.0;           // the fastest device's speed
   std::vector<Nanos> suffix_work;   // unscaled m-less work of layers >= l
   std::vector<Nanos> suffix_f, suffix_b;  // the same, forward / backward only

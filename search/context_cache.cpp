@@ -36,6 +36,7 @@ Result<ChoiceContext> BeginContext(const SearchProblem& pb, int index) {
   // evaluation.
   c.spec = PipelineSpec::Uniform(pb.p, ch.v, pb.m, 1, 1);
   c.spec.comm = pb.comm;
+  c.spec.tail = pb.tail;
   if (info->placement == StagePlacement::V && ch.v == 2) {
     c.spec.placement = StagePlacement::V;
     c.spec.stage_device = StagePlacementDevices(StagePlacement::V, pb.p, ch.v);

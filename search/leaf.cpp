@@ -590,6 +590,9 @@ void Searcher::BuildChosen(const std::vector<int>& split, PipelineSpec& spec, St
     sc.output_bytes = fx.output;
     sc.num_layers = split[s];
     sc.num_recomputed = q.recomputed;
+    sc.grad_bytes = fx.grad_bytes;
+    sc.expert_grad_bytes = fx.expert_grad_bytes;
+    sc.optimizer = fx.optimizer;
     recomputed += q.recomputed;
     // Per-layer modes: within each group of identical layers the order is
     // free (same stage time and peak), so the layers take the modes in the

@@ -394,7 +394,8 @@ Result<Candidate> Simulate(const SearchProblem& problem, int choice, const Strat
   }
   auto spec = Lower(problem.layers, placement.empty() ? problem.cluster : placed,
                     PipelineShape{problem.p, ch.v, problem.m, problem.comm,
-                                  info->placement, problem.fb_overlap_ppm},
+                                  info->placement, problem.fb_overlap_ppm,
+                                  problem.tail},
                     strategy, problem.allow_empty_chunks);
   if (!spec.ok()) return spec.error();
   std::shared_ptr<const Program> made;

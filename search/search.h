@@ -56,6 +56,10 @@ struct SearchProblem {
   // pipeline.fb_overlap in parts per million: an overlapped F+B op
   // (dualpipev) saves that share of the shorter half (PipelineSpec).
   std::int64_t fb_overlap_ppm = 0;
+  // The step after the pipeline (core/step_tail.h): every candidate's
+  // makespan includes it. Its time is never below the pipeline's, so the
+  // bounds on the pipeline's end stay valid.
+  StepTail tail;
   bool allow_empty_chunks = false;
   // A heterogeneous cluster whose device -> rank order the search decides
   // too (issue 6). `cluster` is then the given placement's (the baselines

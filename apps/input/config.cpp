@@ -49,6 +49,7 @@ Status Parser::ParseRoot(const YAML::Node& root) {
   if (!top.ok()) return top.error();
   // The pipeline first: the shapes of the other sections depend on p, v.
   const Entry* pipeline = Find(*top, "pipeline");
+  PPB_RETURN_IF_ERROR(PeekGlobalBatch(Find(*top, "training")));
   PPB_RETURN_IF_ERROR(ParsePipeline(pipeline));
   const Entry* model = Find(*top, "model");
   if (model == nullptr) {
@@ -64,8 +65,34 @@ Status Parser::ParseRoot(const YAML::Node& root) {
                                        ? cluster->value
                                        : YAML::Node(YAML::NodeType::Map)));
   PPB_RETURN_IF_ERROR(ApplyStageConstant());
+  PPB_RETURN_IF_ERROR(ApplyMemoryReserve());
   PPB_RETURN_IF_ERROR(ParseStrategy(Find(*top, "strategy")));
   return ParseSearch(Find(*top, "search"));
+}
+
+// hardware.memory_reserve (the step model): kept free on every device.
+Status Parser::ApplyMemoryReserve() {
+  const Bytes r = cfg_.hardware.step_model ? cfg_.hardware.memory_reserve : 0;
+  if (r == 0) return Status();
+  auto apply = [&](Bytes& capacity) -> Status {
+    if (capacity - r <= 0) {
+      return Fail("hardware.memory_reserve",
+                  "must be less than every device's memory (" +
+                      std::to_string(capacity) + " B); got " +
+                      std::to_string(r) + " B");
+    }
+    capacity -= r;
+    return Status();
+  };
+  for (Device& d : cfg_.cluster.devices) {
+    PPB_RETURN_IF_ERROR(apply(d.memory_capacity));
+  }
+  if (cfg_.topology) {
+    for (DeviceType& t : cfg_.topology->types) {
+      PPB_RETURN_IF_ERROR(apply(t.memory_capacity));
+    }
+  }
+  return Status();
 }
 
 // SAPP's stage_const_mem (RunConfig::stage_constant): every stage holds it

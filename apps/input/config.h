@@ -95,6 +95,7 @@ struct RunConfig {
   // With derived layers: what they were derived from.
   Architecture architecture;
   Training training;
+  Hardware hardware;  // with derived layers: the device (and the step model)
   // With model.sapp_layers: SAPP's stage_const_mem, memory each stage holds
   // besides its layers (may be negative). It is taken off every device's
   // capacity (cluster and topology) after loading.

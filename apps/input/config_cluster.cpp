@@ -71,14 +71,20 @@ Status Parser::ParseCluster(const YAML::Node& node) {
                     Given(devices->value));
   }
 
-  // Default: hardware.link, else free (no latency, infinite bandwidth).
+  // Default: hardware.link, else the step model's links of the rank
+  // layout, else free (no latency, infinite bandwidth).
   Link link = hardware_link_.value_or(Link{});
-  if (const Entry* l = Find(e, "link")) {
+  const Entry* l = Find(e, "link");
+  if (l != nullptr) {
     Result<Link> given = ParseLink(*l);
     if (!given.ok()) return given.error();
     link = *given;
   }
   cfg_.cluster.links.assign(static_cast<size_t>(p), link);
+  if (l == nullptr && !hardware_link_ && step_links_ &&
+      static_cast<int>(step_links_->size()) == p) {
+    cfg_.cluster.links = *step_links_;
+  }
   if (const Entry* ls = Find(e, "links")) {
     return RankOverrides(
         *ls, {"rank", "latency", "bandwidth"},

@@ -153,9 +153,11 @@ Status Parser::ParseDerivedModel(const Entry& source, const Entry* training,
     return Fail(source.path, cfg_.hf_config + ": " + s.error().key + ": " +
                                  s.error().message);
   }
+  if (h->step_model) PPB_RETURN_IF_ERROR(ApplyStepModel(arch, *t, *h));
   cfg_.derived = DeriveLayers(arch, *t, *h);
   cfg_.architecture = arch;
   cfg_.training = *t;
+  cfg_.hardware = *h;
   for (const DerivedLayer& d : cfg_.derived) cfg_.layers.push_back(d.layer);
   return Status();
 }

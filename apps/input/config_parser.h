@@ -75,12 +75,21 @@ class Parser : public ConfigReader {
   Result<bool> ArchBool(const Entries& e, std::string_view key,
                         bool fallback);
   Result<Architecture> ParseArchitecture(const Entry& section);
+  Result<Entries> TrainingEntries(const Entry& section);
   Result<Training> ParseTraining(const Entry& section);
   Result<Hardware> ParseHardware(const Entry& section);
+  // The micro-batches training.global_batch_size gives (before the
+  // pipeline section is read).
+  Status PeekGlobalBatch(const Entry* training);
+  // With hardware.gpu: the job's checks (TP against the heads and the
+  // node), FlashAttention, the pipeline links of its rank layout and the
+  // step's tail (PipelineShape::tail).
+  Status ApplyStepModel(const Architecture& a, Training& t, const Hardware& h);
 
   // config_cluster.cpp: cluster.* (per-rank devices and links, or a topology)
   Status ParseCluster(const YAML::Node& node);
   Status ApplyStageConstant();
+  Status ApplyMemoryReserve();
   Status ParseTopology(const Entries& e);
   Status ParseDeviceTypes(const Entry& types, Topology& t);
   Status ParseNodes(const Entry& nodes, Topology& t);
@@ -137,6 +146,14 @@ class Parser : public ConfigReader {
   std::optional<Bytes> hardware_memory_;
   std::optional<Link> hardware_link_;
   std::optional<double> hardware_tflops_;  // for device_types' peak_tflops
+  // training.tp_across_nodes: a tensor-parallel group may span nodes.
+  bool tp_across_nodes_ = false;
+  // With the step model: the pipeline links of the job's rank layout
+  // (core/rank_layout.h), the default of cluster.link.
+  std::optional<std::vector<Link>> step_links_;
+  // training.global_batch_size: the micro-batches it gives (pipeline.
+  // microbatches' default; both given is an error).
+  std::optional<int> global_microbatches_;
 };
 
 }  // namespace ppb::config_detail

@@ -76,8 +76,17 @@ Status Parser::ParsePipeline(const Entry* section) {
   }
   Result<int> p = PipelineInt(e, "stages", cli_.stages, std::nullopt);
   if (!p.ok()) return p.error();
-  Result<int> m =
-      PipelineInt(e, "microbatches", cli_.microbatches, std::nullopt);
+  if (global_microbatches_ &&
+      (cli_.microbatches || Find(e, "microbatches") != nullptr)) {
+    return Fail("training.global_batch_size",
+                "must not be given with " +
+                    std::string(cli_.microbatches ? "--microbatches"
+                                                  : "pipeline.microbatches") +
+                    " (it sets m = global_batch_size / (data_parallel x "
+                    "micro_batch_size)); got both");
+  }
+  Result<int> m = PipelineInt(e, "microbatches", cli_.microbatches,
+                              global_microbatches_);
   if (!m.ok()) return m.error();
   Result<int> v = PipelineInt(e, "virtual_stages", cli_.virtual_stages, 1);
   if (!v.ok()) return v.error();

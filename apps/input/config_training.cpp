@@ -5,6 +5,8 @@
 // ...; got ...".
 #include "apps/input/config_parser.h"
 
+#include "core/rank_layout.h"
+
 namespace ppb::config_detail {
 
 // A non-negative (min 0) or positive (min 1) integer of an inline
@@ -146,14 +148,125 @@ do {                               \
   return a;
 }
 
+// The keys of training:.
+Result<Entries> Parser::TrainingEntries(const Entry& section) {
+  return Map(section.value, "training",
+             {"seq_length", "micro_batch_size", "dtype", "grad_dtype",
+              "tensor_parallel", "sequence_parallel", "context_parallel",
+              "expert_parallel", "data_parallel", "distributed_optimizer",
+              "optimizer", "global_batch_size", "overlap_grad_reduce",
+              "overlap_param_gather", "tp_comm_overlap", "routing_skew",
+              "tp_across_nodes"});
+}
+
+// training.global_batch_size: m = global / (data_parallel x
+// micro_batch_size), which must divide (Megatron's
+// get_num_microbatches: global_batch_size % (micro_batch_size x dp) == 0).
+Status Parser::PeekGlobalBatch(const Entry* training) {
+  if (training == nullptr) return Status();
+  Result<Entries> r = TrainingEntries(*training);
+  if (!r.ok()) return r.error();
+  const Entry* g = Find(*r, "global_batch_size");
+  if (g == nullptr) return Status();
+  Result<int> gbs = PositiveInt(g->value, g->path);
+  if (!gbs.ok()) return gbs.error();
+  std::int64_t per = 1;
+  std::string text;
+  for (const char* key : {"data_parallel", "micro_batch_size"}) {
+    int v = 1;
+    if (const Entry* x = Find(*r, key)) {
+      Result<int> n = PositiveInt(x->value, x->path);
+      if (!n.ok()) return n.error();
+      v = *n;
+    }
+    per *= v;
+    text += (text.empty() ? "" : " x ") + std::to_string(v);
+  }
+  if (*gbs % per != 0) {
+    return Fail(g->path, "must be a multiple of data_parallel x "
+                         "micro_batch_size (" + text + " = " +
+                             std::to_string(per) + "); got " +
+                             std::to_string(*gbs));
+  }
+  global_microbatches_ = static_cast<int>(*gbs / per);
+  return Status();
+}
+
+// The step model's checks and settings (Hardware::step_model).
+Status Parser::ApplyStepModel(const Architecture& a, Training& t,
+                              const Hardware& h) {
+  t.flash_attention = true;
+  // Megatron divides the query heads and the KV groups over t
+  // (megatron/core/transformer/attention.py: divide(num_query_groups,
+  // world_size)); it does not replicate KV heads.
+  if (a.heads % t.tp != 0 || (!a.mla() && a.kv_heads % t.tp != 0)) {
+    return Fail("training.tensor_parallel",
+                "must divide the attention heads (" + std::to_string(a.heads) +
+                    ") and the KV heads (" + std::to_string(KvHeads(a)) +
+                    "): Megatron splits both over the tensor-parallel ranks "
+                    "and does not replicate KV heads; got " +
+                    std::to_string(t.tp));
+  }
+  if (t.tp > h.gpu.gpus_per_node && !tp_across_nodes_) {
+    return Fail("training.tensor_parallel",
+                "must fit in a node (hardware.gpus_per_node = " +
+                    std::to_string(h.gpu.gpus_per_node) +
+                    "; set training.tp_across_nodes: true to let its "
+                    "all-reduces cross the NICs); got " + std::to_string(t.tp));
+  }
+  if (t.seq % t.cp != 0 || (t.cp > 1 && (t.seq / t.cp) % 2 != 0)) {
+    return Fail("training.context_parallel",
+                "must divide seq_length into an even share per rank "
+                "(Megatron's load-balanced causal split needs 2 x cp "
+                "chunks); got " + std::to_string(t.cp) + " for " +
+                    std::to_string(t.seq));
+  }
+  const JobGroups groups = PlaceJob(t, h.gpu);
+  // Pipeline messages: the hidden states (their 1/t share with SP), on the
+  // link between neighbouring pipeline ranks, at the collective
+  // efficiency of their size.
+  std::vector<Link> links = PipelineLinks(t, h.gpu);
+  const std::int64_t msg = t.activation_bytes * (t.seq / t.cp) *
+                           t.micro_batch * a.hidden / (t.sp ? t.tp : 1);
+  for (Link& l : links) {
+    const GroupLink g{static_cast<double>(l.bandwidth), l.latency, false};
+    l.bandwidth = static_cast<BytesPerSec>(
+        std::llround(EffectiveBandwidth(g, msg, h.gpu.network)));
+  }
+  step_links_ = links;
+  StepTail& tail = cfg_.shape.tail;
+  tail.enabled = true;
+  tail.overlap_grad_reduce = t.overlap_grad_reduce;
+  tail.distributed_optimizer = t.distributed_optimizer;
+  tail.overlap_param_gather = t.overlap_param_gather;
+  tail.dp = groups.dp_cp.size;
+  tail.dp_link = groups.dp_cp.link;
+  tail.expert_dp = groups.expert_dp.size;
+  tail.expert_dp_link = groups.expert_dp.link;
+  const int grad = DtypeBytes(t.grad_dtype);
+  // Megatron's default bucket: max(40M, 1M x dp) parameters with
+  // overlap_grad_reduce, else one (DistributedDataParallel.__init__).
+  tail.bucket_bytes =
+      t.overlap_grad_reduce
+          ? std::max<Bytes>(40'000'000, 1'000'000LL * groups.dp_cp.size) * grad
+          : 0;
+  tail.param_per_grad = static_cast<double>(DtypeBytes(t.dtype)) / grad;
+  tail.efficiency = h.gpu.network;
+  if (a.tied_embeddings && t.pp > 1) {
+    // The first and the last pipeline rank all-reduce the word-embedding
+    // gradient V x h / t (finalize_model_grads, _allreduce_embedding_grads).
+    const GroupPlacement emb =
+        PlaceGroup(2, (t.pp - 1) * groups.pp_stride, h.gpu);
+    tail.embedding_sync =
+        CollectiveTime(Collective::AllReduce, 2, a.vocab * a.hidden / t.tp * grad,
+                       emb.link, h.gpu.network);
+  }
+  return Status();
+}
+
 // training: the parallel setup of one pipeline rank.
 Result<Training> Parser::ParseTraining(const Entry& section) {
-  Result<Entries> r =
-      Map(section.value, "training",
-          {"seq_length", "micro_batch_size", "dtype", "grad_dtype",
-           "tensor_parallel",
-           "sequence_parallel", "context_parallel", "expert_parallel",
-           "data_parallel", "distributed_optimizer", "optimizer"});
+  Result<Entries> r = TrainingEntries(section);
   if (!r.ok()) return r.error();
   const Entries& e = *r;
   Training t;
@@ -206,10 +319,45 @@ Result<Training> Parser::ParseTraining(const Entry& section) {
     if (!b.ok()) return b.error();
     t.sp = *b;
   }
-  if (const Entry* x = Find(e, "distributed_optimizer")) {
-    Result<bool> b = Bool(x->value, x->path);
-    if (!b.ok()) return b.error();
-    t.distributed_optimizer = *b;
+  for (auto [key, out] :
+       {std::pair<const char*, bool*>{"distributed_optimizer",
+                                      &t.distributed_optimizer},
+        {"overlap_grad_reduce", &t.overlap_grad_reduce},
+        {"overlap_param_gather", &t.overlap_param_gather},
+        {"tp_comm_overlap", &t.tp_comm_overlap},
+        {"tp_across_nodes", &tp_across_nodes_}}) {
+    if (const Entry* x = Find(e, key)) {
+      Result<bool> b = Bool(x->value, x->path);
+      if (!b.ok()) return b.error();
+      *out = *b;
+    }
+  }
+  if (t.overlap_param_gather && !t.overlap_grad_reduce) {
+    // Megatron's validate_args: "Must use --overlap-param-gather with
+    // --overlap-grad-reduce".
+    return Fail("training.overlap_param_gather",
+                "must be given with training.overlap_grad_reduce: true "
+                "(Megatron requires it); got true without it");
+  }
+  if (t.overlap_param_gather && !t.distributed_optimizer) {
+    return Fail("training.overlap_param_gather",
+                "must be given with training.distributed_optimizer: true "
+                "(only the distributed optimizer gathers parameters); got "
+                "true without it");
+  }
+  if (const Entry* x = Find(e, "global_batch_size")) {
+    Result<int> g = PositiveInt(x->value, x->path);
+    if (!g.ok()) return g.error();
+    t.global_batch = *g;
+  }
+  if (const Entry* x = Find(e, "routing_skew")) {
+    Result<double> k = PositiveNumber(x->value, x->path);
+    if (!k.ok()) return k.error();
+    if (*k < 1) {
+      return Fail(x->path, "must be at least 1 (the busiest rank's tokens "
+                           "over the mean); got " + x->value.Scalar());
+    }
+    t.routing_skew = *k;
   }
   if (const Entry* x = Find(e, "optimizer")) {
     // adamw keeps the same state as adam (m and v).
@@ -222,41 +370,138 @@ Result<Training> Parser::ParseTraining(const Entry& section) {
 
 // hardware: the compute rate of one device, and optionally its memory
 // and link: defaults of cluster.devices.memory and cluster.link (the
-// cluster keys, when given, win).
+// cluster keys, when given, win). With hardware.gpu (a preset of
+// core/gpu.h) the step model is on: every preset field may be overridden
+// and the efficiency coefficients set (docs/config.md "hardware").
 Result<Hardware> Parser::ParseHardware(const Entry& section) {
-  Result<Entries> r =
-      Map(section.value, "hardware",
-          {"peak_tflops", "achievable_fraction", "memory", "link"});
+  Result<Entries> r = Map(
+      section.value, "hardware",
+      {"gpu", "peak_tflops", "achievable_fraction", "memory", "link",
+       "gpus_per_node", "intra_node", "inter_node", "memory_reserve",
+       "hbm_bandwidth", "matmul_efficiency", "matmul_half_time",
+       "attention_efficiency", "hbm_efficiency", "kernel_floor",
+       "collective_efficiency", "collective_half_size"});
   if (!r.ok()) return r.error();
+  const Entries& e = *r;
   Hardware h;
-  if (const Entry* m = Find(*r, "memory")) {
+  if (const Entry* g = Find(e, "gpu")) {
+    // core/gpu.h's presets (GpuNames), in its order.
+    Result<size_t> i = Choice(g->value, g->path,
+                              {"a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm",
+                               "h200-sxm", "b200", "mi300x"});
+    if (!i.ok()) return i.error();
+    h.step_model = true;
+    h.gpu = *FindGpu(GpuNames()[*i]);
+    h.peak_tflops = h.gpu.peak_tflops;
+    h.memory_bytes = h.gpu.memory;
+    hardware_memory_ = h.gpu.memory;
+    // CUDA context, NCCL buffers and the allocator's fragmentation: a
+    // guess to calibrate (docs/model.md "the step model").
+    h.memory_reserve = 2LL << 30;
+  } else {
+    for (const char* key :
+         {"gpus_per_node", "intra_node", "inter_node", "memory_reserve",
+          "hbm_bandwidth", "matmul_efficiency", "matmul_half_time",
+          "attention_efficiency", "hbm_efficiency", "kernel_floor",
+          "collective_efficiency", "collective_half_size"}) {
+      if (const Entry* x = Find(e, key)) {
+        return Fail(x->path,
+                    "is read with hardware.gpu (the step model: a GPU preset, "
+                    "one of a100-sxm4-40gb, a100-sxm4-80gb, h100-sxm, "
+                    "h200-sxm, b200, mi300x); got it without hardware.gpu");
+      }
+    }
+  }
+  if (const Entry* m = Find(e, "memory")) {
     Result<Bytes> b = Size(m->value, m->path, true);
     if (!b.ok()) return b.error();
     h.memory_bytes = *b;
     hardware_memory_ = *b;
   }
-  if (const Entry* l = Find(*r, "link")) {
+  if (const Entry* l = Find(e, "link")) {
     Result<Link> link = ParseLink(*l);
     if (!link.ok()) return link.error();
     hardware_link_ = *link;
   }
-  const Entry* peak = Find(*r, "peak_tflops");
-  if (peak == nullptr) {
+  const Entry* peak = Find(e, "peak_tflops");
+  if (peak == nullptr && !h.step_model) {
     return Fail("hardware.peak_tflops",
-                "must be given (a positive number, TFLOP/s); got nothing");
+                "must be given (a positive number, TFLOP/s), or hardware.gpu "
+                "(a preset); got nothing");
   }
-  Result<double> p = PositiveNumber(peak->value, peak->path);
-  if (!p.ok()) return p.error();
-  h.peak_tflops = *p;
-  hardware_tflops_ = *p;
-  if (const Entry* f = Find(*r, "achievable_fraction")) {
-    Result<double> x = PositiveNumber(f->value, f->path);
-    if (!x.ok()) return x.error();
-    if (*x > 1) {
-      return Fail(f->path, "must be a number in (0, 1]; got " +
-                               f->value.Scalar());
+  if (peak != nullptr) {
+    Result<double> p = PositiveNumber(peak->value, peak->path);
+    if (!p.ok()) return p.error();
+    h.peak_tflops = *p;
+  }
+  h.gpu.peak_tflops = h.peak_tflops;
+  hardware_tflops_ = h.peak_tflops;
+  auto fraction = [&](const char* key, double& out) -> Status {
+    if (const Entry* f = Find(e, key)) {
+      Result<double> x = PositiveNumber(f->value, f->path);
+      if (!x.ok()) return x.error();
+      if (*x > 1) {
+        return Fail(f->path, "must be a number in (0, 1]; got " +
+                                 f->value.Scalar());
+      }
+      out = *x;
     }
-    h.achievable_fraction = *x;
+    return Status();
+  };
+  if (Find(e, "achievable_fraction") != nullptr) {
+    PPB_RETURN_IF_ERROR(fraction("achievable_fraction", h.achievable_fraction));
+    h.fraction_given = true;
+  }
+  if (!h.step_model) return h;
+  PPB_RETURN_IF_ERROR(fraction("matmul_efficiency", h.gpu.compute.matmul));
+  PPB_RETURN_IF_ERROR(fraction("attention_efficiency", h.gpu.compute.attention));
+  PPB_RETURN_IF_ERROR(fraction("hbm_efficiency", h.gpu.compute.hbm));
+  PPB_RETURN_IF_ERROR(
+      fraction("collective_efficiency", h.gpu.network.collective));
+  if (const Entry* x = Find(e, "gpus_per_node")) {
+    Result<int> n = PositiveInt(x->value, x->path);
+    if (!n.ok()) return n.error();
+    h.gpu.gpus_per_node = *n;
+  }
+  for (const char* key : {"intra_node", "inter_node"}) {
+    if (const Entry* x = Find(e, key)) {
+      Result<Link> link = ParseLink(*x);
+      if (!link.ok()) return link.error();
+      const bool intra = std::string_view(key) == "intra_node";
+      (intra ? h.gpu.nvlink_bytes_per_s : h.gpu.nic_bytes_per_s) =
+          static_cast<double>(link->bandwidth);
+      if (Find(*Map(x->value, x->path, {"latency", "bandwidth"}), "latency")) {
+        (intra ? h.gpu.intra_latency : h.gpu.inter_latency) = link->latency;
+      }
+    }
+  }
+  if (const Entry* x = Find(e, "hbm_bandwidth")) {
+    Result<BytesPerSec> b = Bandwidth(x->value, x->path);
+    if (!b.ok()) return b.error();
+    h.gpu.hbm_bytes_per_s = static_cast<double>(*b);
+  }
+  for (const char* key : {"matmul_half_time", "kernel_floor"}) {
+    if (const Entry* x = Find(e, key)) {
+      Result<Nanos> t = Duration(x->value, x->path, false);
+      if (!t.ok()) return t.error();
+      (std::string_view(key) == "kernel_floor" ? h.gpu.compute.kernel_floor
+                                               : h.gpu.compute.matmul_half_time) = *t;
+    }
+  }
+  for (const char* key : {"memory_reserve", "collective_half_size"}) {
+    if (const Entry* x = Find(e, key)) {
+      Result<Bytes> b = Size(x->value, x->path, false);
+      if (!b.ok()) return b.error();
+      (std::string_view(key) == "memory_reserve"
+           ? h.memory_reserve
+           : h.gpu.network.collective_half_size) = *b;
+    }
+  }
+  if (h.memory_reserve >= h.memory_bytes) {
+    return Fail("hardware.memory_reserve",
+                "must be less than the device's memory (" +
+                    std::to_string(h.memory_bytes) + " B); got " +
+                    std::to_string(h.memory_reserve) + " B");
   }
   return h;
 }

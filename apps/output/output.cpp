@@ -17,6 +17,7 @@
 
 #include "apps/input/json_text.h"
 #include "core/critical_path.h"
+#include "core/step_metrics.h"
 
 namespace ppb {
 namespace {
@@ -63,6 +64,14 @@ class TraceObject {
 };
 
 // Micro-batches per second of simulated time.
+// The step's figures of a derived model (core/step_metrics.h).
+std::optional<StepMetrics> MetricsOf(const RunConfig& config, const SimResult& r) {
+  if (config.derived.empty()) return std::nullopt;
+  return ComputeStepMetrics(config.derived, config.strategy.recompute,
+                            config.training, config.hardware, config.shape.m,
+                            r.makespan);
+}
+
 double Throughput(const RunConfig& config, const SimResult& r) {
   if (r.makespan <= 0) return 0.0;
   return static_cast<double>(config.shape.m) * 1e9 /
@@ -328,6 +337,21 @@ std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
   out += fmt::format("  iteration time    {:.3f} ms\n", ToMs(r.makespan));
   out += fmt::format("  throughput        {:.2f} micro-batches/s\n",
                      Throughput(config, r));
+  if (const auto sm = MetricsOf(config, r)) {
+    out += fmt::format("  tokens            {:.0f} tokens/s, {:.1f} per GPU ({} GPUs)\n",
+                       sm->tokens_per_s, sm->tokens_per_s_per_gpu, sm->gpus);
+    out += fmt::format(
+        "  model FLOPs       {:.1f} TFLOP/s per GPU: MFU {:.1f} %, HFU {:.1f} % "
+        "(Megatron's count; HFU with recompute)\n",
+        sm->model_tflops_per_gpu, 100.0 * sm->mfu, 100.0 * sm->hfu);
+  }
+  if (spec.tail.enabled) {
+    out += fmt::format(
+        "  step tail         pipeline ends at {:.3f} ms; gradient sync {:.3f} ms "
+        "more, then optimizer {:.3f} ms\n",
+        ToMs(r.pipeline_end), ToMs(r.breakdown.grad_sync),
+        ToMs(r.breakdown.optimizer));
+  }
   out += fmt::format("  bubble fraction   {:.2f} %\n", 100.0 * r.bubble_fraction());
   out += fmt::format("  max peak memory   {} on rank {} (capacity {})\n",
                      FormatBytes(r.devices[peak_rank].peak_memory), peak_rank,
@@ -337,13 +361,23 @@ std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
                          ? std::string("ok: every rank fits in memory")
                          : "OUT OF MEMORY on rank" + oom_ranks);
   const BubbleBreakdown& b = r.breakdown;
+  const std::string tail_ms =
+      spec.tail.enabled ? fmt::format(" + gradient sync {:.3f} + optimizer {:.3f}",
+                                      ToMs(b.grad_sync), ToMs(b.optimizer))
+                        : std::string();
   out += fmt::format(
       "  where time goes   ideal {:.3f} + imbalance {:.3f} + recompute {:.3f} + "
-      "communication {:.3f} + warm-up/drain {:.3f} ms (busiest rank {})\n",
+      "communication {:.3f} + warm-up/drain {:.3f}{} ms (busiest rank {})\n",
       ToMs(b.ideal), ToMs(b.imbalance), ToMs(b.recompute),
-      ToMs(b.communication), ToMs(b.warmup_drain), b.bottleneck);
+      ToMs(b.communication), ToMs(b.warmup_drain), tail_ms, b.bottleneck);
   const Breakdown breakdown = ComputeBreakdown(r);
-  out += "                    " + PartsPercent(breakdown.pipeline, r.makespan) + "\n";
+  out += "                    " + PartsPercent(breakdown.pipeline, r.makespan);
+  if (spec.tail.enabled) {
+    out += fmt::format(" + gradient sync {:.1f} % + optimizer {:.1f} %",
+                       Fraction(b.grad_sync, r.makespan) * 100.0,
+                       Fraction(b.optimizer, r.makespan) * 100.0);
+  }
+  out += "\n";
   const UnevenStages uneven = UnevenStageLoss(spec, run.program, breakdown);
   out += "  largest loss      " + ExplainBreakdown(spec, r, breakdown, &uneven) + "\n";
   out += "\n";
@@ -409,6 +443,19 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
   j["iteration_time_ns"] = r.makespan;
   j["throughput_microbatches_per_s"] = Throughput(config, r);
   j["bubble_fraction"] = r.bubble_fraction();
+  if (const auto sm = MetricsOf(config, r)) {
+    j["gpus"] = sm->gpus;
+    j["tokens_per_s"] = sm->tokens_per_s;
+    j["tokens_per_s_per_gpu"] = sm->tokens_per_s_per_gpu;
+    j["model_tflops_per_gpu"] = sm->model_tflops_per_gpu;
+    j["mfu"] = sm->mfu;
+    j["hfu"] = sm->hfu;
+  }
+  if (spec.tail.enabled) {
+    j["pipeline_end_ns"] = r.pipeline_end;
+    j["step_tail_ms"] = {{"grad_sync", ToMs(r.breakdown.grad_sync)},
+                         {"optimizer", ToMs(r.breakdown.optimizer)}};
+  }
   Bytes max_peak = 0;
   for (const auto& d : r.devices) max_peak = std::max(max_peak, d.peak_memory);
   j["max_peak_memory_bytes"] = max_peak;
@@ -465,6 +512,12 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
     dj["memory_capacity_bytes"] = ds.capacity;
     dj["peak_inflight_microbatches"] = ds.peak_inflight;
     dj["oom"] = ds.oom;
+    if (spec.tail.enabled) {
+      dj["grad_sync_ms"] = ToMs(ds.grad_sync);
+      dj["grad_sync_end_ms"] = ToMs(ds.grad_sync_end);
+      dj["optimizer_ms"] = ToMs(ds.optimizer);
+      dj["param_gather_ms"] = ToMs(ds.param_gather);
+    }
     dj["first_start_ms"] = ToMs(ds.first_start);
     dj["last_end_ms"] = ToMs(ds.last_end);
     dj["breakdown"] = PartsJson(breakdown.devices[d], r.makespan);

@@ -1,0 +1,283 @@
+#include "core/layer_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ppb {
+namespace {
+
+using I64 = std::int64_t;
+
+I64 Div(I64 x, I64 d) { return std::max<I64>(1, x / std::max<I64>(1, d)); }
+
+Nanos Ns(double seconds) {
+  return static_cast<Nanos>(std::llround(seconds * 1e9));
+}
+
+double PeakFlopsPerS(const Hardware& h) { return h.peak_tflops * 1e12; }
+
+// Tokens of one micro-batch on one rank (its s / cp of each sequence).
+I64 Tokens(const Training& t) { return t.micro_batch * (t.seq / t.cp); }
+
+// The element-wise kernels of the hidden stream that sequence parallelism
+// divides over t (and that without it every TP rank runs on all tokens).
+I64 HiddenShare(const Training& t, I64 bytes) {
+  return t.sp && t.tp > 1 ? bytes / t.tp : bytes;
+}
+
+// The TP collectives of a pair of linears, column- then row-parallel
+// (attention: QKV then projection; MLP: fc1 then fc2), in Megatron-LM's
+// mappings.py: without SP an all-reduce after the row-parallel linear in
+// the forward and one before the column-parallel linear in the backward;
+// with SP an all-gather before and a reduce-scatter after in the forward,
+// the conjugates in the backward (the wgrad's re-gather of the input runs
+// beside the dgrad GEMM, async, and is not counted).
+void TpPair(const std::string& name, const Training& t, Bytes bytes,
+            std::vector<CommOp>& out) {
+  if (t.tp <= 1) return;
+  if (t.sp) {
+    out.push_back({name + " all-gather", Collective::AllGather, CommGroup::Tp,
+                   bytes, 1, 1, 1.0});
+    out.push_back({name + " reduce-scatter", Collective::ReduceScatter,
+                   CommGroup::Tp, bytes, 1, 1, 1.0});
+  } else {
+    out.push_back({name + " all-reduce", Collective::AllReduce, CommGroup::Tp,
+                   bytes, 1, 1, 1.0});
+  }
+}
+
+}  // namespace
+
+const char* CommGroupName(CommGroup g) {
+  switch (g) {
+    case CommGroup::Tp:
+      return "tp";
+    case CommGroup::Cp:
+      return "cp";
+    case CommGroup::Ep:
+      return "ep";
+  }
+  return "?";
+}
+
+LayerKernels EmbeddingKernels(const Architecture& a, const Training& t) {
+  LayerKernels k;
+  const I64 T = Tokens(t);
+  const Bytes hidden = t.activation_bytes * T * a.hidden;
+  // Lookup (write the hidden states) and the embedding dropout.
+  k.elementwise_bytes = HiddenShare(t, 3 * hidden);
+  k.elementwise_kernels = 2;
+  // Vocabulary-parallel embedding: each rank looks up its rows and the
+  // partial results are all-reduced (reduce-scattered with SP) in the
+  // forward (megatron/core/tensor_parallel/layers.py VocabParallelEmbedding).
+  if (t.tp > 1) {
+    k.comms.push_back({t.sp ? "embedding reduce-scatter" : "embedding all-reduce",
+                       t.sp ? Collective::ReduceScatter : Collective::AllReduce,
+                       CommGroup::Tp, hidden, 1, 0, 1.0});
+  }
+  return k;
+}
+
+LayerKernels DecoderKernels(const Architecture& a, const Training& t,
+                            int layer) {
+  LayerKernels k;
+  const I64 T = Tokens(t);
+  const I64 e = t.activation_bytes;
+  const I64 h = a.hidden;
+  const I64 tp = t.tp;
+  const Bytes hidden = e * T * h;
+  // Attention projections.
+  if (a.mla()) {
+    const I64 qk = QkDim(a);
+    if (a.q_lora_rank > 0) {
+      // The down-projections are not tensor-parallel: every rank runs them.
+      k.gemms.push_back({"q_down", T, a.q_lora_rank, h});
+      k.gemms.push_back({"q_up", T, Div(a.heads, tp) * qk, a.q_lora_rank});
+    } else {
+      k.gemms.push_back({"q", T, Div(a.heads, tp) * qk, h});
+    }
+    k.gemms.push_back({"kv_down", T, a.kv_lora_rank + a.qk_rope_head_dim, h});
+    k.gemms.push_back({"kv_up", T,
+                       Div(a.heads, tp) * (a.qk_nope_head_dim + a.v_head_dim),
+                       a.kv_lora_rank});
+  } else {
+    k.gemms.push_back({"qkv", T,
+                       (Div(a.heads, tp) + 2 * Div(a.kv_heads, tp)) * a.head_dim,
+                       h});
+  }
+  k.gemms.push_back({"proj", T, h, Div(a.heads, tp) * VDim(a)});
+  TpPair("attention", t, hidden, k.comms);
+  // Attention core: the causal half of 2 s^2 b a (d_qk + d_v) over t and cp.
+  const double s = static_cast<double>(t.seq);
+  k.attention_flops = 0.5 * 2.0 * s * s * static_cast<double>(t.micro_batch) *
+                      static_cast<double>(a.heads) *
+                      static_cast<double>(QkDim(a) + VDim(a)) /
+                      (static_cast<double>(tp) * t.cp);
+  if (t.cp > 1) {
+    // K and V of the local tokens (their local heads) per ring step.
+    k.cp_block_bytes = e * T * Div(KvHeads(a), tp) * (QkDim(a) + VDim(a));
+  }
+  // MLP.
+  const I64 gate = a.gated_mlp ? 2 : 1;
+  I64 inner_tokens_width = 0;  // sum over tokens of the inner width
+  if (a.IsMoeLayer(layer)) {
+    k.gemms.push_back({"router", T, a.experts, h});
+    const I64 local = Div(a.experts, t.ep);
+    // Tokens per local expert under balanced routing: T top_k ep / E (the
+    // ep ranks' tokens meet E / ep experts here).
+    const I64 per_expert =
+        std::max<I64>(1, T * a.top_k * t.ep / std::max(1, a.experts));
+    Gemm fc1{"expert fc1", per_expert, gate * Div(a.expert_ffn, tp), h};
+    fc1.count = static_cast<int>(local);
+    fc1.skew = t.routing_skew;
+    Gemm fc2{"expert fc2", per_expert, h, Div(a.expert_ffn, tp)};
+    fc2.count = static_cast<int>(local);
+    fc2.skew = t.routing_skew;
+    k.gemms.push_back(fc1);
+    k.gemms.push_back(fc2);
+    inner_tokens_width += T * a.top_k * Div(a.expert_ffn, tp);
+    if (a.shared_ffn > 0) {
+      k.gemms.push_back({"shared fc1", T, gate * Div(a.shared_ffn, tp), h});
+      k.gemms.push_back({"shared fc2", T, h, Div(a.shared_ffn, tp)});
+      inner_tokens_width += T * Div(a.shared_ffn, tp);
+    }
+    if (t.ep > 1) {
+      // Token dispatch and combine (megatron/core/transformer/moe/
+      // token_dispatcher.py, alltoall): each rank sends its tokens' top_k
+      // copies, forward and backward.
+      const Bytes routed = e * T * a.top_k * h;
+      k.comms.push_back({"moe dispatch all-to-all", Collective::AllToAll,
+                         CommGroup::Ep, routed, 1, 1, t.routing_skew});
+      k.comms.push_back({"moe combine all-to-all", Collective::AllToAll,
+                         CommGroup::Ep, routed, 1, 1, t.routing_skew});
+    }
+  } else {
+    k.gemms.push_back({"fc1", T, gate * Div(a.ffn, tp), h});
+    k.gemms.push_back({"fc2", T, h, Div(a.ffn, tp)});
+    inner_tokens_width += T * Div(a.ffn, tp);
+  }
+  TpPair("mlp", t, hidden, k.comms);
+  // Element-wise: two norms (read + write), two bias-dropout-adds (read
+  // two, write one, a 1-byte mask), the activation (read gate x up or fc1,
+  // write), rotary on Q and K (read + write) unless positions are learned.
+  I64 bytes = HiddenShare(t, 2 * 2 * hidden + 2 * (3 * hidden + T * h));
+  bytes += (gate + 1) * e * inner_tokens_width;
+  int kernels = 5;
+  if (a.learned_positions == 0) {
+    bytes += 2 * e * T * (Div(a.heads, tp) + Div(KvHeads(a), tp)) * QkDim(a);
+    ++kernels;
+  }
+  k.elementwise_bytes = bytes;
+  k.elementwise_kernels = kernels;
+  return k;
+}
+
+LayerKernels HeadKernels(const Architecture& a, const Training& t) {
+  LayerKernels k;
+  const I64 T = Tokens(t);
+  const Bytes hidden = t.activation_bytes * T * a.hidden;
+  k.gemms.push_back({"logits", T, Div(a.vocab, t.tp), a.hidden});
+  // Final norm (read + write), then the vocabulary-parallel cross-entropy
+  // on fp32 logits: max, exp-sum and the target's logit read the logits
+  // about three times [Megatron tensor_parallel/cross_entropy.py].
+  k.elementwise_bytes =
+      HiddenShare(t, 2 * hidden) + 3 * 4 * T * Div(a.vocab, t.tp);
+  k.elementwise_kernels = 4;
+  if (t.tp > 1) {
+    // The head's input: gathered (SP) or its gradient all-reduced; the
+    // loss's three all-reduces of one fp32 per token.
+    if (t.sp) {
+      k.comms.push_back({"head all-gather", Collective::AllGather,
+                         CommGroup::Tp, hidden, 1, 1, 1.0});
+    } else {
+      k.comms.push_back({"head input-grad all-reduce", Collective::AllReduce,
+                         CommGroup::Tp, hidden, 0, 1, 1.0});
+    }
+    k.comms.push_back({"cross-entropy all-reduce", Collective::AllReduce,
+                       CommGroup::Tp, 4 * T, 3, 0, 1.0});
+  }
+  return k;
+}
+
+double GemmEfficiency(double flops, const Hardware& h) {
+  if (h.fraction_given) return h.achievable_fraction;
+  const ComputeEfficiency& c = h.gpu.compute;
+  const double half = PeakFlopsPerS(h) * static_cast<double>(c.matmul_half_time) / 1e9;
+  return c.matmul * flops / (flops + half);
+}
+
+Nanos GemmTime(const Gemm& g, const Hardware& h) {
+  const double one = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) *
+                     static_cast<double>(g.k) * g.skew;
+  if (one <= 0) return 0;
+  const Nanos t = Ns(one / (PeakFlopsPerS(h) * GemmEfficiency(one, h)));
+  return g.count * std::max(t, h.gpu.compute.kernel_floor);
+}
+
+Nanos AttentionTime(double flops, const Hardware& h) {
+  if (flops <= 0) return 0;
+  const double eff = h.fraction_given ? h.achievable_fraction
+                                      : h.gpu.compute.attention;
+  return std::max(Ns(flops / (PeakFlopsPerS(h) * eff)),
+                  h.gpu.compute.kernel_floor);
+}
+
+Nanos ElementwiseTime(Bytes bytes, int kernels, const Hardware& h) {
+  if (bytes <= 0) return 0;
+  const Nanos t = Ns(static_cast<double>(bytes) /
+                     (h.gpu.hbm_bytes_per_s * h.gpu.compute.hbm));
+  return std::max(t, kernels * h.gpu.compute.kernel_floor);
+}
+
+Nanos CommTime(const CommOp& c, const JobGroups& groups, const Hardware& h) {
+  const GroupPlacement& g = c.group == CommGroup::Tp   ? groups.tp
+                            : c.group == CommGroup::Cp ? groups.cp
+                                                       : groups.ep;
+  const Nanos one = CollectiveTime(c.kind, g.size, c.bytes, g.link, h.gpu.network);
+  return static_cast<Nanos>(std::llround(static_cast<double>(one) * c.skew));
+}
+
+KernelTimes PriceKernels(const LayerKernels& k, const Training& t,
+                         const Hardware& h, const JobGroups& groups) {
+  KernelTimes out;
+  Nanos gemm = 0;
+  for (const Gemm& g : k.gemms) gemm += GemmTime(g, h);
+  out.attention = AttentionTime(k.attention_flops, h);
+  const Nanos attention_bwd = static_cast<Nanos>(std::llround(2.5 * out.attention));
+  const Nanos elem = ElementwiseTime(k.elementwise_bytes, k.elementwise_kernels, h);
+  const Nanos elem_bwd = ElementwiseTime(2 * k.elementwise_bytes,
+                                         2 * k.elementwise_kernels, h);
+  Nanos tp_fwd = 0, tp_bwd = 0, other_fwd = 0, other_bwd = 0;
+  for (const CommOp& c : k.comms) {
+    const Nanos one = CommTime(c, groups, h);
+    (c.group == CommGroup::Tp ? tp_fwd : other_fwd) += c.forward * one;
+    (c.group == CommGroup::Tp ? tp_bwd : other_bwd) += c.backward * one;
+  }
+  if (t.tp_comm_overlap) {
+    // Userbuffers overlap each TP collective with its neighbouring GEMM:
+    // what the GEMMs of the pass cannot cover stays exposed.
+    tp_fwd = std::max<Nanos>(0, tp_fwd - gemm);
+    tp_bwd = std::max<Nanos>(0, tp_bwd - gemm);
+  }
+  if (k.cp_block_bytes > 0 && groups.cp.size > 1) {
+    // The ring's cp - 1 steps: each sends the K/V block while the current
+    // block's attention runs (1/cp of the local attention).
+    const int steps = groups.cp.size - 1;
+    const Nanos send_f = CollectiveTime(Collective::SendRecv, 2, k.cp_block_bytes,
+                                        groups.cp.link, h.gpu.network);
+    const Nanos send_b = CollectiveTime(Collective::SendRecv, 2, 2 * k.cp_block_bytes,
+                                        groups.cp.link, h.gpu.network);
+    const Nanos block_f = out.attention / groups.cp.size;
+    const Nanos block_b = attention_bwd / groups.cp.size;
+    other_fwd += steps * std::max<Nanos>(0, send_f - block_f);
+    other_bwd += steps * std::max<Nanos>(0, send_b - block_b);
+  }
+  out.comm_forward = tp_fwd + other_fwd;
+  out.comm_backward = tp_bwd + other_bwd;
+  out.forward = gemm + out.attention + elem + out.comm_forward;
+  out.backward_input = gemm + attention_bwd + elem_bwd + out.comm_backward;
+  out.backward_weight = gemm;
+  return out;
+}
+
+}  // namespace ppb

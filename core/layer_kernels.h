@@ -1,0 +1,97 @@
+// The kernels of one layer for one micro-batch on one rank, and their
+// price: the step model's compute (core/architecture.h Hardware::step_model).
+//
+// A layer is its GEMMs (each (m x k) x (k x n) per rank after the tensor-
+// parallel split, as Megatron-LM's ColumnParallelLinear / RowParallelLinear
+// shard them), the attention core (FlashAttention: no s^2 tensor, the
+// causal half of 4 b s^2 h FLOPs computed), its element-wise kernels
+// (norms, bias-dropout-add, activation, rotary: priced by the bytes they
+// move through HBM) and its collectives (TP, CP, EP; core/collective.h).
+//
+// Prices (core/gpu.h ComputeEfficiency):
+//   GEMM         max(floor, 2mnk / (peak x matmul x f / (f + f_half)))
+//                with f = 2mnk, f_half = peak x matmul_half_time; the
+//                backward runs each GEMM twice (dgrad: I, wgrad: W)
+//   attention    causal FLOPs / (peak x attention); backward 2.5x (the
+//                FlashAttention-2 backward's five GEMMs against two)
+//   element-wise bytes / (HBM bandwidth x hbm), backward twice the bytes
+//   collectives  on the critical path in the pass that runs them, unless
+//                training.tp_comm_overlap hides TP ones behind the pass's
+//                GEMMs (exposed: what exceeds them); CP's ring exposes per
+//                step what its K/V send takes beyond the block's attention
+// With hardware.achievable_fraction given, GEMMs and attention run at that
+// constant share of the peak instead.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/architecture.h"
+#include "core/collective.h"
+#include "core/rank_layout.h"
+#include "core/types.h"
+
+namespace ppb {
+
+struct Gemm {
+  std::string name;
+  std::int64_t m = 0, n = 0, k = 0;  // per rank
+  int count = 1;                     // identical GEMMs (local experts)
+  double skew = 1.0;                 // time multiplier (routing skew)
+  double flops() const {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) *
+           static_cast<double>(k) * count;
+  }
+};
+
+enum class CommGroup { Tp, Cp, Ep };
+const char* CommGroupName(CommGroup g);
+
+struct CommOp {
+  std::string name;
+  Collective kind = Collective::AllReduce;
+  CommGroup group = CommGroup::Tp;
+  Bytes bytes = 0;   // NCCL's S (core/collective.h)
+  int forward = 0;   // how many in the forward
+  int backward = 0;  // and in the backward
+  double skew = 1.0;
+};
+
+struct LayerKernels {
+  std::vector<Gemm> gemms;       // forward
+  double attention_flops = 0;    // forward core on this rank, causal
+  Bytes elementwise_bytes = 0;   // forward HBM traffic
+  int elementwise_kernels = 0;   // forward kernels
+  std::vector<CommOp> comms;
+  // Context parallelism's ring (p2p): bytes of the K/V block a rank sends
+  // per step of the forward (the backward sends K/V and dK/dV: twice).
+  Bytes cp_block_bytes = 0;
+};
+
+LayerKernels EmbeddingKernels(const Architecture& a, const Training& t);
+LayerKernels DecoderKernels(const Architecture& a, const Training& t,
+                            int layer);
+LayerKernels HeadKernels(const Architecture& a, const Training& t);
+
+// A layer's priced times on its rank.
+struct KernelTimes {
+  Nanos forward = 0;          // everything below for the forward
+  Nanos backward_input = 0;   // dgrad GEMMs, attention and element-wise
+                              // backward, backward collectives
+  Nanos backward_weight = 0;  // wgrad GEMMs
+  Nanos attention = 0;        // the forward attention core (selective
+                              // recompute reruns it)
+  Nanos comm_forward = 0;     // exposed collectives in forward
+  Nanos comm_backward = 0;    // and in backward_input
+};
+
+Nanos GemmTime(const Gemm& g, const Hardware& h);
+double GemmEfficiency(double flops, const Hardware& h);
+Nanos AttentionTime(double flops, const Hardware& h);
+Nanos ElementwiseTime(Bytes bytes, int kernels, const Hardware& h);
+Nanos CommTime(const CommOp& c, const JobGroups& groups, const Hardware& h);
+
+KernelTimes PriceKernels(const LayerKernels& k, const Training& t,
+                         const Hardware& h, const JobGroups& groups);
+
+}  // namespace ppb

@@ -1,0 +1,56 @@
+// Where a job's ranks sit, and so which link each parallel group runs on.
+// Megatron-LM numbers ranks in the order tp-cp-ep-dp-pp by default
+// (megatron/core/parallel_state.py, initialize_model_parallel `order`,
+// core 0.20): tensor-parallel ranks vary fastest, then context, data and
+// pipeline. Experts use the expert rank generator (etp-ep-edp-pp, with the
+// expert tensor-parallel size = t here). Nodes hold gpus_per_node
+// consecutive ranks.
+//
+// A group of `size` ranks `stride` apart has min(size, ceil(g / stride))
+// members in a node (g = GPUs per node). It stays in the node when
+// (size - 1) * stride < g: NVLink at its per-direction bandwidth.
+// Otherwise its ring crosses nodes, and NCCL's channels run through every
+// member's NIC in a node at once, so the ring moves min(NVLink, k x NIC)
+// with k members per node (SimAI astra-sim/system/calbusbw.cc; nccl-tests
+// doc/PERFORMANCE.md), at the inter-node latency.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/architecture.h"
+#include "core/collective.h"
+#include "core/gpu.h"
+#include "core/model.h"
+
+namespace ppb {
+
+struct GroupPlacement {
+  int size = 1;
+  int stride = 1;
+  int per_node = 1;           // members in one node
+  bool crosses_nodes = false;
+  GroupLink link;
+};
+GroupPlacement PlaceGroup(int size, int stride, const Gpu& gpu);
+
+// Every group of a job (sizes from `t`, links from `gpu`).
+struct JobGroups {
+  GroupPlacement tp;         // stride 1
+  GroupPlacement cp;         // stride t
+  GroupPlacement ep;         // stride t (expert generator)
+  GroupPlacement dp_cp;      // dense gradients: dp x cp ranks, stride t
+  GroupPlacement expert_dp;  // expert gradients: dp x cp / ep, stride t x ep
+  int pp_stride = 1;         // t x cp x dp
+};
+JobGroups PlaceJob(const Training& t, const Gpu& gpu);
+
+// The p pipeline links (links[r] joins ranks r and r + 1 mod p): NVLink
+// where both ranks' GPUs share a node (of pipeline rank 0's data-parallel
+// replica 0), else one NIC.
+std::vector<Link> PipelineLinks(const Training& t, const Gpu& gpu);
+
+// "tp 4 on NVLink (1 node)", "dp x cp 16 across nodes (2 per node)".
+std::string GroupText(const std::string& name, const GroupPlacement& g);
+
+}  // namespace ppb

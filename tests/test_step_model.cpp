@@ -1,0 +1,287 @@
+// The step model (issue 33): collectives in NCCL's closed forms, the rank
+// layout's links, a layer's kernels at TP 1 and 8 by hand, the step's tail
+// (gradient buckets, optimizer) against hand timelines, the breakdown's
+// sum, the config's refusals and the global batch.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "apps/input/config.h"
+#include "core/collective.h"
+#include "core/cost_model.h"
+#include "core/engine.h"
+#include "core/layer_kernels.h"
+#include "core/rank_layout.h"
+#include "core/step_metrics.h"
+#include "core/step_tail.h"
+#include "tests/cost_models.h"
+
+namespace ppb {
+namespace {
+
+// Efficiency 1 at every size: the closed forms exactly.
+CollectiveEfficiency Ideal() { return CollectiveEfficiency{1.0, 0}; }
+
+TEST_CASE("collectives follow NCCL's ring closed forms", "[step]") {
+  const GroupLink link{1e11, 2000, false};  // 100 GB/s, 2 us a step
+  const Bytes s = 1'000'000'000;            // 10 ms of wire time
+  // all-reduce: 2(n-1) a + 2(n-1)/n S/B = 28 us + 17.5 ms.
+  CHECK(CollectiveTime(Collective::AllReduce, 8, s, link, Ideal()) == 28'000 + 17'500'000);
+  // reduce-scatter / all-gather / all-to-all: (n-1) a + (n-1)/n S/B.
+  CHECK(CollectiveTime(Collective::ReduceScatter, 8, s, link, Ideal()) == 14'000 + 8'750'000);
+  CHECK(CollectiveTime(Collective::AllGather, 8, s, link, Ideal()) == 14'000 + 8'750'000);
+  CHECK(CollectiveTime(Collective::AllToAll, 4, s, link, Ideal()) == 6'000 + 7'500'000);
+  CHECK(CollectiveTime(Collective::SendRecv, 2, s, link, Ideal()) == 2'000 + 10'000'000);
+  // One rank: nothing to do.
+  CHECK(CollectiveTime(Collective::AllReduce, 1, s, link, Ideal()) == 0);
+  // Efficiency by size: 8 MiB at half size 8 MiB and 0.8 moves at 0.4 B.
+  const CollectiveEfficiency eff{0.8, 8 << 20};
+  CHECK(EffectiveBandwidth(link, 8 << 20, eff) == Approx(0.4e11));
+  const double wire = 2.0 * 7 / 8 * (8 << 20) / 0.4e11 * 1e9;
+  CHECK(CollectiveTime(Collective::AllReduce, 8, 8 << 20, link, eff) ==
+        28'000 + std::llround(wire));
+}
+
+TEST_CASE("groups use NVLink inside a node and the NICs across", "[step]") {
+  const Gpu& a100 = *FindGpu("a100-sxm4-80gb");
+  REQUIRE(a100.gpus_per_node == 8);
+  REQUIRE(a100.nvlink_bytes_per_s == 300e9);  // 600 GB/s both directions
+  REQUIRE(a100.nic_bytes_per_s == 25e9);      // one 200 Gb/s HDR per GPU
+  const GroupPlacement tp8 = PlaceGroup(8, 1, a100);
+  CHECK_FALSE(tp8.crosses_nodes);
+  CHECK(tp8.link.bytes_per_s == 300e9);
+  CHECK(tp8.link.latency == a100.intra_latency);
+  // TP 16 spans two nodes; NCCL's rings use all 8 NICs of each node.
+  const GroupPlacement tp16 = PlaceGroup(16, 1, a100);
+  CHECK(tp16.crosses_nodes);
+  CHECK(tp16.per_node == 8);
+  CHECK(tp16.link.bytes_per_s == 200e9);
+  CHECK(tp16.link.latency == a100.inter_latency);
+  // DP after TP 8: one member per node, one NIC.
+  const GroupPlacement dp = PlaceGroup(24, 8, a100);
+  CHECK(dp.per_node == 1);
+  CHECK(dp.link.bytes_per_s == 25e9);
+  // DP 4 after TP 2: ranks 0, 2, 4, 6 of one node.
+  const GroupPlacement dp4 = PlaceGroup(4, 2, a100);
+  CHECK_FALSE(dp4.crosses_nodes);
+  CHECK(dp4.per_node == 4);
+  // Pipeline neighbours t x cp x d = 4 apart: ranks 0, 4 | 8, 12.
+  Training t;
+  t.tp = 2;
+  t.dp = 2;
+  t.pp = 4;
+  const std::vector<Link> links = PipelineLinks(t, a100);
+  REQUIRE(links.size() == 4);
+  CHECK(links[0].bandwidth == 300'000'000'000);
+  CHECK(links[1].bandwidth == 25'000'000'000);
+  CHECK(links[2].bandwidth == 300'000'000'000);
+  CHECK(links[3].bandwidth == 25'000'000'000);
+}
+
+TEST_CASE("a layer's GEMMs at TP 1 and 8 by hand", "[step]") {
+  // Llama-2-70B's shape: h 8192, 64 heads, 8 KV heads, ffn 28672.
+  const Architecture a = test::Llama2_70B();
+  Training t;
+  t.seq = 4096;
+  t.micro_batch = 1;
+  t.tp = 8;
+  const LayerKernels k = DecoderKernels(a, t, 0);
+  REQUIRE(k.gemms.size() == 4);
+  // QKV: (64/8 + 2 x 8/8) x 128 = 1280 columns per rank.
+  CHECK(k.gemms[0].m == 4096);
+  CHECK(k.gemms[0].n == 1280);
+  CHECK(k.gemms[0].k == 8192);
+  CHECK(k.gemms[1].n == 8192);  // proj back to h
+  CHECK(k.gemms[1].k == 1024);
+  CHECK(k.gemms[2].n == 2 * 28672 / 8);  // gate and up
+  CHECK(k.gemms[3].k == 28672 / 8);
+  // Every rank's GEMMs are 1/8 of the layer's matmul FLOPs.
+  double flops = 0;
+  for (const Gemm& g : k.gemms) flops += g.flops();
+  CHECK(flops * 8 == Approx(DecoderLayerFlops(a, t, 0).matmul).epsilon(1e-12));
+  // Without SP: one all-reduce of the hidden states (e b s h) after each
+  // row-parallel linear, and one in the backward.
+  REQUIRE(k.comms.size() == 2);
+  for (const CommOp& c : k.comms) {
+    CHECK(c.kind == Collective::AllReduce);
+    CHECK(c.bytes == 2LL * 4096 * 8192);
+    CHECK(c.forward == 1);
+    CHECK(c.backward == 1);
+  }
+  // The priced forward is the sum of its parts on an A100 node.
+  Hardware h;
+  h.step_model = true;
+  h.gpu = *FindGpu("a100-sxm4-80gb");
+  h.peak_tflops = h.gpu.peak_tflops;
+  const JobGroups groups = PlaceJob(t, h.gpu);
+  const KernelTimes times = PriceKernels(k, t, h, groups);
+  Nanos gemm = 0;
+  for (const Gemm& g : k.gemms) gemm += GemmTime(g, h);
+  const Nanos ar = CollectiveTime(Collective::AllReduce, 8, 2LL * 4096 * 8192,
+                                  groups.tp.link, h.gpu.network);
+  CHECK(times.comm_forward == 2 * ar);
+  CHECK(times.forward == gemm + times.attention +
+                             ElementwiseTime(k.elementwise_bytes, k.elementwise_kernels, h) +
+                             2 * ar);
+  CHECK(times.backward_weight == gemm);
+  // One GEMM by hand: QKV is 2 x 4096 x 1280 x 8192 = 85.9 GFLOP; at
+  // 312 TFLOP/s x 0.8 x f / (f + 312e12 x 3.2 us) it takes f / rate.
+  const double f = 2.0 * 4096 * 1280 * 8192;
+  const double rate = 312e12 * 0.8 * f / (f + 312e12 * 3.2e-6);
+  CHECK(GemmTime(k.gemms[0], h) == std::llround(f / rate * 1e9));
+  // TP 1 on the same GPU: no collective, and TP 8 is not 8 times faster
+  // (the all-reduces and the element-wise kernels every rank runs whole).
+  Training t1 = t;
+  t1.tp = 1;
+  const KernelTimes one = PriceKernels(DecoderKernels(a, t1, 0), t1, h, PlaceJob(t1, h.gpu));
+  CHECK(one.comm_forward == 0);
+  CHECK(times.forward * 8 > one.forward * 1.1);
+}
+
+TEST_CASE("the step's tail: buckets in the last backward's window", "[step]") {
+  StepTail tail;
+  tail.enabled = true;
+  tail.overlap_grad_reduce = true;
+  tail.dp = 2;
+  tail.dp_link = GroupLink{1e9, 0, true};  // 1 B/ns
+  tail.bucket_bytes = 250;                  // all-reduce n = 2: S / B = 250 ns
+  tail.efficiency = Ideal();
+  // One stage on rank 0 whose last backward runs [100, 1100]: four buckets,
+  // the first ready at 350, back to back until 1350 = the backward's end
+  // + one bucket: the window closes exactly when the last bucket is ready.
+  const std::vector<TailStage> stages = {{0, 100, 1100, 1000, 0, 40}};
+  std::vector<TailTiming> t = RunTail(tail, stages, {1100});
+  CHECK(t[0].grad_sync_busy == 1000);
+  CHECK(t[0].grad_sync_end == 1350);
+  CHECK(t[0].end == 1390);
+  // Without overlap the sync waits for the flush: 1100 + 1000.
+  tail.overlap_grad_reduce = false;
+  t = RunTail(tail, stages, {1100});
+  CHECK(t[0].grad_sync_end == 2100);
+  CHECK(t[0].end == 2140);
+  // DP = 1: no sync, only the optimizer.
+  tail.dp = 1;
+  t = RunTail(tail, stages, {1100});
+  CHECK(t[0].grad_sync_busy == 0);
+  CHECK(t[0].end == 1140);
+  // Two ranks: both optimizers wait for the later rank's gradients.
+  tail.dp = 2;
+  const std::vector<TailStage> two = {{0, 0, 500, 1000, 0, 40},
+                                      {1, 0, 100, 500, 0, 70}};
+  t = RunTail(tail, two, {800, 900});
+  CHECK(t[0].grad_sync_end == 1800);  // 800 + 1000
+  CHECK(t[1].grad_sync_end == 1400);  // 900 + 500
+  CHECK(t[0].end == 1840);
+  CHECK(t[1].end == 1870);
+}
+
+TEST_CASE("the engine ends the step after the tail; the parts add up", "[step]") {
+  PipelineSpec spec = PipelineSpec::Uniform(2, 1, 4, 100, 200);
+  spec.tail.enabled = true;
+  spec.tail.dp = 2;
+  spec.tail.dp_link = GroupLink{1e9, 0, true};
+  spec.tail.efficiency = Ideal();
+  for (StageCost& s : spec.stages) {
+    s.grad_bytes = 300;
+    s.optimizer = 50;
+  }
+  Program program;
+  program.ops.resize(2);
+  // GPipe by hand: F0..F3 then B3..B0 on each rank.
+  for (int d = 0; d < 2; ++d) {
+    for (int j = 0; j < 4; ++j) program.ops[d].push_back({OpKind::F, StageId(d), MicrobatchId(j)});
+    for (int j = 3; j >= 0; --j) program.ops[d].push_back({OpKind::B, StageId(d), MicrobatchId(j)});
+  }
+  Engine engine;
+  const SimResult r = engine.Run(spec, program);
+  REQUIRE(r.outcome == Outcome::Ok);
+  // Pipeline: rank 1 runs F 100..500, B 500..1300; rank 0's last B ends
+  // at 1500 (its B3 waits for rank 1's at 700: 700 + 4 x 200).
+  CHECK(r.pipeline_end == 1500);
+  // Rank 0 syncs 300 ns after 1500, rank 1 after 1300: every rank has its
+  // gradients at 1800, then 50 ns of optimizer.
+  CHECK(r.makespan == 1850);
+  const BubbleBreakdown& b = r.breakdown;
+  CHECK(b.grad_sync == 300);
+  CHECK(b.optimizer == 50);
+  CHECK(b.ideal + b.imbalance + b.recompute + b.communication + b.warmup_drain +
+            b.grad_sync + b.optimizer ==
+        r.makespan);
+}
+
+std::string JobYaml(const std::string& training, const std::string& extra = "") {
+  return "model:\n"
+         "  name: tiny\n"
+         "  architecture: {hidden_size: 1024, num_layers: 8, num_attention_heads: 16,\n"
+         "                 num_key_value_heads: 8, ffn_hidden_size: 4096, vocab_size: 32000}\n"
+         "training: {seq_length: 2048, " + training + "}\n"
+         "hardware: {gpu: a100-sxm4-80gb}\n"
+         "pipeline: {stages: 2" + extra + "}\n";
+}
+
+TEST_CASE("the global batch sets m; the job's refusals", "[step]") {
+  Result<RunConfig> ok = ParseConfig(
+      JobYaml("micro_batch_size: 2, global_batch_size: 64, data_parallel: 4, "
+              "tensor_parallel: 4"),
+      "job.yaml", {});
+  REQUIRE(ok.ok());
+  CHECK(ok->shape.m == 8);  // 64 / (4 x 2)
+  CHECK(ok->hardware.step_model);
+  CHECK(ok->shape.tail.enabled);
+  CHECK(ok->shape.tail.dp == 4);
+  // 80 GiB less the 2 GiB reserve.
+  CHECK(ok->cluster.devices[0].memory_capacity == 78LL << 30);
+  struct Bad {
+    std::string yaml, message;
+  };
+  const Bad bad[] = {
+      {JobYaml("global_batch_size: 63, data_parallel: 4, micro_batch_size: 2"),
+       "job.yaml:5: training.global_batch_size: must be a multiple of "
+       "data_parallel x micro_batch_size (4 x 2 = 8); got 63"},
+      {JobYaml("global_batch_size: 64", ", microbatches: 8"),
+       "job.yaml:5: training.global_batch_size: must not be given with "
+       "pipeline.microbatches (it sets m = global_batch_size / (data_parallel "
+       "x micro_batch_size)); got both"},
+      {JobYaml("tensor_parallel: 16, global_batch_size: 8"),
+       "job.yaml:5: training.tensor_parallel: must divide the attention "
+       "heads (16) and the KV heads (8): Megatron splits both over the "
+       "tensor-parallel ranks and does not replicate KV heads; got 16"},
+  };
+  for (const Bad& b : bad) {
+    Result<RunConfig> r = ParseConfig(b.yaml, "job.yaml", {});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message == b.message);
+  }
+}
+
+TEST_CASE("tokens per second and MFU by hand", "[step]") {
+  Architecture a = test::Dense(1024, 2, 16, 16, 4096, 32000);
+  Training t;
+  t.seq = 1024;
+  t.micro_batch = 2;
+  t.dp = 4;
+  t.tp = 2;
+  t.pp = 1;
+  Hardware h;
+  h.peak_tflops = 100;
+  h.achievable_fraction = 1;
+  const std::vector<DerivedLayer> layers = DeriveLayers(a, t, h);
+  const int m = 8;
+  const StepMetrics s =
+      ComputeStepMetrics(layers, std::vector<std::uint8_t>(layers.size(), 0), t, h, m, 2'000'000'000);
+  CHECK(s.gpus == 8);
+  CHECK(s.tokens_per_step == 4.0 * 8 * 2 * 1024);
+  CHECK(s.tokens_per_s == Approx(4.0 * 8 * 2 * 1024 / 2));
+  // 6 x weights x tokens + 3 x the causal half of 4 b s^2 h per layer.
+  double weights = 0;
+  for (const DerivedLayer& d : layers) weights += d.flops.matmul;
+  const double attention = 2 * 3 * 0.5 * 4.0 * 2 * 1024.0 * 1024 * 1024;
+  const double per_mb = 3 * weights + attention;
+  CHECK(s.model_flops == Approx(per_mb * 4 * 8));
+  CHECK(s.mfu == Approx(per_mb * 32 / 2.0 / 8 / 100e12));
+  CHECK(s.hfu == Approx(s.mfu));
+}
+
+}  // namespace
+}  // namespace ppb
