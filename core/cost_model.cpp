@@ -483,9 +483,14 @@ Bytes HiddenBytes(const Architecture& a, const Training& t) {
 }
 
 std::string SetupText(const Training& t, const Hardware& h) {
-  return "tp " + std::to_string(t.tp) + (t.sp ? "+sp" : "") + ", cp " +
-         std::to_string(t.cp) + " at " + Fmt("%g", h.peak_tflops) +
-         " TFLOP/s x " + Fmt("%g", h.achievable_fraction);
+  const std::string split = "tp " + std::to_string(t.tp) + (t.sp ? "+sp" : "") +
+                            ", cp " + std::to_string(t.cp);
+  if (h.step_model) {
+    return split + ", kernels priced by shape on " + h.gpu.name +
+           " (the step model; core/layer_kernels.h)";
+  }
+  return split + " at " + Fmt("%g", h.peak_tflops) + " TFLOP/s x " +
+         Fmt("%g", h.achievable_fraction);
 }
 
 // "x 18 B/param (bf16 weight 2 + fp32 grad 4 + Adam 12: fp32 master 4 +

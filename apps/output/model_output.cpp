@@ -1,6 +1,8 @@
 // The report of ppb-sim model (apps/output/model_output.h).
 #include "apps/output/model_output.h"
 
+#include "apps/output/step_model_output.h"
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -134,6 +136,7 @@ std::string FormatModelText(const RunConfig& config) {
       static_cast<double>(t.static_memory) / (1 << 30),
       static_cast<double>(t.activation) / (1 << 30));
   s += ConventionText(config);
+  if (config.hardware.step_model) s += StepModelText(config);
   // Sources: each distinct provenance once, with the layers it covers.
   s += "sources:\n";
   std::vector<std::string> seen;
@@ -204,6 +207,7 @@ std::string FormatModelJson(const RunConfig& config) {
                     {"gradient_bytes", b.gradient},
                     {"optimizer_bytes", b.optimizer},
                     {"distributed_optimizer", tr.distributed_optimizer}};
+  if (config.hardware.step_model) j["step_model"] = StepModelJson(config);
   return JsonText(j, 2) + "\n";
 }
 

@@ -1,0 +1,224 @@
+#include "apps/output/step_model_output.h"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "core/layer_kernels.h"
+#include "core/rank_layout.h"
+#include "core/step_tail.h"
+
+namespace ppb {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+double Ms(Nanos t) { return static_cast<double>(t) / 1e6; }
+double MiB(double b) { return b / (1 << 20); }
+
+// The first layer of each kind, in model order: one of each is shown.
+std::vector<const DerivedLayer*> Distinct(const RunConfig& config) {
+  std::vector<const DerivedLayer*> out;
+  for (const DerivedLayer& d : config.derived) {
+    bool seen = false;
+    for (const DerivedLayer* x : out) seen |= x->layer.kind == d.layer.kind;
+    if (!seen) out.push_back(&d);
+  }
+  return out;
+}
+
+const GroupPlacement& GroupOf(CommGroup g, const JobGroups& groups) {
+  return g == CommGroup::Tp ? groups.tp : g == CommGroup::Cp ? groups.cp : groups.ep;
+}
+
+}  // namespace
+
+std::string StepModelText(const RunConfig& config) {
+  const Hardware& h = config.hardware;
+  const Gpu& g = h.gpu;
+  const Training& t = config.training;
+  const JobGroups groups = PlaceJob(t, g);
+  std::string s = fmt::format("step model: {}\n  source: {}\n", g.name, g.source);
+  s += fmt::format(
+      "  peak {:g} TFLOP/s dense 16-bit; HBM {:.1f} GiB at {:g} GB/s; NVLink "
+      "{:g} GB/s per direction, {} GPUs per node; NIC {:g} GB/s per GPU\n",
+      h.peak_tflops, static_cast<double>(h.memory_bytes) / (1 << 30),
+      g.hbm_bytes_per_s / 1e9, g.nvlink_bytes_per_s / 1e9, g.gpus_per_node,
+      g.nic_bytes_per_s / 1e9);
+  s += "  coefficients (guesses to calibrate; hardware.<key> overrides each):\n";
+  s += fmt::format(
+      "    matmul_efficiency {:g}, matmul_half_time {:g} us, "
+      "attention_efficiency {:g}, hbm_efficiency {:g}, kernel_floor {:g} us\n",
+      g.compute.matmul, static_cast<double>(g.compute.matmul_half_time) / 1e3,
+      g.compute.attention, g.compute.hbm,
+      static_cast<double>(g.compute.kernel_floor) / 1e3);
+  s += fmt::format(
+      "    collective_efficiency {:g}, collective_half_size {:g} MiB, "
+      "intra_node latency {:g} us, inter_node latency {:g} us, memory_reserve "
+      "{:g} GiB\n",
+      g.network.collective, MiB(static_cast<double>(g.network.collective_half_size)),
+      static_cast<double>(g.intra_latency) / 1e3,
+      static_cast<double>(g.inter_latency) / 1e3,
+      static_cast<double>(h.memory_reserve) / (1 << 30));
+  if (h.fraction_given) {
+    s += fmt::format(
+        "    achievable_fraction {:g} given: GEMMs and attention run at that "
+        "share of the peak (no efficiency curve)\n",
+        h.achievable_fraction);
+  }
+  s += fmt::format(
+      "  groups (Megatron's rank order tp-cp-ep-dp-pp): {}; {}; {}; {}; {}; "
+      "pipeline neighbours {} ranks apart\n",
+      GroupText("tp", groups.tp), GroupText("cp", groups.cp),
+      GroupText("ep", groups.ep), GroupText("dp x cp", groups.dp_cp),
+      GroupText("expert dp", groups.expert_dp), groups.pp_stride);
+  for (const DerivedLayer* d : Distinct(config)) {
+    const LayerKernels& k = d->kernels;
+    s += fmt::format("kernels of {} (one rank, one micro-batch; the backward "
+                     "runs each GEMM twice, dgrad in I and wgrad in W):\n",
+                     d->layer.name);
+    for (const Gemm& gm : k.gemms) {
+      const double one = gm.flops() / gm.count;
+      s += fmt::format("  gemm {:<12} {} x {} x {}{}  {:.1f} GFLOP  eff {:.3f}  "
+                       "{:.3f} ms\n",
+                       gm.name, gm.m, gm.n, gm.k,
+                       gm.count > 1 ? fmt::format(" (x{})", gm.count) : "",
+                       gm.flops() / 1e9, GemmEfficiency(one * gm.skew, h),
+                       Ms(GemmTime(gm, h)));
+    }
+    if (k.attention_flops > 0) {
+      s += fmt::format("  attention core (causal, FlashAttention) {:.1f} GFLOP  "
+                       "{:.3f} ms forward, {:.3f} ms backward\n",
+                       k.attention_flops / 1e9, Ms(d->times.attention),
+                       2.5 * Ms(d->times.attention));
+    }
+    if (k.elementwise_bytes > 0) {
+      s += fmt::format("  element-wise {:.1f} MiB in {} kernels  {:.3f} ms "
+                       "forward (twice the bytes backward)\n",
+                       MiB(static_cast<double>(k.elementwise_bytes)),
+                       k.elementwise_kernels,
+                       Ms(ElementwiseTime(k.elementwise_bytes, k.elementwise_kernels, h)));
+    }
+    for (const CommOp& c : k.comms) {
+      s += fmt::format("  {} {:.2f} MiB on {}  {:.3f} ms  x{} forward, x{} "
+                       "backward\n",
+                       c.name, MiB(static_cast<double>(c.bytes)),
+                       GroupText(CommGroupName(c.group), GroupOf(c.group, groups)),
+                       Ms(CommTime(c, groups, h)), c.forward, c.backward);
+    }
+    s += fmt::format("  exposed collectives {:.3f} ms forward, {:.3f} ms "
+                     "backward{}\n",
+                     Ms(d->times.comm_forward), Ms(d->times.comm_backward),
+                     t.tp_comm_overlap ? " (tp_comm_overlap: beyond the GEMMs)" : "");
+    const StepTail& tail = config.shape.tail;
+    s += fmt::format(
+        "  tail: {:.2f} MiB of gradients ({} alone {:.3f} ms over dp x cp "
+        "{}), optimizer {:.3f} ms\n",
+        MiB(static_cast<double>(d->layer.grad_bytes)),
+        t.distributed_optimizer ? "reduce-scatter" : "all-reduce",
+        Ms(GradSyncTime(tail, d->layer.grad_bytes, tail.dp, tail.dp_link, false)),
+        tail.dp, Ms(d->layer.optimizer));
+  }
+  const StepTail& tail = config.shape.tail;
+  s += fmt::format(
+      "step tail: gradients {} over dp x cp {} ({}), buckets {}; {}; "
+      "parameter all-gather {}; tied-embedding all-reduce {:.3f} ms; the "
+      "optimizer waits for every rank's gradients\n",
+      t.distributed_optimizer ? "reduce-scattered" : "all-reduced", tail.dp,
+      t.overlap_grad_reduce ? "overlap_grad_reduce: from each chunk's last backward"
+                            : "after the pipeline's flush",
+      tail.bucket_bytes > 0
+          ? fmt::format("of {:.1f} MiB on pipeline rank 0, one per chunk "
+                        "elsewhere",
+                        MiB(static_cast<double>(tail.bucket_bytes)))
+          : std::string("one per chunk"),
+      t.distributed_optimizer ? "distributed optimizer" : "every rank holds the optimizer state",
+      !t.distributed_optimizer ? "none"
+      : t.overlap_param_gather ? "under the next step's forward"
+                               : "exposed after the optimizer",
+      Ms(tail.embedding_sync));
+  return s;
+}
+
+Json StepModelJson(const RunConfig& config) {
+  const Hardware& h = config.hardware;
+  const Gpu& g = h.gpu;
+  const JobGroups groups = PlaceJob(config.training, g);
+  Json j;
+  j["gpu"] = g.name;
+  j["source"] = g.source;
+  j["peak_tflops"] = h.peak_tflops;
+  j["memory_bytes"] = h.memory_bytes;
+  j["hbm_bytes_per_s"] = g.hbm_bytes_per_s;
+  j["nvlink_bytes_per_s"] = g.nvlink_bytes_per_s;
+  j["gpus_per_node"] = g.gpus_per_node;
+  j["nic_bytes_per_s"] = g.nic_bytes_per_s;
+  j["coefficients"] = {
+      {"matmul_efficiency", g.compute.matmul},
+      {"matmul_half_time_ns", g.compute.matmul_half_time},
+      {"attention_efficiency", g.compute.attention},
+      {"hbm_efficiency", g.compute.hbm},
+      {"kernel_floor_ns", g.compute.kernel_floor},
+      {"collective_efficiency", g.network.collective},
+      {"collective_half_size_bytes", g.network.collective_half_size},
+      {"intra_latency_ns", g.intra_latency},
+      {"inter_latency_ns", g.inter_latency},
+      {"memory_reserve_bytes", h.memory_reserve}};
+  if (h.fraction_given) j["achievable_fraction"] = h.achievable_fraction;
+  auto group = [](const GroupPlacement& p) {
+    return Json{{"size", p.size},
+                {"stride", p.stride},
+                {"per_node", p.per_node},
+                {"crosses_nodes", p.crosses_nodes},
+                {"bytes_per_s", p.link.bytes_per_s},
+                {"latency_ns", p.link.latency}};
+  };
+  j["groups"] = {{"tp", group(groups.tp)},
+                 {"cp", group(groups.cp)},
+                 {"ep", group(groups.ep)},
+                 {"dp_cp", group(groups.dp_cp)},
+                 {"expert_dp", group(groups.expert_dp)},
+                 {"pp_stride", groups.pp_stride}};
+  Json layers = Json::array();
+  for (const DerivedLayer* d : Distinct(config)) {
+    Json lj;
+    lj["layer"] = d->layer.name;
+    Json gemms = Json::array();
+    for (const Gemm& gm : d->kernels.gemms) {
+      gemms.push_back({{"name", gm.name}, {"m", gm.m}, {"n", gm.n}, {"k", gm.k},
+                       {"count", gm.count}, {"flops", gm.flops()},
+                       {"efficiency", GemmEfficiency(gm.flops() / gm.count * gm.skew, h)},
+                       {"time_ns", GemmTime(gm, h)}});
+    }
+    lj["gemms"] = std::move(gemms);
+    lj["attention_flops"] = d->kernels.attention_flops;
+    lj["attention_forward_ns"] = d->times.attention;
+    lj["elementwise_bytes"] = d->kernels.elementwise_bytes;
+    Json comms = Json::array();
+    for (const CommOp& c : d->kernels.comms) {
+      comms.push_back({{"name", c.name}, {"collective", CollectiveName(c.kind)},
+                       {"group", CommGroupName(c.group)}, {"bytes", c.bytes},
+                       {"forward", c.forward}, {"backward", c.backward},
+                       {"time_ns", CommTime(c, groups, h)}});
+    }
+    lj["collectives"] = std::move(comms);
+    lj["exposed_comm_forward_ns"] = d->times.comm_forward;
+    lj["exposed_comm_backward_ns"] = d->times.comm_backward;
+    lj["grad_bytes"] = d->layer.grad_bytes;
+    lj["expert_grad_bytes"] = d->layer.expert_grad_bytes;
+    lj["optimizer_ns"] = d->layer.optimizer;
+    layers.push_back(std::move(lj));
+  }
+  j["layers"] = std::move(layers);
+  const StepTail& tail = config.shape.tail;
+  j["tail"] = {{"dp", tail.dp},
+               {"expert_dp", tail.expert_dp},
+               {"overlap_grad_reduce", tail.overlap_grad_reduce},
+               {"distributed_optimizer", tail.distributed_optimizer},
+               {"overlap_param_gather", tail.overlap_param_gather},
+               {"bucket_bytes", tail.bucket_bytes},
+               {"embedding_sync_ns", tail.embedding_sync}};
+  return j;
+}
+
+}  // namespace ppb
