@@ -8,6 +8,7 @@
 #include <string>
 
 #include "apps/input/config.h"
+#include "apps/output/emit.h"
 #include "core/collective.h"
 #include "core/cost_model.h"
 #include "core/engine.h"
@@ -253,6 +254,35 @@ TEST_CASE("the global batch sets m; the job's refusals", "[step]") {
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().message == b.message);
   }
+}
+
+TEST_CASE("Megatron's flags carry the job's parallel block", "[step]") {
+  Result<RunConfig> cfg = ParseConfig(
+      JobYaml("micro_batch_size: 2, global_batch_size: 64, data_parallel: 4, "
+              "tensor_parallel: 4, sequence_parallel: true, "
+              "distributed_optimizer: true, overlap_grad_reduce: true, "
+              "overlap_param_gather: true"),
+      "job.yaml", {});
+  REQUIRE(cfg.ok());
+  // Megatron-LM core 0.20 runs 1F1B with blocking p2p (overlap_p2p_comm is
+  // forced off without interleaving): the step model's default.
+  CHECK(cfg->shape.comm == CommMode::Blocking);
+  Result<PreparedRun> run = Prepare(*cfg);
+  REQUIRE(run.ok());
+  Result<Emission> e = Emit(Framework::Megatron, *cfg, run->program);
+  REQUIRE(e.ok());
+  for (const char* line :
+       {"--tensor-model-parallel-size 4\n", "--sequence-parallel\n",
+        "--seq-length 2048\n", "--micro-batch-size 2\n",
+        "--global-batch-size 64\n", "--bf16\n", "--use-distributed-optimizer\n",
+        "--overlap-grad-reduce\n", "--overlap-param-gather\n"}) {
+    INFO(line);
+    CHECK(e->text.find(line) != std::string::npos);
+  }
+  CHECK(e->text.find("--tp-comm-overlap") == std::string::npos);
+  CHECK(e->text.find("launch on 32 GPUs: data parallel size 4") != std::string::npos);
+  // ppb's reader takes the switches back.
+  CHECK(ParseMegatronArgs(e->text, cfg->layers).ok());
 }
 
 TEST_CASE("tokens per second and MFU by hand", "[step]") {

@@ -146,6 +146,7 @@ class Parser : public ConfigReader {
   std::optional<Bytes> hardware_memory_;
   std::optional<Link> hardware_link_;
   std::optional<double> hardware_tflops_;  // for device_types' peak_tflops
+  bool communication_given_ = false;  // pipeline.communication in the file
   // training.tp_across_nodes: a tensor-parallel group may span nodes.
   bool tp_across_nodes_ = false;
   // With the step model: the pipeline links of the job's rank layout

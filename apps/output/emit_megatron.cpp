@@ -268,6 +268,33 @@ MegatronRecompute MegatronRecomputeFlags(const RunConfig& config) {
   return out;
 }
 
+// The job's parallel block for a derived model (issue 33): Megatron-LM core
+// 0.20's flags (megatron/training/arguments.py), switches (store_true)
+// only when on. The data-parallel size is what the world size leaves.
+std::string ParallelBlock(const RunConfig& config) {
+  const Training& t = config.training;
+  std::string text;
+  text += fmt::format("--tensor-model-parallel-size {}\n", t.tp);
+  if (t.sp && t.tp > 1) text += "--sequence-parallel\n";
+  if (t.cp > 1) text += fmt::format("--context-parallel-size {}\n", t.cp);
+  if (t.ep > 1) text += fmt::format("--expert-model-parallel-size {}\n", t.ep);
+  text += fmt::format("--seq-length {}\n", t.seq);
+  text += fmt::format("--micro-batch-size {}\n", t.micro_batch);
+  text += fmt::format("--global-batch-size {}\n",
+                      static_cast<std::int64_t>(t.dp) * config.shape.m * t.micro_batch);
+  if (t.dtype == Dtype::Bf16) text += "--bf16\n";
+  if (t.dtype == Dtype::Fp16) text += "--fp16\n";
+  if (t.distributed_optimizer) text += "--use-distributed-optimizer\n";
+  if (t.overlap_grad_reduce) text += "--overlap-grad-reduce\n";
+  if (t.overlap_param_gather) text += "--overlap-param-gather\n";
+  if (t.tp_comm_overlap) text += "--tp-comm-overlap\n";
+  AddNote(text, fmt::format("launch on {} GPUs: data parallel size {} = world size "
+                            "/ (tensor {} x context {} x pipeline {})",
+                            static_cast<std::int64_t>(t.tp) * t.cp * config.shape.p * t.dp,
+                            t.dp, t.tp, t.cp, config.shape.p));
+  return text;
+}
+
 }  // namespace
 
 Result<Emission> emit_detail::EmitMegatron(const RunConfig& config) {
@@ -332,6 +359,7 @@ Result<Emission> emit_detail::EmitMegatron(const RunConfig& config) {
   const MegatronRecompute rc = MegatronRecomputeFlags(config);
   for (const std::string& flag : rc.flags) text += flag + "\n";
   e.recompute_expressed = rc.note.empty();
+  if (!config.derived.empty()) text += ParallelBlock(config);
 
   std::string model = fmt::format("--num-layers {}", decoders);
   if (mtp > 0) model += fmt::format(" --mtp-num-layers {}", mtp);
@@ -435,7 +463,17 @@ Result<std::map<std::string, std::string>> ReadFlags(std::string_view text) {
     if (out.count(tokens[i]) != 0) {
       return Error{"", tokens[i] + " is given twice"};
     }
-    if (i + 1 < tokens.size() && tokens[i + 1].rfind("--", 0) != 0) {
+    // Megatron's store_true switches take no value.
+    static const char* const kSwitches[] = {
+        "--sequence-parallel",    "--bf16",
+        "--fp16",                 "--use-distributed-optimizer",
+        "--overlap-grad-reduce",  "--overlap-param-gather",
+        "--tp-comm-overlap"};
+    if (std::find_if(std::begin(kSwitches), std::end(kSwitches), [&](const char* sw) {
+          return tokens[i] == sw;
+        }) != std::end(kSwitches)) {
+      out[tokens[i]] = "";
+    } else if (i + 1 < tokens.size() && tokens[i + 1].rfind("--", 0) != 0) {
       out[tokens[i]] = tokens[i + 1];
       ++i;
     } else {
@@ -469,13 +507,34 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
                                        "--microbatch-group-size-per-virtual-pipeline-stage",
                                        "--recompute-granularity",
                                        "--recompute-method",
-                                       "--recompute-num-layers"};
+                                       "--recompute-num-layers",
+                                       "--tensor-model-parallel-size",
+                                       "--sequence-parallel",
+                                       "--context-parallel-size",
+                                       "--expert-model-parallel-size",
+                                       "--seq-length",
+                                       "--micro-batch-size",
+                                       "--global-batch-size",
+                                       "--bf16",
+                                       "--fp16",
+                                       "--use-distributed-optimizer",
+                                       "--overlap-grad-reduce",
+                                       "--overlap-param-gather",
+                                       "--tp-comm-overlap"};
   for (const auto& [name, value] : *flags) {
     if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
       return Error{"", "ppb does not read " + name};
     }
   }
   auto has = [&](const char* name) { return flags->count(name) != 0; };
+  for (const char* name :
+       {"--tensor-model-parallel-size", "--context-parallel-size",
+        "--expert-model-parallel-size", "--seq-length", "--micro-batch-size",
+        "--global-batch-size"}) {
+    if (!has(name)) continue;
+    Result<int> x = FlagInt(*flags, name, 1);
+    if (!x.ok()) return x.error();
+  }
   if (!has("--pipeline-model-parallel-size")) {
     return Error{"", "--pipeline-model-parallel-size: missing"};
   }
