@@ -27,7 +27,7 @@ struct ComputeEfficiency {
   // matmul_half_time reaches half of `matmul` (small GEMMs do not fill the
   // GPU; the shape of Calculon's efficiency by GFLOPs per op,
   // calculon/llm/processor.py).
-  double matmul = 0.8;
+  double matmul = 0.7;
   Nanos matmul_half_time = 3200;
   // FlashAttention's share of the peak on the attention core.
   double attention = 0.6;
