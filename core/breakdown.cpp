@@ -84,6 +84,21 @@ int BusiestDevice(const std::vector<DeviceStats>& devices) {
   return best;
 }
 
+StepParts DeviceStepParts(const SimResult& result, int device) {
+  StepParts x;
+  const DeviceStats& d = result.devices[static_cast<size_t>(device)];
+  Nanos sync = result.pipeline_end;
+  for (const DeviceStats& o : result.devices) sync = std::max(sync, o.grad_sync_end);
+  x.collectives = d.collectives;
+  x.recompute = d.recompute;
+  x.compute = d.busy - d.recompute - d.collectives;
+  x.bubble = result.pipeline_end - d.busy;
+  x.grad_sync = sync - result.pipeline_end;
+  x.optimizer = d.optimizer + d.param_gather;
+  x.waiting = result.makespan - sync - x.optimizer;
+  return x;
+}
+
 Breakdown ComputeBreakdown(const SimResult& result) {
   Breakdown b;
   b.iteration = result.makespan;

@@ -72,6 +72,22 @@ struct Breakdown {
   std::vector<BubbleParts> devices;
 };
 
+// The whole step of one rank (with the step's tail, PipelineSpec::tail):
+// its time split into what it computes, its exposed TP/CP/EP collectives,
+// its recompute, its pipeline bubble (the rest of its time until the
+// pipeline's end), the wait for every rank's gradients (the sync's end less
+// the pipeline's end), its optimizer step (with an exposed parameter
+// all-gather) and its wait for the last rank's step. The seven add up to
+// the makespan.
+struct StepParts {
+  Nanos compute = 0, collectives = 0, recompute = 0, bubble = 0;
+  Nanos grad_sync = 0, optimizer = 0, waiting = 0;
+  Nanos sum() const {
+    return compute + collectives + recompute + bubble + grad_sync + optimizer + waiting;
+  }
+};
+StepParts DeviceStepParts(const SimResult& result, int device);
+
 // The parts of device `d` for iteration time `makespan` and mean useful
 // compute `mean_useful` (definitions above). REQUIRES: d.busy + d.idle ==
 // makespan.

@@ -556,6 +556,8 @@ void SetTimes(DerivedLayer& d, LayerKernels kernels, const Training& t,
     d.layer.forward = d.times.forward;
     d.layer.backward_input = d.times.backward_input;
     d.layer.backward_weight = d.times.backward_weight;
+    d.layer.comm_forward = d.times.comm_forward;
+    d.layer.comm_backward = d.times.comm_backward;
     return;
   }
   d.layer.forward = DeviceTime(d.flops.forward(), t, h);

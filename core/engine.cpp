@@ -197,6 +197,8 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
     r.b_dur = c.recompute + c.backward_input + c.backward_weight;
     r.i_dur = c.recompute + c.backward_input;
     r.w_dur = c.backward_weight;
+    r.coll_f = c.collective_forward;
+    r.coll_b = c.collective_backward;
     r.activation = c.activation;
     r.f_during = c.activation + c.forward_transient;
     r.b_transient = c.backward_transient;
@@ -423,6 +425,9 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
       if (track_tail && (op.kind == OpKind::B || op.kind == OpKind::W)) {
         grad_op_[s] = {start, end};
       }
+      ds.collectives += op.kind == OpKind::F   ? sr.coll_f
+                        : op.kind == OpKind::W ? 0
+                                               : sr.coll_b;
       free = stream_free;
       if (record_memory) out.memory[d].push_back({end, mem});
       ++pc;
@@ -635,6 +640,9 @@ void Engine::RunOrdered(const PipelineSpec& spec, const ExecutionOrder& order,
       if (track_tail && (op.kind == OpKind::B || op.kind == OpKind::W)) {
         grad_op_[s] = {start, end};
       }
+      ds.collectives += op.kind == OpKind::F   ? sr.coll_f
+                        : op.kind == OpKind::W ? 0
+                                               : sr.coll_b;
       st.free = stream_free;
     }
   }

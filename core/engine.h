@@ -97,6 +97,8 @@ struct DeviceStats {
   Nanos grad_sync_end = 0;  // when its gradients were synced
   Nanos optimizer = 0;      // its optimizer step
   Nanos param_gather = 0;   // its exposed parameter all-gather
+  // Of busy: exposed TP/CP/EP collectives (StageCost::collective_*).
+  Nanos collectives = 0;
 };
 
 // Where the iteration time goes (see docs/model.md, "bubble breakdown"); the five
@@ -245,7 +247,7 @@ class Engine {
   };
   // A stage's costs folded for the loop.
   struct StageRun {
-    Nanos forward, recompute, b_dur, i_dur, w_dur;
+    Nanos forward, recompute, b_dur, i_dur, w_dur, coll_f, coll_b;
     Bytes activation, f_during, b_transient, i_release, w_release;
     Route fwd, bwd;
   };

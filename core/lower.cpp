@@ -146,7 +146,7 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
   for (int s = 0; s < stages; ++s) {
     const double speed = cluster.devices[spec.stage_device[s].value].speed;
     StageCost& st = spec.stages[s];
-    Nanos f = 0, bi = 0, bw = 0, rc = 0;
+    Nanos f = 0, bi = 0, bw = 0, rc = 0, cf = 0, cb = 0;
     Bytes max_workspace = 0, max_rematerialized = 0;
     for (int k = 0; k < strategy.layers_per_stage[s]; ++k, ++li) {
       const Layer& l = layers[li];
@@ -157,6 +157,8 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
       st.grad_bytes += l.grad_bytes;
       st.expert_grad_bytes += l.expert_grad_bytes;
       st.optimizer += l.optimizer;
+      cf += l.comm_forward;
+      cb += l.comm_backward;
       max_workspace = std::max(max_workspace, l.workspace);
       const std::uint8_t choice = strategy.recompute[li];
       if (choice == 0) {
@@ -188,6 +190,8 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
     st.backward_input = ScaleTime(bi, speed);
     st.backward_weight = ScaleTime(bw, speed);
     st.recompute = ScaleTime(rc, speed);
+    st.collective_forward = ScaleTime(cf, speed);
+    st.collective_backward = ScaleTime(cb, speed);
     st.forward_transient = max_workspace;
     st.backward_transient = max_workspace + std::max<Bytes>(0, max_rematerialized);
   }

@@ -71,6 +71,10 @@ struct Layer {
   Bytes grad_bytes = 0;
   Bytes expert_grad_bytes = 0;
   Nanos optimizer = 0;
+  // Of forward and backward_input: the exposed TP/CP/EP collectives (the
+  // step model's; reported apart from compute).
+  Nanos comm_forward = 0;
+  Nanos comm_backward = 0;
 
   Nanos backward() const { return backward_input + backward_weight; }
   // Bytes of a stash of `stash` bytes (the activation, or a recompute

@@ -40,6 +40,9 @@ struct StageCost {
   Bytes grad_bytes = 0;
   Bytes expert_grad_bytes = 0;
   Nanos optimizer = 0;
+  // Of forward and backward_input: exposed TP/CP/EP collectives.
+  Nanos collective_forward = 0;
+  Nanos collective_backward = 0;
 };
 
 // Which rank holds global stage s (of p*v):

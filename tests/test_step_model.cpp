@@ -9,6 +9,7 @@
 
 #include "apps/input/config.h"
 #include "apps/output/emit.h"
+#include "core/breakdown.h"
 #include "core/collective.h"
 #include "core/cost_model.h"
 #include "core/engine.h"
@@ -206,6 +207,35 @@ TEST_CASE("the engine ends the step after the tail; the parts add up", "[step]")
   const BubbleBreakdown& b = r.breakdown;
   CHECK(b.grad_sync == 300);
   CHECK(b.optimizer == 50);
+  CHECK(b.ideal + b.imbalance + b.recompute + b.communication + b.warmup_drain +
+            b.grad_sync + b.optimizer ==
+        r.makespan);
+}
+
+TEST_CASE("the step's parts add up on every rank of a shipped job", "[step]") {
+  Result<RunConfig> cfg =
+      LoadConfig(std::string(PPB_CONFIGS_DIR) + "/megatron-145b-a100.yaml", {});
+  REQUIRE(cfg.ok());
+  Result<PreparedRun> run = Prepare(*cfg);
+  REQUIRE(run.ok());
+  Engine engine;
+  const SimResult r = engine.Run(run->spec, run->program);
+  REQUIRE(r.outcome == Outcome::Ok);
+  REQUIRE(r.makespan > r.pipeline_end);
+  const PipelineSpec& spec = run->spec;
+  for (int d = 0; d < spec.p; ++d) {
+    INFO("rank " << d);
+    const StepParts x = DeviceStepParts(r, d);
+    CHECK(x.sum() == r.makespan);
+    CHECK(x.compute > 0);
+    // Each micro-batch's F and B on the rank's stage expose its
+    // collectives once: m x (forward + backward) of the stage.
+    const StageCost& c = spec.stages[static_cast<size_t>(d)];
+    CHECK(c.collective_forward > 0);
+    CHECK(x.collectives == spec.m * (c.collective_forward + c.collective_backward));
+  }
+  // The breakdown's seven parts on the busiest rank make the iteration.
+  const BubbleBreakdown& b = r.breakdown;
   CHECK(b.ideal + b.imbalance + b.recompute + b.communication + b.warmup_drain +
             b.grad_sync + b.optimizer ==
         r.makespan);

@@ -378,6 +378,15 @@ std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
                        Fraction(b.optimizer, r.makespan) * 100.0);
   }
   out += "\n";
+  if (spec.tail.enabled) {
+    const StepParts x = DeviceStepParts(r, b.bottleneck);
+    out += fmt::format(
+        "  where the step goes  compute {:.3f} + TP/CP/EP collectives {:.3f} + "
+        "recompute {:.3f} + pipeline bubble {:.3f} + gradient sync {:.3f} + "
+        "optimizer {:.3f} + waiting {:.3f} ms (rank {})\n",
+        ToMs(x.compute), ToMs(x.collectives), ToMs(x.recompute), ToMs(x.bubble),
+        ToMs(x.grad_sync), ToMs(x.optimizer), ToMs(x.waiting), b.bottleneck);
+  }
   const UnevenStages uneven = UnevenStageLoss(spec, run.program, breakdown);
   out += "  largest loss      " + ExplainBreakdown(spec, r, breakdown, &uneven) + "\n";
   out += "\n";
@@ -419,6 +428,19 @@ std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
     }
     out += fmt::format("  {}\n", BubbleTermLabel(parts.largest_loss()));
   }
+  if (spec.tail.enabled) {
+    out += "\n  the step per rank, ms; each row adds up to the iteration time:\n";
+    out += fmt::format("  {:>4}  {:>11}  {:>11}  {:>11}  {:>11}  {:>13}  {:>11}  {:>11}\n",
+                       "rank", "compute", "collectives", "recompute", "bubble",
+                       "gradient sync", "optimizer", "waiting");
+    for (int d = 0; d < spec.p; ++d) {
+      const StepParts x = DeviceStepParts(r, d);
+      out += fmt::format(
+          "  {:>4}  {:>11.3f}  {:>11.3f}  {:>11.3f}  {:>11.3f}  {:>13.3f}  {:>11.3f}  {:>11.3f}\n",
+          d, ToMs(x.compute), ToMs(x.collectives), ToMs(x.recompute), ToMs(x.bubble),
+          ToMs(x.grad_sync), ToMs(x.optimizer), ToMs(x.waiting));
+    }
+  }
   return out;
 }
 
@@ -455,6 +477,15 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
     j["pipeline_end_ns"] = r.pipeline_end;
     j["step_tail_ms"] = {{"grad_sync", ToMs(r.breakdown.grad_sync)},
                          {"optimizer", ToMs(r.breakdown.optimizer)}};
+    const StepParts x = DeviceStepParts(r, r.breakdown.bottleneck);
+    j["step_breakdown_ms"] = {{"compute", ToMs(x.compute)},
+                              {"collectives", ToMs(x.collectives)},
+                              {"recompute", ToMs(x.recompute)},
+                              {"bubble", ToMs(x.bubble)},
+                              {"grad_sync", ToMs(x.grad_sync)},
+                              {"optimizer", ToMs(x.optimizer)},
+                              {"waiting", ToMs(x.waiting)},
+                              {"rank", r.breakdown.bottleneck}};
   }
   Bytes max_peak = 0;
   for (const auto& d : r.devices) max_peak = std::max(max_peak, d.peak_memory);
@@ -513,6 +544,14 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
     dj["peak_inflight_microbatches"] = ds.peak_inflight;
     dj["oom"] = ds.oom;
     if (spec.tail.enabled) {
+      const StepParts x = DeviceStepParts(r, d);
+      dj["step_ms"] = {{"compute", ToMs(x.compute)},
+                       {"collectives", ToMs(x.collectives)},
+                       {"recompute", ToMs(x.recompute)},
+                       {"bubble", ToMs(x.bubble)},
+                       {"grad_sync", ToMs(x.grad_sync)},
+                       {"optimizer", ToMs(x.optimizer)},
+                       {"waiting", ToMs(x.waiting)}};
       dj["grad_sync_ms"] = ToMs(ds.grad_sync);
       dj["grad_sync_end_ms"] = ToMs(ds.grad_sync_end);
       dj["optimizer_ms"] = ToMs(ds.optimizer);
