@@ -142,6 +142,9 @@ for fmt in text json csv; do
   case_ "compare-interleaved-vary.$fmt" compare --config configs/interleaved.yaml --format "$fmt" \
     --schedules 1f1b,interleaved --vary pipeline.virtual_stages=2,4 --vary cluster.link.bandwidth=x0.5,x1
 done
+# The step model: the GPU and the data-parallel size (m from the global batch at each point).
+case_ compare-megatron-145b-vary.txt compare --config configs/megatron-145b-a100.yaml \
+  --schedules 1f1b --vary hardware.gpu=a100-sxm4-80gb,h100-sxm --vary training.data_parallel=12,24
 
 # ---- model: every HF-derived shipped config
 for cfg in "$ROOT"/configs/*.yaml; do

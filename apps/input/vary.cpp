@@ -380,7 +380,8 @@ Result<Target> ResolveTarget(const YAML::Node& root, const std::string& key, boo
                                 (node.IsMap() ? "a map" : "a list"));
     }
     std::optional<Kind> kind = KindOf(node.Scalar());
-    if (!kind && text_ok) kind = Kind::Text;
+    // hardware.gpu names a preset: compare --vary takes it as text too.
+    if (!kind && (text_ok || key == "hardware.gpu")) kind = Kind::Text;
     if (!kind) {
       return VaryError(key,
                        "expected a numeric key (a number, duration, size or "
