@@ -163,6 +163,7 @@ case_ calibrate-hp_init_demo.json calibrate --measurements data/sapp/hp_init_dem
 case_ calibrate-hp_init_demo-constant.txt calibrate --measurements data/sapp/hp_init_demo.yaml \
   --memory-unit 1MiB --time-unit 1ms    # accepted with a warning: negative per-stage constant (as SAPP)
 case_ calibrate-hp_init_demo-no-unit.txt calibrate --measurements data/sapp/hp_init_demo.yaml   # refused
+case_ calibrate-step-runs.txt calibrate --runs data/step/runs.yaml
 case_ calibrate-mf_mem.txt calibrate --measurements data/sapp/mf_mem.yaml --memory-unit 1MiB --no-constant
 case_ calibrate-mf_mem.json calibrate --measurements data/sapp/mf_mem.yaml --memory-unit 1MiB --no-constant \
   --format json

@@ -5,9 +5,13 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "apps/input/config.h"
+#include "apps/input/step_runs.h"
 #include "apps/output/emit.h"
 #include "core/breakdown.h"
 #include "core/collective.h"
@@ -341,6 +345,58 @@ TEST_CASE("tokens per second and MFU by hand", "[step]") {
   CHECK(s.model_flops == Approx(per_mb * 4 * 8));
   CHECK(s.mfu == Approx(per_mb * 32 / 2.0 / 8 / 100e12));
   CHECK(s.hfu == Approx(s.mfu));
+}
+
+TEST_CASE("calibrate --runs recovers the coefficients that made the runs", "[step]") {
+  // tests/data/step/runs.yaml holds the times ppb simulates for its three
+  // configs with matmul 0.55, collective 0.5 and a 20 GB/s NIC; the fit
+  // starts from the h100-sxm preset (0.61, 0.8, 50 GB/s).
+  Result<StepRuns> runs = LoadStepRuns(std::string(PPB_TEST_DATA_DIR) + "/step/runs.yaml");
+  REQUIRE(runs.ok());
+  REQUIRE(runs->fit.size() == 3);
+  CHECK(runs->fit[0] == StepCoefficient::MatmulEfficiency);
+  CHECK(runs->fit[1] == StepCoefficient::CollectiveEfficiency);
+  CHECK(runs->fit[2] == StepCoefficient::InterNodeBandwidth);
+  Result<StepFit> fit = FitStepRuns(*runs);
+  REQUIRE(fit.ok());
+  CHECK(fit->before[0] == Approx(0.61));
+  CHECK(fit->after[0] == Approx(0.55).epsilon(0.01));
+  CHECK(fit->after[1] == Approx(0.5).epsilon(0.01));
+  CHECK(fit->after[2] == Approx(20e9).epsilon(0.01));
+  CHECK(fit->rms_before > 0.3);
+  CHECK(fit->rms_after < 0.001);
+}
+
+TEST_CASE("calibrate --runs refuses what it cannot fit", "[step]") {
+  const std::string compute = std::string(PPB_TEST_DATA_DIR) + "/step/compute.yaml";
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "ppb-test-bad-runs.yaml").string();
+  struct Case {
+    std::string yaml, message;
+  };
+  const Case cases[] = {
+      {"runs:\n  - config: " + compute + "\n    iteration_time: 1s\n"
+       "fit: [matmul_efficiency, hbm_efficiency]\n",
+       path + ":4: fit: must name 1 to 1 coefficients (at most one per measured "
+              "run); got 2"},
+      {"runs:\n  - config: " + compute + "\n", path + ":2: runs[0].iteration_time: must be "
+                                                   "given (the measured step time, e.g. "
+                                                   "21.3s); got nothing"},
+      {"runs:\n  - config: " + compute + "\n    iteration_time: 1s\nfit: [speed]\n",
+       path + ":4: fit[0]: must be one of matmul_efficiency, attention_efficiency, "
+              "hbm_efficiency, collective_efficiency, intra_node.bandwidth, "
+              "inter_node.bandwidth; got speed"},
+  };
+  for (const Case& c : cases) {
+    {
+      std::ofstream f(path);
+      f << c.yaml;
+    }
+    Result<StepRuns> r = LoadStepRuns(path);
+    std::remove(path.c_str());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message == c.message);
+  }
 }
 
 }  // namespace

@@ -14,9 +14,34 @@
 #include "apps/input/measurements.h"
 #include "apps/input/units.h"
 #include "apps/output/calibration.h"
+#include "apps/output/step_calibration.h"
+#include "apps/input/step_runs.h"
 #include "core/calibrate.h"
 
 namespace ppb::commands {
+namespace {
+
+// calibrate --runs: the step model's coefficients from measured steps.
+int RunStepCalibration(const std::string& path, const std::string& format,
+                       const std::string& output, std::ostream& out, std::ostream& err) {
+  Result<StepRuns> runs = LoadStepRuns(path);
+  if (!runs.ok()) {
+    err << runs.error().message << "\n";
+    return 2;
+  }
+  Result<StepFit> fit = FitStepRuns(*runs);
+  if (!fit.ok()) {
+    err << "ppb-sim calibrate: " << fit.error().message << "\n";
+    return 2;
+  }
+  out << (format == "json" ? FormatStepFitJson(*runs, *fit) : FormatStepFitText(*runs, *fit));
+  if (!output.empty() && !WriteFile(output, StepFitHardwareYaml(*runs, *fit), err)) {
+    return kExitIo;
+  }
+  return 0;
+}
+
+}  // namespace
 
 int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
                  std::ostream& err) {
@@ -24,7 +49,10 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
   po::options_description opts("calibrate options");
   opts.add_options()("help,h", "list the options")(
       "measurements", po::value<std::string>(),
-      "measurements file: runs.yaml, or SAPP's dry-run memory YAML; required")(
+      "measurements file: runs.yaml, or SAPP's dry-run memory YAML")(
+      "runs", po::value<std::string>(),
+      "measured steps of the job (each a run config with hardware.gpu and its "
+      "iteration_time): fits the step model's coefficients")(
       "format", po::value<std::string>()->default_value("text"), "text | json")(
       "output,o", po::value<std::string>(), "write the layer-cost YAML here")(
       "memory-unit", po::value<std::string>(),
@@ -44,17 +72,29 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
     return 2;
   }
   if (vm.count("help")) {
-    out << "usage: ppb-sim calibrate --measurements FILE [options]\n" << opts;
+    out << "usage: ppb-sim calibrate --measurements FILE [options]\n"
+           "       ppb-sim calibrate --runs FILE [--format text|json] [-o hardware.yaml]\n"
+        << opts;
     return 0;
-  }
-  if (!vm.count("measurements")) {
-    err << "ppb-sim: --measurements: required; give the measurements file "
-           "(YAML)\n";
-    return 2;
   }
   const std::string format = vm["format"].as<std::string>();
   if (format != "text" && format != "json") {
     err << "ppb-sim: --format: expected text or json; got '" << format << "'\n";
+    return 2;
+  }
+  if (vm.count("runs")) {
+    if (vm.count("measurements")) {
+      err << "ppb-sim: --runs: must not be given with --measurements (one "
+             "calibration at a time); got both\n";
+      return 2;
+    }
+    return RunStepCalibration(vm["runs"].as<std::string>(), format,
+                              vm.count("output") ? vm["output"].as<std::string>() : "",
+                              out, err);
+  }
+  if (!vm.count("measurements")) {
+    err << "ppb-sim: --measurements: required; give the measurements file "
+           "(YAML), or --runs with measured steps of the job\n";
     return 2;
   }
   SappUnits units;

@@ -1,0 +1,370 @@
+#include "apps/input/step_runs.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "apps/input/config.h"
+#include "apps/input/config_reader.h"
+#include "core/engine.h"
+
+namespace ppb {
+
+const char* StepCoefficientName(StepCoefficient c) {
+  switch (c) {
+    case StepCoefficient::MatmulEfficiency:
+      return "matmul_efficiency";
+    case StepCoefficient::AttentionEfficiency:
+      return "attention_efficiency";
+    case StepCoefficient::HbmEfficiency:
+      return "hbm_efficiency";
+    case StepCoefficient::CollectiveEfficiency:
+      return "collective_efficiency";
+    case StepCoefficient::IntraNodeBandwidth:
+      return "intra_node.bandwidth";
+    case StepCoefficient::InterNodeBandwidth:
+      return "inter_node.bandwidth";
+  }
+  return "?";
+}
+
+namespace config_detail {
+namespace {
+
+constexpr StepCoefficient kAll[] = {
+    StepCoefficient::MatmulEfficiency,   StepCoefficient::AttentionEfficiency,
+    StepCoefficient::HbmEfficiency,      StepCoefficient::CollectiveEfficiency,
+    StepCoefficient::IntraNodeBandwidth, StepCoefficient::InterNodeBandwidth};
+
+class StepRunsParser : public ConfigReader {
+ public:
+  explicit StepRunsParser(const std::string& path)
+      : ConfigReader(path, RunConfig()), path_(path) {}
+
+  Result<StepRuns> Parse(std::string_view text) {
+    return WithYaml<StepRuns>(text, [&](const YAML::Node& root) { return Read(root); });
+  }
+
+ private:
+  Result<StepRuns> Read(const YAML::Node& root) {
+    Result<Entries> top = Map(root, "", {"runs", "fit"});
+    if (!top.ok()) return top.error();
+    StepRuns out;
+    out.path = path_;
+    Result<std::vector<Entry>> runs = RequiredList(*top, "runs", "runs", "measured runs");
+    if (!runs.ok()) return runs.error();
+    const std::filesystem::path dir = std::filesystem::path(path_).parent_path();
+    for (const Entry& item : *runs) {
+      Result<Entries> f = Map(item.value, item.path, {"config", "iteration_time", "peak_memory"});
+      if (!f.ok()) return f.error();
+      StepRun run;
+      const Entry* c = Find(*f, "config");
+      const Entry* t = Find(*f, "iteration_time");
+      if (c == nullptr || t == nullptr) {
+        return Fail(item.path + (c == nullptr ? ".config" : ".iteration_time"),
+                    c == nullptr ? "must be given (the run's config file); got nothing"
+                                 : "must be given (the measured step time, e.g. 21.3s); got nothing");
+      }
+      Result<std::string> name = String(c->value, c->path, "a file name");
+      if (!name.ok()) return name.error();
+      run.config = *name;
+      run.path = (dir / *name).string();
+      std::string text;
+      if (!ReadFile(run.path, text)) {
+        return Fail(c->path, "must name a readable config file; got " + run.path);
+      }
+      try {
+        run.document = YAML::Load(text);
+      } catch (const YAML::Exception& e) {
+        return Fail(c->path, "must name a YAML config; " + run.path + ":" +
+                                 std::to_string(e.mark.line + 1) + ": " + e.msg);
+      }
+      Result<Nanos> ns = Duration(t->value, t->path, true);
+      if (!ns.ok()) return ns.error();
+      run.measured = *ns;
+      if (const Entry* m = Find(*f, "peak_memory")) {
+        Result<Bytes> b = Size(m->value, m->path, true);
+        if (!b.ok()) return b.error();
+        run.peak_memory = *b;
+      }
+      out.runs.push_back(std::move(run));
+    }
+    const size_t n = out.runs.size();
+    if (const Entry* fit = Find(*top, "fit")) {
+      Result<std::vector<Entry>> items = List(fit->value, fit->path, "a list of coefficient names");
+      if (!items.ok()) return items.error();
+      for (const Entry& it : *items) {
+        Result<size_t> i = Choice(it.value, it.path,
+                                  {"matmul_efficiency", "attention_efficiency",
+                                   "hbm_efficiency", "collective_efficiency",
+                                   "intra_node.bandwidth", "inter_node.bandwidth"});
+        if (!i.ok()) return i.error();
+        if (std::find(out.fit.begin(), out.fit.end(), kAll[*i]) != out.fit.end()) {
+          return Fail(it.path, "must name each coefficient once; got " +
+                                   it.value.Scalar() + " twice");
+        }
+        out.fit.push_back(kAll[*i]);
+      }
+      if (out.fit.empty() || out.fit.size() > n) {
+        return Fail(fit->path, fmt::format("must name 1 to {} coefficients (at most one per "
+                                           "measured run); got {}",
+                                           n, out.fit.size()));
+      }
+    } else {
+      const StepCoefficient defaults[] = {StepCoefficient::MatmulEfficiency,
+                                          StepCoefficient::CollectiveEfficiency,
+                                          StepCoefficient::InterNodeBandwidth};
+      for (size_t i = 0; i < std::min<size_t>(n, 3); ++i) out.fit.push_back(defaults[i]);
+    }
+    return out;
+  }
+
+  std::string path_;
+};
+
+}  // namespace
+}  // namespace config_detail
+
+Result<StepRuns> LoadStepRuns(const std::string& path) {
+  std::string text;
+  if (!config_detail::ReadFile(path, text)) {
+    return Error{"", path + ": must be a readable runs file; got " + std::strerror(errno)};
+  }
+  config_detail::StepRunsParser parser(path);
+  return parser.Parse(text);
+}
+
+namespace {
+
+constexpr int kMaxSweeps = 60;
+
+// The value of `c` in a loaded config.
+double ValueOf(StepCoefficient c, const Hardware& h) {
+  switch (c) {
+    case StepCoefficient::MatmulEfficiency:
+      return h.gpu.compute.matmul;
+    case StepCoefficient::AttentionEfficiency:
+      return h.gpu.compute.attention;
+    case StepCoefficient::HbmEfficiency:
+      return h.gpu.compute.hbm;
+    case StepCoefficient::CollectiveEfficiency:
+      return h.gpu.network.collective;
+    case StepCoefficient::IntraNodeBandwidth:
+      return h.gpu.nvlink_bytes_per_s;
+    case StepCoefficient::InterNodeBandwidth:
+      return h.gpu.nic_bytes_per_s;
+  }
+  return 0;
+}
+
+bool IsBandwidth(StepCoefficient c) {
+  return c == StepCoefficient::IntraNodeBandwidth || c == StepCoefficient::InterNodeBandwidth;
+}
+
+// Writes `value` into the config document's hardware block.
+void Apply(YAML::Node& root, StepCoefficient c, double value) {
+  YAML::Node hw = root["hardware"];
+  if (IsBandwidth(c)) {
+    const char* key = c == StepCoefficient::IntraNodeBandwidth ? "intra_node" : "inter_node";
+    if (!hw[key].IsMap()) hw[key] = YAML::Node(YAML::NodeType::Map);
+    hw[key]["bandwidth"] = fmt::format("{:.0f}B/s", value);
+    return;
+  }
+  hw[StepCoefficientName(c)] = fmt::format("{:.6f}", value);
+}
+
+struct Sim {
+  Nanos time = 0;
+  Bytes peak = 0;
+  bool fits = true;
+};
+
+Result<Sim> Simulate(const StepRun& run, const std::vector<StepCoefficient>& fit,
+                     const std::vector<double>& values) {
+  YAML::Node doc = YAML::Clone(run.document);
+  for (size_t i = 0; i < fit.size(); ++i) Apply(doc, fit[i], values[i]);
+  Result<RunConfig> cfg = ParseConfigYaml(doc, run.path, {});
+  if (!cfg.ok()) return cfg.error();
+  Result<PreparedRun> prepared = Prepare(*cfg);
+  if (!prepared.ok()) return prepared.error();
+  Engine engine;
+  SimOptions opt;
+  opt.record_ops = false;
+  const SimResult r = engine.Run(prepared->spec, prepared->program, opt);
+  if (r.outcome == Outcome::Deadlock || r.outcome == Outcome::Interrupted) {
+    return Error{"", run.path + ": the schedule does not run to its end"};
+  }
+  Sim s;
+  s.time = r.makespan;
+  s.fits = r.outcome == Outcome::Ok;
+  for (const DeviceStats& d : r.devices) s.peak = std::max(s.peak, d.peak_memory);
+  return s;
+}
+
+double LogError(Nanos predicted, Nanos measured) {
+  const double x = std::log(static_cast<double>(predicted) / static_cast<double>(measured));
+  return x * x;
+}
+
+}  // namespace
+
+Result<StepFit> FitStepRuns(const StepRuns& runs) {
+  StepFit out;
+  // The starting values: the first run's config.
+  Result<RunConfig> first = ParseConfigYaml(runs.runs.front().document, runs.runs.front().path, {});
+  if (!first.ok()) return first.error();
+  for (const StepRun& run : runs.runs) {
+    Result<RunConfig> cfg = ParseConfigYaml(run.document, run.path, {});
+    if (!cfg.ok()) return cfg.error();
+    if (!cfg->hardware.step_model) {
+      return Error{"", run.path + ": hardware.gpu: must be given (calibrate --runs fits the "
+                                  "step model's coefficients); got nothing"};
+    }
+  }
+  out.gpu = first->hardware.gpu.name;
+  for (StepCoefficient c : runs.fit) out.before.push_back(ValueOf(c, first->hardware));
+  auto cost = [&](const std::vector<double>& values, std::vector<Sim>* sims) -> Result<double> {
+    double total = 0;
+    for (const StepRun& run : runs.runs) {
+      Result<Sim> s = Simulate(run, runs.fit, values);
+      if (!s.ok()) return s.error();
+      ++out.simulations;
+      total += LogError(s->time, run.measured);
+      if (sims != nullptr) sims->push_back(*s);
+    }
+    return total;
+  };
+  std::vector<Sim> before;
+  Result<double> c0 = cost(out.before, &before);
+  if (!c0.ok()) return c0.error();
+  // Coordinate descent: golden-section search of each coefficient in its
+  // bounds (efficiencies (0.02, 1], bandwidths 1/20 to 4x the start), in
+  // log space for bandwidths, a step kept only when it lowers the cost;
+  // sweeps until one changes nothing (at most kMaxSweeps).
+  std::vector<double> x = out.before;
+  constexpr double kGolden = 0.6180339887498949;
+  double best = *c0, last = *c0;
+  // Coefficients in search space: bandwidths in log.
+  auto to_u = [&](size_t k, double v) { return IsBandwidth(runs.fit[k]) ? std::log(v) : v; };
+  auto from_u = [&](size_t k, double u) {
+    if (IsBandwidth(runs.fit[k])) {
+      return std::clamp(std::exp(u), out.before[k] / 20, out.before[k] * 4);
+    }
+    return std::clamp(u, 0.02, 1.0);
+  };
+  for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
+    const std::vector<double> start = x;
+    for (size_t k = 0; k < x.size(); ++k) {
+      const bool bw = IsBandwidth(runs.fit[k]);
+      double lo = bw ? std::log(out.before[k] / 20) : 0.02;
+      double hi = bw ? std::log(out.before[k] * 4) : 1.0;
+      auto at = [&](double u) -> Result<double> {
+        std::vector<double> y = x;
+        y[k] = bw ? std::exp(u) : u;
+        return cost(y, nullptr);
+      };
+      double a = hi - kGolden * (hi - lo), b = lo + kGolden * (hi - lo);
+      Result<double> fa = at(a), fb = at(b);
+      if (!fa.ok()) return fa.error();
+      if (!fb.ok()) return fb.error();
+      for (int it = 0; it < 24; ++it) {
+        if (*fa <= *fb) {
+          hi = b;
+          b = a;
+          fb = fa;
+          a = hi - kGolden * (hi - lo);
+          fa = at(a);
+          if (!fa.ok()) return fa.error();
+        } else {
+          lo = a;
+          a = b;
+          fa = fb;
+          b = lo + kGolden * (hi - lo);
+          fb = at(b);
+          if (!fb.ok()) return fb.error();
+        }
+      }
+      const double u = (lo + hi) / 2;
+      std::vector<double> y = x;
+      y[k] = bw ? std::exp(u) : u;
+      Result<double> fy = cost(y, nullptr);
+      if (!fy.ok()) return fy.error();
+      if (*fy < best) {  // never worse than where the sweep started
+        best = *fy;
+        x = y;
+      }
+    }
+    // Then along the sweep's whole move, up to eight times as far (the
+    // coefficients are coupled: one at a time zigzags).
+    if (x.size() > 1 && x != start) {
+      auto along = [&](double t) -> Result<double> {
+        std::vector<double> y = x;
+        for (size_t k = 0; k < x.size(); ++k) {
+          const double u0 = to_u(k, start[k]);
+          y[k] = from_u(k, u0 + t * (to_u(k, x[k]) - u0));
+        }
+        return cost(y, nullptr);
+      };
+      double lo = 1, hi = 8;
+      double a = hi - kGolden * (hi - lo), b = lo + kGolden * (hi - lo);
+      Result<double> fa = along(a), fb = along(b);
+      if (!fa.ok()) return fa.error();
+      if (!fb.ok()) return fb.error();
+      for (int it = 0; it < 20; ++it) {
+        if (*fa <= *fb) {
+          hi = b, b = a, fb = fa, a = hi - kGolden * (hi - lo);
+          fa = along(a);
+          if (!fa.ok()) return fa.error();
+        } else {
+          lo = a, a = b, fa = fb, b = lo + kGolden * (hi - lo);
+          fb = along(b);
+          if (!fb.ok()) return fb.error();
+        }
+      }
+      const double t = (lo + hi) / 2;
+      std::vector<double> y = x;
+      for (size_t k = 0; k < x.size(); ++k) {
+        const double u0 = to_u(k, start[k]);
+        y[k] = from_u(k, u0 + t * (to_u(k, x[k]) - u0));
+      }
+      Result<double> fy = cost(y, nullptr);
+      if (!fy.ok()) return fy.error();
+      if (*fy < best) {
+        best = *fy;
+        x = y;
+      }
+    }
+    // Stop when a sweep gains under a millionth, or every run is within
+    // about 0.01 % (the sum of squared log ratios under 1e-8 per run).
+    if (best < 1e-8 * static_cast<double>(runs.runs.size())) break;
+    if (best <= last * (1 - 1e-6)) {
+      last = best;
+    } else {
+      break;  // a whole sweep without improvement
+    }
+  }
+  out.after = x;
+  std::vector<Sim> after;
+  Result<double> c1 = cost(out.after, &after);
+  if (!c1.ok()) return c1.error();
+  double sb = 0, sa = 0;
+  for (size_t i = 0; i < runs.runs.size(); ++i) {
+    StepRunResult r;
+    r.before = before[i].time;
+    r.after = after[i].time;
+    r.peak_before = before[i].peak;
+    r.peak_after = after[i].peak;
+    r.fits_after = after[i].fits;
+    const double m = static_cast<double>(runs.runs[i].measured);
+    sb += std::pow((static_cast<double>(r.before) - m) / m, 2);
+    sa += std::pow((static_cast<double>(r.after) - m) / m, 2);
+    out.runs.push_back(r);
+  }
+  out.rms_before = std::sqrt(sb / static_cast<double>(runs.runs.size()));
+  out.rms_after = std::sqrt(sa / static_cast<double>(runs.runs.size()));
+  return out;
+}
+
+}  // namespace ppb

@@ -1,0 +1,73 @@
+// Measured steps of the user's own job, for `ppb-sim calibrate --runs`
+// (issue 33): each a run config with the step model (hardware.gpu) and its
+// measured iteration time (optionally its largest per-rank peak memory),
+// and the coefficients to fit. The fit: least squares on the log of each
+// run's time ratio, one coefficient at a time by golden-section search
+// within its bounds, sweeping until a sweep changes nothing; deterministic. Errors read
+// "file:line: key: message"; the command exits 2 on them.
+//
+//   runs:
+//     - config: tp4-pp8.yaml       # relative to this file
+//       iteration_time: 21.3s
+//       peak_memory: 61GiB         # optional: reported beside the model's
+//   fit: [matmul_efficiency, collective_efficiency]   # optional
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "core/result.h"
+#include "core/types.h"
+
+namespace ppb {
+
+// A coefficient calibrate may fit: a hardware key of the step model.
+enum class StepCoefficient {
+  MatmulEfficiency,     // hardware.matmul_efficiency
+  AttentionEfficiency,  // hardware.attention_efficiency
+  HbmEfficiency,        // hardware.hbm_efficiency
+  CollectiveEfficiency, // hardware.collective_efficiency
+  IntraNodeBandwidth,   // hardware.intra_node.bandwidth
+  InterNodeBandwidth,   // hardware.inter_node.bandwidth
+};
+const char* StepCoefficientName(StepCoefficient c);
+
+struct StepRun {
+  std::string config;  // as written
+  std::string path;    // resolved against the runs file
+  YAML::Node document; // the config, loaded
+  Nanos measured = 0;
+  std::optional<Bytes> peak_memory;
+};
+
+struct StepRuns {
+  std::string path;
+  std::vector<StepRun> runs;
+  std::vector<StepCoefficient> fit;  // default: matmul, collective,
+                                     // inter-node bandwidth, at most as
+                                     // many as runs
+};
+
+Result<StepRuns> LoadStepRuns(const std::string& path);
+
+struct StepRunResult {
+  Nanos before = 0, after = 0;  // predicted with the config's and the fit's
+  Bytes peak_before = 0, peak_after = 0;
+  bool fits_after = true;
+};
+struct StepFit {
+  std::vector<double> before, after;  // per StepRuns::fit, in its order
+  std::vector<StepRunResult> runs;
+  double rms_before = 0, rms_after = 0;  // of the relative time errors
+  std::string gpu;                       // the first run's preset
+  std::int64_t simulations = 0;
+};
+
+// Fits StepRuns::fit to the measured times. Errors (exit 2) when a run's
+// config does not load, has no hardware.gpu, or does not run.
+Result<StepFit> FitStepRuns(const StepRuns& runs);
+
+}  // namespace ppb
