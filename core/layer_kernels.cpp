@@ -10,8 +10,12 @@ using I64 = std::int64_t;
 
 I64 Div(I64 x, I64 d) { return std::max<I64>(1, x / std::max<I64>(1, d)); }
 
+// Seconds to ns, saturating at about 11.6 days (a step the config checks
+// keep far below; never an out-of-range conversion).
 Nanos Ns(double seconds) {
-  return static_cast<Nanos>(std::llround(seconds * 1e9));
+  constexpr double kMax = 1e15;
+  const double ns = seconds * 1e9;
+  return static_cast<Nanos>(std::llround(ns < kMax ? ns : kMax));
 }
 
 double PeakFlopsPerS(const Hardware& h) { return h.peak_tflops * 1e12; }

@@ -288,6 +288,24 @@ TEST_CASE("the global batch sets m; the job's refusals", "[step]") {
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().message == b.message);
   }
+  // TP over a node, and coefficients out of range (a smaller share would
+  // price a layer beyond any step).
+  std::string yaml = JobYaml("tensor_parallel: 16, global_batch_size: 8");
+  yaml.replace(yaml.find("num_attention_heads: 16"), 23, "num_attention_heads: 32");
+  yaml.replace(yaml.find("num_key_value_heads: 8"), 22, "num_key_value_heads: 16");
+  Result<RunConfig> r = ParseConfig(yaml, "job.yaml", {});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message ==
+        "job.yaml:5: training.tensor_parallel: must fit in a node "
+        "(hardware.gpus_per_node = 8; set training.tp_across_nodes: true to "
+        "let its all-reduces cross the NICs); got 16");
+  yaml = JobYaml("global_batch_size: 8");
+  yaml.replace(yaml.find("{gpu: a100-sxm4-80gb}"), 21,
+               "{gpu: a100-sxm4-80gb, matmul_efficiency: 0.001}");
+  r = ParseConfig(yaml, "job.yaml", {});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message ==
+        "job.yaml:6: hardware.matmul_efficiency: must be a number in [0.01, 1]; got 0.001");
 }
 
 TEST_CASE("Megatron's flags carry the job's parallel block", "[step]") {

@@ -148,6 +148,10 @@ do {                               \
   return a;
 }
 
+// The step model's least bandwidths: a link of 1 MB/s, HBM of 1 GB/s.
+constexpr BytesPerSec kMinStepBandwidth = 1'000'000;
+constexpr BytesPerSec kMinHbmBandwidth = 1'000'000'000;
+
 // The keys of training:.
 Result<Entries> Parser::TrainingEntries(const Entry& section) {
   return Map(section.value, "training",
@@ -464,11 +468,24 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
     h.fraction_given = true;
   }
   if (!h.step_model) return h;
-  PPB_RETURN_IF_ERROR(fraction("matmul_efficiency", h.gpu.compute.matmul));
-  PPB_RETURN_IF_ERROR(fraction("attention_efficiency", h.gpu.compute.attention));
-  PPB_RETURN_IF_ERROR(fraction("hbm_efficiency", h.gpu.compute.hbm));
-  PPB_RETURN_IF_ERROR(
-      fraction("collective_efficiency", h.gpu.network.collective));
+  // The step model's shares: at least 1 % (a smaller one prices a layer
+  // beyond any step ppb can time).
+  auto share = [&](const char* key, double& out) -> Status {
+    if (const Entry* f = Find(e, key)) {
+      Result<double> x = PositiveNumber(f->value, f->path);
+      if (!x.ok()) return x.error();
+      if (*x < 0.01 || *x > 1) {
+        return Fail(f->path, "must be a number in [0.01, 1]; got " + f->value.Scalar());
+      }
+      out = *x;
+    }
+    return Status();
+  };
+  PPB_RETURN_IF_ERROR(share("achievable_fraction", h.achievable_fraction));
+  PPB_RETURN_IF_ERROR(share("matmul_efficiency", h.gpu.compute.matmul));
+  PPB_RETURN_IF_ERROR(share("attention_efficiency", h.gpu.compute.attention));
+  PPB_RETURN_IF_ERROR(share("hbm_efficiency", h.gpu.compute.hbm));
+  PPB_RETURN_IF_ERROR(share("collective_efficiency", h.gpu.network.collective));
   if (const Entry* x = Find(e, "gpus_per_node")) {
     Result<int> n = PositiveInt(x->value, x->path);
     if (!n.ok()) return n.error();
@@ -479,6 +496,11 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
       Result<Link> link = ParseLink(*x);
       if (!link.ok()) return link.error();
       const bool intra = std::string_view(key) == "intra_node";
+      if (link->bandwidth < kMinStepBandwidth) {
+        return Fail(x->path + ".bandwidth",
+                    "must be at least 1MB/s with hardware.gpu; got " +
+                        std::to_string(link->bandwidth) + " B/s");
+      }
       (intra ? h.gpu.nvlink_bytes_per_s : h.gpu.nic_bytes_per_s) =
           static_cast<double>(link->bandwidth);
       if (Find(*Map(x->value, x->path, {"latency", "bandwidth"}), "latency")) {
@@ -489,11 +511,15 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
   if (const Entry* x = Find(e, "hbm_bandwidth")) {
     Result<BytesPerSec> b = Bandwidth(x->value, x->path);
     if (!b.ok()) return b.error();
+    if (*b < kMinHbmBandwidth) {
+      return Fail(x->path, "must be at least 1GB/s; got " + x->value.Scalar());
+    }
     h.gpu.hbm_bytes_per_s = static_cast<double>(*b);
   }
   for (const char* key : {"matmul_half_time", "kernel_floor"}) {
     if (const Entry* x = Find(e, key)) {
-      Result<Nanos> t = Duration(x->value, x->path, false);
+      // At most 1 ms: a GEMM's half-efficiency size and a kernel's floor.
+      Result<Nanos> t = Duration(x->value, x->path, false, 1'000'000, "1ms");
       if (!t.ok()) return t.error();
       (std::string_view(key) == "kernel_floor" ? h.gpu.compute.kernel_floor
                                                : h.gpu.compute.matmul_half_time) = *t;
@@ -503,6 +529,9 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
     if (const Entry* x = Find(e, key)) {
       Result<Bytes> b = Size(x->value, x->path, false);
       if (!b.ok()) return b.error();
+      if (std::string_view(key) == "collective_half_size" && *b > (1LL << 30)) {
+        return Fail(x->path, "must be at most 1GiB; got " + x->value.Scalar());
+      }
       (std::string_view(key) == "memory_reserve"
            ? h.memory_reserve
            : h.gpu.network.collective_half_size) = *b;
