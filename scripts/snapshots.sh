@@ -129,6 +129,9 @@ case_ search-search-80l-p8-emit.json search --config configs/search-80l-p8.yaml 
   --time-limit 0 --threads 1 --format json --emit megatron,deepspeed
 case_ search-example-closed.txt search --config configs/example.yaml --node-limit 100000 \
   --time-limit 0 --threads 1
+# The step model: the search's objective is the whole step (tail included).
+case_ search-megatron-145b-a100.txt search --config configs/megatron-145b-a100.yaml \
+  --node-limit 300 --time-limit 0 --threads 1
 case_ search-example-multi.json search --config configs/example.yaml --node-limit 200 \
   --time-limit 0 --threads 1 --format json --schedules 1f1b,interleaved --virtual-stages-list 2,4
 

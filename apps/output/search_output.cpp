@@ -1,6 +1,8 @@
 // The reports of ppb-sim search and rank (apps/output/search_output.h).
 #include "apps/output/search_output.h"
 
+#include "core/step_metrics.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -476,6 +478,15 @@ std::string TargetText(const SearchReport& report) {
 
 }  // namespace
 
+namespace {
+// The step figures (core/step_metrics.h) of a derived model's strategy.
+StepMetrics BestMetrics(const RunConfig& config, const SearchProblem& problem,
+                        const Candidate& c) {
+  return ComputeStepMetrics(config.derived, c.strategy.recompute, config.training,
+                            config.hardware, problem.m, c.makespan);
+}
+}  // namespace
+
 std::string FormatSearchText(const RunConfig& config,
                              const SearchReport& report) {
   const SearchProblem& problem = *report.problem;
@@ -498,6 +509,14 @@ std::string FormatSearchText(const RunConfig& config,
   }
   if (result.found) {
     out += BestText(problem, result.best);
+    if (!config.derived.empty()) {
+      const StepMetrics sm = BestMetrics(config, problem, result.best);
+      out += fmt::format("  tokens            {:.0f} tokens/s, {:.1f} per GPU ({} GPUs)\n",
+                         sm.tokens_per_s, sm.tokens_per_s_per_gpu, sm.gpus);
+      out += fmt::format(
+          "  model FLOPs       {:.1f} TFLOP/s per GPU: MFU {:.1f} %, HFU {:.1f} %\n",
+          sm.model_tflops_per_gpu, 100.0 * sm.mfu, 100.0 * sm.hfu);
+    }
     out += "\n";
     // The anytime profile (times depend on the clock): the first strategy
     // that fit and each improvement.
@@ -593,6 +612,15 @@ std::string FormatSearchJson(const RunConfig& config,
   j["feasible"] = result.found;
   j["best"] =
       result.found ? CandidateJson(problem, result.best) : Json(nullptr);
+  if (result.found && !config.derived.empty()) {
+    const StepMetrics sm = BestMetrics(config, problem, result.best);
+    j["best"]["gpus"] = sm.gpus;
+    j["best"]["tokens_per_s"] = sm.tokens_per_s;
+    j["best"]["tokens_per_s_per_gpu"] = sm.tokens_per_s_per_gpu;
+    j["best"]["model_tflops_per_gpu"] = sm.model_tflops_per_gpu;
+    j["best"]["mfu"] = sm.mfu;
+    j["best"]["hfu"] = sm.hfu;
+  }
   Json top = Json::array();
   for (const Candidate& c : result.top)
     top.push_back(CandidateJson(problem, c));
