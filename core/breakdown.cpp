@@ -87,14 +87,17 @@ int BusiestDevice(const std::vector<DeviceStats>& devices) {
 StepParts DeviceStepParts(const SimResult& result, int device) {
   StepParts x;
   const DeviceStats& d = result.devices[static_cast<size_t>(device)];
+  const RankStep none;
+  const RankStep& st =
+      result.steps.empty() ? none : result.steps[static_cast<size_t>(device)];
   Nanos sync = result.pipeline_end;
-  for (const DeviceStats& o : result.devices) sync = std::max(sync, o.grad_sync_end);
-  x.collectives = d.collectives;
+  for (const RankStep& o : result.steps) sync = std::max(sync, o.grad_sync_end);
+  x.collectives = st.collectives;
   x.recompute = d.recompute;
-  x.compute = d.busy - d.recompute - d.collectives;
+  x.compute = d.busy - d.recompute - st.collectives;
   x.bubble = result.pipeline_end - d.busy;
   x.grad_sync = sync - result.pipeline_end;
-  x.optimizer = d.optimizer + d.param_gather;
+  x.optimizer = st.optimizer + st.param_gather;
   x.waiting = result.makespan - sync - x.optimizer;
   return x;
 }

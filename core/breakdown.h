@@ -86,6 +86,7 @@ struct StepParts {
     return compute + collectives + recompute + bubble + grad_sync + optimizer + waiting;
   }
 };
+// REQUIRES: device < result.devices.size().
 StepParts DeviceStepParts(const SimResult& result, int device);
 
 // The parts of device `d` for iteration time `makespan` and mean useful

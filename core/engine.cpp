@@ -114,6 +114,45 @@ SimResult Engine::Run(const PipelineSpec& spec, const Program& program,
 // message routes folded once per run, and the running device's counters in
 // locals that the compiler keeps in registers, written back when the device
 // blocks.
+namespace {
+
+// The step after the pipeline (PipelineSpec::tail) of a complete run: each
+// rank's exposed collectives (a complete run ran each (stage, micro-batch)'s
+// F and its B or I once: m x its stages' sums) and its tail
+// (core/step_tail.h). Returns the step's end; *sync = when every rank had
+// its gradients. Kept out of RunInto so its loops stay as they were.
+[[gnu::noinline]] Nanos FinishStep(const PipelineSpec& spec,
+                                   const std::vector<std::pair<Nanos, Nanos>>& grad_op,
+                                   const std::vector<Nanos>& ends, SimResult& out,
+                                   Nanos* sync) {
+  const int p = spec.p, num_stages = spec.num_stages();
+  out.steps.assign(static_cast<size_t>(p), RankStep{});
+  std::vector<TailStage> stages(static_cast<size_t>(num_stages));
+  for (int s = 0; s < num_stages; ++s) {
+    const StageCost& c = spec.stages[s];
+    const int d = spec.stage_device[s].value;
+    out.steps[d].collectives +=
+        static_cast<Nanos>(spec.m) * (c.collective_forward + c.collective_backward);
+    stages[s] = TailStage{d, grad_op[s].first, grad_op[s].second, c.grad_bytes,
+                          c.expert_grad_bytes, c.optimizer};
+  }
+  const std::vector<TailTiming> tail = RunTail(spec.tail, stages, ends);
+  Nanos end = 0;
+  for (int d = 0; d < p; ++d) {
+    end = std::max(end, ends[d]);
+    RankStep& rs = out.steps[d];
+    rs.grad_sync = tail[d].grad_sync_busy;
+    rs.grad_sync_end = tail[d].grad_sync_end;
+    rs.optimizer = tail[d].optimizer;
+    rs.param_gather = tail[d].param_gather;
+    end = std::max(end, tail[d].end);
+    *sync = tail[d].sync;
+  }
+  return end;
+}
+
+}  // namespace
+
 void Engine::RunInto(const PipelineSpec& spec, const Program& program,
                      const SimOptions& options, SimResult& out) {
   const int p = spec.p;
@@ -197,8 +236,6 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
     r.b_dur = c.recompute + c.backward_input + c.backward_weight;
     r.i_dur = c.recompute + c.backward_input;
     r.w_dur = c.backward_weight;
-    r.coll_f = c.collective_forward;
-    r.coll_b = c.collective_backward;
     r.activation = c.activation;
     r.f_during = c.activation + c.forward_transient;
     r.b_transient = c.backward_transient;
@@ -425,9 +462,6 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
       if (track_tail && (op.kind == OpKind::B || op.kind == OpKind::W)) {
         grad_op_[s] = {start, end};
       }
-      ds.collectives += op.kind == OpKind::F   ? sr.coll_f
-                        : op.kind == OpKind::W ? 0
-                                               : sr.coll_b;
       free = stream_free;
       if (record_memory) out.memory[d].push_back({end, mem});
       ++pc;
@@ -454,28 +488,14 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
     makespan = std::max(makespan, dev[d].free);
   }
   out.pipeline_end = makespan;
-  // The step's tail (core/step_tail.h) after a complete run.
   Nanos tail_sync = makespan;
-  if (spec.tail.enabled && out.outcome != Outcome::Deadlock && !interrupted) {
-    std::vector<TailStage> stages(ns);
-    for (int s = 0; s < num_stages; ++s) {
-      const StageCost& c = spec.stages[s];
-      stages[s] = TailStage{spec.stage_device[s].value, grad_op_[s].first,
-                            grad_op_[s].second, c.grad_bytes,
-                            c.expert_grad_bytes, c.optimizer};
-    }
+  const bool complete = out.outcome != Outcome::Deadlock && !interrupted;
+  if (spec.tail.enabled && complete) {
     std::vector<Nanos> ends(p);
     for (int d = 0; d < p; ++d) ends[d] = dev[d].free;
-    const std::vector<TailTiming> tail = RunTail(spec.tail, stages, ends);
-    for (int d = 0; d < p; ++d) {
-      DeviceStats& ds = out.devices[d];
-      ds.grad_sync = tail[d].grad_sync_busy;
-      ds.grad_sync_end = tail[d].grad_sync_end;
-      ds.optimizer = tail[d].optimizer;
-      ds.param_gather = tail[d].param_gather;
-      makespan = std::max(makespan, tail[d].end);
-      tail_sync = tail[d].sync;
-    }
+    makespan = FinishStep(spec, grad_op_, ends, out, &tail_sync);
+  } else {
+    out.steps.clear();
   }
   out.makespan = makespan;
 
@@ -640,9 +660,6 @@ void Engine::RunOrdered(const PipelineSpec& spec, const ExecutionOrder& order,
       if (track_tail && (op.kind == OpKind::B || op.kind == OpKind::W)) {
         grad_op_[s] = {start, end};
       }
-      ds.collectives += op.kind == OpKind::F   ? sr.coll_f
-                        : op.kind == OpKind::W ? 0
-                                               : sr.coll_b;
       st.free = stream_free;
     }
   }

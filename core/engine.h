@@ -92,13 +92,17 @@ struct DeviceStats {
   Bytes capacity = 0;
   int peak_inflight = 0;    // most stage-microbatches stashed at once
   bool oom = false;
-  // The step's tail (PipelineSpec::tail; all 0 without one).
+};
+
+// A rank's step beyond its pipeline ops (PipelineSpec::tail): kept apart
+// from DeviceStats so the engine's per-op loop touches what it did.
+struct RankStep {
+  Nanos collectives = 0;    // of busy: exposed TP/CP/EP collectives
+                            // (StageCost::collective_*)
   Nanos grad_sync = 0;      // time its gradient collectives ran
   Nanos grad_sync_end = 0;  // when its gradients were synced
   Nanos optimizer = 0;      // its optimizer step
   Nanos param_gather = 0;   // its exposed parameter all-gather
-  // Of busy: exposed TP/CP/EP collectives (StageCost::collective_*).
-  Nanos collectives = 0;
 };
 
 // Where the iteration time goes (see docs/model.md, "bubble breakdown"); the five
@@ -186,6 +190,8 @@ struct SimResult {
   Outcome outcome = Outcome::Ok;
   Nanos makespan = 0;      // the step: the pipeline and its tail
   Nanos pipeline_end = 0;  // the end of the last op (= makespan, no tail)
+  // Per rank, with PipelineSpec::tail after a complete run; empty otherwise.
+  std::vector<RankStep> steps;
   std::vector<DeviceStats> devices;
   BubbleBreakdown breakdown;
   // Filled with SimOptions::record_ops: timings[d][k] for program.ops[d][k].
@@ -247,7 +253,7 @@ class Engine {
   };
   // A stage's costs folded for the loop.
   struct StageRun {
-    Nanos forward, recompute, b_dur, i_dur, w_dur, coll_f, coll_b;
+    Nanos forward, recompute, b_dur, i_dur, w_dur;
     Bytes activation, f_during, b_transient, i_release, w_release;
     Route fwd, bwd;
   };

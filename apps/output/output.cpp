@@ -543,8 +543,9 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
     dj["memory_capacity_bytes"] = ds.capacity;
     dj["peak_inflight_microbatches"] = ds.peak_inflight;
     dj["oom"] = ds.oom;
-    if (spec.tail.enabled) {
+    if (spec.tail.enabled && !r.steps.empty()) {
       const StepParts x = DeviceStepParts(r, d);
+      const RankStep& rs = r.steps[static_cast<size_t>(d)];
       dj["step_ms"] = {{"compute", ToMs(x.compute)},
                        {"collectives", ToMs(x.collectives)},
                        {"recompute", ToMs(x.recompute)},
@@ -552,10 +553,10 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
                        {"grad_sync", ToMs(x.grad_sync)},
                        {"optimizer", ToMs(x.optimizer)},
                        {"waiting", ToMs(x.waiting)}};
-      dj["grad_sync_ms"] = ToMs(ds.grad_sync);
-      dj["grad_sync_end_ms"] = ToMs(ds.grad_sync_end);
-      dj["optimizer_ms"] = ToMs(ds.optimizer);
-      dj["param_gather_ms"] = ToMs(ds.param_gather);
+      dj["grad_sync_ms"] = ToMs(rs.grad_sync);
+      dj["grad_sync_end_ms"] = ToMs(rs.grad_sync_end);
+      dj["optimizer_ms"] = ToMs(rs.optimizer);
+      dj["param_gather_ms"] = ToMs(rs.param_gather);
     }
     dj["first_start_ms"] = ToMs(ds.first_start);
     dj["last_end_ms"] = ToMs(ds.last_end);
