@@ -70,18 +70,15 @@ Status Parser::ParseRoot(const YAML::Node& root) {
   return ParseSearch(Find(*top, "search"));
 }
 
-// hardware.memory_reserve (the step model): kept free on every device.
-Status Parser::ApplyMemoryReserve() {
-  const Bytes r = cfg_.hardware.step_model ? cfg_.hardware.memory_reserve : 0;
-  if (r == 0) return Status();
+// Takes `amount` off every device's capacity (the cluster's and the
+// topology's types); `refuse(capacity)` is the error when a device has no
+// more than that.
+template <class Refuse>
+Status Parser::TakeOffCapacity(Bytes amount, Refuse refuse) {
+  if (amount == 0) return Status();
   auto apply = [&](Bytes& capacity) -> Status {
-    if (capacity - r <= 0) {
-      return Fail("hardware.memory_reserve",
-                  "must be less than every device's memory (" +
-                      std::to_string(capacity) + " B); got " +
-                      std::to_string(r) + " B");
-    }
-    capacity -= r;
+    if (capacity - amount <= 0) return refuse(capacity);
+    capacity -= amount;
     return Status();
   };
   for (Device& d : cfg_.cluster.devices) {
@@ -95,30 +92,26 @@ Status Parser::ApplyMemoryReserve() {
   return Status();
 }
 
+// hardware.memory_reserve (the step model): kept free on every device.
+Status Parser::ApplyMemoryReserve() {
+  const Bytes r = cfg_.hardware.step_model ? cfg_.hardware.memory_reserve : 0;
+  return TakeOffCapacity(r, [&](Bytes capacity) -> Status {
+    return Fail("hardware.memory_reserve",
+                "must be less than every device's memory (" +
+                    std::to_string(capacity) + " B); got " + std::to_string(r) + " B");
+  });
+}
+
 // SAPP's stage_const_mem (RunConfig::stage_constant): every stage holds it
 // besides its layers, so each device has that much less for them.
 Status Parser::ApplyStageConstant() {
   const Bytes c = cfg_.stage_constant;
-  if (c == 0) return Status();
-  auto apply = [&](Bytes& capacity) -> Status {
-    if (capacity - c <= 0) {
-      return Fail("model.sapp_layers",
-                  "has stage_const_mem " + std::to_string(c) +
-                      " B, at least a device's memory capacity (" +
-                      std::to_string(capacity) + " B)");
-    }
-    capacity -= c;
-    return Status();
-  };
-  for (Device& d : cfg_.cluster.devices) {
-    PPB_RETURN_IF_ERROR(apply(d.memory_capacity));
-  }
-  if (cfg_.topology) {
-    for (DeviceType& t : cfg_.topology->types) {
-      PPB_RETURN_IF_ERROR(apply(t.memory_capacity));
-    }
-  }
-  return Status();
+  return TakeOffCapacity(c, [&](Bytes capacity) -> Status {
+    return Fail("model.sapp_layers",
+                "has stage_const_mem " + std::to_string(c) +
+                    " B, at least a device's memory capacity (" +
+                    std::to_string(capacity) + " B)");
+  });
 }
 
 }  // namespace ppb::config_detail

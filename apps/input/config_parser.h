@@ -90,6 +90,8 @@ class Parser : public ConfigReader {
   Status ParseCluster(const YAML::Node& node);
   Status ApplyStageConstant();
   Status ApplyMemoryReserve();
+  template <class Refuse>
+  Status TakeOffCapacity(Bytes amount, Refuse refuse);
   Status ParseTopology(const Entries& e);
   Status ParseDeviceTypes(const Entry& types, Topology& t);
   Status ParseNodes(const Entry& nodes, Topology& t);
