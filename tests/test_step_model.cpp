@@ -145,6 +145,60 @@ TEST_CASE("a layer's GEMMs at TP 1 and 8 by hand", "[step]") {
   CHECK(times.forward * 8 > one.forward * 1.1);
 }
 
+TEST_CASE("context and expert parallelism by hand", "[step]") {
+  Hardware h;
+  h.step_model = true;
+  h.gpu = *FindGpu("h100-sxm");
+  h.peak_tflops = h.gpu.peak_tflops;
+  // CP 2 (a ring over ranks t = 1 apart: NVLink): each rank holds s / 2
+  // tokens and sends its K and V block (8 KV heads x 128 x 2) per step.
+  const Architecture a = test::Llama2_70B();
+  Training t;
+  t.seq = 8192;
+  t.cp = 2;
+  const LayerKernels k = DecoderKernels(a, t, 0);
+  CHECK(k.gemms[0].m == 4096);
+  CHECK(k.cp_block_bytes == 2LL * 4096 * 8 * (128 + 128));
+  const JobGroups g = PlaceJob(t, h.gpu);
+  REQUIRE(g.cp.size == 2);
+  const KernelTimes x = PriceKernels(k, t, h, g);
+  const Nanos send = CollectiveTime(Collective::SendRecv, 2, k.cp_block_bytes, g.cp.link,
+                                    h.gpu.network);
+  // One step: exposed only what the send takes beyond half the attention.
+  CHECK(x.comm_forward == std::max<Nanos>(0, send - x.attention / 2));
+  // The attention core is the causal half over t x cp.
+  CHECK(k.attention_flops ==
+        Approx(0.5 * 2.0 * 8192.0 * 8192 * 64 * 256 / 2));
+  // EP 4 on Mixtral-8x7B: 8 experts, 2 per rank, each meeting T x top_k x
+  // ep / E tokens; dispatch and combine all-to-alls of e T top_k h bytes.
+  const Architecture moe = test::Mixtral_8x7B();
+  Training te;
+  te.seq = 4096;
+  te.ep = 4;
+  const LayerKernels km = DecoderKernels(moe, te, 0);
+  const Gemm* fc1 = nullptr;
+  for (const Gemm& gm : km.gemms) {
+    if (gm.name == "expert fc1") fc1 = &gm;
+  }
+  REQUIRE(fc1 != nullptr);
+  CHECK(fc1->count == 2);
+  CHECK(fc1->m == 4096 * 2 * 4 / 8);
+  CHECK(fc1->n == 2 * 14336);
+  int a2a = 0;
+  for (const CommOp& c : km.comms) {
+    if (c.kind != Collective::AllToAll) continue;
+    ++a2a;
+    CHECK(c.group == CommGroup::Ep);
+    CHECK(c.bytes == 2LL * 4096 * 2 * 4096);
+    CHECK(c.forward == 1);
+    CHECK(c.backward == 1);
+  }
+  CHECK(a2a == 2);
+  // The local experts do the layer's routed work: E/ep x their tokens =
+  // T x top_k, the same FLOPs as the whole layer's routed experts.
+  CHECK(fc1->flops() == Approx(2.0 * 4096 * 2 * 4096 * 2 * 14336));
+}
+
 TEST_CASE("the step's tail: buckets in the last backward's window", "[step]") {
   StepTail tail;
   tail.enabled = true;
