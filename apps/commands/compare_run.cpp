@@ -3,6 +3,8 @@
 // of the config (apps/input/vary_document.h).
 #include "apps/commands/compare_run.h"
 
+#include "core/step_metrics.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
@@ -415,6 +417,14 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
         continue;
       }
       Simulate(*run, engine, row);
+      if (!config->derived.empty() && row.outcome != Outcome::Deadlock) {
+        const StepMetrics sm =
+            ComputeStepMetrics(config->derived, config->strategy.recompute, config->training,
+                               config->hardware, config->shape.m, row.iteration_time);
+        row.gpus = sm.gpus;
+        row.tokens_per_s_per_gpu = sm.tokens_per_s_per_gpu;
+        row.mfu = sm.mfu;
+      }
       table.rows.push_back(std::move(row));
     }
   }

@@ -98,6 +98,16 @@ std::string Speedup(double x) { return x > 0 ? fmt::format("{:.2f}x", x) : std::
 
 }  // namespace
 
+namespace {
+// Whether some row carries a derived model's step throughput.
+bool HasStepMetrics(const CompareTable& table) {
+  for (const CompareRow& r : table.rows) {
+    if (r.gpus > 0) return true;
+  }
+  return false;
+}
+}  // namespace
+
 std::string FormatCompareText(const CompareTable& table) {
   std::string out = fmt::format("ppb-sim compare: {} | {} schedule{} x {} variant{}\n",
                                 table.model_name.empty() ? table.config_path : table.model_name,
@@ -140,6 +150,12 @@ std::string FormatCompareText(const CompareTable& table) {
     if (!varied && header == "vs " + first_variant) continue;
     cols.push_back({header, left, {}});
   }
+  // A derived model's step throughput, so layouts on different GPU counts
+  // compare (core/step_metrics.h).
+  const bool step = HasStepMetrics(table);
+  if (step) {
+    for (const char* h : {"GPUs", "tokens/s/GPU", "MFU %"}) cols.push_back({h, false, {}});
+  }
 
   for (size_t i = 0; i < table.rows.size(); ++i) {
     const CompareRow& row = table.rows[i];
@@ -165,6 +181,11 @@ std::string FormatCompareText(const CompareTable& table) {
                           : (row.oom_ranks.empty()
                                  ? std::string("no")
                                  : "yes (rank " + Ranks(row.oom_ranks, ",") + ")"));
+      if (step) {
+        cells.push_back(row.gpus > 0 ? std::to_string(row.gpus) : "-");
+        cells.push_back(row.gpus > 0 ? fmt::format("{:.1f}", row.tokens_per_s_per_gpu) : "-");
+        cells.push_back(row.gpus > 0 ? fmt::format("{:.1f}", 100.0 * row.mfu) : "-");
+      }
     }
     cells.resize(cols.size() - first);
     for (size_t c = 0; c < cells.size(); ++c) {
@@ -258,6 +279,11 @@ std::string FormatCompareJson(const CompareTable& table) {
     r["max_peak_capacity_bytes"] = row.max_peak_capacity;
     r["oom"] = !row.oom_ranks.empty();
     r["oom_ranks"] = row.oom_ranks;
+    if (row.gpus > 0) {
+      r["gpus"] = row.gpus;
+      r["tokens_per_s_per_gpu"] = row.tokens_per_s_per_gpu;
+      r["mfu"] = row.mfu;
+    }
     rows.push_back(r);
   }
   j["rows"] = rows;
@@ -304,6 +330,10 @@ std::string FormatCompareCsv(const CompareTable& table) {
                         "oom_ranks"}) {
     header.emplace_back(h);
   }
+  const bool step = HasStepMetrics(table);
+  if (step) {
+    for (const char* h : {"gpus", "tokens_per_s_per_gpu", "mfu"}) header.emplace_back(h);
+  }
   auto line = [](const std::vector<std::string>& fields) {
     std::string s;
     for (size_t k = 0; k < fields.size(); ++k) {
@@ -337,6 +367,11 @@ std::string FormatCompareCsv(const CompareTable& table) {
             std::to_string(row.max_peak_capacity),
             std::string(row.oom_ranks.empty() ? "false" : "true"), Ranks(row.oom_ranks, " ")}) {
         f.push_back(std::move(x));
+      }
+      if (step && row.gpus > 0) {
+        f.push_back(std::to_string(row.gpus));
+        f.push_back(fmt::format("{:.6f}", row.tokens_per_s_per_gpu));
+        f.push_back(fmt::format("{:.6f}", row.mfu));
       }
     }
     f.resize(header.size());

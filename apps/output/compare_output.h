@@ -38,6 +38,11 @@ struct CompareRow {
   int max_peak_rank = 0;        // the first rank with it
   Bytes max_peak_capacity = 0;  // that rank's capacity
   std::vector<int> oom_ranks;
+  // With a derived model (core/step_metrics.h): the step's throughput, so
+  // layouts on different GPU counts compare; 0 gpus without one.
+  std::int64_t gpus = 0;
+  double tokens_per_s_per_gpu = 0;
+  double mfu = 0;
 };
 
 struct CompareTable {
