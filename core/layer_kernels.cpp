@@ -237,7 +237,8 @@ Nanos CommTime(const CommOp& c, const JobGroups& groups, const Hardware& h) {
   const GroupPlacement& g = c.group == CommGroup::Tp   ? groups.tp
                             : c.group == CommGroup::Cp ? groups.cp
                                                        : groups.ep;
-  const Nanos one = CollectiveTime(c.kind, g.size, c.bytes, g.link, h.gpu.network);
+  const GroupLink& link = c.kind == Collective::AllToAll ? g.a2a_link : g.link;
+  const Nanos one = CollectiveTime(c.kind, g.size, c.bytes, link, h.gpu.network);
   return static_cast<Nanos>(std::llround(static_cast<double>(one) * c.skew));
 }
 

@@ -15,11 +15,14 @@ GroupPlacement PlaceGroup(int size, int stride, const Gpu& gpu) {
       static_cast<long long>(g.size - 1) * g.stride >= gpu.gpus_per_node;
   if (!g.crosses_nodes) {
     g.link = GroupLink{gpu.nvlink_bytes_per_s, gpu.intra_latency, false};
+    g.a2a_link = g.link;
   } else {
     const double nics = gpu.nic_bytes_per_s * g.per_node;
     const double bw = g.per_node > 1 ? std::min(gpu.nvlink_bytes_per_s, nics)
                                      : gpu.nic_bytes_per_s;
     g.link = GroupLink{bw, gpu.inter_latency, true};
+    const double share = static_cast<double>(g.size - 1) / (g.size - g.per_node);
+    g.a2a_link = GroupLink{gpu.nic_bytes_per_s * share, gpu.inter_latency, true};
   }
   return g;
 }

@@ -30,7 +30,12 @@ struct GroupPlacement {
   int stride = 1;
   int per_node = 1;           // members in one node
   bool crosses_nodes = false;
-  GroupLink link;
+  GroupLink link;             // the ring collectives' link
+  // All-to-all is not a ring: across nodes each rank's share for the other
+  // nodes, (n - k)/n of its data, leaves through its own NIC. This link
+  // prices (n - 1)/n S / B as that: B = NIC x (n - 1)/(n - k). Inside a
+  // node it is `link`.
+  GroupLink a2a_link;
 };
 GroupPlacement PlaceGroup(int size, int stride, const Gpu& gpu);
 

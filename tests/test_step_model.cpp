@@ -68,6 +68,14 @@ TEST_CASE("groups use NVLink inside a node and the NICs across", "[step]") {
   const GroupPlacement dp = PlaceGroup(24, 8, a100);
   CHECK(dp.per_node == 1);
   CHECK(dp.link.bytes_per_s == 25e9);
+  // All-to-all across nodes: EP 64 with 8 per node sends 56/64 of its data
+  // through its own NIC: (n - 1)/n S / B' = 56/64 S / 25 GB/s.
+  const GroupPlacement ep64 = PlaceGroup(64, 1, a100);
+  CHECK(ep64.per_node == 8);
+  CHECK(ep64.a2a_link.bytes_per_s == Approx(25e9 * 63.0 / 56.0));
+  CHECK(CollectiveTime(Collective::AllToAll, 64, 1'000'000'000, ep64.a2a_link, Ideal()) ==
+        63 * ep64.a2a_link.latency + std::llround(56.0 / 64 * 1e9 / 25e9 * 1e9));
+  CHECK(tp8.a2a_link.bytes_per_s == 300e9);
   // DP 4 after TP 2: ranks 0, 2, 4, 6 of one node.
   const GroupPlacement dp4 = PlaceGroup(4, 2, a100);
   CHECK_FALSE(dp4.crosses_nodes);

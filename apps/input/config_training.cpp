@@ -218,6 +218,15 @@ Status Parser::ApplyStepModel(const Architecture& a, Training& t,
                     "; set training.tp_across_nodes: true to let its "
                     "all-reduces cross the NICs); got " + std::to_string(t.tp));
   }
+  if ((t.dp * t.cp) % t.ep != 0) {
+    // Megatron's expert rank generator: the expert-data-parallel size is
+    // (dp x cp) / ep (parallel_state.py).
+    return Fail("training.expert_parallel",
+                "must divide data_parallel x context_parallel (" +
+                    std::to_string(t.dp) + " x " + std::to_string(t.cp) +
+                    "): expert-parallel ranks are data-parallel ranks; got " +
+                    std::to_string(t.ep));
+  }
   if (t.seq % t.cp != 0 || (t.cp > 1 && (t.seq / t.cp) % 2 != 0)) {
     return Fail("training.context_parallel",
                 "must divide seq_length into an even share per rank "
