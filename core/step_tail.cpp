@@ -11,30 +11,38 @@ int BucketCount(const StepTail& tail, Bytes bytes, bool bucketed) {
   return static_cast<int>((bytes + tail.bucket_bytes - 1) / tail.bucket_bytes);
 }
 
+namespace {
+
+// Sums `price(b)` over the buckets `bytes` splits into: nb - 1 full buckets
+// and the rest.
+template <typename Price>
+Nanos OverBuckets(const StepTail& tail, Bytes bytes, int nb, Price price) {
+  const Bytes full = nb > 1 ? tail.bucket_bytes : bytes;
+  const Bytes last = bytes - full * (nb - 1);
+  return (nb - 1) * price(full) + price(last);
+}
+
+}  // namespace
+
 Nanos GradSyncTime(const StepTail& tail, Bytes bytes, int n,
                    const GroupLink& link, bool bucketed) {
   const int nb = BucketCount(tail, bytes, bucketed);
   if (nb == 0 || n <= 1) return 0;
   const Collective c = tail.distributed_optimizer ? Collective::ReduceScatter
                                                   : Collective::AllReduce;
-  // nb - 1 full buckets and the rest.
-  const Bytes full = nb > 1 ? tail.bucket_bytes : bytes;
-  const Bytes last = bytes - full * (nb - 1);
-  return (nb - 1) * CollectiveTime(c, n, full, link, tail.efficiency) +
-         CollectiveTime(c, n, last, link, tail.efficiency);
+  return OverBuckets(tail, bytes, nb, [&](Bytes b) {
+    return CollectiveTime(c, n, b, link, tail.efficiency);
+  });
 }
 
 Nanos ParamGatherTime(const StepTail& tail, Bytes grad_bytes, int n,
                       const GroupLink& link, bool bucketed) {
   const int nb = BucketCount(tail, grad_bytes, bucketed);
   if (nb == 0 || n <= 1 || !tail.distributed_optimizer) return 0;
-  const Bytes full = nb > 1 ? tail.bucket_bytes : grad_bytes;
-  const Bytes last = grad_bytes - full * (nb - 1);
-  auto gather = [&](Bytes g) {
+  return OverBuckets(tail, grad_bytes, nb, [&](Bytes g) {
     const Bytes b = static_cast<Bytes>(static_cast<double>(g) * tail.param_per_grad);
     return CollectiveTime(Collective::AllGather, n, b, link, tail.efficiency);
-  };
-  return (nb - 1) * gather(full) + gather(last);
+  });
 }
 
 std::vector<TailTiming> RunTail(const StepTail& tail,

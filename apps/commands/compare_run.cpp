@@ -417,13 +417,12 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
         continue;
       }
       Simulate(*run, engine, row);
-      if (!config->derived.empty() && row.outcome != Outcome::Deadlock) {
-        const StepMetrics sm =
-            ComputeStepMetrics(config->derived, config->strategy.recompute, config->training,
-                               config->hardware, config->shape.m, row.iteration_time);
-        row.gpus = sm.gpus;
-        row.tokens_per_s_per_gpu = sm.tokens_per_s_per_gpu;
-        row.mfu = sm.mfu;
+      if (const auto sm = StepMetricsOf(*config, config->strategy.recompute, config->shape.m,
+                                        row.iteration_time);
+          sm && row.outcome != Outcome::Deadlock) {
+        row.gpus = sm->gpus;
+        row.tokens_per_s_per_gpu = sm->tokens_per_s_per_gpu;
+        row.mfu = sm->mfu;
       }
       table.rows.push_back(std::move(row));
     }

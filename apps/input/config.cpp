@@ -269,4 +269,12 @@ Result<PreparedRun> Prepare(const RunConfig& config) {
   return PreparedRun{std::move(*spec), std::move(*program)};
 }
 
+std::optional<StepMetrics> StepMetricsOf(const RunConfig& config,
+                                         const std::vector<std::uint8_t>& recompute,
+                                         int m, Nanos iteration) {
+  if (config.derived.empty()) return std::nullopt;
+  return ComputeStepMetrics(config.derived, recompute, config.training, config.hardware, m,
+                            iteration);
+}
+
 }  // namespace ppb

@@ -24,6 +24,7 @@
 #include "core/program.h"
 #include "core/result.h"
 #include "core/spec.h"
+#include "core/step_metrics.h"
 #include "core/topology.h"
 #include "schedules/schedule.h"
 #include "search/deployable.h"
@@ -153,6 +154,13 @@ Result<PreparedRun> Prepare(const RunConfig& config);
 // "pipeline.microbatches", "pipeline.microbatch_group".
 Status CheckSchedule(const std::string& schedule, int p, int v, int m,
                      const ScheduleParams& params);
+
+// The step's figures (core/step_metrics.h) of a derived model run with
+// `recompute` over m micro-batches in `iteration`; nullopt without derived
+// layers (an explicit model has no FLOP count).
+std::optional<StepMetrics> StepMetricsOf(const RunConfig& config,
+                                         const std::vector<std::uint8_t>& recompute,
+                                         int m, Nanos iteration);
 
 // Formats "file:line: key: message" for an error about `config`.
 std::string FormatError(const RunConfig& config, const Error& error);

@@ -393,8 +393,8 @@ Status Parser::ParseDeviceFields(const Entries& fields, const std::string& path,
   return Status();
 }
 
-// A link map {latency (default 0), bandwidth (required)}.
-Result<Link> Parser::ParseLink(const Entry& entry) {
+// A link map {latency (default `latency`), bandwidth (required)}.
+Result<Link> Parser::ParseLink(const Entry& entry, Nanos latency) {
   Result<Entries> fields = Map(entry.value, entry.path, {"latency", "bandwidth"});
   if (!fields.ok()) return fields.error();
   if (Find(*fields, "bandwidth") == nullptr) {
@@ -402,6 +402,7 @@ Result<Link> Parser::ParseLink(const Entry& entry) {
                 "must be given (a positive bandwidth); got nothing");
   }
   Link link;
+  link.latency = latency;
   PPB_RETURN_IF_ERROR(ParseLinkFields(*fields, link));
   return link;
 }

@@ -106,7 +106,8 @@ class Parser : public ConfigReader {
                      Device& d);
   Status ParseDeviceFields(const Entries& fields, const std::string& path,
                            bool memory_required, Device& d);
-  Result<Link> ParseLink(const Entry& entry);
+  // A link map; `latency` where the map gives none.
+  Result<Link> ParseLink(const Entry& entry, Nanos latency = 0);
   Status ParseLinkFields(const Entries& fields, Link& link);
 
   // config_strategy.cpp: strategy.* (the split and the recompute)

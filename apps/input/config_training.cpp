@@ -502,9 +502,11 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
   }
   for (const char* key : {"intra_node", "inter_node"}) {
     if (const Entry* x = Find(e, key)) {
-      Result<Link> link = ParseLink(*x);
-      if (!link.ok()) return link.error();
+      // The preset's latency stays unless the key gives one.
       const bool intra = std::string_view(key) == "intra_node";
+      Nanos& latency = intra ? h.gpu.intra_latency : h.gpu.inter_latency;
+      Result<Link> link = ParseLink(*x, latency);
+      if (!link.ok()) return link.error();
       if (link->bandwidth < kMinStepBandwidth) {
         return Fail(x->path + ".bandwidth",
                     "must be at least 1MB/s with hardware.gpu; got " +
@@ -512,9 +514,7 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
       }
       (intra ? h.gpu.nvlink_bytes_per_s : h.gpu.nic_bytes_per_s) =
           static_cast<double>(link->bandwidth);
-      if (Find(*Map(x->value, x->path, {"latency", "bandwidth"}), "latency")) {
-        (intra ? h.gpu.intra_latency : h.gpu.inter_latency) = link->latency;
-      }
+      latency = link->latency;
     }
   }
   if (const Entry* x = Find(e, "hbm_bandwidth")) {

@@ -30,6 +30,10 @@ const char* StepCoefficientName(StepCoefficient c) {
   return "?";
 }
 
+bool IsBandwidth(StepCoefficient c) {
+  return c == StepCoefficient::IntraNodeBandwidth || c == StepCoefficient::InterNodeBandwidth;
+}
+
 namespace config_detail {
 namespace {
 
@@ -157,10 +161,6 @@ double ValueOf(StepCoefficient c, const Hardware& h) {
       return h.gpu.nic_bytes_per_s;
   }
   return 0;
-}
-
-bool IsBandwidth(StepCoefficient c) {
-  return c == StepCoefficient::IntraNodeBandwidth || c == StepCoefficient::InterNodeBandwidth;
 }
 
 // Writes `value` into the config document's hardware block.

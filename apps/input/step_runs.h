@@ -34,6 +34,8 @@ enum class StepCoefficient {
   InterNodeBandwidth,   // hardware.inter_node.bandwidth
 };
 const char* StepCoefficientName(StepCoefficient c);
+// A link bandwidth (fitted in log space, printed in GB/s) rather than a share.
+bool IsBandwidth(StepCoefficient c);
 
 struct StepRun {
   std::string config;  // as written

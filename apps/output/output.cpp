@@ -66,10 +66,7 @@ class TraceObject {
 // Micro-batches per second of simulated time.
 // The step's figures of a derived model (core/step_metrics.h).
 std::optional<StepMetrics> MetricsOf(const RunConfig& config, const SimResult& r) {
-  if (config.derived.empty()) return std::nullopt;
-  return ComputeStepMetrics(config.derived, config.strategy.recompute,
-                            config.training, config.hardware, config.shape.m,
-                            r.makespan);
+  return StepMetricsOf(config, config.strategy.recompute, config.shape.m, r.makespan);
 }
 
 double Throughput(const RunConfig& config, const SimResult& r) {
@@ -123,6 +120,14 @@ Json PartsJson(const BubbleParts& parts, Nanos iteration) {
   return Json{{"ns", ns},
               {"fraction", fraction},
               {"largest_loss", BubbleTermKey(parts.largest_loss())}};
+}
+
+// The seven parts of the step (core/breakdown.h StepParts) in ms.
+Json StepPartsJson(const StepParts& x) {
+  return {{"compute", ToMs(x.compute)},     {"collectives", ToMs(x.collectives)},
+          {"recompute", ToMs(x.recompute)}, {"bubble", ToMs(x.bubble)},
+          {"grad_sync", ToMs(x.grad_sync)}, {"optimizer", ToMs(x.optimizer)},
+          {"waiting", ToMs(x.waiting)}};
 }
 
 }  // namespace
@@ -478,14 +483,8 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
     j["step_tail_ms"] = {{"grad_sync", ToMs(r.breakdown.grad_sync)},
                          {"optimizer", ToMs(r.breakdown.optimizer)}};
     const StepParts x = DeviceStepParts(r, r.breakdown.bottleneck);
-    j["step_breakdown_ms"] = {{"compute", ToMs(x.compute)},
-                              {"collectives", ToMs(x.collectives)},
-                              {"recompute", ToMs(x.recompute)},
-                              {"bubble", ToMs(x.bubble)},
-                              {"grad_sync", ToMs(x.grad_sync)},
-                              {"optimizer", ToMs(x.optimizer)},
-                              {"waiting", ToMs(x.waiting)},
-                              {"rank", r.breakdown.bottleneck}};
+    j["step_breakdown_ms"] = StepPartsJson(x);
+    j["step_breakdown_ms"]["rank"] = r.breakdown.bottleneck;
   }
   Bytes max_peak = 0;
   for (const auto& d : r.devices) max_peak = std::max(max_peak, d.peak_memory);
@@ -546,13 +545,7 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
     if (spec.tail.enabled && !r.steps.empty()) {
       const StepParts x = DeviceStepParts(r, d);
       const RankStep& rs = r.steps[static_cast<size_t>(d)];
-      dj["step_ms"] = {{"compute", ToMs(x.compute)},
-                       {"collectives", ToMs(x.collectives)},
-                       {"recompute", ToMs(x.recompute)},
-                       {"bubble", ToMs(x.bubble)},
-                       {"grad_sync", ToMs(x.grad_sync)},
-                       {"optimizer", ToMs(x.optimizer)},
-                       {"waiting", ToMs(x.waiting)}};
+      dj["step_ms"] = StepPartsJson(x);
       dj["grad_sync_ms"] = ToMs(rs.grad_sync);
       dj["grad_sync_end_ms"] = ToMs(rs.grad_sync_end);
       dj["optimizer_ms"] = ToMs(rs.optimizer);

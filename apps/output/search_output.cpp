@@ -482,8 +482,7 @@ namespace {
 // The step figures (core/step_metrics.h) of a derived model's strategy.
 StepMetrics BestMetrics(const RunConfig& config, const SearchProblem& problem,
                         const Candidate& c) {
-  return ComputeStepMetrics(config.derived, c.strategy.recompute, config.training,
-                            config.hardware, problem.m, c.makespan);
+  return *StepMetricsOf(config, c.strategy.recompute, problem.m, c.makespan);
 }
 }  // namespace
 

@@ -16,9 +16,6 @@ double Err(Nanos predicted, Nanos measured) {
   return 100.0 * (static_cast<double>(predicted) - static_cast<double>(measured)) /
          static_cast<double>(measured);
 }
-bool IsBandwidth(StepCoefficient c) {
-  return c == StepCoefficient::IntraNodeBandwidth || c == StepCoefficient::InterNodeBandwidth;
-}
 std::string Value(StepCoefficient c, double v) {
   return IsBandwidth(c) ? fmt::format("{:.3f}GB/s", v / 1e9) : fmt::format("{:.4f}", v);
 }
