@@ -31,9 +31,10 @@ int RunCommand(int argc, const char* const* argv, std::ostream& out,
   if (command == "compare") return commands::RunCompare(args, out, err);
   if (command == "calibrate") return commands::RunCalibrate(args, out, err);
   if (command == "sweep") return commands::RunSweep(args, out, err);
+  if (command == "plan") return commands::RunPlan(args, out, err);
   err << "ppb-sim: unknown command '" << command
       << "'; expected simulate (the default), search, rank, compare, model, "
-         "calibrate or sweep\n"
+         "calibrate, sweep or plan\n"
       << commands::kUsage;
   return commands::kExitBadInput;
 }

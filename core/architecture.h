@@ -123,6 +123,8 @@ struct Training {
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   bool tp_comm_overlap = false;
+  // training.tp_across_nodes: the tensor-parallel group may span nodes.
+  bool tp_across_nodes = false;
   // The busiest expert-parallel rank's tokens over the mean (1: balanced
   // routing); multiplies the expert GEMMs and the all-to-alls.
   double routing_skew = 1.0;

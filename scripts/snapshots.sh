@@ -8,9 +8,10 @@
 # tests/data/snapshots/: the command line, its exit status, its stdout, its
 # stderr and every file it wrote, each under a header line. Commands run in a
 # scratch folder that links configs/ and data/ (tests/data), so every path in
-# the output is relative and the same on every machine. Search runs under a
+# the output is relative and the same on every machine. Search and plan run under a
 # node limit on one thread; the figures that depend on the clock
-# (`solve_time_s`, the anytime profile's times, the gap sides' times) are masked, and so is a sweep's rate on stderr. `check` names the
+# (`solve_time_s`, the anytime profile's times, the gap sides' times, the
+# plan's first answer and solve time) are masked, and so is a sweep's rate on stderr. `check` names the
 # first snapshot that differs and its first differing line, and exits 1; a
 # change to output is a deliberate `update`,
 # reviewed in the commit that makes it.
@@ -70,6 +71,9 @@ run_case() {
     done
   } | sed -E -e 's/"solve_time_s": [-0-9.eE+]+/"solve_time_s": "<masked>"/' \
       -e 's/"time_s": [-0-9.eE+]+/"time_s": "<masked>"/' \
+      -e 's/"first_answer_s": [-0-9.eE+]+/"first_answer_s": "<masked>"/' \
+      -e 's/^(first answer after )[0-9.]+ s(; [0-9]+ improvement\(s\); solve time )[0-9.]+ s$/\1<masked> s\2<masked> s/' \
+      -e 's/^(solve time )[0-9.]+ s$/\1<masked> s/' \
       -e 's/^(anytime: first strategy at )[0-9.]+ s/\1<masked> s/' \
       -e 's/(improvement\(s\), the last at )[0-9.]+ s/\1<masked> s/' \
       -e 's/^(gap sides: incumbent last improved at )[0-9.]+ s(.* at )[0-9.]+ s$/\1<masked> s\2<masked> s/' \
@@ -134,6 +138,14 @@ case_ search-megatron-145b-a100.txt search --config configs/megatron-145b-a100.y
   --node-limit 300 --time-limit 0 --threads 1
 case_ search-example-multi.json search --config configs/example.yaml --node-limit 200 \
   --time-limit 0 --threads 1 --format json --schedules 1f1b,interleaved --virtual-stages-list 2,4
+
+# ---- plan: every layout's search under a node limit, no time limit, one
+# thread (the same bytes on every build)
+case_ plan-llama3-8b.txt plan --config configs/plan-llama3-8b.yaml --node-limit 300 \
+  --time-limit 0 --threads 1
+case_ plan-llama3-8b.json plan --config configs/plan-llama3-8b.yaml --node-limit 300 \
+  --time-limit 0 --threads 1 --format json --emit megatron
+case_ plan-bad-input.txt plan --config configs/example.yaml
 
 # ---- rank
 case_ rank-example.txt rank --config configs/example.yaml --candidates data/snapshots/inputs/candidates.yaml

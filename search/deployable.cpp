@@ -59,6 +59,7 @@ std::uint8_t FixedMode(const RecomputeSetting& s, const std::vector<Layer>& laye
     case DeployTarget::Torchtitan:
       return IsBody(layer.kind) ? Option(layer, s.mode) : 0;
     case DeployTarget::DeepSpeed:
+    case DeployTarget::Any:  // a uniform mode asked of any (ppb-sim plan)
       return Option(layer, s.mode);  // every layer that offers it
     default:
       return 0;

@@ -143,6 +143,17 @@ struct SearchOptions {
   std::shared_ptr<search_detail::ContextCache> contexts;
 };
 
+// A lower bound on the makespan of every strategy Search(problem, options)
+// may return: the least, over the choices and the target's recompute
+// settings (only options.setting when given), of the searcher's root bound
+// (RootBound and the path bound) on the pipeline's end, plus, with the
+// step's tail, the optimizer's least share of the busiest rank (sum over
+// layers / p: every rank's optimizer starts after the global gradient sync,
+// which follows every rank's pipeline end). kInf when no choice holds a
+// split the target can run; 0 for a placement search and past
+// options.deadline. Costs what a search's root costs (no simulation).
+Result<Nanos> LowerBound(const SearchProblem& problem, const SearchOptions& options);
+
 // An empty cache for SearchOptions::contexts.
 std::shared_ptr<search_detail::ContextCache> NewContextCache();
 

@@ -40,9 +40,10 @@ namespace {
 // run). 0 for every setting in a placement search (its root bound holds
 // for one device order only) and for a target with one setting.
 Result<std::vector<Nanos>> SettingBounds(const SearchProblem& problem, const SearchOptions& options,
-                                         const std::vector<RecomputeSetting>& settings) {
+                                         const std::vector<RecomputeSetting>& settings,
+                                         bool even_one = false) {
   std::vector<Nanos> bound(settings.size(), 0);
-  if (problem.search_placement || settings.size() < 2) return bound;
+  if (problem.search_placement || (settings.size() < 2 && !even_one)) return bound;
   // Choices left out at the deadline would leave the least too high: 0.
   bool cut = false;
   Result<std::vector<ChoiceContext>> ctxs = MakeContexts(problem, options, &cut);
@@ -283,3 +284,26 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
 }
 
 }  // namespace ppb::search_detail
+
+namespace ppb {
+
+Result<Nanos> LowerBound(const SearchProblem& problem, const SearchOptions& options) {
+  using search_detail::kInf;
+  SearchOptions o = options;
+  if (o.contexts == nullptr) o.contexts = NewContextCache();
+  const std::vector<RecomputeSetting> settings =
+      options.setting ? std::vector<RecomputeSetting>{*options.setting}
+                      : RecomputeSettings(options.target, problem.layers);
+  if (settings.empty()) return kInf;
+  Result<std::vector<Nanos>> bounds = search_detail::SettingBounds(problem, o, settings, true);
+  if (!bounds.ok()) return bounds.error();
+  const Nanos b = *std::min_element(bounds->begin(), bounds->end());
+  if (b >= kInf || b <= 0 || !problem.tail.enabled) return b;
+  // The busiest rank's optimizer is at least the mean (RunTail: each
+  // rank's end is the global sync plus its own optimizer).
+  Nanos opt = 0;
+  for (const Layer& l : problem.layers) opt += l.optimizer;
+  return b + opt / std::max(1, problem.p);
+}
+
+}  // namespace ppb

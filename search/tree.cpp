@@ -49,7 +49,16 @@ Nanos Searcher::PruneThreshold() const { return top_list.Threshold(); }
 // A subtree whose makespan bound exceeds the K-th best cannot enter the top
 // K. A bound equal to it may still tie on makespan and win on memory, so it
 // is explored.
-bool Searcher::ShouldPrune(Nanos bound) const { return bound > PruneThreshold(); }
+bool Searcher::ShouldPrune(Nanos bound) const {
+  return (bound >= kInf ? bound : bound + tail_floor_) > PruneThreshold();
+}
+
+Nanos Searcher::TailFloor() const {
+  if (!cp_.pb.tail.enabled) return 0;
+  Nanos opt = 0;
+  for (const Layer& l : cp_.pb.layers) opt += l.optimizer;
+  return opt / std::max(1, cp_.c.p);
+}
 
 bool Searcher::CheckLimits() {
   if (limits.hit) return true;

@@ -116,6 +116,7 @@ inline SimResult Simulate(const SearchProblem& pr, int choice, const Strategy& s
   REQUIRE(info != nullptr);
   PipelineShape shape{pr.p, c.v, pr.m, pr.comm};
   shape.fb_overlap_ppm = pr.fb_overlap_ppm;
+  shape.tail = pr.tail;  // the step's tail, as the search simulates it
   if (info->placement == StagePlacement::V && c.v == 2) {
     shape.placement = StagePlacement::V;  // as Prepare lowers it
   }

@@ -51,13 +51,13 @@ TEST_CASE("config errors: YAML and structure", "[config]") {
   // A document that is not a map has no key to name: its line instead.
   CHECK(ParseError("- a\n- b\n") ==
         "run.yaml:1: must be a map with keys model, cluster, pipeline, "
-        "strategy, search, training, hardware; got a list of 2");
+        "strategy, search, training, hardware, plan; got a list of 2");
   CHECK(ParseError("# a comment\n\n42\n") ==
         "run.yaml:3: must be a map with keys model, cluster, pipeline, "
-        "strategy, search, training, hardware; got 42");
+        "strategy, search, training, hardware, plan; got 42");
   CHECK(ParseError(std::string(kBase) + "extra: 1\n") ==
         "run.yaml:55: extra: unknown key; expected one of model, cluster, "
-        "pipeline, strategy, search, training, hardware");
+        "pipeline, strategy, search, training, hardware, plan");
   CHECK(ParseError(
             WithoutStrategy().substr(WithoutStrategy().find("cluster:"))) ==
         "run.yaml: model: must be given (a map with layers); got nothing");

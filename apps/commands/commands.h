@@ -31,5 +31,8 @@ int RunSweep(const std::vector<std::string>& args, std::ostream& out,
 // status (0 ok, 1 output not writable, 2 bad input or no valid fit).
 int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
                  std::ostream& err);
+// `ppb-sim plan --config FILE [--format text|json] [--emit F] [--time-limit T]
+// [--top N] [--target T] [--quiet]` (apps/commands/plan.cpp).
+int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace ppb::commands

@@ -36,6 +36,7 @@ inline constexpr const char* kUsage =
     "       ppb-sim model --config FILE [--format text|json]\n"
     "       ppb-sim calibrate --measurements FILE [options]\n"
     "       ppb-sim sweep --config FILE --grid FILE [--output FILE] [options]\n"
+    "       ppb-sim plan --config FILE [--format text|json] [--emit megatron]\n"
     "\n"
     "simulate: simulates one training iteration of a pipeline-parallel\n"
     "  schedule and reports iteration time, bubble and peak memory per "
@@ -51,6 +52,8 @@ inline constexpr const char* kUsage =
     "calibrate: fits per-layer costs to measured per-stage memory/time.\n"
     "sweep: simulates, searches or compares every point of a grid of config\n"
     "  values (resumable; threads, --shard K/N or mpirun), with a summary.\n"
+    "plan: the fastest TP x CP x EP x PP x DP layout, micro-batch, schedule,\n"
+    "  recompute and split of a training job on N GPUs, with its proof or gap.\n"
     "'ppb-sim COMMAND --help' lists a command's options.\n";
 
 

@@ -45,7 +45,7 @@ Status Parser::ParseRoot(const YAML::Node& root) {
   }
   Result<Entries> top =
       Map(root, "", {"model", "cluster", "pipeline", "strategy", "search",
-                     "training", "hardware"});
+                     "training", "hardware", "plan"});
   if (!top.ok()) return top.error();
   // The pipeline first: the shapes of the other sections depend on p, v.
   const Entry* pipeline = Find(*top, "pipeline");
@@ -67,7 +67,8 @@ Status Parser::ParseRoot(const YAML::Node& root) {
   PPB_RETURN_IF_ERROR(ApplyStageConstant());
   PPB_RETURN_IF_ERROR(ApplyMemoryReserve());
   PPB_RETURN_IF_ERROR(ParseStrategy(Find(*top, "strategy")));
-  return ParseSearch(Find(*top, "search"));
+  PPB_RETURN_IF_ERROR(ParseSearch(Find(*top, "search")));
+  return ParsePlan(Find(*top, "plan"));
 }
 
 // Takes `amount` off every device's capacity (the cluster's and the

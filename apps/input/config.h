@@ -84,6 +84,25 @@ struct SearchSettings {
   DeployTarget target = DeployTarget::Any;
 };
 
+// The optional `plan:` block (`ppb-sim plan`, apps/commands/plan.cpp): the
+// space of whole-job layouts on `gpus` GPUs. An empty list means every
+// value the model and the cluster allow (apps/input/plan_space.h says
+// which); values are distinct and validated one by one here, their
+// combinations in the plan space.
+struct PlanSettings {
+  int gpus = 0;  // t x cp x p x d
+  std::vector<int> tensor_parallel, context_parallel, expert_parallel, pipeline_parallel,
+      micro_batch_size, virtual_stages;
+  std::vector<std::string> schedules;  // registry names
+  std::vector<bool> sequence_parallel, distributed_optimizer;
+  // "search" (per layer, as ppb-sim search), "none", or a recompute mode
+  // the layers offer ("selective", "full": on every layer that offers it).
+  std::vector<std::string> recompute;
+  DeployTarget target = DeployTarget::Any;
+  Nanos time_limit = 60'000'000'000;  // 0: none
+  int top = 10;
+};
+
 struct RunConfig {
   std::string path;  // the config file as given
   std::string model_name;
@@ -119,6 +138,7 @@ struct RunConfig {
                              // recompute of layers.size()
   bool allow_empty_chunks = false;
   SearchSettings search;
+  std::optional<PlanSettings> plan;  // the plan block, when given
   // Line (1-based) of each key seen in the file, e.g. "pipeline.stages";
   // used to place errors found after loading. Keys set on the command line
   // map to 0.

@@ -123,6 +123,11 @@ class Parser : public ConfigReader {
 
   // config_search.cpp: search.*
   Status ParseSearch(const Entry* section);
+  Status ParsePlan(const Entry* section);
+  Status PlanIntList(const Entries& e, std::string_view name, std::vector<int>& out);
+  Status PlanBoolList(const Entries& e, std::string_view name, std::vector<bool>& out);
+  // The items of plan.<name>: a list, or one scalar as a list of one.
+  Result<std::vector<Entry>> PlanItems(const Entries& e, std::string_view name);
   template <class T, class Read>
   Status SearchValue(const Entries& e, std::string_view name,
                      const std::optional<T>& cli, T& out, Read read);
@@ -150,8 +155,6 @@ class Parser : public ConfigReader {
   std::optional<Link> hardware_link_;
   std::optional<double> hardware_tflops_;  // for device_types' peak_tflops
   bool communication_given_ = false;  // pipeline.communication in the file
-  // training.tp_across_nodes: a tensor-parallel group may span nodes.
-  bool tp_across_nodes_ = false;
   // With the step model: the pipeline links of the job's rank layout
   // (core/rank_layout.h), the default of cluster.link.
   std::optional<std::vector<Link>> step_links_;

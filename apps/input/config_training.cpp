@@ -211,7 +211,7 @@ Status Parser::ApplyStepModel(const Architecture& a, Training& t,
                     "and does not replicate KV heads; got " +
                     std::to_string(t.tp));
   }
-  if (t.tp > h.gpu.gpus_per_node && !tp_across_nodes_) {
+  if (t.tp > h.gpu.gpus_per_node && !t.tp_across_nodes) {
     return Fail("training.tensor_parallel",
                 "must fit in a node (hardware.gpus_per_node = " +
                     std::to_string(h.gpu.gpus_per_node) +
@@ -349,7 +349,7 @@ Result<Training> Parser::ParseTraining(const Entry& section) {
         {"overlap_grad_reduce", &t.overlap_grad_reduce},
         {"overlap_param_gather", &t.overlap_param_gather},
         {"tp_comm_overlap", &t.tp_comm_overlap},
-        {"tp_across_nodes", &tp_across_nodes_}}) {
+        {"tp_across_nodes", &t.tp_across_nodes}}) {
     if (const Entry* x = Find(e, key)) {
       Result<bool> b = Bool(x->value, x->path);
       if (!b.ok()) return b.error();

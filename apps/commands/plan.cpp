@@ -1,0 +1,197 @@
+// ppb-sim plan: the fastest whole-job layout on plan.gpus GPUs
+// (apps/commands/plan_run.h), written as a table or JSON (ppb.plan/1), with
+// --emit the launch configuration of the best layout each framework can run.
+// Progress on stderr when it is a terminal (or --progress), never with
+// --quiet. Exit 0 (nothing fitting is an answer), 2 bad input, 1 a file that
+// cannot be written.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
+#include "apps/commands/commands.h"
+#include "apps/commands/common.h"
+#include "apps/commands/plan_run.h"
+#include "apps/input/search_problem.h"
+#include "apps/output/plan_output.h"
+#include "schedules/schedule.h"
+#include "search/deployable.h"
+
+namespace ppb::commands {
+
+namespace {
+
+bool VPlaced(const std::string& schedule, int v) {
+  const ScheduleInfo* info = FindSchedule(schedule);
+  return info != nullptr && info->placement == StagePlacement::V && v == 2;
+}
+
+// Whether framework `f` runs entry `e` as simulated: its schedule (Megatron
+// runs 1F1B and interleaved 1F1B only) and its split and recompute
+// (search/deployable.h).
+bool Runs(Framework f, const PlanEntry& e) {
+  const DeployTarget t = TargetOf(f);
+  const PlanLayout& l = e.layout;
+  if (t == DeployTarget::Megatron && l.schedule != "1f1b" && l.schedule != "interleaved") {
+    return false;
+  }
+  return Deployable(t, e.problem->layers, e.best->strategy, l.p, l.v, VPlaced(l.schedule, l.v));
+}
+
+std::string ProgressLine(const PlanProgress& p) {
+  return fmt::format("plan: {}/{} layouts settled, {} pruned, best {}, gap {:.1f} %, {:.1f} s",
+                     p.done, p.total, p.pruned,
+                     p.best >= 0 ? fmt::format("{:.1f} ms", ToMs(p.best)) : std::string("-"),
+                     100.0 * p.gap, p.elapsed_s);
+}
+
+}  // namespace
+
+int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description opts("plan options");
+  // clang-format off
+  opts.add_options()
+      ("config,c", po::value<std::string>(), "job config with a plan block (YAML); required")
+      ("format", po::value<std::string>()->default_value("text"), "output: text | json")
+      ("time-limit", po::value<std::string>(),
+       "stop after this long: 30s, 500ms or seconds (default plan.time_limit, 60s; 0: none)")
+      ("top", po::value<std::string>(), "layouts to report (default plan.top, 10)")
+      ("threads", po::value<std::string>(),
+       "threads of each layout's search (default search.threads, else every hardware thread)")
+      ("node-limit", po::value<std::string>(),
+       "branch-and-bound nodes per layout's search (default none)")
+      ("target", po::value<std::string>(),
+       "only layouts this framework can run: any, megatron, mindformers, torchtitan, deepspeed "
+       "(overrides plan.target; default any)")
+      ("quiet", "no progress on stderr")
+      ("progress", "report progress on stderr even when it is not a terminal");
+  // clang-format on
+  AddEmitOptions(opts);
+  po::variables_map vm;
+  if (auto done = ParseArgs(args, opts, vm, out, err)) return *done;
+  if (!vm.count("config")) {
+    err << "ppb-sim: plan: --config: expected a job config file; got nothing\n";
+    return kExitBadInput;
+  }
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "text" && format != "json") {
+    err << "ppb-sim: --format: expected text or json; got '" << format << "'\n";
+    return kExitBadInput;
+  }
+  PlanOptions options;
+  CliOverrides& ov = options.overrides;
+  auto str = [&](const char* name) { return vm[name].as<std::string>(); };
+  if (vm.count("time-limit")) {
+    auto t = TimeLimitFlag("--time-limit", str("time-limit"));
+    if (!Check(t, err)) return kExitBadInput;
+    ov.time_limit = *t;
+  }
+  if (vm.count("top")) {
+    auto x = PositiveInt("--top", str("top"));
+    if (!Check(x, err)) return kExitBadInput;
+    ov.top = *x;
+  }
+  if (vm.count("threads")) {
+    auto x = PositiveInt("--threads", str("threads"));
+    if (!Check(x, err)) return kExitBadInput;
+    options.threads = *x;
+  }
+  if (vm.count("node-limit")) {
+    auto n = IntFlag<std::int64_t>("--node-limit", str("node-limit"), 1, "a positive integer");
+    if (!Check(n, err)) return kExitBadInput;
+    options.node_limit = *n;
+  }
+  if (vm.count("target")) {
+    const std::optional<DeployTarget> t = TargetFromName(str("target"));
+    if (!t) {
+      err << "ppb-sim: --target: must be any, megatron, mindformers, torchtitan or deepspeed; "
+             "got '"
+          << str("target") << "'\n";
+      return kExitBadInput;
+    }
+    ov.target = *t;
+  }
+  std::optional<EmitRequest> emit = ReadEmitFlags(vm, err);
+  if (!emit) return kExitBadInput;
+  const std::string path = str("config");
+  std::string text;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      err << path << ": must be a readable config file; got " << SystemReason() << "\n";
+      return kExitBadInput;
+    }
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const bool tty = err.rdbuf() == std::cerr.rdbuf() && isatty(STDERR_FILENO);
+  bool reported = false;
+  if (!vm.count("quiet") && (tty || vm.count("progress"))) {
+    options.progress = [&err, &reported, tty](const PlanProgress& p) {
+      reported = true;
+      if (tty) {
+        err << "\r" << ProgressLine(p) << "\x1b[K" << std::flush;
+      } else {
+        err << ProgressLine(p) << "\n";
+      }
+    };
+  }
+  Result<PlanResult> plan = ppb::RunPlan(text, path, options);
+  if (tty && reported) err << "\r\x1b[K" << std::flush;
+  if (!plan.ok()) {
+    err << plan.error().message << "\n";
+    return kExitBadInput;
+  }
+  // --emit: the best layout each framework runs as simulated.
+  if (!emit->frameworks.empty() && plan->top.empty()) {
+    err << "ppb-sim: --emit: no layout fits in memory; nothing emitted\n";
+  }
+  for (Framework f : plan->top.empty() ? std::vector<Framework>{} : emit->frameworks) {
+    const PlanEntry* e = nullptr;
+    for (const PlanEntry& x : plan->top) {
+      if (Runs(f, x)) {
+        e = &x;
+        break;
+      }
+    }
+    if (e == nullptr) {
+      err << "ppb-sim: --emit " << FrameworkName(f)
+          << ": no layout among the top it can run as simulated; run the plan with target: "
+          << TargetName(TargetOf(f)) << "; nothing emitted\n";
+      continue;
+    }
+    const RunConfig best = e->note == "your config"
+                               ? *e->config
+                               : CandidateConfig(*e->config, *e->problem, *e->best);
+    auto run = Prepare(best);
+    if (!run.ok()) {
+      err << run.error().message << "\n";
+      return kExitBadInput;
+    }
+    EmitRequest one;
+    one.frameworks = {f};
+    if (!RunEmit(one, best, run->program, err)) return kExitBadInput;
+    Emission& em = one.emissions.front();
+    if (e != &plan->top.front()) {
+      em.text += fmt::format(
+          "# ppb: the best layout ({:.3f} ms) is not one {} runs as simulated; this is the best "
+          "that is: {:.3f} ms\n",
+          ToMs(plan->top.front().best->makespan), FrameworkName(f), ToMs(e->best->makespan));
+    }
+    emit->emissions.push_back(std::move(em));
+  }
+  if (format == "json") {
+    out << EmitJson(FormatPlanJson(*plan), *emit);
+  } else {
+    out << FormatPlanText(*plan);
+    out << EmitText(*emit);
+  }
+  if (!emit->file.empty() && !emit->emissions.empty() &&
+      !WriteFile(emit->file, FormatEmissionsText(emit->emissions), err)) {
+    return kExitIo;
+  }
+  return kExitOk;
+}
+
+}  // namespace ppb::commands

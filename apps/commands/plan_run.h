@@ -1,0 +1,72 @@
+// ppb-sim plan's branch-and-bound over whole-job layouts: the space of
+// apps/input/plan_space.h, each layout loaded as a run config of its own
+// (LayoutDocument, the usual loader, BuildSearchProblem) and searched with
+// the pipeline search of `ppb-sim search` (split, recompute per layer or one
+// uniform mode, the layout's schedule and v).
+//
+// Contract:
+//   1. Every layout gets a valid lower bound before any simulation
+//      (search/search.h LowerBound: the root bound of its pipeline plus the
+//      optimizer's share) and a memory floor (every layer's static memory and
+//      least stash against the layout's whole memory: some rank holds at
+//      least the mean, and each rank holds one micro-batch's stash of all its
+//      chunks when its first backward starts). A layout whose floor does not
+//      fit, or whose bound is infinite (no split the target can run fits), is
+//      pruned by memory.
+//   2. First answers: in order of bound, each layout's even split with its
+//      recompute choice (for "search": none, then each mode on every layer
+//      that offers it, the first that fits) is simulated, within the first
+//      tenth of the time; the job config's own strategy too (when it has
+//      plan.gpus GPUs). These are incumbents.
+//   3. Then the layouts in order of bound: one whose bound is not below the
+//      incumbent is pruned by bound (so are all after it); the others are
+//      searched with the incumbent as cutoff and an equal share of the time
+//      left. A layout is closed when its search closed its tree (found its
+//      best, or proved nothing below the cutoff or nothing fits).
+//   4. The plan's lower bound is the least of the incumbent and every open
+//      layout's bound (the larger of its own and its search's); it is proved
+//      optimal when every layout is closed or pruned.
+// Deterministic without a time limit (the searches are); a time limit may
+// stop at different points on another machine.
+#pragma once
+
+#include <functional>
+#include <string_view>
+
+#include "apps/input/config.h"
+#include "apps/output/plan_output.h"
+#include "core/result.h"
+
+namespace ppb {
+
+struct PlanProgress {
+  double elapsed_s = 0;
+  int done = 0, total = 0;  // layouts settled (searched or pruned) / all
+  std::int64_t pruned = 0;
+  Nanos best = -1;
+  double gap = 1.0;
+};
+
+struct PlanOptions {
+  CliOverrides overrides;       // target, time limit, top
+  // Branch-and-bound nodes each layout's search may take (0: none); with
+  // no time limit the plan is then deterministic and bounded.
+  std::int64_t node_limit = 0;
+  int threads = 0;  // each search's threads (0: search.threads of the file)
+  std::function<void(const PlanProgress&)> progress;  // may be empty
+};
+
+// Contract 1's memory floor: false when no strategy of the problem fits.
+bool PlanFloorFits(const SearchProblem& problem);
+// Contract 1's cheap bound on every strategy of the problem: every
+// micro-batch's forward and backward work at perfect balance over the
+// ranks' speeds (no recompute, no communication), plus the optimizer's mean
+// share after the pipeline (as search/search.h LowerBound).
+Nanos PlanCheapBound(const SearchProblem& problem);
+
+// The plan of the job config `text` (read from `filename`); errors carry a
+// complete message (bad input, exit 2).
+Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,
+                           const PlanOptions& options);
+
+}  // namespace ppb

@@ -1,0 +1,142 @@
+// plan.*: the space `ppb-sim plan` searches (PlanSettings, config.h). Each
+// list is a list of distinct values (or one scalar, a list of one); each
+// value is checked on its own here (a positive integer, a schedule name, a
+// recompute mode the layers offer); which combinations a job can run is the
+// plan space's (apps/input/plan_space.h). Errors as every config error:
+// "file:line: plan.<key>: must be ...; got ...".
+#include "apps/input/config_parser.h"
+#include "search/first_tries.h"
+
+namespace ppb::config_detail {
+
+Result<std::vector<Entry>> Parser::PlanItems(const Entries& e, std::string_view name) {
+  const Entry* x = Find(e, name);
+  if (x == nullptr) return std::vector<Entry>{};
+  if (x->value.IsScalar()) return std::vector<Entry>{*x};
+  Result<std::vector<Entry>> items = List(x->value, x->path, "a list (or one value)");
+  if (!items.ok()) return items.error();
+  if (items->empty()) return Fail(x->path, "must list at least one value; got an empty list");
+  return items;
+}
+
+Status Parser::PlanIntList(const Entries& e, std::string_view name, std::vector<int>& out) {
+  Result<std::vector<Entry>> items = PlanItems(e, name);
+  if (!items.ok()) return items.error();
+  for (const Entry& item : *items) {
+    Result<int> x = PositiveInt(item.value, item.path);
+    if (!x.ok()) return x.error();
+    if (std::find(out.begin(), out.end(), *x) != out.end()) {
+      return Fail(item.path, "must list each value once; got " + std::to_string(*x) + " again");
+    }
+    out.push_back(*x);
+  }
+  return Status();
+}
+
+Status Parser::PlanBoolList(const Entries& e, std::string_view name, std::vector<bool>& out) {
+  Result<std::vector<Entry>> items = PlanItems(e, name);
+  if (!items.ok()) return items.error();
+  for (const Entry& item : *items) {
+    Result<bool> x = Bool(item.value, item.path);
+    if (!x.ok()) return x.error();
+    if (std::find(out.begin(), out.end(), *x) != out.end()) {
+      return Fail(item.path, std::string("must list each value once; got ") +
+                                 (*x ? "true" : "false") + " again");
+    }
+    out.push_back(*x);
+  }
+  return Status();
+}
+
+Status Parser::ParsePlan(const Entry* section) {
+  if (section == nullptr) return Status();
+  Result<Entries> r =
+      Map(section->value, "plan",
+          {"gpus", "tensor_parallel", "context_parallel", "expert_parallel", "pipeline_parallel",
+           "micro_batch_size", "schedules", "virtual_stages", "sequence_parallel",
+           "distributed_optimizer", "recompute", "target", "time_limit", "top"});
+  if (!r.ok()) return r.error();
+  const Entries& e = *r;
+  PlanSettings out;
+  const Entry* gpus = Find(e, "gpus");
+  if (gpus == nullptr) {
+    Mark("plan.gpus", section->value.Mark());  // the plan block's line
+    return Fail("plan.gpus", "must be given (the number of GPUs, t x cp x p x d); got nothing");
+  }
+  Result<int> g = PositiveInt(gpus->value, gpus->path);
+  if (!g.ok()) return g.error();
+  out.gpus = *g;
+  for (const auto& [name, slot] :
+       {std::pair{"tensor_parallel", &out.tensor_parallel},
+        std::pair{"context_parallel", &out.context_parallel},
+        std::pair{"expert_parallel", &out.expert_parallel},
+        std::pair{"pipeline_parallel", &out.pipeline_parallel},
+        std::pair{"micro_batch_size", &out.micro_batch_size},
+        std::pair{"virtual_stages", &out.virtual_stages}}) {
+    PPB_RETURN_IF_ERROR(PlanIntList(e, name, *slot));
+  }
+  PPB_RETURN_IF_ERROR(PlanBoolList(e, "sequence_parallel", out.sequence_parallel));
+  PPB_RETURN_IF_ERROR(PlanBoolList(e, "distributed_optimizer", out.distributed_optimizer));
+  {
+    Result<std::vector<Entry>> items = PlanItems(e, "schedules");
+    if (!items.ok()) return items.error();
+    const std::string want = "must be one of " + Join(ScheduleNames(false));
+    for (const Entry& item : *items) {
+      Result<std::string> name = String(item.value, item.path, "a schedule name");
+      if (!name.ok()) return name.error();
+      const std::string normal = NormalizeSchedule(*name, false);
+      if (normal.empty()) return Fail(item.path, want + "; got " + *name);
+      if (std::find(out.schedules.begin(), out.schedules.end(), normal) != out.schedules.end()) {
+        return Fail(item.path, "must name each schedule once; got " + normal + " again");
+      }
+      out.schedules.push_back(normal);
+    }
+  }
+  {
+    Result<std::vector<Entry>> items = PlanItems(e, "recompute");
+    if (!items.ok()) return items.error();
+    std::vector<std::string> allowed = {"search", "none"};
+    for (const std::string& m : RecomputeModeNames(cfg_.layers)) allowed.push_back(m);
+    for (const Entry& item : *items) {
+      Result<std::string> name = String(item.value, item.path, "a recompute choice");
+      if (!name.ok()) return name.error();
+      const std::string x = Lower(*name);
+      if (std::find(allowed.begin(), allowed.end(), x) == allowed.end()) {
+        return Fail(item.path, "must be one of " + Join(allowed) +
+                                   " (search: per layer; a mode: on every layer that offers "
+                                   "it); got " +
+                                   *name);
+      }
+      if (std::find(out.recompute.begin(), out.recompute.end(), x) != out.recompute.end()) {
+        return Fail(item.path, "must list each choice once; got " + x + " again");
+      }
+      out.recompute.push_back(x);
+    }
+  }
+  if (cli_.target) {
+    out.target = *cli_.target;
+  } else if (const Entry* x = Find(e, "target")) {
+    Result<size_t> i =
+        Choice(x->value, x->path, {"any", "megatron", "mindformers", "torchtitan", "deepspeed"});
+    if (!i.ok()) return i.error();
+    out.target = static_cast<DeployTarget>(*i);  // Target's order
+  }
+  if (cli_.time_limit) {
+    out.time_limit = *cli_.time_limit;
+  } else if (const Entry* x = Find(e, "time_limit")) {
+    Result<Nanos> t = Duration(x->value, x->path, false, 1'000'000'000'000'000'000, "1000000000s");
+    if (!t.ok()) return t.error();
+    out.time_limit = *t;
+  }
+  if (cli_.top) {
+    out.top = *cli_.top;
+  } else if (const Entry* x = Find(e, "top")) {
+    Result<int> t = PositiveInt(x->value, x->path);
+    if (!t.ok()) return t.error();
+    out.top = *t;
+  }
+  cfg_.plan = std::move(out);
+  return Status();
+}
+
+}  // namespace ppb::config_detail

@@ -1,0 +1,301 @@
+#include "apps/input/plan_space.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "schedules/schedule.h"
+#include "search/deployable.h"
+#include "search/search.h"
+
+namespace ppb {
+
+namespace {
+
+int DecoderCount(const std::vector<Layer>& layers) {
+  int n = 0;
+  for (const Layer& l : layers) {
+    n += l.kind == LayerKind::Decoder || l.kind == LayerKind::Moe || l.kind == LayerKind::Other;
+  }
+  return n;
+}
+
+std::vector<int> PowersOfTwo(int up_to) {
+  std::vector<int> out;
+  for (int x = 1; x <= up_to; x *= 2) out.push_back(x);
+  return out;
+}
+
+// The v each schedule runs (plan_space.h).
+std::vector<int> VsOf(const std::string& schedule, const std::vector<int>& listed) {
+  const ScheduleInfo* info = FindSchedule(schedule);
+  if (info != nullptr && info->placement == StagePlacement::V) return {2};
+  if (schedule == "interleaved" || schedule == "looped-bfs" ||
+      schedule == "interleaved-zero-bubble") {
+    std::vector<int> out;
+    for (int v : listed) {
+      if (v >= 2) out.push_back(v);
+    }
+    return out;
+  }
+  return {1};
+}
+
+struct Lists {
+  std::vector<int> t, cp, ep, p, mbs, v;
+  std::vector<std::string> schedules, recompute;
+  std::vector<bool> sp, dist_opt;
+};
+
+Lists Resolve(const RunConfig& probe, const PlanSettings& s) {
+  Lists x;
+  const int node = probe.hardware.gpu.gpus_per_node > 0 ? probe.hardware.gpu.gpus_per_node : 8;
+  const int decoders = std::max(1, DecoderCount(probe.layers));
+  x.t = !s.tensor_parallel.empty() ? s.tensor_parallel : PowersOfTwo(node);
+  x.cp = !s.context_parallel.empty() ? s.context_parallel : PowersOfTwo(node);
+  if (!s.expert_parallel.empty()) {
+    x.ep = s.expert_parallel;
+  } else if (probe.architecture.experts > 0) {
+    for (int e : PowersOfTwo(probe.architecture.experts)) {
+      if (probe.architecture.experts % e == 0) x.ep.push_back(e);
+    }
+  } else {
+    x.ep = {1};
+  }
+  if (!s.pipeline_parallel.empty()) {
+    x.p = s.pipeline_parallel;
+  } else {
+    for (int p = 1; p <= std::min(s.gpus, decoders); ++p) {
+      if (s.gpus % p == 0) x.p.push_back(p);
+    }
+  }
+  x.mbs = !s.micro_batch_size.empty() ? s.micro_batch_size : std::vector<int>{1, 2, 4, 8};
+  x.v = !s.virtual_stages.empty() ? s.virtual_stages : std::vector<int>{2, 3, 4, 5, 6, 7, 8};
+  x.schedules = !s.schedules.empty() ? s.schedules
+                                     : std::vector<std::string>{"1f1b", "interleaved"};
+  x.recompute = !s.recompute.empty() ? s.recompute : std::vector<std::string>{"search"};
+  x.sp = !s.sequence_parallel.empty() ? s.sequence_parallel : std::vector<bool>{true};
+  x.dist_opt =
+      !s.distributed_optimizer.empty() ? s.distributed_optimizer : std::vector<bool>{true};
+  return x;
+}
+
+// Why the layout breaks a rule on (t, cp, ep, p) alone; empty when none.
+std::string ShapeRefusal(const RunConfig& probe, const PlanSettings& s, int t, int cp, int ep,
+                         int p) {
+  const Architecture& a = probe.architecture;
+  const std::int64_t tcp = std::int64_t{t} * cp * p;
+  if (s.gpus % tcp != 0) return "t x cp x p does not divide the GPUs";
+  if (a.heads > 0 && a.heads % t != 0) return "t does not divide the attention heads";
+  if (a.heads > 0 && !a.mla() && a.kv_heads % t != 0) return "t does not divide the KV heads";
+  const int node = probe.hardware.gpu.gpus_per_node;
+  if (probe.hardware.step_model && node > 0 && t > node && !probe.training.tp_across_nodes) {
+    return "t exceeds a node (training.tp_across_nodes is off)";
+  }
+  const std::int64_t seq = probe.training.seq;
+  if (cp > 1 && (seq % (2 * cp) != 0)) {
+    return "cp does not split the sequence into 2 x cp equal chunks";
+  }
+  if (ep > 1 && a.experts == 0) return "ep > 1 needs routed experts (a dense model)";
+  if (ep > 1 && a.experts % ep != 0) return "ep does not divide the routed experts";
+  const int d = static_cast<int>(s.gpus / tcp);
+  if ((std::int64_t{d} * cp) % ep != 0) return "ep does not divide d x cp";
+  return "";
+}
+
+}  // namespace
+
+std::string DescribeLayout(const PlanLayout& l) {
+  return fmt::format("t{} cp{} ep{} p{} d{} mbs{} m{} {} v{} {}{}{}", l.t, l.cp, l.ep, l.p, l.d,
+                     l.mbs, l.m, l.schedule, l.v, l.recompute, l.sp ? " sp" : "",
+                     l.dist_opt ? " dist-opt" : "");
+}
+
+PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const PlanLayout* yours) {
+  PlanSpace out;
+  const Lists x = Resolve(probe, s);
+  const int n_layers = static_cast<int>(probe.layers.size());
+  const std::int64_t gbs = probe.training.global_batch;
+  auto refuse = [&](const std::string& reason, std::int64_t count) {
+    out.refused[reason] += count;
+    out.total += count;
+  };
+  bool yours_seen = false;
+  auto same = [](const PlanLayout& a, const PlanLayout& b) {
+    return a.t == b.t && a.cp == b.cp && a.ep == b.ep && a.p == b.p && a.mbs == b.mbs &&
+           a.sp == b.sp && a.dist_opt == b.dist_opt && a.schedule == b.schedule && a.v == b.v &&
+           a.recompute == b.recompute;
+  };
+  // The (schedule, v) pairs and their count.
+  std::vector<std::pair<std::string, int>> sv;
+  for (const std::string& sch : x.schedules) {
+    for (int v : VsOf(sch, x.v)) sv.emplace_back(sch, v);
+  }
+  const std::int64_t per_shape_rest =
+      static_cast<std::int64_t>(x.mbs.size() * x.dist_opt.size() * sv.size() * x.recompute.size());
+  for (int t : x.t) {
+    // sp: at t = 1 only false.
+    std::vector<bool> sps;
+    for (bool b : x.sp) {
+      const bool eff = b && t > 1;
+      if (std::find(sps.begin(), sps.end(), eff) == sps.end()) sps.push_back(eff);
+    }
+    for (int cp : x.cp) {
+      for (int ep : x.ep) {
+        for (int p : x.p) {
+          const std::int64_t combos = per_shape_rest * static_cast<std::int64_t>(sps.size());
+          if (std::string why = ShapeRefusal(probe, s, t, cp, ep, p); !why.empty()) {
+            refuse(why, combos);
+            continue;
+          }
+          const int d = static_cast<int>(s.gpus / (std::int64_t{t} * cp * p));
+          for (int mbs : x.mbs) {
+            const std::int64_t per_mbs = combos / static_cast<std::int64_t>(x.mbs.size());
+            if (gbs <= 0 || gbs % (std::int64_t{d} * mbs) != 0) {
+              refuse("the global batch is not a multiple of d x micro_batch_size", per_mbs);
+              continue;
+            }
+            const int m = static_cast<int>(gbs / (std::int64_t{d} * mbs));
+            for (bool sp : sps) {
+              for (bool dopt : x.dist_opt) {
+                for (const auto& [sch, v] : sv) {
+                  const auto per_sv = static_cast<std::int64_t>(x.recompute.size());
+                  std::string why;
+                  if (p * v > n_layers && !probe.allow_empty_chunks) {
+                    why = "p x v exceeds the layers";
+                  } else if (s.target == DeployTarget::Megatron && sch != "1f1b" &&
+                             sch != "interleaved") {
+                    why = "megatron runs 1f1b and interleaved only";
+                  } else if (p == 1 && v > 1) {
+                    why = "interleaving needs p >= 2";
+                  } else {
+                    ScheduleParams params = probe.schedule_params;
+                    params.group = 0;
+                    const ScheduleInfo* info = FindSchedule(sch);
+                    if (info != nullptr && info->check != nullptr &&
+                        !CheckSchedule(sch, p, v, m, params).ok()) {
+                      why = "the schedule's rules (" + sch + ")";
+                    } else {
+                      ScheduleChoice choice{sch, v, params};
+                      const std::string r = ChoiceRefusal(
+                          s.target, probe.layers, v,
+                          info != nullptr && info->placement == StagePlacement::V, p, m,
+                          EffectiveGroup(choice, p, m));
+                      if (!r.empty()) why = std::string(TargetName(s.target)) + ": " + r;
+                    }
+                  }
+                  if (!why.empty()) {
+                    refuse(why, per_sv);
+                    continue;
+                  }
+                  for (const std::string& rc : x.recompute) {
+                    PlanLayout l;
+                    l.t = t, l.cp = cp, l.ep = ep, l.p = p, l.d = d, l.mbs = mbs, l.m = m;
+                    l.sp = sp, l.dist_opt = dopt, l.schedule = sch, l.v = v, l.recompute = rc;
+                    if (yours != nullptr && same(l, *yours)) {
+                      l.yours = true;
+                      yours_seen = true;
+                    }
+                    out.layouts.push_back(std::move(l));
+                    ++out.total;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (yours != nullptr && !yours_seen) {
+    PlanLayout l = *yours;
+    l.yours = true;
+    out.layouts.push_back(std::move(l));
+    ++out.total;
+  }
+  return out;
+}
+
+namespace {
+
+void Remove(YAML::Node node, const char* key) {
+  if (node.IsMap() && node[key]) node.remove(key);
+}
+
+YAML::Node Section(YAML::Node root, const char* key) {
+  if (!root[key] || !root[key].IsMap()) root[key] = YAML::Node(YAML::NodeType::Map);
+  return root[key];
+}
+
+}  // namespace
+
+YAML::Node LayoutDocument(std::string_view text, const PlanLayout& l) {
+  // Loaded afresh (a clone would lose the marks that place errors).
+  YAML::Node doc = YAML::Load(std::string(text));
+  Remove(doc, "plan");
+  YAML::Node tr = Section(doc, "training");
+  tr["tensor_parallel"] = l.t;
+  tr["context_parallel"] = l.cp;
+  tr["expert_parallel"] = l.ep;
+  tr["data_parallel"] = l.d;
+  tr["micro_batch_size"] = l.mbs;
+  tr["sequence_parallel"] = l.sp;
+  tr["distributed_optimizer"] = l.dist_opt;
+  YAML::Node pl = Section(doc, "pipeline");
+  pl["stages"] = l.p;
+  pl["virtual_stages"] = l.v;
+  pl["schedule"] = l.schedule;
+  Remove(pl, "microbatches");
+  Remove(pl, "microbatch_group");
+  Remove(pl, "schedule_csv");
+  if (doc["search"] && doc["search"].IsMap()) {
+    YAML::Node se = doc["search"];
+    for (const char* k : {"schedules", "virtual_stages", "microbatch_groups"}) Remove(se, k);
+  }
+  if (doc["strategy"] && doc["strategy"].IsMap()) {
+    YAML::Node st = doc["strategy"];
+    for (const char* k : {"layers_per_chunk", "layout", "offset"}) Remove(st, k);
+    // Per-stage recompute counts belong to the file's split; true/false
+    // and per-layer choices carry over (the search's seed) for a per-layer
+    // search, and nothing for a uniform choice (its own first try).
+    YAML::Node rc = st["recompute"];
+    if (rc && rc.IsMap()) {
+      bool keep = l.recompute == "search";
+      for (const auto& kv : rc) {
+        const std::string key = kv.first.as<std::string>();
+        if (key != "layers" && !kv.second.IsScalar()) keep = false;
+        if (key != "layers" && kv.second.IsScalar()) {
+          const std::string v = kv.second.Scalar();
+          if (v != "true" && v != "false") keep = false;
+        }
+      }
+      if (!keep) st.remove("recompute");
+    }
+  }
+  return doc;
+}
+
+YAML::Node ProbeDocument(std::string_view text) {
+  const YAML::Node root = YAML::Load(std::string(text));
+  YAML::Node doc = LayoutDocument(text, PlanLayout{});
+  if (root["plan"]) doc["plan"] = root["plan"];
+  return doc;
+}
+
+std::optional<PlanLayout> OwnLayout(const RunConfig& own) {
+  const Training& t = own.training;
+  if (t.global_batch <= 0 || own.schedule == "custom") return std::nullopt;
+  PlanLayout l;
+  l.t = t.tp, l.cp = t.cp, l.ep = t.ep, l.p = own.shape.p, l.d = t.dp;
+  l.mbs = static_cast<int>(t.micro_batch);
+  l.m = own.shape.m;
+  l.sp = t.sp && t.tp > 1;
+  l.dist_opt = t.distributed_optimizer;
+  l.schedule = own.schedule;
+  l.v = own.shape.v;
+  l.recompute = "search";
+  return l;
+}
+
+}  // namespace ppb

@@ -1,0 +1,95 @@
+// The space `ppb-sim plan` searches: every whole-job layout (TP x CP x EP x
+// PP x DP, micro-batch size, SP, distributed optimizer, schedule and v,
+// recompute choice) the plan block's lists and the model allow, each
+// checked against the rules below before any cost is spent, the refusals
+// counted by reason; and the run config of one layout (the job's YAML
+// document with the layout written into it, then the usual loader).
+//
+// Rules (Megatron-LM core 0.20, arguments.py validate_args and
+// parallel_state.py, unless named otherwise):
+//   - t x cp x p must divide plan.gpus (d = gpus / (t cp p));
+//   - t divides the attention heads and the KV heads (attention.py divides
+//     both) and fits a node unless training.tp_across_nodes;
+//   - cp splits the sequence into 2 x cp equal chunks (the load-balanced
+//     causal split);
+//   - ep divides the routed experts and d x cp (the expert rank generator);
+//     ep > 1 needs a MoE model;
+//   - the global batch is a multiple of d x micro_batch_size (m = GBS /
+//     (d mbs));
+//   - p x v stages at most the model's layers (every chunk holds a layer);
+//   - the schedule's own rules (CheckSchedule) and the target's
+//     (search/deployable.h ChoiceRefusal); megatron runs 1f1b and
+//     interleaved only (schedules.py get_forward_backward_func).
+// Sequence parallel needs t > 1 (Megatron turns it off at t = 1): at t = 1
+// only sp = false is a layout. Each schedule takes the v it runs: gpipe,
+// 1f1b and zb-1p/zb-2p v = 1; interleaved, looped-bfs and
+// interleaved-zero-bubble each listed v >= 2; the V schedules (zb-v,
+// zbv-zero-bubble, dualpipev) v = 2.
+//
+// Defaults of absent lists: t every power of two up to a node; cp every
+// power of two up to a node; ep 1 (dense) or every power of two dividing
+// the experts; p every divisor of the GPUs up to the decoder layers; mbs 1,
+// 2, 4, 8; schedules 1f1b and interleaved; v 2 to 8; sp true; distributed
+// optimizer true; recompute search.
+//
+// Deterministic: layouts in the nested order t, cp, ep, p, mbs, sp, dist-opt,
+// schedule, v, recompute (lists in the order given).
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "apps/input/config.h"
+
+namespace ppb {
+
+struct PlanLayout {
+  int t = 1, cp = 1, ep = 1, p = 1, d = 1;
+  int mbs = 1;
+  int m = 1;  // micro-batches: GBS / (d mbs)
+  bool sp = false, dist_opt = false;
+  std::string schedule = "1f1b";
+  int v = 1;
+  std::string recompute = "search";  // "search", "none" or a mode
+  bool yours = false;                // the job config's own layout
+};
+
+// "t8 cp1 ep1 p8 d24 mbs1 1f1b v1 search": one layout for people.
+std::string DescribeLayout(const PlanLayout& l);
+
+struct PlanSpace {
+  std::vector<PlanLayout> layouts;  // every combination that passed
+  std::int64_t total = 0;           // combinations considered
+  std::map<std::string, std::int64_t> refused;  // reason -> count
+};
+
+// The layouts of `probe` (the job config loaded with any pipeline, whose
+// plan block is `s`: layers, architecture, training and hardware) under
+// `s`; `yours` (the config's own layout, when it has s.gpus GPUs) is added
+// when the lists leave it out, and marked.
+PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s,
+                        const PlanLayout* yours);
+
+// The job's document (YAML `text`) with `layout` written into it (training.*,
+// pipeline.stages / virtual_stages / schedule; pipeline.microbatches and
+// microbatch_group, the plan and the search lists removed; a split of
+// strategy.* removed, its recompute kept only where it names no per-stage
+// counts), ready for ParseConfigYaml. REQUIRES: `text` is valid YAML.
+YAML::Node LayoutDocument(std::string_view text, const PlanLayout& layout);
+
+// The document the plan reads the job from: `text` as one layout with
+// t = cp = ep = p = d = mbs = 1 (1f1b), so that the model, training and
+// hardware load whatever the file's own layout.
+YAML::Node ProbeDocument(std::string_view text);
+
+// The file's own layout (training.*, pipeline.*; 1 where absent) with m from
+// its global batch; nullopt without training.global_batch_size.
+std::optional<PlanLayout> OwnLayout(const RunConfig& own);
+
+}  // namespace ppb

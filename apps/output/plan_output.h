@@ -1,0 +1,83 @@
+// The report of `ppb-sim plan` (apps/commands/plan_run.h): a table of the
+// best layouts a person reads, and JSON with schema "ppb.plan/1".
+//
+// JSON keys (fixed): schema, model, gpus, gpu, seq_length, global_batch_size,
+// target, best and top (entries with tensor_parallel, context_parallel,
+// expert_parallel, pipeline_parallel, data_parallel, micro_batch_size,
+// microbatches, schedule, virtual_stages, sequence_parallel,
+// distributed_optimizer, layout (layers per global stage), recompute (the
+// mode of each layer, "none" where none), recompute_choice (search, none, a
+// mode, or yours), iteration_time_ns, tokens_per_s_per_gpu, mfu,
+// max_peak_memory_bytes, memory_capacity_bytes, fits, step_breakdown_ms,
+// note), proved_optimal, gap, lower_bound_ns, stop_reason, candidates
+// (total, refused {reason: count}, pruned_by_memory, pruned_by_bound,
+// searched), your_config, first_answer_s, incumbents, solve_time_s.
+// best is null when nothing fits.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "apps/input/config.h"
+#include "apps/input/plan_space.h"
+#include "core/breakdown.h"
+#include "core/step_metrics.h"
+#include "search/search.h"
+
+namespace ppb {
+
+// One layout's outcome.
+struct PlanEntry {
+  PlanLayout layout;
+  Nanos bound = 0;      // its lower bound (before and after its search)
+  bool closed = false;  // its optimum is known, or none below the incumbent
+  bool searched = false;
+  std::optional<Candidate> best;  // its best strategy found (feasible)
+  std::string note;               // "your config", "your layout"
+  // For the entries reported (the top list), its best simulated in full:
+  // where the step goes on the rank that ends last (with the step model),
+  // and the step's figures (a derived model).
+  std::optional<StepParts> parts;
+  std::optional<StepMetrics> metrics;
+  // The layout's run config and problem (for the report and --emit).
+  std::shared_ptr<const RunConfig> config;
+  std::shared_ptr<const SearchProblem> problem;
+};
+
+struct PlanResult {
+  PlanSettings settings;
+  // The job: what the header says.
+  std::string model_name, gpu;
+  std::int64_t seq = 0, global_batch = 0;
+  std::int64_t total = 0;                        // combinations considered
+  std::map<std::string, std::int64_t> refused;   // reason -> count
+  std::int64_t pruned_by_memory = 0, pruned_by_bound = 0, searched = 0;
+  std::vector<PlanEntry> top;  // the best layouts, best first (feasible only)
+  bool found = false;
+  bool proved_optimal = false;
+  Nanos lower_bound = 0;
+  double gap = 0;
+  std::string stop_reason;  // "proved optimal", "time limit", "nothing fits"
+  double solve_time_s = 0;
+  double first_answer_s = -1;  // when the first incumbent came (-1: none)
+  std::vector<std::pair<double, Nanos>> incumbents;  // each improvement
+  // The job config's own layout and strategy, simulated (when it has
+  // plan.gpus GPUs and loads): its time and whether it fits.
+  std::optional<Candidate> yours;
+  std::string yours_layout;  // DescribeLayout of it
+};
+
+
+std::string FormatPlanText(const PlanResult& plan);
+std::string FormatPlanJson(const PlanResult& plan);
+
+// "full", "selective", "none", or "mixed: 40 full, 12 selective" over the
+// layers of `e`'s best strategy.
+std::string DescribePlanRecompute(const PlanEntry& e);
+
+}  // namespace ppb

@@ -1,0 +1,332 @@
+// ppb-sim plan (apps/commands/plan_run.h, apps/input/plan_space.h): the
+// plan's answer against brute force over every layout of small spaces (every
+// split and recompute simulated), its bounds below every layout's optimum,
+// the candidates counted, the refusal rules, "your config" among the
+// candidates, errors, and --emit read back by the Megatron reader.
+#include <yaml-cpp/yaml.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "app_helpers.h"
+#include "apps/commands/plan_run.h"
+#include "apps/input/search_problem.h"
+#include "apps/output/emit.h"
+#include "brute_force.h"
+#include "search/first_tries.h"
+
+namespace ppb {
+namespace {
+
+// A 4-decoder GPT (embedding and head besides) priced by the step model on
+// A100s; 2.5 GiB of each GPU's 4 GiB kept free leaves 1.5 GiB, so that some
+// layouts fit only with recompute and some not at all.
+std::string TinyJob(const std::string& plan, const std::string& training_extra = "") {
+  return R"(model:
+  name: tiny
+  architecture:
+    hidden_size: 1024
+    num_layers: 4
+    num_attention_heads: 8
+    ffn_hidden_size: 4096
+    vocab_size: 32000
+training:
+  seq_length: 2048
+  global_batch_size: 16
+  dtype: bf16
+)" + training_extra +
+         R"(hardware:
+  gpu: a100-sxm4-80gb
+  memory: 4GiB
+  memory_reserve: 2560MiB
+)" + plan;
+}
+
+const std::string kSpace = R"(plan:
+  gpus: 8
+  tensor_parallel: [1, 2]
+  context_parallel: [1]
+  pipeline_parallel: [1, 2]
+  micro_batch_size: [1, 2]
+  schedules: [1f1b, interleaved]
+  virtual_stages: [2]
+  time_limit: 0s
+)";
+
+struct Layout {
+  PlanLayout layout;
+  SearchProblem problem;
+  std::optional<brute::Objective> optimum;  // nullopt: nothing fits
+};
+
+// Every layout of the job's space, loaded and brute-forced: strategies
+// restricted to the layout's recompute choice (search: any; a mode: that
+// mode on every layer that offers it).
+std::vector<Layout> BruteForce(const std::string& text) {
+  Result<RunConfig> probe = ParseConfigYaml(ProbeDocument(text), "job.yaml", {});
+  REQUIRE(probe.ok());
+  const PlanSpace space = EnumeratePlan(*probe, *probe->plan, nullptr);
+  std::vector<Layout> out;
+  for (const PlanLayout& l : space.layouts) {
+    Result<RunConfig> cfg = ParseConfigYaml(LayoutDocument(text, l), "job.yaml", {});
+    REQUIRE(cfg.ok());
+    Result<SearchProblem> pr = BuildSearchProblem(*cfg);
+    REQUIRE(pr.ok());
+    Layout x{l, *pr, std::nullopt};
+    std::vector<brute::Point> points = brute::Enumerate(*pr);
+    if (l.recompute != "search") {
+      const Strategy uniform =
+          l.recompute == "none"
+              ? EvenStrategy(pr->layers, pr->p, l.v)
+              : WithModeEverywhere(EvenStrategy(pr->layers, pr->p, l.v), pr->layers, l.recompute);
+      std::vector<brute::Point> kept;
+      for (brute::Point& pt : points) {
+        std::vector<std::uint8_t> want = uniform.recompute;
+        if (l.recompute == "none") std::fill(want.begin(), want.end(), 0);
+        if (pt.strategy.recompute == want) kept.push_back(std::move(pt));
+      }
+      points = std::move(kept);
+    }
+    x.optimum = brute::Optimum(points, brute::Capacities(*pr));
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+void CheckAgainstBruteForce(const std::string& text) {
+  const std::vector<Layout> all = BruteForce(text);
+  Result<PlanResult> plan = RunPlan(text, "job.yaml", PlanOptions{});
+  REQUIRE(plan.ok());
+  Nanos best = -1;
+  int fitting = 0;
+  for (const Layout& x : all) {
+    INFO(DescribeLayout(x.layout));
+    if (!x.optimum) {
+      // The memory floor never prunes a layout where something fits.
+      continue;
+    }
+    ++fitting;
+    const Nanos opt = std::get<0>(*x.optimum);
+    if (best < 0 || opt < best) best = opt;
+    // Every bound the plan uses is at most the layout's optimum.
+    CHECK(PlanFloorFits(x.problem));
+    CHECK(PlanCheapBound(x.problem) <= opt);
+    SearchOptions o;
+    o.target = plan->settings.target;
+    if (x.layout.recompute != "search") {
+      RecomputeSetting s;
+      s.target = o.target;
+      s.kind = RecomputeSetting::Kind::Every;
+      s.mode = x.layout.recompute == "none" ? "" : x.layout.recompute;
+      o.setting = s;
+    }
+    Result<Nanos> lb = LowerBound(x.problem, o);
+    REQUIRE(lb.ok());
+    CHECK(*lb <= opt);
+  }
+  REQUIRE(fitting > 0);
+  REQUIRE(plan->found);
+  CHECK(plan->proved_optimal);
+  CHECK(plan->gap == 0.0);
+  CHECK(plan->top.front().best->makespan == best);
+  CHECK(plan->lower_bound == best);
+  // Every combination is accounted for once.
+  std::int64_t refused = 0;
+  for (const auto& [why, n] : plan->refused) refused += n;
+  CHECK(refused + plan->pruned_by_memory + plan->pruned_by_bound + plan->searched ==
+        plan->total);
+  CHECK(static_cast<std::int64_t>(all.size()) ==
+        plan->pruned_by_memory + plan->pruned_by_bound + plan->searched);
+  // The top list is sorted and each entry fits.
+  for (size_t i = 0; i < plan->top.size(); ++i) {
+    CHECK(plan->top[i].best->feasible);
+    if (i > 0) CHECK(plan->top[i - 1].best->makespan <= plan->top[i].best->makespan);
+  }
+}
+
+TEST_CASE("plan: the answer equals brute force over every layout, proved", "[plan]") {
+  CheckAgainstBruteForce(TinyJob(kSpace));
+}
+
+TEST_CASE("plan: uniform recompute choices against brute force", "[plan]") {
+  std::string space = kSpace;
+  space += "  recompute: [none, full]\n";
+  CheckAgainstBruteForce(TinyJob(space));
+}
+
+TEST_CASE("plan: memory binds: fewer layouts fit, the answer still equals brute force",
+          "[plan]") {
+  std::string job = TinyJob(kSpace);
+  job.replace(job.find("memory_reserve: 2560MiB"), 23, "memory_reserve: 3000MiB");
+  CheckAgainstBruteForce(job);
+}
+
+TEST_CASE("plan: the space's rules, each refusal counted by reason", "[plan]") {
+  const std::string text = TinyJob(R"(plan:
+  gpus: 48
+  tensor_parallel: [1, 2, 3, 16]
+  context_parallel: [1, 3]
+  expert_parallel: [1, 2]
+  pipeline_parallel: [1, 2]
+  micro_batch_size: [1]
+  schedules: [1f1b, zb-v]
+  target: megatron
+  time_limit: 0s
+)");
+  Result<RunConfig> probe = ParseConfigYaml(ProbeDocument(text), "job.yaml", {});
+  REQUIRE(probe.ok());
+  const PlanSpace space = EnumeratePlan(*probe, *probe->plan, nullptr);
+  // 4 t x 2 cp x 2 ep x 2 p = 32 shapes; each with 1 mbs, 1 dist-opt and
+  // 2 (schedule, v) pairs (1f1b v1, zb-v v2) and one recompute choice: 2
+  // combinations per shape (sp: true at t > 1, false at t = 1: one each).
+  CHECK(space.total == 64);
+  // By hand, shape by shape (t, cp, ep, p), the first rule broken:
+  //   t = 1, 2: t cp p divides 48; cp = 3 splits 2048 into 6 chunks: no
+  //     (4 shapes each); cp = 1, ep = 2: a dense model (2 each); cp = 1,
+  //     ep = 1: d = 48 / (t p) in {48, 24} (t 1), {24, 12} (t 2), none
+  //     dividing the global batch of 16 (2 each).
+  //   t = 3: t cp p in {3, 6, 9, 18}: 9 and 18 do not divide 48 (4 shapes),
+  //     3 and 6 do, then 8 heads % 3 (4 shapes).
+  //   t = 16: t cp p in {16, 32, 48, 96}: 32 and 96 do not divide 48 (4
+  //     shapes), 16 and 48 do, then 8 heads % 16 (4 shapes).
+  // Two combinations per shape.
+  std::map<std::string, std::int64_t> want;
+  want["t x cp x p does not divide the GPUs"] = 2 * 8;
+  want["t does not divide the attention heads"] = 2 * 8;
+  want["cp does not split the sequence into 2 x cp equal chunks"] = 2 * 8;
+  want["ep > 1 needs routed experts (a dense model)"] = 2 * 4;
+  want["the global batch is not a multiple of d x micro_batch_size"] = 2 * 4;
+  CHECK(space.refused == want);
+  CHECK(space.layouts.empty());
+}
+
+TEST_CASE("plan: megatron refuses the schedules it does not run, and p < 2 interleaving",
+          "[plan]") {
+  const std::string text = TinyJob(R"(plan:
+  gpus: 8
+  tensor_parallel: [1]
+  context_parallel: [1]
+  pipeline_parallel: [1, 2]
+  micro_batch_size: [1]
+  schedules: [1f1b, interleaved, zb-v]
+  virtual_stages: [2]
+  target: megatron
+  time_limit: 0s
+)");
+  Result<RunConfig> probe = ParseConfigYaml(ProbeDocument(text), "job.yaml", {});
+  REQUIRE(probe.ok());
+  const PlanSpace space = EnumeratePlan(*probe, *probe->plan, nullptr);
+  // p in {1, 2} x (1f1b v1, interleaved v2, zb-v v2) = 6; m = 16 / (8 / p).
+  CHECK(space.total == 6);
+  CHECK(space.refused.at("megatron runs 1f1b and interleaved only") == 2);
+  CHECK(space.refused.at("interleaving needs p >= 2") == 1);
+  REQUIRE(space.layouts.size() == 3);
+  CHECK(DescribeLayout(space.layouts[0]) == "t1 cp1 ep1 p1 d8 mbs1 m2 1f1b v1 search dist-opt");
+  CHECK(DescribeLayout(space.layouts[1]) == "t1 cp1 ep1 p2 d4 mbs1 m4 1f1b v1 search dist-opt");
+  CHECK(DescribeLayout(space.layouts[2]) ==
+        "t1 cp1 ep1 p2 d4 mbs1 m4 interleaved v2 search dist-opt");
+}
+
+TEST_CASE("plan: the job's own layout and strategy is a candidate and never beaten by worse",
+          "[plan]") {
+  // The file's own layout: t 2, p 2, d 2, mbs 1, full recompute everywhere.
+  const std::string own = R"(  tensor_parallel: 2
+  sequence_parallel: true
+  data_parallel: 2
+  micro_batch_size: 1
+  distributed_optimizer: true
+)";
+  std::string text = TinyJob(kSpace, own);
+  text += "pipeline:\n  stages: 2\n  schedule: 1f1b\nstrategy:\n  recompute: {full: true}\n";
+  Result<PlanResult> plan = RunPlan(text, "job.yaml", PlanOptions{});
+  REQUIRE(plan.ok());
+  REQUIRE(plan->yours.has_value());
+  CHECK(plan->yours_layout == "t2 cp1 ep1 p2 d2 mbs1 m8 1f1b v1 search sp dist-opt");
+  REQUIRE(plan->found);
+  CHECK(plan->top.front().best->makespan <= plan->yours->makespan);
+  // The config loaded alone simulates to the same time.
+  Result<RunConfig> cfg = test::Parse(text);
+  REQUIRE(cfg.ok());
+  Result<SearchProblem> pr = BuildSearchProblem(*cfg);
+  REQUIRE(pr.ok());
+  Result<Candidate> c = Evaluate(*pr, 0, cfg->strategy);
+  REQUIRE(c.ok());
+  CHECK(c->makespan == plan->yours->makespan);
+}
+
+TEST_CASE("plan: bad input is refused with the file, line and key", "[plan]") {
+  using test::Cli;
+  auto run_text = [](const std::string& text) {
+    Result<PlanResult> r = RunPlan(text, "job.yaml", PlanOptions{});
+    REQUIRE_FALSE(r.ok());
+    return r.error().message;
+  };
+  CHECK(run_text(TinyJob("plan:\n  tensor_parallel: [1]\n")) ==
+        "job.yaml:18: plan.gpus: must be given (the number of GPUs, t x cp x p x d); got "
+        "nothing");
+  CHECK(run_text(TinyJob("plan:\n  gpus: 8\n  recompute: [search, some]\n")) ==
+        "job.yaml:19: plan.recompute[1]: must be one of search, none, selective, full "
+        "(search: per layer; a mode: on every layer that offers it); got some");
+  CHECK(run_text(TinyJob("plan:\n  gpus: 8\n  pipeline_parallel: [2, 2]\n")) ==
+        "job.yaml:19: plan.pipeline_parallel[1]: must list each value once; got 2 again");
+  CHECK(run_text(TinyJob("plan:\n  gpus: 8\n  schedules: [1f1b, nope]\n")) ==
+        "job.yaml:19: plan.schedules[1]: must be one of gpipe, 1f1b, interleaved, looped-bfs, "
+        "interleaved-zero-bubble, zbv-zero-bubble, dualpipev, zb-1p, zb-2p, zb-v; got nope");
+  CHECK(run_text(TinyJob("")) ==
+        "job.yaml: plan: must be given (a map with gpus and the lists to search); got nothing");
+  std::string no_gbs = TinyJob(kSpace);
+  no_gbs.replace(no_gbs.find("  global_batch_size: 16\n"), 24, "");
+  CHECK(run_text(no_gbs) ==
+        "job.yaml:10: training.global_batch_size: must be given for a plan (m = "
+        "global_batch_size / (d x micro_batch_size) at each layout); got nothing");
+}
+
+TEST_CASE("plan: --emit megatron writes the best layout, read back by the Megatron reader",
+          "[plan]") {
+  const std::string path = "plan_emit_job.yaml";
+  {
+    std::ofstream f(path);
+    f << TinyJob(kSpace);
+  }
+  const test::CliRun r = test::Cli({"plan", "--config", path, "--format", "json", "--emit",
+                                    "megatron", "--quiet"});
+  std::remove(path.c_str());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["schema"] == "ppb.plan/1");
+  const auto& best = j["best"];
+  const std::string text = j["emit"]["megatron"]["text"];
+  CHECK(text.find("--tensor-model-parallel-size " +
+                  std::to_string(best["tensor_parallel"].get<int>())) != std::string::npos);
+  CHECK(text.find("--micro-batch-size " + std::to_string(best["micro_batch_size"].get<int>())) !=
+        std::string::npos);
+  CHECK(text.find("--global-batch-size 16") != std::string::npos);
+  // The layers the reader takes: the model of the best layout.
+  Result<RunConfig> probe =
+      ParseConfigYaml(ProbeDocument(TinyJob(kSpace)), "job.yaml", {});
+  REQUIRE(probe.ok());
+  Result<EmittedPlan> back = ParseMegatronArgs(text, probe->layers);
+  REQUIRE(back.ok());
+  CHECK(back->p == best["pipeline_parallel"].get<int>());
+  CHECK(back->v == best["virtual_stages"].get<int>());
+  CHECK(back->strategy.layers_per_stage == best["layout"].get<std::vector<int>>());
+  for (const char* key : {"tensor_parallel", "context_parallel", "expert_parallel",
+                          "pipeline_parallel", "data_parallel", "micro_batch_size",
+                          "microbatches", "schedule", "virtual_stages", "layout", "recompute",
+                          "iteration_time_ns", "tokens_per_s_per_gpu", "mfu",
+                          "max_peak_memory_bytes", "fits"}) {
+    CHECK(best.contains(key));
+  }
+  for (const char* key : {"total", "refused", "pruned_by_memory", "pruned_by_bound", "searched"}) {
+    CHECK(j["candidates"].contains(key));
+  }
+  CHECK(j["proved_optimal"] == true);
+  CHECK(j["gap"] == 0.0);
+}
+
+}  // namespace
+}  // namespace ppb
