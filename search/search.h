@@ -149,10 +149,15 @@ struct SearchOptions {
 // (RootBound and the path bound) on the pipeline's end, plus, with the
 // step's tail, the optimizer's least share of the busiest rank (sum over
 // layers / p: every rank's optimizer starts after the global gradient sync,
-// which follows every rank's pipeline end). kInf when no choice holds a
-// split the target can run; 0 for a placement search and past
-// options.deadline. Costs what a search's root costs (no simulation).
-Result<Nanos> LowerBound(const SearchProblem& problem, const SearchOptions& options);
+// which follows every rank's pipeline end). With `below` > 0, each root
+// also gets the open-tree bound (TotalsPathBound) for the strategies that
+// end by `below`: the answer is then at most the optimum, and above `below`
+// when no strategy ends by it. kInf when no choice holds a split the target
+// can run or fits; 0 for a placement search and past options.deadline (the
+// open-tree bound stops there with what it has). Runs no strategy's
+// simulation (the open-tree bound simulates critical paths).
+Result<Nanos> LowerBound(const SearchProblem& problem, const SearchOptions& options,
+                         Nanos below = -1);
 
 // An empty cache for SearchOptions::contexts.
 std::shared_ptr<search_detail::ContextCache> NewContextCache();

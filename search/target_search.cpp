@@ -40,10 +40,9 @@ namespace {
 // run). 0 for every setting in a placement search (its root bound holds
 // for one device order only) and for a target with one setting.
 Result<std::vector<Nanos>> SettingBounds(const SearchProblem& problem, const SearchOptions& options,
-                                         const std::vector<RecomputeSetting>& settings,
-                                         bool even_one = false) {
+                                         const std::vector<RecomputeSetting>& settings) {
   std::vector<Nanos> bound(settings.size(), 0);
-  if (problem.search_placement || (settings.size() < 2 && !even_one)) return bound;
+  if (problem.search_placement || settings.size() < 2) return bound;
   // Choices left out at the deadline would leave the least too high: 0.
   bool cut = false;
   Result<std::vector<ChoiceContext>> ctxs = MakeContexts(problem, options, &cut);
@@ -287,23 +286,72 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
 
 namespace ppb {
 
-Result<Nanos> LowerBound(const SearchProblem& problem, const SearchOptions& options) {
-  using search_detail::kInf;
+Result<Nanos> LowerBound(const SearchProblem& problem, const SearchOptions& options,
+                         Nanos below) {
+  using namespace search_detail;
   SearchOptions o = options;
   if (o.contexts == nullptr) o.contexts = NewContextCache();
   const std::vector<RecomputeSetting> settings =
       options.setting ? std::vector<RecomputeSetting>{*options.setting}
                       : RecomputeSettings(options.target, problem.layers);
   if (settings.empty()) return kInf;
-  Result<std::vector<Nanos>> bounds = search_detail::SettingBounds(problem, o, settings, true);
-  if (!bounds.ok()) return bounds.error();
-  const Nanos b = *std::min_element(bounds->begin(), bounds->end());
-  if (b >= kInf || b <= 0 || !problem.tail.enabled) return b;
+  if (problem.search_placement) return 0;
+  bool cut = false;
+  Result<std::vector<ChoiceContext>> ctxs = MakeContexts(problem, o, &cut);
+  if (!ctxs.ok()) return ctxs.error();
+  if (cut) return 0;
   // The busiest rank's optimizer is at least the mean (RunTail: each
   // rank's end is the global sync plus its own optimizer).
-  Nanos opt = 0;
-  for (const Layer& l : problem.layers) opt += l.optimizer;
-  return b + opt / std::max(1, problem.p);
+  Nanos floor = 0;
+  if (problem.tail.enabled) {
+    for (const Layer& l : problem.layers) floor += l.optimizer;
+    floor /= std::max(1, problem.p);
+  }
+  const int kmin = problem.allow_empty_chunks ? 0 : 1;
+  Nanos b = kInf;
+  for (const ChoiceContext& c : *ctxs) {
+    // As SettingBounds: one path mixture per choice.
+    Nanos path0 = 0;
+    double pb_min = 0;
+    {
+      const ChoiceProblem cp(problem, o, c);
+      PathMixture mix;
+      path0 = PathWeights(cp, 0, mix);
+      if (!mix.pb_min.empty()) pb_min = mix.pb_min[0];
+    }
+    for (const RecomputeSetting& setting : settings) {
+      if (PastDeadline(o)) return 0;
+      SearchOptions os = o;
+      os.setting = setting;
+      if (c.L < c.S * kmin ||
+          !ChoiceRefusal(os.target, problem.layers, c.v, c.spec.placement == StagePlacement::V,
+                         c.p, c.m, EffectiveGroup(c.choice, c.p, c.m))
+               .empty()) {
+        continue;
+      }
+      const ChoiceProblem cp(problem, os, c);
+      RootRelaxation rr;
+      Nanos own = RootBound(cp, nullptr, nullptr, rr);
+      if (own >= kInf) continue;  // nothing fits under this setting
+      if (path0 > 0) {
+        own = std::max(own, path0 + static_cast<Nanos>(std::floor(
+                                        pb_min * static_cast<double>(rr.forced_recompute))));
+      }
+      own = ScaleBound(own, c.bound_scale);
+      // What can beat `below` ends its pipeline by below - floor: the
+      // open-tree bound over the root's decoder counts (valid for every
+      // strategy that ends by then, and above it when none does).
+      if (below > 0 && own + floor <= below) {
+        Engine engine;
+        const Nanos tp = TotalsPathBound(cp, rr.totals, nullptr, engine, Clock::now(),
+                                         UnscaleBound(below - floor, c.bound_scale));
+        own = std::max(own, ScaleBound(tp, c.bound_scale));
+      }
+      b = std::min(b, own);
+    }
+  }
+  if (b >= kInf) return kInf;
+  return b + floor;
 }
 
 }  // namespace ppb

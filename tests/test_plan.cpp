@@ -112,8 +112,6 @@ void CheckAgainstBruteForce(const std::string& text) {
     const Nanos opt = std::get<0>(*x.optimum);
     if (best < 0 || opt < best) best = opt;
     // Every bound the plan uses is at most the layout's optimum.
-    CHECK(PlanFloorFits(x.problem));
-    CHECK(PlanCheapBound(x.problem) <= opt);
     SearchOptions o;
     o.target = plan->settings.target;
     if (x.layout.recompute != "search") {
@@ -123,9 +121,18 @@ void CheckAgainstBruteForce(const std::string& text) {
       s.mode = x.layout.recompute == "none" ? "" : x.layout.recompute;
       o.setting = s;
     }
+    CHECK(PlanFloorFits(x.problem, o.setting));
+    CHECK(PlanCheapBound(x.problem) <= opt);
     Result<Nanos> lb = LowerBound(x.problem, o);
     REQUIRE(lb.ok());
     CHECK(*lb <= opt);
+    // With the open-tree bound below a cutoff: at most the optimum whatever
+    // the cutoff (above it only when nothing ends by it).
+    for (Nanos below : {opt, opt + 1, opt + opt / 10, opt - 1, opt / 2}) {
+      Result<Nanos> cut = LowerBound(x.problem, o, below);
+      REQUIRE(cut.ok());
+      CHECK(*cut <= opt);
+    }
   }
   REQUIRE(fitting > 0);
   REQUIRE(plan->found);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <numeric>
 
 #include "apps/input/search_problem.h"
@@ -17,6 +19,7 @@ namespace ppb {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr Bytes kMaxBytes = std::numeric_limits<Bytes>::max();
 constexpr Nanos kNoBound = std::numeric_limits<Nanos>::max() / 4;  // search's kInf
 
 double Since(Clock::time_point t0) {
@@ -36,11 +39,27 @@ std::optional<RecomputeSetting> SettingOf(const PlanLayout& l, DeployTarget targ
 
 }  // namespace
 
-bool PlanFloorFits(const SearchProblem& problem) {
+bool PlanFloorFits(const SearchProblem& problem, const std::optional<RecomputeSetting>& setting) {
   Bytes need = 0;
-  for (const Layer& l : problem.layers) {
-    Bytes stash = l.activation;
-    for (const RecomputeOption& o : l.recompute) stash = std::min(stash, o.retained_activation);
+  const int n = static_cast<int>(problem.layers.size());
+  for (int i = 0; i < n; ++i) {
+    const Layer& l = problem.layers[static_cast<size_t>(i)];
+    // The least stash of the modes the layer may take (a uniform setting:
+    // its one mode; Every's choice does not depend on the stage).
+    Bytes stash = kMaxBytes;
+    const std::vector<std::uint8_t> modes =
+        setting && setting->kind == RecomputeSetting::Kind::Every
+            ? AllowedModes(*setting, problem.layers, 0, n, i)
+            : std::vector<std::uint8_t>{};
+    if (modes.empty()) {
+      stash = l.activation;
+      for (const RecomputeOption& o : l.recompute) stash = std::min(stash, o.retained_activation);
+    } else {
+      for (std::uint8_t x : modes) {
+        stash = std::min(stash, x == 0 ? l.activation
+                                       : l.recompute[static_cast<size_t>(x - 1)].retained_activation);
+      }
+    }
     need += l.static_memory + stash;
   }
   Bytes have = 0;
@@ -48,21 +67,105 @@ bool PlanFloorFits(const SearchProblem& problem) {
   return need <= have;
 }
 
-Nanos PlanCheapBound(const SearchProblem& problem) {
-  long double work = 0;
-  Nanos opt = 0;
-  for (const Layer& l : problem.layers) {
-    work += static_cast<long double>(l.forward + l.backward());
-    opt += l.optimizer;
+namespace {
+
+// The pipeline part of PlanCheapBound under one schedule choice, in ns on
+// speed-1 devices (see plan_run.h).
+long double FillDrainBound(const SearchProblem& pr, const ScheduleChoice& choice) {
+  const int p = pr.p;
+  const long double m = pr.m;
+  long double total = 0;
+  for (const Layer& l : pr.layers) total += static_cast<long double>(l.forward + l.backward());
+  long double best = total * m / p;  // perfect balance
+  const ScheduleInfo* info = FindSchedule(choice.schedule);
+  if (info == nullptr || info->placement != StagePlacement::Loop || pr.allow_empty_chunks ||
+      p < 2 || total <= 0) {
+    return best;
   }
-  double speed = 0;
-  for (const Device& d : problem.cluster.devices) speed += d.speed;
-  if (speed <= 0) return 0;
-  const auto pipe = static_cast<Nanos>(std::floor(work * problem.m / speed));
-  return pipe + (problem.tail.enabled ? opt / std::max(1, problem.p) : 0);
+  // Fused backward: every op of rank d lies between the forwards and after
+  // the backwards of the stages before its first (Sum_{s<d} F_s + B_s);
+  // with W split off (zero-bubble schedules) only the forwards count.
+  const bool fused = choice.schedule == "gpipe" || choice.schedule == "1f1b" ||
+                     choice.schedule == "interleaved" || choice.schedule == "looped-bfs";
+  std::vector<long double> c;  // what each layer adds before/after a rank
+  long double f = 1;           // least share of a layer's work that counts
+  for (const Layer& l : pr.layers) {
+    const long double w = static_cast<long double>(l.forward + l.backward());
+    const long double x = fused ? w : static_cast<long double>(l.forward);
+    c.push_back(x);
+    if (w > 0) f = std::min(f, x / w);
+  }
+  // Ranks 0..d-1's first stages hold at least d distinct layers: rank d
+  // waits at least the d smallest; summed over the ranks, T >= (m W +
+  // Sum_d S_d) / p.
+  std::sort(c.begin(), c.end());
+  long double sum_s = 0, s_d = 0;
+  for (int d = 0; d < p && d <= static_cast<int>(c.size()); ++d) {
+    sum_s += s_d;
+    if (d < static_cast<int>(c.size())) s_d += c[static_cast<size_t>(d)];
+  }
+  best = std::max(best, (total * m + sum_s) / p);
+  // v = 1: rank d's stage is its whole work W_d, and T >= m W_d + f
+  // Sum_{d'<d} W_d'; the least T over every split (W_d real) equalises
+  // them: T = f W / (1 - (1 - f/m)^p).
+  if (choice.v == 1 && f > 0) {
+    const long double denom = 1 - std::pow(1 - f / m, static_cast<long double>(p));
+    if (denom > 0) best = std::max(best, f * total / denom);
+  }
+  return best;
+}
+
+}  // namespace
+
+Nanos PlanCheapBound(const SearchProblem& problem) {
+  Nanos opt = 0;
+  for (const Layer& l : problem.layers) opt += l.optimizer;
+  double speed = -1;
+  for (const Device& d : problem.cluster.devices) {
+    if (speed < 0) speed = d.speed;
+    if (d.speed != speed) speed = 0;  // mixed speeds: perfect balance only
+  }
+  long double pipe = 0;
+  if (speed > 0) {
+    pipe = std::numeric_limits<long double>::max();
+    for (const ScheduleChoice& c : problem.choices) {
+      pipe = std::min(pipe, FillDrainBound(problem, c) / static_cast<long double>(speed));
+    }
+  } else {
+    long double work = 0, total_speed = 0;
+    for (const Layer& l : problem.layers) {
+      work += static_cast<long double>(l.forward + l.backward());
+    }
+    for (const Device& d : problem.cluster.devices) total_speed += d.speed;
+    pipe = total_speed > 0 ? work * problem.m / total_speed : 0;
+  }
+  // Floored, less a rounding slack of 1 ns per layer.
+  const auto p = static_cast<Nanos>(std::floor(pipe)) - static_cast<Nanos>(problem.layers.size());
+  return std::max<Nanos>(0, p) + (problem.tail.enabled ? opt / std::max(1, problem.p) : 0);
 }
 
 namespace {
+
+// The layout with its recompute choice "search": whose bounds hold for its
+// uniform choices.
+std::string FreeKey(PlanLayout l) {
+  l.recompute = "search";
+  l.yours = false;
+  return DescribeLayout(l);
+}
+
+// Whether every stage of `st` takes the per-layer modes `setting` gives it
+// (no setting: any).
+bool Allowed(const std::optional<RecomputeSetting>& setting, const std::vector<Layer>& layers,
+             const Strategy& st) {
+  if (!setting) return true;
+  int first = 0;
+  for (int count : st.layers_per_stage) {
+    if (!StageAllowed(*setting, layers, first, first + count, st.recompute)) return false;
+    first += count;
+  }
+  return true;
+}
 
 // The even split with mode `mode` ("" none) on every layer that offers it.
 Strategy EvenWith(const SearchProblem& problem, int v, const std::string& mode) {
@@ -197,7 +300,7 @@ Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,
     w.options.target = s.target;
     w.options.setting = SettingOf(l, s.target);
     w.options.min_capacity = false;
-    w.options.open_tree_bound = false;
+    w.options.open_tree_bound = true;
     w.options.top_k = 1;
     w.options.time_limit_s = 0;
     w.options.node_limit = opt.node_limit;
@@ -207,7 +310,7 @@ Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,
     auto pp = std::make_shared<SearchProblem>(std::move(*problem));
     w.entry.config = std::make_shared<RunConfig>(std::move(*cfg));
     w.entry.problem = pp;
-    if (!PlanFloorFits(*pp)) {
+    if (!PlanFloorFits(*pp, w.options.setting)) {
       ++res.pruned_by_memory;
       ++done;
       continue;
@@ -227,8 +330,11 @@ Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,
     if (res.first_answer_s < 0) res.first_answer_s = t;
     res.incumbents.emplace_back(t, c.makespan);
   };
+  // A layout's strategies: only those its recompute choice allows (a
+  // search's first tries may offer others).
   auto keep = [&](PlanEntry& e, const Candidate& c) {
     if (!c.feasible) return;
+    if (!Allowed(SettingOf(e.layout, s.target), e.problem->layers, c.strategy)) return;
     if (!e.best || Better(c, *e.best)) e.best = c;
     offer(c);
   };
@@ -274,6 +380,16 @@ Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,
   }
   report();
 
+  // The best known bound of each layout's per-layout recompute search (its
+  // optimum when closed), which bounds its uniform choices too.
+  std::map<std::string, Nanos> free_known;
+  auto learn = [&](const Working& w) {
+    if (w.entry.layout.recompute != "search") return;
+    Nanos x = w.entry.bound;
+    if (w.entry.closed && w.entry.searched) x = w.entry.best ? w.entry.best->makespan : kNoBound;
+    Nanos& known = free_known.try_emplace(FreeKey(w.entry.layout), 0).first->second;
+    known = std::max(known, x);
+  };
   // One layout's search, with the incumbent as cutoff and 1/open of the
   // time left.
   auto search_one = [&](Working& w, size_t open) {
@@ -294,8 +410,11 @@ Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,
     if (!w.entry.closed) w.entry.bound = std::max(w.entry.bound, r->lower_bound);
     // Only a search stopped by its time share may do better with more.
     w.retry = r->stop_reason == "time limit";
+    learn(w);
     if (!w.entry.closed && res.stop_reason.empty()) res.stop_reason = r->stop_reason;
   };
+
+
 
   // 3. The searches, in order of the cheap bound; each layout's root bound
   // just before its search.
@@ -311,8 +430,25 @@ Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,
       break;
     }
     if (past()) break;
-    Result<Nanos> b = LowerBound(*w.entry.problem, w.options);
-    if (!b.ok()) {
+    // The root bound, and the open-tree bound of what could beat the
+    // incumbent, within a share of the time left.
+    size_t waiting = 0;
+    for (size_t k = i; k < work.size() && work[k].entry.bound < incumbent; ++k) ++waiting;
+    SearchOptions bo = w.options;
+    if (limit > 0) {
+      const double share = std::max(1e-3, left_s() / static_cast<double>(waiting) / 2);
+      bo.deadline = std::min(deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                          std::chrono::duration<double>(share)));
+    }
+    const Nanos below = incumbent < kNoBound ? incumbent : -1;
+    Result<Nanos> b = LowerBound(*w.entry.problem, bo, below);
+    // A uniform choice's strategies are some of the per-layer search's:
+    // what bounds that (searched before it) bounds it too.
+    if (b.ok() && *b < kNoBound && bo.setting) {
+      if (auto it = free_known.find(FreeKey(w.entry.layout)); it != free_known.end()) {
+        b = std::max(*b, it->second);
+      }
+    }    if (!b.ok()) {
       res.refused["the schedule: " + b.error().key]++;
       w.entry.closed = true;
       ++done;
@@ -325,6 +461,7 @@ Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,
       continue;
     }
     w.entry.bound = std::max(w.entry.bound, *b);
+    learn(w);
     if (w.entry.bound >= incumbent) {
       ++res.pruned_by_bound;
       w.entry.closed = true;

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string_view>
 
 #include "apps/input/config.h"
@@ -56,12 +57,24 @@ struct PlanOptions {
   std::function<void(const PlanProgress&)> progress;  // may be empty
 };
 
-// Contract 1's memory floor: false when no strategy of the problem fits.
-bool PlanFloorFits(const SearchProblem& problem);
-// Contract 1's cheap bound on every strategy of the problem: every
-// micro-batch's forward and backward work at perfect balance over the
-// ranks' speeds (no recompute, no communication), plus the optimizer's mean
-// share after the pipeline (as search/search.h LowerBound).
+// Contract 1's memory floor: false when no strategy of the problem fits
+// (under `setting`, a uniform recompute mode, when given).
+bool PlanFloorFits(const SearchProblem& problem,
+                   const std::optional<RecomputeSetting>& setting = std::nullopt);
+// Contract 1's cheap bound on every strategy of the problem (no recompute,
+// no pipeline messages counted): the larger of
+//   - every micro-batch's forward and backward work W (per micro-batch,
+//     times m) at perfect balance over the ranks' speeds;
+//   - on equal-speed ranks, a schedule that loops stages over the ranks
+//     without empty chunks: every op of rank d waits for micro-batch j's
+//     forwards through the stages before rank d's first (and, with a fused
+//     backward, is followed by their backwards), which hold at least d
+//     distinct layers: T >= (m W + Sum_d S_d) / p, S_d the d smallest
+//     layers' share; with v = 1, T >= m W_d + f Sum_{d'<d} W_d' for every
+//     rank, whose least over every split is f W / (1 - (1 - f/m)^p) (f: 1
+//     fused, else the least forward share of a layer's work);
+// plus the optimizer's mean share after the pipeline (as search/search.h
+// LowerBound).
 Nanos PlanCheapBound(const SearchProblem& problem);
 
 // The plan of the job config `text` (read from `filename`); errors carry a

@@ -242,6 +242,9 @@ YAML::Node LayoutDocument(std::string_view text, const PlanLayout& l) {
   tr["micro_batch_size"] = l.mbs;
   tr["sequence_parallel"] = l.sp;
   tr["distributed_optimizer"] = l.dist_opt;
+  // Only the distributed optimizer gathers parameters: the file's
+  // overlap_param_gather applies to the layouts that have one.
+  if (!l.dist_opt && tr["overlap_param_gather"]) tr["overlap_param_gather"] = false;
   YAML::Node pl = Section(doc, "pipeline");
   pl["stages"] = l.p;
   pl["virtual_stages"] = l.v;

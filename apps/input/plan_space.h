@@ -78,7 +78,8 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s,
 
 // The job's document (YAML `text`) with `layout` written into it (training.*,
 // pipeline.stages / virtual_stages / schedule; pipeline.microbatches and
-// microbatch_group, the plan and the search lists removed; a split of
+// microbatch_group, the plan and the search lists removed;
+// overlap_param_gather off without the distributed optimizer; a split of
 // strategy.* removed, its recompute kept only where it names no per-stage
 // counts), ready for ParseConfigYaml. REQUIRES: `text` is valid YAML.
 YAML::Node LayoutDocument(std::string_view text, const PlanLayout& layout);
