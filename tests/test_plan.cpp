@@ -299,7 +299,7 @@ TEST_CASE("plan: --emit megatron writes the best layout, read back by the Megatr
     f << TinyJob(kSpace);
   }
   const test::CliRun r = test::Cli({"plan", "--config", path, "--format", "json", "--emit",
-                                    "megatron", "--quiet"});
+                                    "megatron,torchtitan,mindformers", "--quiet"});
   std::remove(path.c_str());
   INFO(r.err);
   REQUIRE(r.status == 0);
@@ -321,6 +321,20 @@ TEST_CASE("plan: --emit megatron writes the best layout, read back by the Megatr
   CHECK(back->p == best["pipeline_parallel"].get<int>());
   CHECK(back->v == best["virtual_stages"].get<int>());
   CHECK(back->strategy.layers_per_stage == best["layout"].get<std::vector<int>>());
+  // torchtitan's and MindFormers' forms carry every dimension too.
+  const std::string tt = j["emit"]["torchtitan"]["text"];
+  const int d = best["data_parallel"].get<int>();
+  CHECK(tt.find("config.parallelism.tensor_parallel_degree = " +
+                std::to_string(best["tensor_parallel"].get<int>())) != std::string::npos);
+  CHECK(tt.find("config.parallelism.data_parallel_shard_degree = " + std::to_string(d)) !=
+        std::string::npos);
+  CHECK(tt.find("config.training.num_tokens_per_train_step = 32768") != std::string::npos);
+  Result<EmittedPlan> tt_back = ParseTorchtitan(Framework::Torchtitan, tt, probe->layers);
+  REQUIRE(tt_back.ok());
+  CHECK(tt_back->strategy.layers_per_stage == back->strategy.layers_per_stage);
+  const std::string mf = j["emit"]["mindformers"]["text"];
+  CHECK(mf.find("  data_parallel: " + std::to_string(d) + "\n") != std::string::npos);
+  CHECK(mf.find("  enable_parallel_optimizer: True\n") != std::string::npos);
   for (const char* key : {"tensor_parallel", "context_parallel", "expert_parallel",
                           "pipeline_parallel", "data_parallel", "micro_batch_size",
                           "microbatches", "schedule", "virtual_stages", "layout", "recompute",

@@ -178,7 +178,24 @@ Result<Emission> emit_detail::EmitMindFormers(const RunConfig& config) {
     text += "    pipeline_interleave: true\n";
     text += "    pipeline_scheduler: '1f1b'\n";
   }
+  const Training& t = config.training;
+  if (!config.derived.empty()) {
+    // The optimizer's sharding over data parallel (MindSpore's parallel
+    // context), beside the pipeline_config above when interleaving.
+    if (v <= 1) text += "parallel:\n";
+    text += fmt::format("  enable_parallel_optimizer: {}\n",
+                        t.distributed_optimizer ? "True" : "False");
+  }
   text += "parallel_config:\n";
+  if (!config.derived.empty()) {
+    // The job's other dimensions (TransformerOpParallelConfig): device_num
+    // = data_parallel x model_parallel x context_parallel x pipeline_stage.
+    text += fmt::format("  data_parallel: {}\n", t.dp);
+    text += fmt::format("  model_parallel: {}\n", t.tp);
+    text += fmt::format("  context_parallel: {}\n", t.cp);
+    if (t.ep > 1) text += fmt::format("  expert_parallel: {}\n", t.ep);
+    text += fmt::format("  use_seq_parallel: {}\n", t.sp && t.tp > 1 ? "True" : "False");
+  }
   text += fmt::format("  pipeline_stage: {}\n", p);
   text += fmt::format("  micro_batch_num: {}\n", m);
   text += "model:\n  model_config:\n";

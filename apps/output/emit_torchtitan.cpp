@@ -238,6 +238,25 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
       set("training", "max_context_length", std::to_string(seq));
     }
     if (p > 1) set("training", "disable_cuda_graphs", "True");
+    if (!config.derived.empty()) {
+      // The job's other dimensions (ParallelismConfig, TrainingConfig at
+      // b5bcd76c): torchtitan's world is dp_replicate x dp_shard x cp x tp
+      // x pp; its data parallelism shards (FSDP) as the distributed
+      // optimizer does, else replicates (DDP); the step's tokens are
+      // global batch x sequence.
+      const Training& t = config.training;
+      set("parallelism", "tensor_parallel_degree", std::to_string(t.tp));
+      set("parallelism", "enable_sequence_parallel", t.sp && t.tp > 1 ? "True" : "False");
+      set("parallelism", "context_parallel_degree", std::to_string(t.cp));
+      set("parallelism", "expert_parallel_degree", std::to_string(t.ep));
+      set("parallelism", "data_parallel_shard_degree",
+          std::to_string(t.distributed_optimizer ? t.dp : 1));
+      set("parallelism", "data_parallel_replicate_degree",
+          std::to_string(t.distributed_optimizer ? 1 : t.dp));
+      if (t.global_batch > 0 && seq > 0) {
+        set("training", "num_tokens_per_train_step", std::to_string(t.global_batch * seq));
+      }
+    }
     text += fmt::format("config.activation_checkpoint = {}\n", full ? "FullAC.Config()" : "None");
   } else {
     set("activation_checkpoint", "mode", full ? "\"full\"" : "\"none\"");
@@ -334,7 +353,10 @@ constexpr const char* kMainFields[] = {
     "parallelism.pipeline_parallel_schedule_csv", "parallelism.module_fqns_per_model_part",
     "parallelism.num_pp_microbatches",        "training.num_tokens_per_microbatch_per_dp_rank",
     "training.max_context_length",            "training.disable_cuda_graphs",
-    "activation_checkpoint"};
+    "parallelism.tensor_parallel_degree",     "parallelism.enable_sequence_parallel",
+    "parallelism.context_parallel_degree",    "parallelism.expert_parallel_degree",
+    "parallelism.data_parallel_shard_degree", "parallelism.data_parallel_replicate_degree",
+    "training.num_tokens_per_train_step",     "activation_checkpoint"};
 
 // The Python form without its import lines ("from M import A, B", blanked
 // so that line numbers stay), and the names imported from kAcModule.
