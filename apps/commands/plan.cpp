@@ -7,13 +7,17 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <sstream>
 
 #include "apps/commands/commands.h"
 #include "apps/commands/common.h"
 #include "apps/commands/plan_run.h"
+#include "apps/commands/search_mpi.h"
+#include "apps/commands/sweep_mpi.h"
 #include "apps/input/search_problem.h"
 #include "apps/output/plan_output.h"
 #include "schedules/schedule.h"
@@ -48,6 +52,52 @@ std::string ProgressLine(const PlanProgress& p) {
 }
 
 }  // namespace
+
+// Under mpirun: rank 0 settles its share of the layouts on a thread while
+// it grants the others theirs (apps/commands/search_mpi.h), then merges
+// every part; ranks > 0 settle theirs and send their part.
+Result<PlanResult> RunShared(const MpiWorld& world, const std::string& text,
+                             const std::string& path, PlanOptions options) {
+  const auto start = std::chrono::steady_clock::now();
+  if (!world.serialized) options.threads = 1;  // only this thread may ask rank 0
+  if (world.rank > 0) {
+    options.progress = nullptr;
+    MpiSearchWork(world, [&](const SearchShare& share) {
+      PlanOptions o = options;
+      o.share = &share;
+      std::string part;
+      o.part = &part;
+      Result<PlanResult> r = ppb::RunPlan(text, path, o);
+      return r.ok() ? part : std::string("error: ") + r.error().message;
+    });
+    return PlanResult{};
+  }
+  std::string own_part;
+  Result<PlanResult> own = Error{};
+  const std::vector<std::string> texts = MpiSearchLead(world, [&](const SearchShare& share) {
+    PlanOptions o = options;
+    o.share = &share;
+    o.part = &own_part;
+    own = ppb::RunPlan(text, path, o);
+  });
+  if (!own.ok()) return own.error();
+  std::vector<std::string> parts{own_part};
+  for (const std::string& t : texts) {
+    if (t.rfind("error: ", 0) == 0) return Error{"plan", t.substr(7)};
+    parts.push_back(t);
+  }
+  options.progress = nullptr;
+  Result<PlanResult> merged = MergePlan(text, path, options, parts);
+  if (merged.ok()) {
+    // The anytime profile is the lead's own; the time is the whole run's.
+    merged->processes = world.size;
+    merged->first_answer_s = own->first_answer_s;
+    merged->incumbents = own->incumbents;
+    merged->solve_time_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  return merged;
+}
 
 int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description opts("plan options");
@@ -113,21 +163,29 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
     ov.target = *t;
   }
-  std::optional<EmitRequest> emit = ReadEmitFlags(vm, err);
+  // Under mpirun every rank settles its share of the layouts; rank 0
+  // reports (the others' errors stay quiet: rank 0 reports the same).
+  const std::optional<MpiWorld> started = StartMpiOrReport(err);
+  if (!started) return kExitBadInput;
+  const MpiWorld world = *started;
+  const MpiStop stop{world};
+  std::ostringstream quiet;
+  std::ostream& report_err = world.rank > 0 ? quiet : err;
+  std::optional<EmitRequest> emit = ReadEmitFlags(vm, report_err);
   if (!emit) return kExitBadInput;
   const std::string path = str("config");
   std::string text;
   {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
-      err << path << ": must be a readable config file; got " << SystemReason() << "\n";
+      report_err << path << ": must be a readable config file; got " << SystemReason() << "\n";
       return kExitBadInput;
     }
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   const bool tty = err.rdbuf() == std::cerr.rdbuf() && isatty(STDERR_FILENO);
   bool reported = false;
-  if (!vm.count("quiet") && (tty || vm.count("progress"))) {
+  if (!vm.count("quiet") && (tty || vm.count("progress")) && world.rank == 0) {
     options.progress = [&err, &reported, tty](const PlanProgress& p) {
       reported = true;
       if (tty) {
@@ -137,12 +195,14 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       }
     };
   }
-  Result<PlanResult> plan = ppb::RunPlan(text, path, options);
+  Result<PlanResult> plan = world.size > 1 ? RunShared(world, text, path, options)
+                                            : ppb::RunPlan(text, path, options);
   if (tty && reported) err << "\r\x1b[K" << std::flush;
   if (!plan.ok()) {
-    err << plan.error().message << "\n";
+    report_err << plan.error().message << "\n";
     return kExitBadInput;
   }
+  if (world.rank > 0) return kExitOk;
   // --emit: the best layout each framework runs as simulated.
   if (!emit->frameworks.empty() && plan->top.empty()) {
     err << "ppb-sim: --emit: no layout fits in memory; nothing emitted\n";

@@ -7,6 +7,8 @@
 #include <map>
 #include <numeric>
 
+#include <nlohmann/json.hpp>
+
 #include "apps/input/search_problem.h"
 #include "core/engine.h"
 #include "core/lower.h"
@@ -19,7 +21,12 @@ namespace ppb {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr Bytes kMaxBytes = std::numeric_limits<Bytes>::max();
+#define PPB_PLAN_TRY(expr)                 \
+  do {                                     \
+    if (Status s_ = (expr); !s_.ok()) {    \
+      return s_.error();                   \
+    }                                      \
+  } while (0)
 constexpr Nanos kNoBound = std::numeric_limits<Nanos>::max() / 4;  // search's kInf
 
 double Since(Clock::time_point t0) {
@@ -38,111 +45,6 @@ std::optional<RecomputeSetting> SettingOf(const PlanLayout& l, DeployTarget targ
 }
 
 }  // namespace
-
-bool PlanFloorFits(const SearchProblem& problem, const std::optional<RecomputeSetting>& setting) {
-  Bytes need = 0;
-  const int n = static_cast<int>(problem.layers.size());
-  for (int i = 0; i < n; ++i) {
-    const Layer& l = problem.layers[static_cast<size_t>(i)];
-    // The least stash of the modes the layer may take (a uniform setting:
-    // its one mode; Every's choice does not depend on the stage).
-    Bytes stash = kMaxBytes;
-    const std::vector<std::uint8_t> modes =
-        setting && setting->kind == RecomputeSetting::Kind::Every
-            ? AllowedModes(*setting, problem.layers, 0, n, i)
-            : std::vector<std::uint8_t>{};
-    if (modes.empty()) {
-      stash = l.activation;
-      for (const RecomputeOption& o : l.recompute) stash = std::min(stash, o.retained_activation);
-    } else {
-      for (std::uint8_t x : modes) {
-        stash = std::min(stash, x == 0 ? l.activation
-                                       : l.recompute[static_cast<size_t>(x - 1)].retained_activation);
-      }
-    }
-    need += l.static_memory + stash;
-  }
-  Bytes have = 0;
-  for (const Device& d : problem.cluster.devices) have += d.memory_capacity;
-  return need <= have;
-}
-
-namespace {
-
-// The pipeline part of PlanCheapBound under one schedule choice, in ns on
-// speed-1 devices (see plan_run.h).
-long double FillDrainBound(const SearchProblem& pr, const ScheduleChoice& choice) {
-  const int p = pr.p;
-  const long double m = pr.m;
-  long double total = 0;
-  for (const Layer& l : pr.layers) total += static_cast<long double>(l.forward + l.backward());
-  long double best = total * m / p;  // perfect balance
-  const ScheduleInfo* info = FindSchedule(choice.schedule);
-  if (info == nullptr || info->placement != StagePlacement::Loop || pr.allow_empty_chunks ||
-      p < 2 || total <= 0) {
-    return best;
-  }
-  // Fused backward: every op of rank d lies between the forwards and after
-  // the backwards of the stages before its first (Sum_{s<d} F_s + B_s);
-  // with W split off (zero-bubble schedules) only the forwards count.
-  const bool fused = choice.schedule == "gpipe" || choice.schedule == "1f1b" ||
-                     choice.schedule == "interleaved" || choice.schedule == "looped-bfs";
-  std::vector<long double> c;  // what each layer adds before/after a rank
-  long double f = 1;           // least share of a layer's work that counts
-  for (const Layer& l : pr.layers) {
-    const long double w = static_cast<long double>(l.forward + l.backward());
-    const long double x = fused ? w : static_cast<long double>(l.forward);
-    c.push_back(x);
-    if (w > 0) f = std::min(f, x / w);
-  }
-  // Ranks 0..d-1's first stages hold at least d distinct layers: rank d
-  // waits at least the d smallest; summed over the ranks, T >= (m W +
-  // Sum_d S_d) / p.
-  std::sort(c.begin(), c.end());
-  long double sum_s = 0, s_d = 0;
-  for (int d = 0; d < p && d <= static_cast<int>(c.size()); ++d) {
-    sum_s += s_d;
-    if (d < static_cast<int>(c.size())) s_d += c[static_cast<size_t>(d)];
-  }
-  best = std::max(best, (total * m + sum_s) / p);
-  // v = 1: rank d's stage is its whole work W_d, and T >= m W_d + f
-  // Sum_{d'<d} W_d'; the least T over every split (W_d real) equalises
-  // them: T = f W / (1 - (1 - f/m)^p).
-  if (choice.v == 1 && f > 0) {
-    const long double denom = 1 - std::pow(1 - f / m, static_cast<long double>(p));
-    if (denom > 0) best = std::max(best, f * total / denom);
-  }
-  return best;
-}
-
-}  // namespace
-
-Nanos PlanCheapBound(const SearchProblem& problem) {
-  Nanos opt = 0;
-  for (const Layer& l : problem.layers) opt += l.optimizer;
-  double speed = -1;
-  for (const Device& d : problem.cluster.devices) {
-    if (speed < 0) speed = d.speed;
-    if (d.speed != speed) speed = 0;  // mixed speeds: perfect balance only
-  }
-  long double pipe = 0;
-  if (speed > 0) {
-    pipe = std::numeric_limits<long double>::max();
-    for (const ScheduleChoice& c : problem.choices) {
-      pipe = std::min(pipe, FillDrainBound(problem, c) / static_cast<long double>(speed));
-    }
-  } else {
-    long double work = 0, total_speed = 0;
-    for (const Layer& l : problem.layers) {
-      work += static_cast<long double>(l.forward + l.backward());
-    }
-    for (const Device& d : problem.cluster.devices) total_speed += d.speed;
-    pipe = total_speed > 0 ? work * problem.m / total_speed : 0;
-  }
-  // Floored, less a rounding slack of 1 ns per layer.
-  const auto p = static_cast<Nanos>(std::floor(pipe)) - static_cast<Nanos>(problem.layers.size());
-  return std::max<Nanos>(0, p) + (problem.tail.enabled ? opt / std::max(1, problem.p) : 0);
-}
 
 namespace {
 
@@ -195,23 +97,110 @@ void Describe(PlanEntry& e) {
 struct Working {
   PlanEntry entry;
   SearchOptions options;
-  bool retry = false;  // its last search stopped at its time share
+  bool retry = false;    // its last search stopped at its time share
+  bool claimed = false;  // this process settled it (always, without MPI)
+  // How it was settled: "" (open or not reached), "memory" (no split fits),
+  // "bound", "searched", or "refused: <why>".
+  std::string outcome;
 };
 
-}  // namespace
+// Outcomes by precedence, for merging parts: what one process learned
+// about a layout wins over less.
+int Rank(const std::string& outcome) {
+  if (outcome == "searched") return 4;
+  if (outcome == "memory") return 3;
+  if (outcome == "bound") return 2;
+  if (!outcome.empty()) return 1;  // refused
+  return 0;
+}
 
-Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,
-                           const PlanOptions& opt) {
-  const auto t0 = Clock::now();
+// Everything one plan holds between its phases.
+struct PlanState {
+  std::string text, filename;
+  PlanOptions opt;
+  Clock::time_point t0;
+  Clock::time_point deadline = Clock::time_point::max();
+  Nanos limit = 0;
+  PlanResult res;
+  std::optional<PlanLayout> yours;
+  std::shared_ptr<RunConfig> own_config;
+  std::vector<Working> work;  // in order of the cheap bound
+  int done = 0, n_layouts = 0;
+  Nanos incumbent = kNoBound;
+  std::map<std::string, Nanos> free_known;
+
+  double LeftS() const {
+    return limit > 0 ? std::chrono::duration<double>(deadline - Clock::now()).count() : 0.0;
+  }
+  bool Past() const { return limit > 0 && Clock::now() >= deadline; }
+  Nanos OpenBound() const {
+    Nanos lb = incumbent;
+    for (const Working& w : work) {
+      if (!w.entry.closed) lb = std::min(lb, w.entry.bound);
+    }
+    return lb;  // an open layout bounded above the incumbent is settled
+  }
+  void Report() {
+    if (!opt.progress) return;
+    PlanProgress p;
+    p.elapsed_s = Since(t0);
+    p.done = done;
+    p.total = n_layouts;
+    p.pruned = res.pruned_by_memory;
+    for (const Working& w : work) p.pruned += w.outcome == "bound" || w.outcome == "memory";
+    p.best = incumbent < kNoBound ? incumbent : -1;
+    const Nanos lb = OpenBound();
+    p.gap = p.best > 0 && lb < kNoBound
+                ? static_cast<double>(p.best - std::min(p.best, lb)) / static_cast<double>(p.best)
+                : 1.0;
+    opt.progress(p);
+  }
+  void Offer(const Candidate& c) {
+    if (!c.feasible || c.makespan >= incumbent) return;
+    incumbent = c.makespan;
+    const double t = Since(t0);
+    if (res.first_answer_s < 0) res.first_answer_s = t;
+    res.incumbents.emplace_back(t, c.makespan);
+  }
+  // A layout's strategies: only those its recompute choice allows (a
+  // search's first tries may offer others).
+  void Keep(PlanEntry& e, const Candidate& c) {
+    if (!c.feasible) return;
+    if (!Allowed(SettingOf(e.layout, res.settings.target), e.problem->layers, c.strategy)) return;
+    if (!e.best || Better(c, *e.best)) e.best = c;
+    Offer(c);
+  }
+  // The best known bound of a layout's per-layout recompute search (its
+  // optimum when closed), which bounds its uniform choices too.
+  void Learn(const Working& w) {
+    if (w.entry.layout.recompute != "search") return;
+    Nanos x = w.entry.bound;
+    if (w.entry.closed && w.entry.searched) x = w.entry.best ? w.entry.best->makespan : kNoBound;
+    Nanos& known = free_known.try_emplace(FreeKey(w.entry.layout), 0).first->second;
+    known = std::max(known, x);
+  }
+  // The global incumbent of every process (MPI).
+  void Exchange() {
+    if (opt.share == nullptr || !opt.share->exchange) return;
+    const Nanos g = opt.share->exchange(incumbent < kNoBound ? incumbent : -1);
+    if (g >= 0) incumbent = std::min(incumbent, g);
+  }
+};
+
+// Parses the job, enumerates the space, loads every layout with its memory
+// floor and cheap bound, and simulates the file's own strategy.
+Status Load(PlanState& st) {
+  st.t0 = Clock::now();
+  const std::string& filename = st.filename;
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(text));
+    root = YAML::Load(st.text);
   } catch (const YAML::Exception& e) {
-    return Error{"", std::string(filename) + ":" + std::to_string(e.mark.line + 1) +
+    return Error{"", filename + ":" + std::to_string(e.mark.line + 1) +
                          ": must be valid YAML; got a syntax error (" + e.msg + ")"};
   }
   if (!root.IsMap() || !root["plan"]) {
-    return Error{"plan", std::string(filename) +
+    return Error{"plan", filename +
                              ": plan: must be given (a map with gpus and the lists to search); "
                              "got nothing"};
   }
@@ -219,78 +208,45 @@ Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,
       !root["training"]["global_batch_size"]) {
     const YAML::Node t = root["training"];
     return Error{"training.global_batch_size",
-                 std::string(filename) +
-                     (t ? ":" + std::to_string(t.Mark().line + 1) : std::string()) +
+                 filename + (t ? ":" + std::to_string(t.Mark().line + 1) : std::string()) +
                      ": training.global_batch_size: must be given for a plan (m = "
                      "global_batch_size / (d x micro_batch_size) at each layout); got nothing"};
   }
-  Result<RunConfig> probe = ParseConfigYaml(ProbeDocument(text), filename, opt.overrides);
+  Result<RunConfig> probe = ParseConfigYaml(ProbeDocument(st.text), filename, st.opt.overrides);
   if (!probe.ok()) return probe.error();
-  PlanResult res;
+  PlanResult& res = st.res;
   res.settings = *probe->plan;
   res.model_name = probe->model_name;
   res.gpu = probe->hardware.step_model ? probe->hardware.gpu.name : "";
   res.seq = probe->training.seq;
   res.global_batch = probe->training.global_batch;
   const PlanSettings& s = res.settings;
-  const Nanos limit = s.time_limit;
-  const auto deadline = limit > 0 ? t0 + std::chrono::nanoseconds(limit) : Clock::time_point::max();
-  auto left_s = [&]() {
-    return limit > 0 ? std::chrono::duration<double>(deadline - Clock::now()).count() : 0.0;
-  };
-  auto past = [&]() { return limit > 0 && Clock::now() >= deadline; };
+  st.limit = s.time_limit;
+  if (st.limit > 0) st.deadline = st.t0 + std::chrono::nanoseconds(st.limit);
 
   // The file's own layout and strategy ("your config").
-  std::optional<PlanLayout> yours;
-  std::shared_ptr<RunConfig> own_config;
   if (Result<RunConfig> own = ParseConfigYaml(root, filename, CliOverrides{}); own.ok()) {
-    yours = OwnLayout(*own);
-    if (yours && std::int64_t{yours->t} * yours->cp * yours->p * yours->d != s.gpus) {
-      yours.reset();
+    st.yours = OwnLayout(*own);
+    if (st.yours && std::int64_t{st.yours->t} * st.yours->cp * st.yours->p * st.yours->d != s.gpus) {
+      st.yours.reset();
     }
-    if (yours) own_config = std::make_shared<RunConfig>(std::move(*own));
+    if (st.yours) st.own_config = std::make_shared<RunConfig>(std::move(*own));
   }
-  PlanSpace space = EnumeratePlan(*probe, s, yours ? &*yours : nullptr);
+  PlanSpace space = EnumeratePlan(*probe, s, st.yours ? &*st.yours : nullptr);
   res.total = space.total;
   res.refused = space.refused;
-
-  // 1. Load every layout, its memory floor and its cheap bound.
-  std::vector<Working> work;
-  const int n_layouts = static_cast<int>(space.layouts.size());
-  int done = 0;
-  Nanos incumbent = kNoBound;
-  auto open_bound = [&]() {
-    Nanos lb = incumbent;
-    for (const Working& w : work) {
-      if (!w.entry.closed) lb = std::min(lb, w.entry.bound);
-    }
-    return lb;  // an open layout bounded above the incumbent is settled
-  };
-  auto report = [&]() {
-    if (!opt.progress) return;
-    PlanProgress p;
-    p.elapsed_s = Since(t0);
-    p.done = done;
-    p.total = n_layouts;
-    p.pruned = res.pruned_by_bound + res.pruned_by_memory;
-    p.best = incumbent < kNoBound ? incumbent : -1;
-    const Nanos lb = open_bound();
-    p.gap = p.best > 0 && lb < kNoBound
-                ? static_cast<double>(p.best - std::min(p.best, lb)) / static_cast<double>(p.best)
-                : 1.0;
-    opt.progress(p);
-  };
+  st.n_layouts = static_cast<int>(space.layouts.size());
   for (PlanLayout& l : space.layouts) {
-    Result<RunConfig> cfg = ParseConfigYaml(LayoutDocument(text, l), filename, CliOverrides{});
+    Result<RunConfig> cfg = ParseConfigYaml(LayoutDocument(st.text, l), filename, CliOverrides{});
     if (!cfg.ok()) {
       res.refused["the loader: " + cfg.error().key]++;
-      ++done;
+      ++st.done;
       continue;
     }
     Result<SearchProblem> problem = BuildSearchProblem(*cfg);
     if (!problem.ok()) {
       res.refused["the search: " + problem.error().key]++;
-      ++done;
+      ++st.done;
       continue;
     }
     Working w;
@@ -303,58 +259,47 @@ Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,
     w.options.open_tree_bound = true;
     w.options.top_k = 1;
     w.options.time_limit_s = 0;
-    w.options.node_limit = opt.node_limit;
-    if (opt.threads > 0) w.options.threads = opt.threads;
-    w.options.deadline = deadline;
+    w.options.node_limit = st.opt.node_limit;
+    if (st.opt.threads > 0) w.options.threads = st.opt.threads;
+    w.options.deadline = st.deadline;
     w.options.contexts = NewContextCache();
     auto pp = std::make_shared<SearchProblem>(std::move(*problem));
     w.entry.config = std::make_shared<RunConfig>(std::move(*cfg));
     w.entry.problem = pp;
     if (!PlanFloorFits(*pp, w.options.setting)) {
       ++res.pruned_by_memory;
-      ++done;
+      ++st.done;
       continue;
     }
     w.entry.bound = PlanCheapBound(*pp);
-    work.push_back(std::move(w));
+    st.work.push_back(std::move(w));
   }
   // Most promising first (by the cheap bound); ties in enumeration order.
-  std::stable_sort(work.begin(), work.end(), [](const Working& a, const Working& b) {
+  std::stable_sort(st.work.begin(), st.work.end(), [](const Working& a, const Working& b) {
     return a.entry.bound < b.entry.bound;
   });
-
-  auto offer = [&](const Candidate& c) {
-    if (!c.feasible || c.makespan >= incumbent) return;
-    incumbent = c.makespan;
-    const double t = Since(t0);
-    if (res.first_answer_s < 0) res.first_answer_s = t;
-    res.incumbents.emplace_back(t, c.makespan);
-  };
-  // A layout's strategies: only those its recompute choice allows (a
-  // search's first tries may offer others).
-  auto keep = [&](PlanEntry& e, const Candidate& c) {
-    if (!c.feasible) return;
-    if (!Allowed(SettingOf(e.layout, s.target), e.problem->layers, c.strategy)) return;
-    if (!e.best || Better(c, *e.best)) e.best = c;
-    offer(c);
-  };
-
-  // 2. First answers: the file's own strategy, then each layout's even split.
-  if (own_config) {
-    if (Result<SearchProblem> own_problem = BuildSearchProblem(*own_config); own_problem.ok()) {
+  if (st.own_config) {
+    if (Result<SearchProblem> own_problem = BuildSearchProblem(*st.own_config); own_problem.ok()) {
       Result<Candidate> c =
-          Evaluate(*own_problem, 0, own_config->strategy, Placement{}, deadline);
+          Evaluate(*own_problem, 0, st.own_config->strategy, Placement{}, st.deadline);
       if (c.ok()) {
         res.yours = *c;
-        res.yours_layout = DescribeLayout(*yours);
-        offer(*c);
+        res.yours_layout = DescribeLayout(*st.yours);
+        st.Offer(*c);
       }
     }
   }
-  const auto first_end =
-      limit > 0 ? t0 + std::chrono::nanoseconds(limit / 10) : Clock::time_point::max();
-  for (Working& w : work) {
-    if (Clock::now() >= first_end || w.entry.bound >= incumbent) break;
+  return Status();
+}
+
+// First answers: each layout's even split with its recompute choice, in
+// order of bound, within the first tenth of the time.
+void FirstAnswers(PlanState& st) {
+  const PlanSettings& s = st.res.settings;
+  const auto first_end = st.limit > 0 ? st.t0 + std::chrono::nanoseconds(st.limit / 10)
+                                      : Clock::time_point::max();
+  for (Working& w : st.work) {
+    if (Clock::now() >= first_end || w.entry.bound >= st.incumbent) break;
     const SearchProblem& pr = *w.entry.problem;
     const int v = pr.choices.front().v;
     std::vector<std::string> modes;
@@ -365,174 +310,183 @@ Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,
       modes.push_back(w.entry.layout.recompute == "none" ? "" : w.entry.layout.recompute);
     }
     for (const std::string& mode : modes) {
-      const Strategy st = EvenWith(pr, v, mode);
+      const Strategy strategy = EvenWith(pr, v, mode);
       if (s.target != DeployTarget::Any &&
-          !Deployable(s.target, pr.layers, st, pr.p, v, VPlaced(pr.choices.front().schedule, v))) {
+          !Deployable(s.target, pr.layers, strategy, pr.p, v,
+                      VPlaced(pr.choices.front().schedule, v))) {
         continue;
       }
-      Result<Candidate> c = Evaluate(pr, 0, st, Placement{}, first_end);
+      Result<Candidate> c = Evaluate(pr, 0, strategy, Placement{}, first_end);
       if (!c.ok()) break;
       if (c->feasible) {
-        keep(w.entry, *c);
+        st.Keep(w.entry, *c);
         break;
       }
     }
   }
-  report();
+  st.Report();
+}
 
-  // The best known bound of each layout's per-layout recompute search (its
-  // optimum when closed), which bounds its uniform choices too.
-  std::map<std::string, Nanos> free_known;
-  auto learn = [&](const Working& w) {
-    if (w.entry.layout.recompute != "search") return;
-    Nanos x = w.entry.bound;
-    if (w.entry.closed && w.entry.searched) x = w.entry.best ? w.entry.best->makespan : kNoBound;
-    Nanos& known = free_known.try_emplace(FreeKey(w.entry.layout), 0).first->second;
-    known = std::max(known, x);
-  };
-  // One layout's search, with the incumbent as cutoff and 1/open of the
-  // time left.
-  auto search_one = [&](Working& w, size_t open) {
-    SearchOptions o = w.options;
-    if (limit > 0) o.time_limit_s = std::max(1e-3, left_s() / static_cast<double>(open));
-    o.cutoff = incumbent < kNoBound ? incumbent : -1;
-    Result<SearchResult> r = Search(*w.entry.problem, o);
-    if (!r.ok()) {
-      res.refused["the search: " + r.error().key]++;
-      w.entry.closed = true;
-      return;
-    }
-    if (!w.entry.searched) ++res.searched;
-    w.entry.searched = true;
-    for (const Candidate& c : r->top) keep(w.entry, c);
-    if (r->found) keep(w.entry, r->best);
-    w.entry.closed = r->proved_optimal || r->proved_infeasible;
-    if (!w.entry.closed) w.entry.bound = std::max(w.entry.bound, r->lower_bound);
-    // Only a search stopped by its time share may do better with more.
-    w.retry = r->stop_reason == "time limit";
-    learn(w);
-    if (!w.entry.closed && res.stop_reason.empty()) res.stop_reason = r->stop_reason;
-  };
+// One layout's search, with the incumbent as cutoff and 1/open of the
+// time left.
+void SearchOne(PlanState& st, Working& w, size_t open) {
+  SearchOptions o = w.options;
+  if (st.limit > 0) o.time_limit_s = std::max(1e-3, st.LeftS() / static_cast<double>(open));
+  o.cutoff = st.incumbent < kNoBound ? st.incumbent : -1;
+  Result<SearchResult> r = Search(*w.entry.problem, o);
+  w.outcome = "searched";
+  if (!r.ok()) {
+    w.outcome = "refused: the search: " + r.error().key;
+    w.entry.closed = true;
+    return;
+  }
+  w.entry.searched = true;
+  for (const Candidate& c : r->top) st.Keep(w.entry, c);
+  if (r->found) st.Keep(w.entry, r->best);
+  w.entry.closed = r->proved_optimal || r->proved_infeasible;
+  if (!w.entry.closed) w.entry.bound = std::max(w.entry.bound, r->lower_bound);
+  // Only a search stopped by its time share may do better with more.
+  w.retry = r->stop_reason == "time limit";
+  st.Learn(w);
+  if (!w.entry.closed && st.res.stop_reason.empty()) st.res.stop_reason = r->stop_reason;
+}
 
-
-
-  // 3. The searches, in order of the cheap bound; each layout's root bound
-  // just before its search.
+// The layouts in order of the cheap bound: the root bound (and the
+// open-tree bound below the incumbent) just before each search; then the
+// layouts left open searched again while time is left.
+void Explore(PlanState& st) {
+  FirstAnswers(st);
+  std::vector<Working>& work = st.work;
   for (size_t i = 0; i < work.size(); ++i) {
     Working& w = work[i];
-    if (w.entry.bound >= incumbent) {
+    st.Exchange();
+    if (w.entry.bound >= st.incumbent) {
       // Every layout from here on has a cheap bound at least this one's.
       for (size_t k = i; k < work.size(); ++k) {
+        if (work[k].outcome.empty()) work[k].outcome = "bound";
         work[k].entry.closed = true;
-        ++res.pruned_by_bound;
       }
-      done += static_cast<int>(work.size() - i);
+      st.done += static_cast<int>(work.size() - i);
       break;
     }
-    if (past()) break;
-    // The root bound, and the open-tree bound of what could beat the
-    // incumbent, within a share of the time left.
+    if (st.Past()) break;
+    if (st.opt.share != nullptr && !st.opt.share->claim(static_cast<std::int64_t>(i))) continue;
+    w.claimed = true;
+    ++st.done;
+    // Within a share of the time left.
     size_t waiting = 0;
-    for (size_t k = i; k < work.size() && work[k].entry.bound < incumbent; ++k) ++waiting;
+    for (size_t k = i; k < work.size() && work[k].entry.bound < st.incumbent; ++k) ++waiting;
     SearchOptions bo = w.options;
-    if (limit > 0) {
-      const double share = std::max(1e-3, left_s() / static_cast<double>(waiting) / 2);
-      bo.deadline = std::min(deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                          std::chrono::duration<double>(share)));
+    if (st.limit > 0) {
+      const double share = std::max(1e-3, st.LeftS() / static_cast<double>(waiting) / 2);
+      bo.deadline = std::min(st.deadline,
+                             Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                std::chrono::duration<double>(share)));
     }
-    const Nanos below = incumbent < kNoBound ? incumbent : -1;
-    Result<Nanos> b = LowerBound(*w.entry.problem, bo, below);
+    Result<Nanos> b = LowerBound(*w.entry.problem, bo, st.incumbent < kNoBound ? st.incumbent : -1);
+    if (!b.ok()) {
+      w.outcome = "refused: the schedule: " + b.error().key;
+      w.entry.closed = true;
+      continue;
+    }
     // A uniform choice's strategies are some of the per-layer search's:
     // what bounds that (searched before it) bounds it too.
-    if (b.ok() && *b < kNoBound && bo.setting) {
-      if (auto it = free_known.find(FreeKey(w.entry.layout)); it != free_known.end()) {
-        b = std::max(*b, it->second);
+    Nanos bound = *b;
+    if (bound < kNoBound && bo.setting) {
+      if (auto it = st.free_known.find(FreeKey(w.entry.layout)); it != st.free_known.end()) {
+        bound = std::max(bound, it->second);
       }
-    }    if (!b.ok()) {
-      res.refused["the schedule: " + b.error().key]++;
+    }
+    if (bound >= kNoBound) {
+      w.outcome = "memory";  // no split the target can run fits
       w.entry.closed = true;
-      ++done;
+      w.entry.bound = kNoBound;
+      st.Learn(w);
       continue;
     }
-    if (*b >= kNoBound) {
-      ++res.pruned_by_memory;  // no split the target can run fits
+    w.entry.bound = std::max(w.entry.bound, bound);
+    st.Learn(w);
+    if (w.entry.bound >= st.incumbent) {
+      w.outcome = "bound";
       w.entry.closed = true;
-      ++done;
       continue;
     }
-    w.entry.bound = std::max(w.entry.bound, *b);
-    learn(w);
-    if (w.entry.bound >= incumbent) {
-      ++res.pruned_by_bound;
-      w.entry.closed = true;
-      ++done;
-      continue;
-    }
-    if (past()) break;
-    // An equal share of the time left among the layouts that may still
-    // beat the incumbent.
+    if (st.Past()) break;
     size_t open = 0;
-    for (size_t k = i; k < work.size() && work[k].entry.bound < incumbent; ++k) ++open;
-    search_one(w, open);
-    ++done;
-    report();
+    for (size_t k = i; k < work.size() && work[k].entry.bound < st.incumbent; ++k) ++open;
+    SearchOne(st, w, open);
+    st.Report();
   }
-  // Time left: the layouts whose search stopped at its share, searched again
-  // (most promising first) with the better incumbent as cutoff and the time
-  // left shared among them.
-  while (limit > 0 && !past()) {
+  // Time left: the layouts this process searched whose search stopped at
+  // its share, searched again (most promising first) with the better
+  // incumbent as cutoff and the time left shared among them.
+  while (st.limit > 0 && !st.Past()) {
+    st.Exchange();
     std::vector<size_t> again;
     for (size_t k = 0; k < work.size(); ++k) {
       const Working& w = work[k];
-      if (!w.entry.closed && w.entry.searched && w.retry && w.entry.bound < incumbent) {
+      if (!w.entry.closed && w.claimed && w.entry.searched && w.retry &&
+          w.entry.bound < st.incumbent) {
         again.push_back(k);
       }
     }
     if (again.empty()) break;
-    std::stable_sort(again.begin(), again.end(),
-                     [&](size_t a, size_t b) { return work[a].entry.bound < work[b].entry.bound; });
-    for (size_t n = 0; n < again.size() && !past(); ++n) {
+    std::stable_sort(again.begin(), again.end(), [&](size_t a, size_t b) {
+      return work[a].entry.bound < work[b].entry.bound;
+    });
+    for (size_t n = 0; n < again.size() && !st.Past(); ++n) {
       Working& w = work[again[n]];
-      if (w.entry.bound >= incumbent) continue;
-      search_one(w, again.size() - n);
-      report();
+      if (w.entry.bound >= st.incumbent) continue;
+      SearchOne(st, w, again.size() - n);
+      st.Report();
     }
   }
+}
 
-  // 4. The proof or the gap.
-  const Nanos lb = open_bound();
+// The proof or the gap, the counts and the top list.
+PlanResult Finish(PlanState& st) {
+  PlanResult& res = st.res;
+  const Nanos lb = st.OpenBound();
   bool all_closed = true;
-  for (const Working& w : work) {
-    all_closed = all_closed && (w.entry.closed || w.entry.bound >= incumbent);
+  for (const Working& w : st.work) {
+    all_closed = all_closed && (w.entry.closed || w.entry.bound >= st.incumbent);
+    if (w.outcome == "searched") ++res.searched;
+    if (w.outcome == "memory") ++res.pruned_by_memory;
+    // A layout never reached whose bound the incumbent passed is pruned
+    // by bound too.
+    if (w.outcome == "bound" || (w.outcome.empty() && w.entry.bound >= st.incumbent)) {
+      ++res.pruned_by_bound;
+    }
+    if (w.outcome.rfind("refused: ", 0) == 0) res.refused[w.outcome.substr(9)]++;
   }
-  res.found = incumbent < kNoBound;
+  res.found = st.incumbent < kNoBound;
   res.proved_optimal = res.found && all_closed;
   res.lower_bound = lb < kNoBound ? lb : 0;
   if (res.found) {
-    res.gap = static_cast<double>(incumbent - std::min(incumbent, res.lower_bound)) /
-              static_cast<double>(incumbent);
+    res.gap = static_cast<double>(st.incumbent - std::min(st.incumbent, res.lower_bound)) /
+              static_cast<double>(st.incumbent);
   }
   // Open at the end: a search stopped at its node limit, or time ran out.
   if (all_closed) {
     res.stop_reason = res.found ? "proved optimal" : "nothing fits";
-  } else if (res.stop_reason != "node limit" || past()) {
+  } else if (res.stop_reason != "node limit" || st.Past()) {
     res.stop_reason = "time limit";
   }
   // The best layouts, one entry each (the file's own strategy as its own).
   std::vector<PlanEntry> entries;
-  for (Working& w : work) {
+  for (Working& w : st.work) {
     if (w.entry.best) entries.push_back(std::move(w.entry));
   }
   if (res.yours && res.yours->feasible) {
     PlanEntry e;
-    e.layout = *yours;
+    e.layout = *st.yours;
     e.layout.yours = true;
     e.layout.recompute = "yours";
     e.note = "your config";
     e.best = *res.yours;
     e.closed = true;
-    e.config = own_config;
-    if (Result<SearchProblem> own_problem = BuildSearchProblem(*own_config); own_problem.ok()) {
+    e.config = st.own_config;
+    if (Result<SearchProblem> own_problem = BuildSearchProblem(*st.own_config); own_problem.ok()) {
       e.problem = std::make_shared<SearchProblem>(std::move(*own_problem));
       entries.push_back(std::move(e));
     }
@@ -545,14 +499,97 @@ Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,
   std::stable_sort(order.begin(), order.end());
   std::vector<PlanEntry> sorted;
   for (const auto& [mk, i] : order) {
-    if (static_cast<int>(sorted.size()) >= s.top) break;
+    if (static_cast<int>(sorted.size()) >= res.settings.top) break;
     sorted.push_back(std::move(entries[i]));
   }
-  entries = std::move(sorted);
-  for (PlanEntry& e : entries) Describe(e);
-  res.top = std::move(entries);
-  res.solve_time_s = Since(t0);
-  return res;
+  for (PlanEntry& e : sorted) Describe(e);
+  res.top = std::move(sorted);
+  res.solve_time_s = Since(st.t0);
+  return std::move(res);
+}
+
+using Json = nlohmann::json;
+
+// What this process learned of each layout, for the lead's merge.
+std::string EncodePart(const PlanState& st) {
+  Json layouts = Json::array();
+  for (size_t i = 0; i < st.work.size(); ++i) {
+    const Working& w = st.work[i];
+    if (w.outcome.empty() && !w.entry.best && !w.entry.closed) continue;
+    Json x = {{"i", i},           {"claimed", w.claimed},         {"closed", w.entry.closed},
+              {"searched", w.entry.searched}, {"outcome", w.outcome}, {"bound", w.entry.bound}};
+    if (w.entry.best) {
+      x["split"] = w.entry.best->strategy.layers_per_stage;
+      x["recompute"] = w.entry.best->strategy.recompute;
+    }
+    layouts.push_back(std::move(x));
+  }
+  Json j = {{"layouts", layouts},
+            {"stop_reason", st.res.stop_reason},
+            {"layouts_total", st.work.size()}};
+  return j.dump();
+}
+
+// Merges another process's part into `st` (whose layouts are the same, in
+// the same order): the claimed process's outcome, every valid bound (the
+// larger), the better best (simulated again here).
+Status ApplyPart(PlanState& st, const std::string& text) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::exception& e) {
+    return Error{"plan", std::string("an MPI part is not JSON: ") + e.what()};
+  }
+  if (j.value("layouts_total", size_t{0}) != st.work.size()) {
+    return Error{"plan", "an MPI part has another set of layouts"};
+  }
+  for (const Json& x : j["layouts"]) {
+    const size_t i = x["i"].get<size_t>();
+    if (i >= st.work.size()) return Error{"plan", "an MPI part names no layout"};
+    Working& w = st.work[i];
+    const std::string outcome = x["outcome"].get<std::string>();
+    if (Rank(outcome) > Rank(w.outcome)) w.outcome = outcome;
+    w.entry.closed = w.entry.closed || x["closed"].get<bool>();
+    w.entry.searched = w.entry.searched || x["searched"].get<bool>();
+    w.entry.bound = std::max(w.entry.bound, x["bound"].get<Nanos>());
+    w.claimed = w.claimed || x["claimed"].get<bool>();
+    if (x.contains("split")) {
+      Strategy strategy;
+      strategy.layers_per_stage = x["split"].get<std::vector<int>>();
+      strategy.recompute = x["recompute"].get<std::vector<std::uint8_t>>();
+      Result<Candidate> c = Evaluate(*w.entry.problem, 0, strategy);
+      if (!c.ok()) return c.error();
+      st.Keep(w.entry, *c);
+    }
+  }
+  const std::string reason = j.value("stop_reason", "");
+  if (st.res.stop_reason.empty()) st.res.stop_reason = reason;
+  return Status();
+}
+
+}  // namespace
+
+Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,
+                           const PlanOptions& opt) {
+  PlanState st;
+  st.text = std::string(text);
+  st.filename = std::string(filename);
+  st.opt = opt;
+  PPB_PLAN_TRY(Load(st));
+  Explore(st);
+  if (opt.part != nullptr) *opt.part = EncodePart(st);
+  return Finish(st);
+}
+
+Result<PlanResult> MergePlan(std::string_view text, std::string_view filename,
+                             const PlanOptions& opt, const std::vector<std::string>& parts) {
+  PlanState st;
+  st.text = std::string(text);
+  st.filename = std::string(filename);
+  st.opt = opt;
+  PPB_PLAN_TRY(Load(st));
+  for (const std::string& part : parts) PPB_PLAN_TRY(ApplyPart(st, part));
+  return Finish(st);
 }
 
 }  // namespace ppb

@@ -32,11 +32,14 @@
 
 #include <functional>
 #include <optional>
+#include <string>
+#include <vector>
 #include <string_view>
 
 #include "apps/input/config.h"
 #include "apps/output/plan_output.h"
 #include "core/result.h"
+#include "search/search.h"
 
 namespace ppb {
 
@@ -54,6 +57,13 @@ struct PlanOptions {
   // no time limit the plan is then deterministic and bounded.
   std::int64_t node_limit = 0;
   int threads = 0;  // each search's threads (0: search.threads of the file)
+  // Under mpirun (apps/commands/search_mpi.h): the layouts are numbered in
+  // order of the cheap bound, the same in every process; a process settles
+  // a layout only when share->claim grants it, and share->exchange gives
+  // the least incumbent of all. `part` (may be null) receives what this
+  // process learned, for MergePlan on the lead.
+  const SearchShare* share = nullptr;
+  std::string* part = nullptr;
   std::function<void(const PlanProgress&)> progress;  // may be empty
 };
 
@@ -81,5 +91,12 @@ Nanos PlanCheapBound(const SearchProblem& problem);
 // complete message (bad input, exit 2).
 Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,
                            const PlanOptions& options);
+
+// The lead's answer under mpirun: the job loaded again, every process's
+// part (its own included) merged in (each layout's outcome from the process
+// that settled it, every bound, the best strategies simulated again), then
+// the proof or gap and the top list as RunPlan's.
+Result<PlanResult> MergePlan(std::string_view text, std::string_view filename,
+                             const PlanOptions& options, const std::vector<std::string>& parts);
 
 }  // namespace ppb

@@ -170,6 +170,7 @@ std::string FormatPlanText(const PlanResult& r) {
     o += "refused:\n";
     for (const auto& [why, n] : r.refused) o += fmt::format("  {:>8}  {}\n", n, why);
   }
+  if (r.processes > 1) o += fmt::format("layouts shared by {} MPI processes\n", r.processes);
   if (r.first_answer_s >= 0) {
     o += fmt::format("first answer after {:.2f} s; {} improvement(s); solve time {:.2f} s\n",
                      r.first_answer_s, r.incumbents.size(), r.solve_time_s);
@@ -219,6 +220,7 @@ std::string FormatPlanJson(const PlanResult& r) {
   for (const auto& [t, mk] : r.incumbents) inc.push_back({{"time_s", t}, {"iteration_time_ns", mk}});
   j["incumbents"] = inc;
   j["solve_time_s"] = r.solve_time_s;
+  j["processes"] = r.processes;
   return j.dump(2) + "\n";
 }
 

@@ -64,6 +64,7 @@ struct PlanResult {
   double gap = 0;
   std::string stop_reason;  // "proved optimal", "time limit", "nothing fits"
   double solve_time_s = 0;
+  int processes = 1;  // MPI processes that shared the layouts
   double first_answer_s = -1;  // when the first incumbent came (-1: none)
   std::vector<std::pair<double, Nanos>> incumbents;  // each improvement
   // The job config's own layout and strategy, simulated (when it has
