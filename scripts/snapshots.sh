@@ -145,6 +145,7 @@ case_ plan-llama3-8b.txt plan --config configs/plan-llama3-8b.yaml --node-limit 
   --time-limit 0 --threads 1
 case_ plan-llama3-8b.json plan --config configs/plan-llama3-8b.yaml --node-limit 300 \
   --time-limit 0 --threads 1 --format json --emit megatron
+case_ plan-tiny-report.txt plan --config data/plan/tiny.yaml --threads 1 --report out/plan.html
 case_ plan-bad-input.txt plan --config configs/example.yaml
 
 # ---- rank

@@ -20,6 +20,8 @@
 #include "apps/commands/sweep_mpi.h"
 #include "apps/input/search_problem.h"
 #include "apps/output/plan_output.h"
+#include "apps/output/report.h"
+#include "core/engine.h"
 #include "schedules/schedule.h"
 #include "search/deployable.h"
 
@@ -115,6 +117,8 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       ("target", po::value<std::string>(),
        "only layouts this framework can run: any, megatron, mindformers, torchtitan, deepspeed "
        "(overrides plan.target; default any)")
+      ("report", po::value<std::string>(),
+       "write an HTML page: the top layouts, step time by (t, p), the best layout's timeline")
       ("quiet", "no progress on stderr")
       ("progress", "report progress on stderr even when it is not a terminal");
   // clang-format on
@@ -250,6 +254,30 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (!emit->file.empty() && !emit->emissions.empty() &&
       !WriteFile(emit->file, FormatEmissionsText(emit->emissions), err)) {
     return kExitIo;
+  }
+  if (vm.count("report")) {
+    // The best layout simulated in full, drawn under the table.
+    std::optional<RunConfig> best_config;
+    std::optional<PreparedRun> run;
+    SimResult sim;
+    SimulatedRun shown;
+    if (!plan->top.empty()) {
+      const PlanEntry& e = plan->top.front();
+      best_config = e.note == "your config" ? *e.config
+                                            : CandidateConfig(*e.config, *e.problem, *e.best);
+      if (auto prepared = Prepare(*best_config); prepared.ok()) {
+        run = std::move(*prepared);
+        SimOptions so;
+        so.record_ops = true;
+        so.record_memory = true;
+        Engine engine;
+        sim = engine.Run(run->spec, run->program, so);
+        shown = SimulatedRun{&*best_config, &*run, &sim};
+      }
+    }
+    if (!WriteFile(vm["report"].as<std::string>(), FormatPlanReport(*plan, shown), err)) {
+      return kExitIo;
+    }
   }
   return kExitOk;
 }

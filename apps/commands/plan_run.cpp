@@ -472,6 +472,12 @@ PlanResult Finish(PlanState& st) {
   } else if (res.stop_reason != "node limit" || st.Past()) {
     res.stop_reason = "time limit";
   }
+  for (const Working& w : st.work) {
+    if (!w.entry.best) continue;
+    const auto key = std::pair{w.entry.layout.t, w.entry.layout.p};
+    auto it = res.best_by_tp.try_emplace(key, w.entry.best->makespan).first;
+    it->second = std::min(it->second, w.entry.best->makespan);
+  }
   // The best layouts, one entry each (the file's own strategy as its own).
   std::vector<PlanEntry> entries;
   for (Working& w : st.work) {

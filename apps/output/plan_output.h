@@ -71,6 +71,9 @@ struct PlanResult {
   // plan.gpus GPUs and loads): its time and whether it fits.
   std::optional<Candidate> yours;
   std::string yours_layout;  // DescribeLayout of it
+  // The fastest step found at each (tensor parallel, pipeline parallel)
+  // over every layout (for the report's chart).
+  std::map<std::pair<int, int>, Nanos> best_by_tp;
 };
 
 

@@ -362,4 +362,110 @@ std::string FormatSearchReport(const RunConfig& config, const SearchReport& repo
   return Page("ppb-sim search report: " + Name(config), body);
 }
 
+namespace {
+
+// ---- plan -------------------------------------------------------------------
+
+std::string PlanSummary(const PlanResult& r) {
+  std::int64_t refused = 0;
+  for (const auto& [why, n] : r.refused) refused += n;
+  std::vector<std::pair<std::string, std::string>> rows;
+  if (!r.top.empty()) {
+    const PlanEntry& b = r.top.front();
+    rows.emplace_back("best layout", DescribeLayout(b.layout));
+    rows.emplace_back("step time", Ms(b.best->makespan));
+    if (b.metrics) {
+      rows.emplace_back("tokens/s per GPU", fmt::format("{:.0f}", b.metrics->tokens_per_s_per_gpu));
+      rows.emplace_back("MFU", fmt::format("{:.1f} %", 100.0 * b.metrics->mfu));
+    }
+  } else {
+    rows.emplace_back("best layout", "no layout fits");
+  }
+  rows.emplace_back("proof", r.proved_optimal
+                                 ? "proved optimal within the model"
+                                 : fmt::format("not proved ({}): lower bound {}, gap {:.2f} %",
+                                               r.stop_reason, Ms(r.lower_bound), 100.0 * r.gap));
+  rows.emplace_back("layouts",
+                    fmt::format("{} in all: {} refused by the rules, {} pruned by memory, {} "
+                                "pruned by bound, {} searched",
+                                r.total, refused, r.pruned_by_memory, r.pruned_by_bound,
+                                r.searched));
+  if (r.yours) {
+    rows.emplace_back("your config", fmt::format("{}: {}, {}", r.yours_layout,
+                                                 Ms(r.yours->makespan),
+                                                 r.yours->feasible ? "fits" : "does not fit"));
+  }
+  return "<section id=\"plan\">\n<h2>Plan</h2>\n" + KeyValues(rows) + "</section>\n";
+}
+
+std::string PlanTop(const PlanResult& r) {
+  if (r.top.empty()) return "";
+  std::string out = "<section id=\"top\">\n<h2>Top layouts</h2>\n<table>\n";
+  out += Header({"#", "t", "cp", "ep", "p", "d", "mbs", "m", "schedule", "v", "recompute",
+                 "step", "tokens/s/GPU", "MFU", "peak / capacity"});
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    const PlanEntry& e = r.top[i];
+    const PlanLayout& l = e.layout;
+    Bytes cap = 0;
+    for (const DeviceStats& d : e.best->devices) cap = std::max(cap, d.capacity);
+    out += Row({i == 0 ? "best" : std::to_string(i + 1), std::to_string(l.t),
+                std::to_string(l.cp), std::to_string(l.ep), std::to_string(l.p),
+                std::to_string(l.d), std::to_string(l.mbs), std::to_string(l.m), l.schedule,
+                std::to_string(l.v), DescribePlanRecompute(e), Ms(e.best->makespan),
+                e.metrics ? fmt::format("{:.0f}", e.metrics->tokens_per_s_per_gpu) : "-",
+                e.metrics ? fmt::format("{:.1f} %", 100.0 * e.metrics->mfu) : "-",
+                FormatBytes(e.best->max_peak) + " / " + FormatBytes(cap)});
+  }
+  return out + "</table>\n</section>\n";
+}
+
+// The fastest step found per (t, p), shaded from the best (dark) to twice
+// it (light).
+std::string PlanChart(const PlanResult& r) {
+  if (r.best_by_tp.empty()) return "";
+  std::vector<int> ts, ps;
+  Nanos best = 0;
+  for (const auto& [key, t] : r.best_by_tp) {
+    if (std::find(ts.begin(), ts.end(), key.first) == ts.end()) ts.push_back(key.first);
+    if (std::find(ps.begin(), ps.end(), key.second) == ps.end()) ps.push_back(key.second);
+    best = best == 0 ? t : std::min(best, t);
+  }
+  std::sort(ts.begin(), ts.end());
+  std::sort(ps.begin(), ps.end());
+  std::string out =
+      "<section id=\"chart\">\n<h2>Step time by tensor and pipeline parallel size</h2>\n"
+      "<p>The fastest step found at each (t, p) over every other dimension; blank: none "
+      "searched fits (pruned or refused).</p>\n<table>\n";
+  std::vector<std::string> head{"t \\ p"};
+  for (int p : ps) head.push_back(std::to_string(p));
+  out += Header(head, 0);
+  for (int t : ts) {
+    out += "<tr><td>" + std::to_string(t) + "</td>";
+    for (int p : ps) {
+      const auto it = r.best_by_tp.find({t, p});
+      if (it == r.best_by_tp.end()) {
+        out += "<td></td>";
+        continue;
+      }
+      const double rel = std::min(1.0, static_cast<double>(it->second - best) /
+                                           static_cast<double>(std::max<Nanos>(1, best)));
+      const int light = 30 + static_cast<int>(60 * rel);
+      out += fmt::format("<td style=\"background:hsl(210,60%,{}%);color:{}\">{:.1f} ms</td>",
+                         light, light < 55 ? "#fff" : "#000", ToMs(it->second));
+    }
+    out += "</tr>\n";
+  }
+  return out + "</table>\n</section>\n";
+}
+
+}  // namespace
+
+std::string FormatPlanReport(const PlanResult& plan, const SimulatedRun& best) {
+  std::string body = PlanSummary(plan) + PlanTop(plan) + PlanChart(plan);
+  if (best.config != nullptr) body += SimulationSections(best, "the best layout");
+  return Page(fmt::format("ppb-sim plan report: {} on {} GPUs",
+                          plan.model_name.empty() ? "model" : plan.model_name, plan.settings.gpus),
+              body);
+}
+
 }  // namespace ppb

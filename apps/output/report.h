@@ -11,6 +11,7 @@
 #include <string>
 
 #include "apps/input/config.h"
+#include "apps/output/plan_output.h"
 #include "apps/output/search_output.h"
 #include "core/engine.h"
 
@@ -33,5 +34,11 @@ std::string FormatSimReport(const SimulatedRun& sim);
 // names (e.g. "nothing fits; shown: baseline even split, no recompute").
 std::string FormatSearchReport(const RunConfig& config, const SearchReport& report,
                                const SimulatedRun& shown, const std::string& shown_note);
+
+// The report of `ppb-sim plan`: the answer and its proof or gap, the
+// space's counts, the top layouts, the fastest step found per (tensor
+// parallel, pipeline parallel) as a shaded table, and the best layout
+// simulated (`best`, when one fits).
+std::string FormatPlanReport(const PlanResult& plan, const SimulatedRun& best);
 
 }  // namespace ppb
