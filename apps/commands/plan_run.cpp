@@ -225,7 +225,10 @@ Status Load(PlanState& st) {
   if (st.limit > 0) st.deadline = st.t0 + std::chrono::nanoseconds(st.limit);
 
   // The file's own layout and strategy ("your config").
-  if (Result<RunConfig> own = ParseConfigYaml(root, filename, CliOverrides{}); own.ok()) {
+  Result<RunConfig> own = ParseConfigYaml(root, filename, CliOverrides{});
+  // A file with a pipeline section of its own says what it would run.
+  if (!own.ok() && root["pipeline"]) res.yours_error = own.error().message;
+  if (own.ok()) {
     st.yours = OwnLayout(*own);
     if (st.yours && std::int64_t{st.yours->t} * st.yours->cp * st.yours->p * st.yours->d != s.gpus) {
       st.yours.reset();
@@ -238,14 +241,24 @@ Status Load(PlanState& st) {
   st.n_layouts = static_cast<int>(space.layouts.size());
   for (PlanLayout& l : space.layouts) {
     Result<RunConfig> cfg = ParseConfigYaml(LayoutDocument(st.text, l), filename, CliOverrides{});
+    const int n_layers = static_cast<int>(probe->layers.size());
+    if (!cfg.ok() && cfg.error().key == "model.layers" && n_layers >= l.p * l.v) {
+      // The default even split leaves a chunk empty: load with the most even
+      // counts instead (the search chooses the split).
+      cfg = ParseConfigYaml(LayoutDocument(st.text, l, n_layers), filename, CliOverrides{});
+    }
     if (!cfg.ok()) {
-      res.refused["the loader: " + cfg.error().key]++;
+      const std::string why = "the loader: " + cfg.error().key;
+      res.refused[why]++;
+      res.refused_example.try_emplace(why, cfg.error().message);
       ++st.done;
       continue;
     }
     Result<SearchProblem> problem = BuildSearchProblem(*cfg);
     if (!problem.ok()) {
-      res.refused["the search: " + problem.error().key]++;
+      const std::string why = "the search: " + problem.error().key;
+      res.refused[why]++;
+      res.refused_example.try_emplace(why, problem.error().message);
       ++st.done;
       continue;
     }

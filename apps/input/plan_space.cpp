@@ -230,7 +230,7 @@ YAML::Node Section(YAML::Node root, const char* key) {
 
 }  // namespace
 
-YAML::Node LayoutDocument(std::string_view text, const PlanLayout& l) {
+YAML::Node LayoutDocument(std::string_view text, const PlanLayout& l, int n_layers) {
   // Loaded afresh (a clone would lose the marks that place errors).
   YAML::Node doc = YAML::Load(std::string(text));
   Remove(doc, "plan");
@@ -275,6 +275,19 @@ YAML::Node LayoutDocument(std::string_view text, const PlanLayout& l) {
       }
       if (!keep) st.remove("recompute");
     }
+  }
+  if (n_layers > 0) {
+    // Counts per global stage as even as the layers allow, every stage
+    // holding one: a split the loader takes where its default even split
+    // (head and MTP layers pinned to the last stage) would leave a chunk
+    // empty; the search chooses the split anyway.
+    const int stages = l.p * l.v;
+    YAML::Node counts(YAML::NodeType::Sequence);
+    for (int st = 0; st < stages; ++st) {
+      counts.push_back(n_layers / stages + (st < n_layers % stages ? 1 : 0));
+    }
+    YAML::Node strategy = Section(doc, "strategy");
+    strategy["layers_per_chunk"] = counts;
   }
   return doc;
 }

@@ -81,8 +81,11 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s,
 // microbatch_group, the plan and the search lists removed;
 // overlap_param_gather off without the distributed optimizer; a split of
 // strategy.* removed, its recompute kept only where it names no per-stage
-// counts), ready for ParseConfigYaml. REQUIRES: `text` is valid YAML.
-YAML::Node LayoutDocument(std::string_view text, const PlanLayout& layout);
+// counts), ready for ParseConfigYaml. With n_layers > 0 (the model's
+// layers, at least p x v), strategy.layers_per_chunk is set to the most
+// even counts per global stage (for a layout whose default even split the
+// loader refuses). REQUIRES: `text` is valid YAML.
+YAML::Node LayoutDocument(std::string_view text, const PlanLayout& layout, int n_layers = 0);
 
 // The document the plan reads the job from: `text` as one layout with
 // t = cp = ep = p = d = mbs = 1 (1f1b), so that the model, training and

@@ -165,10 +165,17 @@ std::string FormatPlanText(const PlanResult& r) {
   if (r.yours) {
     o += fmt::format("your config ({}): {:.1f} ms, {}\n", r.yours_layout, Ms(r.yours->makespan),
                      r.yours->feasible ? "fits" : "does not fit");
+  } else if (!r.yours_error.empty()) {
+    o += fmt::format("your config does not load as written: {}\n", r.yours_error);
   }
   if (!r.refused.empty()) {
     o += "refused:\n";
-    for (const auto& [why, n] : r.refused) o += fmt::format("  {:>8}  {}\n", n, why);
+    for (const auto& [why, n] : r.refused) {
+      o += fmt::format("  {:>8}  {}\n", n, why);
+      if (auto it = r.refused_example.find(why); it != r.refused_example.end()) {
+        o += fmt::format("            e.g. {}\n", it->second);
+      }
+    }
   }
   if (r.processes > 1) o += fmt::format("layouts shared by {} MPI processes\n", r.processes);
   if (r.first_answer_s >= 0) {
@@ -212,6 +219,8 @@ std::string FormatPlanJson(const PlanResult& r) {
     j["your_config"] = {{"layout", r.yours_layout},
                         {"iteration_time_ns", r.yours->makespan},
                         {"fits", r.yours->feasible}};
+  } else if (!r.yours_error.empty()) {
+    j["your_config"] = {{"error", r.yours_error}};
   } else {
     j["your_config"] = nullptr;
   }

@@ -56,6 +56,8 @@ struct PlanResult {
   std::int64_t seq = 0, global_batch = 0;
   std::int64_t total = 0;                        // combinations considered
   std::map<std::string, std::int64_t> refused;   // reason -> count
+  // The loader's or the search's refusals: one full message per reason.
+  std::map<std::string, std::string> refused_example;
   std::int64_t pruned_by_memory = 0, pruned_by_bound = 0, searched = 0;
   std::vector<PlanEntry> top;  // the best layouts, best first (feasible only)
   bool found = false;
@@ -71,6 +73,7 @@ struct PlanResult {
   // plan.gpus GPUs and loads): its time and whether it fits.
   std::optional<Candidate> yours;
   std::string yours_layout;  // DescribeLayout of it
+  std::string yours_error;   // why the file as written does not load (else empty)
   // The fastest step found at each (tensor parallel, pipeline parallel)
   // over every layout (for the report's chart).
   std::map<std::pair<int, int>, Nanos> best_by_tp;

@@ -1,0 +1,59 @@
+// `ppb-sim plan` on issue 34's benchmarks (bench/plan/*.yaml), each at its
+// plan.time_limit (60 s): GPT-3 175B on 1,024 A100s over Calculon's space
+// and more, Llama-3-70B on 256 H100s (target megatron), a DeepSeek-V3-like
+// MoE on 2,048 H100s with expert parallelism. One iteration each; counters:
+// best_ms, bound_ms, gap, proved, first_s (the first answer), first_gap
+// (the first answer's excess over the final answer), layouts, searched,
+// pruned (by memory and bound), refused. Its own binary: the three take
+// three minutes.
+#include <benchmark/benchmark.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "apps/commands/plan_run.h"
+
+namespace {
+
+void BM_Plan(benchmark::State& state, const char* file) {
+  const std::string path = std::string(PPB_BENCH_PLAN_DIR) + "/" + file;
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  for (auto _ : state) {
+    ppb::Result<ppb::PlanResult> r = ppb::RunPlan(text.str(), path, ppb::PlanOptions{});
+    if (!r.ok()) {
+      state.SkipWithError(r.error().message.c_str());
+      return;
+    }
+    const ppb::PlanResult& p = *r;
+    std::int64_t refused = 0;
+    for (const auto& [why, n] : p.refused) refused += n;
+    const double best = p.found ? static_cast<double>(p.top.front().best->makespan) / 1e6 : 0;
+    state.counters["best_ms"] = best;
+    state.counters["bound_ms"] = static_cast<double>(p.lower_bound) / 1e6;
+    state.counters["gap"] = p.gap;
+    state.counters["proved"] = p.proved_optimal ? 1 : 0;
+    state.counters["first_s"] = p.first_answer_s;
+    state.counters["first_gap"] =
+        p.incumbents.empty() || best <= 0
+            ? 0
+            : static_cast<double>(p.incumbents.front().second) / 1e6 / best - 1;
+    state.counters["layouts"] = static_cast<double>(p.total);
+    state.counters["searched"] = static_cast<double>(p.searched);
+    state.counters["pruned"] = static_cast<double>(p.pruned_by_memory + p.pruned_by_bound);
+    state.counters["refused"] = static_cast<double>(refused);
+  }
+}
+
+BENCHMARK_CAPTURE(BM_Plan, gpt3_175b_1024_a100, "gpt3-175b-1024.yaml")
+    ->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_Plan, llama3_70b_256_h100, "llama3-70b-256.yaml")
+    ->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_Plan, deepseek_v3_2048_h100, "deepseek-v3-2048.yaml")
+    ->Iterations(1)->Unit(benchmark::kSecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
