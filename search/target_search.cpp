@@ -35,6 +35,28 @@ namespace ppb::search_detail {
 
 namespace {
 
+// The root bound of choice `c` under o.setting (RootBound and the path
+// bound: `path0` and `pb_min` are the choice's PathWeights mixture), kInf
+// where Searcher::Prepare closes the choice (no split, or nothing the
+// framework can run under it); `rr` gets RootBound's relaxation.
+Nanos SettingRoot(const SearchProblem& problem, const SearchOptions& o, const ChoiceContext& c,
+                  Nanos path0, double pb_min, RootRelaxation& rr) {
+  const int kmin = problem.allow_empty_chunks ? 0 : 1;
+  if (c.L < c.S * kmin ||
+      !ChoiceRefusal(o.target, problem.layers, c.v, c.spec.placement == StagePlacement::V, c.p,
+                     c.m, EffectiveGroup(c.choice, c.p, c.m))
+           .empty()) {
+    return kInf;
+  }
+  const ChoiceProblem cp(problem, o, c);
+  Nanos own = RootBound(cp, nullptr, nullptr, rr);
+  if (path0 > 0 && own < kInf) {
+    own = std::max(own, path0 + static_cast<Nanos>(std::floor(
+                                    pb_min * static_cast<double>(rr.forced_recompute))));
+  }
+  return own;
+}
+
 // Each setting's bound: the least over the schedule choices of the
 // searcher's root bound under it (RootBound and the path bound) (kInf: no choice holds a split it can
 // run). 0 for every setting in a placement search (its root bound holds
@@ -60,30 +82,14 @@ Result<std::vector<Nanos>> SettingBounds(const SearchProblem& problem, const Sea
     path0[i] = PathWeights(cp, 0, mix);
     if (!mix.pb_min.empty()) pb_min[i] = mix.pb_min[0];
   }
-  const int kmin = problem.allow_empty_chunks ? 0 : 1;
   for (size_t k = 0; k < settings.size(); ++k) {
     SearchOptions o = options;
     o.setting = settings[k];
     Nanos b = kInf;
     for (size_t i = 0; i < ctxs->size(); ++i) {
       if (PastDeadline(options)) return std::vector<Nanos>(settings.size(), 0);
-      const ChoiceContext& c = (*ctxs)[i];
-      // What Searcher::Prepare closes: no split, or nothing the framework
-      // can run under this choice.
-      if (c.L < c.S * kmin ||
-          !ChoiceRefusal(o.target, problem.layers, c.v, c.spec.placement == StagePlacement::V,
-                         c.p, c.m, EffectiveGroup(c.choice, c.p, c.m))
-               .empty()) {
-        continue;
-      }
-      const ChoiceProblem cp(problem, o, c);
       RootRelaxation rr;
-      Nanos own = RootBound(cp, nullptr, nullptr, rr);
-      if (path0[i] > 0) {
-        own = std::max(own, path0[i] + static_cast<Nanos>(std::floor(
-                                           pb_min[i] * static_cast<double>(rr.forced_recompute))));
-      }
-      b = std::min(b, own);
+      b = std::min(b, SettingRoot(problem, o, (*ctxs)[i], path0[i], pb_min[i], rr));
     }
     bound[k] = b;
   }
@@ -307,7 +313,6 @@ Result<Nanos> LowerBound(const SearchProblem& problem, const SearchOptions& opti
     for (const Layer& l : problem.layers) floor += l.optimizer;
     floor /= std::max(1, problem.p);
   }
-  const int kmin = problem.allow_empty_chunks ? 0 : 1;
   Nanos b = kInf;
   for (const ChoiceContext& c : *ctxs) {
     // As SettingBounds: one path mixture per choice.
@@ -323,21 +328,11 @@ Result<Nanos> LowerBound(const SearchProblem& problem, const SearchOptions& opti
       if (PastDeadline(o)) return 0;
       SearchOptions os = o;
       os.setting = setting;
-      if (c.L < c.S * kmin ||
-          !ChoiceRefusal(os.target, problem.layers, c.v, c.spec.placement == StagePlacement::V,
-                         c.p, c.m, EffectiveGroup(c.choice, c.p, c.m))
-               .empty()) {
-        continue;
-      }
-      const ChoiceProblem cp(problem, os, c);
       RootRelaxation rr;
-      Nanos own = RootBound(cp, nullptr, nullptr, rr);
-      if (own >= kInf) continue;  // nothing fits under this setting
-      if (path0 > 0) {
-        own = std::max(own, path0 + static_cast<Nanos>(std::floor(
-                                        pb_min * static_cast<double>(rr.forced_recompute))));
-      }
+      Nanos own = SettingRoot(problem, os, c, path0, pb_min, rr);
+      if (own >= kInf) continue;  // closed, or nothing fits under this setting
       own = ScaleBound(own, c.bound_scale);
+      const ChoiceProblem cp(problem, os, c);
       // What can beat `below` ends its pipeline by below - floor: the
       // open-tree bound over the root's decoder counts (valid for every
       // strategy that ends by then, and above it when none does).

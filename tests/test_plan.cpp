@@ -56,6 +56,13 @@ const std::string kSpace = R"(plan:
   time_limit: 0s
 )";
 
+// The plan space of the job `text`.
+PlanSpace SpaceOf(const std::string& text) {
+  Result<RunConfig> probe = ParseConfigYaml(ProbeDocument(text), "job.yaml", {});
+  REQUIRE(probe.ok());
+  return EnumeratePlan(*probe, *probe->plan, nullptr);
+}
+
 struct Layout {
   PlanLayout layout;
   SearchProblem problem;
@@ -183,9 +190,7 @@ TEST_CASE("plan: the space's rules, each refusal counted by reason", "[plan]") {
   target: megatron
   time_limit: 0s
 )");
-  Result<RunConfig> probe = ParseConfigYaml(ProbeDocument(text), "job.yaml", {});
-  REQUIRE(probe.ok());
-  const PlanSpace space = EnumeratePlan(*probe, *probe->plan, nullptr);
+  const PlanSpace space = SpaceOf(text);
   // 4 t x 2 cp x 2 ep x 2 p = 32 shapes; each with 1 mbs, 1 dist-opt and
   // 2 (schedule, v) pairs (1f1b v1, zb-v v2) and one recompute choice: 2
   // combinations per shape (sp: true at t > 1, false at t = 1: one each).
@@ -223,9 +228,7 @@ TEST_CASE("plan: megatron refuses the schedules it does not run, and p < 2 inter
   target: megatron
   time_limit: 0s
 )");
-  Result<RunConfig> probe = ParseConfigYaml(ProbeDocument(text), "job.yaml", {});
-  REQUIRE(probe.ok());
-  const PlanSpace space = EnumeratePlan(*probe, *probe->plan, nullptr);
+  const PlanSpace space = SpaceOf(text);
   // p in {1, 2} x (1f1b v1, interleaved v2, zb-v v2) = 6; m = 16 / (8 / p).
   CHECK(space.total == 6);
   CHECK(space.refused.at("megatron runs 1f1b and interleaved only") == 2);

@@ -253,4 +253,14 @@ std::optional<RunConfig> Load(const po::variables_map& vm,
   return std::move(*config);
 }
 
+std::optional<DeployTarget> TargetFlag(const std::string& text, std::ostream& err) {
+  const std::optional<DeployTarget> t = TargetFromName(text);
+  if (!t) {
+    err << "ppb-sim: --target: must be any, megatron, mindformers, torchtitan or deepspeed; "
+           "got '"
+        << text << "'\n";
+  }
+  return t;
+}
+
 }  // namespace ppb::commands

@@ -77,6 +77,10 @@ Result<int> PositiveInt(const std::string& flag, const std::string& text);
 Result<std::vector<int>> PositiveIntList(const std::string& flag,
                                          const std::string& text);
 
+// A --target value (any, megatron, mindformers, torchtitan, deepspeed);
+// nullopt after reporting a bad one on `err`.
+std::optional<DeployTarget> TargetFlag(const std::string& text, std::ostream& err);
+
 // A comma-separated list of names ("1f1b,interleaved"); names are checked
 // by the config loader.
 Result<std::vector<std::string>> NameList(const std::string& flag,

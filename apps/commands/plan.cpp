@@ -158,13 +158,8 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     options.node_limit = *n;
   }
   if (vm.count("target")) {
-    const std::optional<DeployTarget> t = TargetFromName(str("target"));
-    if (!t) {
-      err << "ppb-sim: --target: must be any, megatron, mindformers, torchtitan or deepspeed; "
-             "got '"
-          << str("target") << "'\n";
-      return kExitBadInput;
-    }
+    const std::optional<DeployTarget> t = TargetFlag(str("target"), err);
+    if (!t) return kExitBadInput;
     ov.target = *t;
   }
   // Under mpirun every rank settles its share of the layouts; rank 0

@@ -107,13 +107,8 @@ bool SearchOverrides(const po::variables_map& vm, CliOverrides& ov,
     *slot = *x;
   }
   if (vm.count("target")) {
-    const std::optional<DeployTarget> t = TargetFromName(str("target"));
-    if (!t) {
-      err << "ppb-sim: --target: must be any, megatron, mindformers, torchtitan or "
-             "deepspeed; got '"
-          << str("target") << "'\n";
-      return false;
-    }
+    const std::optional<DeployTarget> t = TargetFlag(str("target"), err);
+    if (!t) return false;
     ov.target = *t;
   }
   if (vm.count("schedules")) {

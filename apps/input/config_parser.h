@@ -124,6 +124,8 @@ class Parser : public ConfigReader {
   // config_search.cpp: search.*
   Status ParseSearch(const Entry* section);
   Status ParsePlan(const Entry* section);
+  Result<DeployTarget> Target(const Entry& x);
+  Result<Nanos> TimeLimit(const Entry& x);
   Status PlanIntList(const Entries& e, std::string_view name, std::vector<int>& out);
   Status PlanBoolList(const Entries& e, std::string_view name, std::vector<bool>& out);
   // The items of plan.<name>: a list, or one scalar as a list of one.

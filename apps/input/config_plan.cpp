@@ -116,15 +116,14 @@ Status Parser::ParsePlan(const Entry* section) {
   if (cli_.target) {
     out.target = *cli_.target;
   } else if (const Entry* x = Find(e, "target")) {
-    Result<size_t> i =
-        Choice(x->value, x->path, {"any", "megatron", "mindformers", "torchtitan", "deepspeed"});
-    if (!i.ok()) return i.error();
-    out.target = static_cast<DeployTarget>(*i);  // Target's order
+    Result<DeployTarget> t = Target(*x);
+    if (!t.ok()) return t.error();
+    out.target = *t;
   }
   if (cli_.time_limit) {
     out.time_limit = *cli_.time_limit;
   } else if (const Entry* x = Find(e, "time_limit")) {
-    Result<Nanos> t = Duration(x->value, x->path, false, 1'000'000'000'000'000'000, "1000000000s");
+    Result<Nanos> t = TimeLimit(*x);
     if (!t.ok()) return t.error();
     out.time_limit = *t;
   }

@@ -40,11 +40,7 @@ Status Parser::ParseSearch(const Entry* section) {
   };
   PPB_RETURN_IF_ERROR(SearchValue(
       e, "time_limit", cli_.time_limit, out.time_limit,
-      [&](const Entry& x) {
-        // As --time-limit: up to 10^9 s.
-        return Duration(x.value, x.path, false, 1'000'000'000'000'000'000,
-                        "1000000000s");
-      }));
+      [&](const Entry& x) { return TimeLimit(x); }));
   PPB_RETURN_IF_ERROR(SearchValue(
       e, "node_limit", cli_.node_limit, out.node_limit, [&](const Entry& x) {
         return Integer(x.value, x.path, 1, INT64_MAX, "a positive integer");
@@ -61,10 +57,9 @@ Status Parser::ParseSearch(const Entry* section) {
     cfg_.key_lines["search.target"] = 0;
     out.target = *cli_.target;
   } else if (const Entry* x = Find(e, "target")) {
-    Result<size_t> i =
-        Choice(x->value, x->path, {"any", "megatron", "mindformers", "torchtitan", "deepspeed"});
-    if (!i.ok()) return i.error();
-    out.target = static_cast<DeployTarget>(*i);  // Target's order
+    Result<DeployTarget> t = Target(*x);
+    if (!t.ok()) return t.error();
+    out.target = *t;
   }
   if (const Entry* x = Find(e, "device_order")) {
     Result<size_t> i = Choice(x->value, x->path, {"search", "given"});
@@ -76,6 +71,20 @@ Status Parser::ParseSearch(const Entry* section) {
     out.search_device_order = *i == 0;
   }
   return Status();
+}
+
+// A framework name (search.target, plan.target).
+Result<DeployTarget> Parser::Target(const Entry& x) {
+  Result<size_t> i =
+      Choice(x.value, x.path, {"any", "megatron", "mindformers", "torchtitan", "deepspeed"});
+  if (!i.ok()) return i.error();
+  return static_cast<DeployTarget>(*i);  // Target's order
+}
+
+// A time limit (search.time_limit, plan.time_limit): as --time-limit, up to
+// 10^9 s; 0 for none.
+Result<Nanos> Parser::TimeLimit(const Entry& x) {
+  return Duration(x.value, x.path, false, 1'000'000'000'000'000'000, "1000000000s");
 }
 
 // search.<name> into `out`: the command line's value (its key recorded at

@@ -122,15 +122,14 @@ Json PartsJson(const BubbleParts& parts, Nanos iteration) {
               {"largest_loss", BubbleTermKey(parts.largest_loss())}};
 }
 
-// The seven parts of the step (core/breakdown.h StepParts) in ms.
-Json StepPartsJson(const StepParts& x) {
+}  // namespace
+
+nlohmann::ordered_json StepPartsJson(const StepParts& x) {
   return {{"compute", ToMs(x.compute)},     {"collectives", ToMs(x.collectives)},
           {"recompute", ToMs(x.recompute)}, {"bubble", ToMs(x.bubble)},
           {"grad_sync", ToMs(x.grad_sync)}, {"optimizer", ToMs(x.optimizer)},
           {"waiting", ToMs(x.waiting)}};
 }
-
-}  // namespace
 
 std::string FormatBytes(Bytes b) {
   const double x = static_cast<double>(b);

@@ -3,6 +3,8 @@
 // write the strings where they belong.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
@@ -12,6 +14,10 @@
 #include "core/engine.h"
 
 namespace ppb {
+
+// The seven parts of the step (core/breakdown.h StepParts) in ms, as the
+// JSON reports write them.
+nlohmann::ordered_json StepPartsJson(const StepParts& x);
 
 // "1f1b (megatron)", "interleaved (megatron, g=4)", "custom": the schedule
 // as the reports name it.

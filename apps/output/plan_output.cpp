@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "apps/output/output.h"
 #include "search/deployable.h"
 
 namespace ppb {
@@ -35,12 +36,6 @@ Bytes Capacity(const PlanEntry& e) {
   return c;
 }
 
-Json PartsJson(const StepParts& x) {
-  return {{"compute", Ms(x.compute)},     {"collectives", Ms(x.collectives)},
-          {"recompute", Ms(x.recompute)}, {"bubble", Ms(x.bubble)},
-          {"grad_sync", Ms(x.grad_sync)}, {"optimizer", Ms(x.optimizer)},
-          {"waiting", Ms(x.waiting)}};
-}
 
 Json EntryJson(const PlanEntry& e) {
   const PlanLayout& l = e.layout;
@@ -71,7 +66,7 @@ Json EntryJson(const PlanEntry& e) {
   j["max_peak_memory_bytes"] = c.max_peak;
   j["memory_capacity_bytes"] = Capacity(e);
   j["fits"] = c.feasible;
-  j["step_breakdown_ms"] = e.parts ? PartsJson(*e.parts) : Json(nullptr);
+  j["step_breakdown_ms"] = e.parts ? StepPartsJson(*e.parts) : Json(nullptr);
   j["note"] = e.note;
   return j;
 }
