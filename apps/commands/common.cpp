@@ -205,6 +205,18 @@ bool RunEmit(EmitRequest& req, const RunConfig& config, const Program& program,
   return true;
 }
 
+std::optional<Emission> EmitOne(Framework f, const RunConfig& config, std::ostream& err) {
+  auto run = Prepare(config);
+  if (!run.ok()) {
+    err << run.error().message << "\n";
+    return std::nullopt;
+  }
+  EmitRequest one;
+  one.frameworks = {f};
+  if (!RunEmit(one, config, run->program, err)) return std::nullopt;
+  return std::move(one.emissions.front());
+}
+
 std::string EmitJson(const std::string& json, const EmitRequest& req) {
   if (req.emissions.empty() || !req.file.empty()) return json;
   return AddEmissionsToJson(json, req.emissions);

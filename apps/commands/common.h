@@ -137,6 +137,10 @@ std::optional<EmitRequest> ReadEmitFlags(const po::variables_map& vm,
 bool RunEmit(EmitRequest& req, const RunConfig& config, const Program& program,
              std::ostream& err);
 
+// `config` prepared and emitted for framework `f` alone; nullopt after
+// reporting a refusal (or a config that does not prepare) on `err`.
+std::optional<Emission> EmitOne(Framework f, const RunConfig& config, std::ostream& err);
+
 // The JSON report with an "emit" object when the output goes with it.
 std::string EmitJson(const std::string& json, const EmitRequest& req);
 

@@ -220,18 +220,9 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
           << TargetName(TargetOf(f)) << "; nothing emitted\n";
       continue;
     }
-    const RunConfig best = e->note == "your config"
-                               ? *e->config
-                               : CandidateConfig(*e->config, *e->problem, *e->best);
-    auto run = Prepare(best);
-    if (!run.ok()) {
-      err << run.error().message << "\n";
-      return kExitBadInput;
-    }
-    EmitRequest one;
-    one.frameworks = {f};
-    if (!RunEmit(one, best, run->program, err)) return kExitBadInput;
-    Emission& em = one.emissions.front();
+    std::optional<Emission> emitted = EmitOne(f, EntryConfig(*e), err);
+    if (!emitted) return kExitBadInput;
+    Emission& em = *emitted;
     if (e != &plan->top.front()) {
       em.text += fmt::format(
           "# ppb: the best layout ({:.3f} ms) is not one {} runs as simulated; this is the best "
@@ -258,8 +249,7 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     SimulatedRun shown;
     if (!plan->top.empty()) {
       const PlanEntry& e = plan->top.front();
-      best_config = e.note == "your config" ? *e.config
-                                            : CandidateConfig(*e.config, *e.problem, *e.best);
+      best_config = EntryConfig(e);
       if (auto prepared = Prepare(*best_config); prepared.ok()) {
         run = std::move(*prepared);
         SimOptions so;

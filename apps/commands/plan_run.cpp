@@ -82,8 +82,7 @@ bool VPlaced(const std::string& schedule, int v) {
 
 // The entry's best simulated in full: its step parts and figures.
 void Describe(PlanEntry& e) {
-  const RunConfig cfg =
-      e.note == "your config" ? *e.config : CandidateConfig(*e.config, *e.problem, *e.best);
+  const RunConfig cfg = EntryConfig(e);
   Result<PreparedRun> run = Prepare(cfg);
   if (!run.ok()) return;
   Engine engine;
@@ -587,6 +586,10 @@ Status ApplyPart(PlanState& st, const std::string& text) {
 }
 
 }  // namespace
+
+RunConfig EntryConfig(const PlanEntry& e) {
+  return e.note == "your config" ? *e.config : CandidateConfig(*e.config, *e.problem, *e.best);
+}
 
 Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,
                            const PlanOptions& opt) {

@@ -87,6 +87,10 @@ bool PlanFloorFits(const SearchProblem& problem,
 // LowerBound).
 Nanos PlanCheapBound(const SearchProblem& problem);
 
+// The run config of entry `e`'s best (the file's own for "your config"),
+// ready for Prepare: what is emitted and drawn. REQUIRES: e.best.
+RunConfig EntryConfig(const PlanEntry& e);
+
 // The plan of the job config `text` (read from `filename`); errors carry a
 // complete message (bad input, exit 2).
 Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,

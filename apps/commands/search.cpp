@@ -398,16 +398,10 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
       err << "; nothing emitted\n";
       continue;
     }
-    const RunConfig best = CandidateConfig(*config, *problem, d->result.best);
-    auto run = Prepare(best);
-    if (!run.ok()) {
-      err << run.error().message << "\n";
-      return kExitBadInput;
-    }
-    EmitRequest one;
-    one.frameworks = {f};
-    if (!RunEmit(one, best, run->program, err)) return kExitBadInput;
-    Emission& e = one.emissions.front();
+    std::optional<Emission> emitted =
+        EmitOne(f, CandidateConfig(*config, *problem, d->result.best), err);
+    if (!emitted) return kExitBadInput;
+    Emission& e = *emitted;
     if (!d->is_recommendation) {
       e.text += fmt::format(
           "# ppb: this is not the recommendation, which {} cannot express: it is the\n"
