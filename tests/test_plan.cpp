@@ -150,6 +150,8 @@ void CheckAgainstBruteForce(const std::string& text) {
   // Every combination is accounted for once.
   std::int64_t refused = 0;
   for (const auto& [why, n] : plan->refused) refused += n;
+  CHECK(plan->not_loaded == 0);
+  CHECK(plan->open == 0);
   CHECK(refused + plan->pruned_by_memory + plan->pruned_by_bound + plan->searched ==
         plan->total);
   CHECK(static_cast<std::int64_t>(all.size()) ==
@@ -176,6 +178,22 @@ TEST_CASE("plan: memory binds: fewer layouts fit, the answer still equals brute 
   std::string job = TinyJob(kSpace);
   job.replace(job.find("memory_reserve: 2560MiB"), 23, "memory_reserve: 3000MiB");
   CheckAgainstBruteForce(job);
+}
+
+TEST_CASE("plan: a time limit that comes while loading proves nothing and says so", "[plan]") {
+  std::string job = TinyJob(kSpace);
+  job.replace(job.find("time_limit: 0s"), 14, "time_limit: 1ns");
+  Result<PlanResult> plan = RunPlan(job, "job.yaml", PlanOptions{});
+  REQUIRE(plan.ok());
+  CHECK_FALSE(plan->proved_optimal);
+  CHECK(plan->lower_bound == 0);
+  CHECK(plan->stop_reason == "time limit");
+  CHECK(plan->not_loaded == 12);  // every layout the rules let through (16 - 4 refused)
+  std::int64_t refused = 0;
+  for (const auto& [why, n] : plan->refused) refused += n;
+  CHECK(refused + plan->pruned_by_memory + plan->pruned_by_bound + plan->searched + plan->open +
+            plan->not_loaded ==
+        plan->total);
 }
 
 TEST_CASE("plan: the space's rules, each refusal counted by reason", "[plan]") {

@@ -234,11 +234,28 @@ Status Load(PlanState& st) {
     }
     if (st.yours) st.own_config = std::make_shared<RunConfig>(std::move(*own));
   }
+  // The first answer: the file's own strategy, before any layout loads.
+  if (st.own_config) {
+    if (Result<SearchProblem> own_problem = BuildSearchProblem(*st.own_config); own_problem.ok()) {
+      Result<Candidate> c =
+          Evaluate(*own_problem, 0, st.own_config->strategy, Placement{}, st.deadline);
+      if (c.ok()) {
+        res.yours = *c;
+        res.yours_layout = DescribeLayout(*st.yours);
+        st.Offer(*c);
+      }
+    }
+  }
   PlanSpace space = EnumeratePlan(*probe, s, st.yours ? &*st.yours : nullptr);
   res.total = space.total;
   res.refused = space.refused;
   st.n_layouts = static_cast<int>(space.layouts.size());
   for (PlanLayout& l : space.layouts) {
+    // Past the time limit the rest is not even loaded: open, unbounded.
+    if (st.Past()) {
+      ++res.not_loaded;
+      continue;
+    }
     Result<RunConfig> cfg = ParseConfigYaml(LayoutDocument(st.text, l), filename, CliOverrides{});
     const int n_layers = static_cast<int>(probe->layers.size());
     if (!cfg.ok() && cfg.error().key == "model.layers" && n_layers >= l.p * l.v) {
@@ -290,17 +307,6 @@ Status Load(PlanState& st) {
   std::stable_sort(st.work.begin(), st.work.end(), [](const Working& a, const Working& b) {
     return a.entry.bound < b.entry.bound;
   });
-  if (st.own_config) {
-    if (Result<SearchProblem> own_problem = BuildSearchProblem(*st.own_config); own_problem.ok()) {
-      Result<Candidate> c =
-          Evaluate(*own_problem, 0, st.own_config->strategy, Placement{}, st.deadline);
-      if (c.ok()) {
-        res.yours = *c;
-        res.yours_layout = DescribeLayout(*st.yours);
-        st.Offer(*c);
-      }
-    }
-  }
   return Status();
 }
 
@@ -458,8 +464,9 @@ void Explore(PlanState& st) {
 // The proof or the gap, the counts and the top list.
 PlanResult Finish(PlanState& st) {
   PlanResult& res = st.res;
-  const Nanos lb = st.OpenBound();
-  bool all_closed = true;
+  // Layouts never loaded bound nothing: 0.
+  const Nanos lb = res.not_loaded > 0 ? 0 : st.OpenBound();
+  bool all_closed = res.not_loaded == 0;
   for (const Working& w : st.work) {
     all_closed = all_closed && (w.entry.closed || w.entry.bound >= st.incumbent);
     if (w.outcome == "searched") ++res.searched;
@@ -468,6 +475,8 @@ PlanResult Finish(PlanState& st) {
     // by bound too.
     if (w.outcome == "bound" || (w.outcome.empty() && w.entry.bound >= st.incumbent)) {
       ++res.pruned_by_bound;
+    } else if (w.outcome.empty()) {
+      ++res.open;  // never reached: the time limit came first
     }
     if (w.outcome.rfind("refused: ", 0) == 0) res.refused[w.outcome.substr(9)]++;
   }

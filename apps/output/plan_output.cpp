@@ -107,6 +107,14 @@ std::string FormatPlanText(const PlanResult& r) {
       "space: {} layouts; {} refused by the rules, {} pruned by memory, {} pruned by bound, "
       "{} searched\n",
       r.total, refused, r.pruned_by_memory, r.pruned_by_bound, r.searched);
+  if (r.open > 0) {
+    o += fmt::format("{} layouts not reached before the time limit (they bound the gap)\n",
+                     r.open);
+  }
+  if (r.not_loaded > 0) {
+    o += fmt::format("{} layouts not even loaded before the time limit: nothing is bounded\n",
+                     r.not_loaded);
+  }
   if (!r.found) {
     o += "no layout fits";
     o += r.stop_reason == "nothing fits" ? " (proved: every layout was searched or pruned)\n"
@@ -209,7 +217,9 @@ std::string FormatPlanJson(const PlanResult& r) {
                      {"refused_total", n_refused},
                      {"pruned_by_memory", r.pruned_by_memory},
                      {"pruned_by_bound", r.pruned_by_bound},
-                     {"searched", r.searched}};
+                     {"searched", r.searched},
+                     {"open", r.open},
+                     {"not_loaded", r.not_loaded}};
   if (r.yours) {
     j["your_config"] = {{"layout", r.yours_layout},
                         {"iteration_time_ns", r.yours->makespan},

@@ -59,6 +59,8 @@ struct PlanResult {
   // The loader's or the search's refusals: one full message per reason.
   std::map<std::string, std::string> refused_example;
   std::int64_t pruned_by_memory = 0, pruned_by_bound = 0, searched = 0;
+  std::int64_t not_loaded = 0;  // left when the time limit came while loading
+  std::int64_t open = 0;        // loaded, never reached before the time limit
   std::vector<PlanEntry> top;  // the best layouts, best first (feasible only)
   bool found = false;
   bool proved_optimal = false;
