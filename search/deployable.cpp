@@ -356,20 +356,21 @@ std::string ChoiceRefusal(DeployTarget target, const std::vector<Layer>& layers,
                       false);
 }
 
+bool SettingAllows(const RecomputeSetting& s, const std::vector<Layer>& layers,
+                   const Strategy& strategy) {
+  int first = 0;
+  for (int count : strategy.layers_per_stage) {
+    if (!StageAllowed(s, layers, first, first + count, strategy.recompute)) return false;
+    first += count;
+  }
+  return true;
+}
+
 std::optional<RecomputeSetting> ExpressingSetting(DeployTarget target,
                                                   const std::vector<Layer>& layers,
                                                   const Strategy& strategy) {
   for (const RecomputeSetting& s : RecomputeSettings(target, layers)) {
-    bool all = true;
-    int first = 0;
-    for (int count : strategy.layers_per_stage) {
-      if (!StageAllowed(s, layers, first, first + count, strategy.recompute)) {
-        all = false;
-        break;
-      }
-      first += count;
-    }
-    if (all) return s;
+    if (SettingAllows(s, layers, strategy)) return s;
   }
   return std::nullopt;
 }

@@ -116,6 +116,11 @@ std::string ChoiceRefusal(DeployTarget target, const std::vector<Layer>& layers,
 // fewer than p). Why g is refused; empty when Megatron runs it.
 std::string MegatronGroupRefusal(int p, int g, int m);
 
+// Whether every stage of `strategy` takes exactly the per-layer modes
+// setting `s` gives it (StageAllowed stage by stage).
+bool SettingAllows(const RecomputeSetting& s, const std::vector<Layer>& layers,
+                   const Strategy& strategy);
+
 // The setting of `target` that gives exactly the strategy's recompute, if
 // any (the first in RecomputeSettings' order).
 std::optional<RecomputeSetting> ExpressingSetting(DeployTarget target, const std::vector<Layer>& layers,

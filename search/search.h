@@ -143,6 +143,13 @@ struct SearchOptions {
   std::shared_ptr<search_detail::ContextCache> contexts;
 };
 
+// With the step's tail (problem.tail.enabled): what every strategy's
+// makespan exceeds its pipeline's end by at least, the optimizer's mean
+// share of a rank (sum over layers / p: every rank's optimizer starts after
+// the global gradient sync, which follows every pipeline end, and the
+// busiest rank's is at least the mean); 0 without the tail.
+Nanos TailOptimizerFloor(const SearchProblem& problem);
+
 // A lower bound on the makespan of every strategy Search(problem, options)
 // may return: the least, over the choices and the target's recompute
 // settings (only options.setting when given), of the searcher's root bound

@@ -73,7 +73,7 @@ class Searcher {
     top_list.cutoff = cp_.opt.cutoff;
     limits.start = Clock::now();
     sim_deadline_ = cp_.opt.deadline;
-    tail_floor_ = TailFloor();
+    tail_floor_ = TailOptimizerFloor(problem);
   }
 
   // Simulations still running at `deadline` (default: the options') are
@@ -252,11 +252,7 @@ class Searcher {
   // Whether a subtree whose pipeline-end bound is `bound` cannot enter the
   // top list: every strategy in it ends at least tail_floor_ later.
   bool ShouldPrune(Nanos bound) const;
-  // With the step's tail: the optimizer's mean share of a rank (every
-  // rank's optimizer follows the global gradient sync, which follows every
-  // pipeline end; the busiest rank's is at least the mean), 0 without.
-  Nanos TailFloor() const;
-  Nanos tail_floor_ = 0;
+  Nanos tail_floor_ = 0;  // TailOptimizerFloor (search.h) of the problem
 
   void Dfs(int s, int pos);
   Nanos ChildBound(int s, int pos, int k, const StageFixed& fx, Nanos rt, Nanos dev_rt) const;

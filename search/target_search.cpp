@@ -292,6 +292,13 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
 
 namespace ppb {
 
+Nanos TailOptimizerFloor(const SearchProblem& problem) {
+  if (!problem.tail.enabled) return 0;
+  Nanos opt = 0;
+  for (const Layer& l : problem.layers) opt += l.optimizer;
+  return opt / std::max(1, problem.p);
+}
+
 Result<Nanos> LowerBound(const SearchProblem& problem, const SearchOptions& options,
                          Nanos below) {
   using namespace search_detail;
@@ -306,13 +313,7 @@ Result<Nanos> LowerBound(const SearchProblem& problem, const SearchOptions& opti
   Result<std::vector<ChoiceContext>> ctxs = MakeContexts(problem, o, &cut);
   if (!ctxs.ok()) return ctxs.error();
   if (cut) return 0;
-  // The busiest rank's optimizer is at least the mean (RunTail: each
-  // rank's end is the global sync plus its own optimizer).
-  Nanos floor = 0;
-  if (problem.tail.enabled) {
-    for (const Layer& l : problem.layers) floor += l.optimizer;
-    floor /= std::max(1, problem.p);
-  }
+  const Nanos floor = TailOptimizerFloor(problem);
   Nanos b = kInf;
   for (const ChoiceContext& c : *ctxs) {
     // As SettingBounds: one path mixture per choice.

@@ -53,12 +53,6 @@ bool Searcher::ShouldPrune(Nanos bound) const {
   return (bound >= kInf ? bound : bound + tail_floor_) > PruneThreshold();
 }
 
-Nanos Searcher::TailFloor() const {
-  if (!cp_.pb.tail.enabled) return 0;
-  Nanos opt = 0;
-  for (const Layer& l : cp_.pb.layers) opt += l.optimizer;
-  return opt / std::max(1, cp_.c.p);
-}
 
 bool Searcher::CheckLimits() {
   if (limits.hit) return true;

@@ -19,6 +19,7 @@
 #include "apps/commands/search_mpi.h"
 #include "apps/commands/sweep_mpi.h"
 #include "apps/input/search_problem.h"
+#include "apps/output/output.h"
 #include "apps/output/plan_output.h"
 #include "apps/output/report.h"
 #include "core/engine.h"
@@ -29,21 +30,14 @@ namespace ppb::commands {
 
 namespace {
 
-bool VPlaced(const std::string& schedule, int v) {
-  const ScheduleInfo* info = FindSchedule(schedule);
-  return info != nullptr && info->placement == StagePlacement::V && v == 2;
-}
-
 // Whether framework `f` runs entry `e` as simulated: its schedule (Megatron
 // runs 1F1B and interleaved 1F1B only) and its split and recompute
 // (search/deployable.h).
 bool Runs(Framework f, const PlanEntry& e) {
   const DeployTarget t = TargetOf(f);
   const PlanLayout& l = e.layout;
-  if (t == DeployTarget::Megatron && l.schedule != "1f1b" && l.schedule != "interleaved") {
-    return false;
-  }
-  return Deployable(t, e.problem->layers, e.best->strategy, l.p, l.v, VPlaced(l.schedule, l.v));
+  if (!TargetRunsSchedule(t, l.schedule)) return false;
+  return Deployable(t, e.problem->layers, e.best->strategy, l.p, l.v, PlacementOf(l.schedule, l.v) == StagePlacement::V);
 }
 
 std::string ProgressLine(const PlanProgress& p) {

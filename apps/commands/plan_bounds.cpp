@@ -95,8 +95,6 @@ long double FillDrainBound(const SearchProblem& pr, const ScheduleChoice& choice
 }  // namespace
 
 Nanos PlanCheapBound(const SearchProblem& problem) {
-  Nanos opt = 0;
-  for (const Layer& l : problem.layers) opt += l.optimizer;
   double speed = -1;
   for (const Device& d : problem.cluster.devices) {
     if (speed < 0) speed = d.speed;
@@ -118,7 +116,7 @@ Nanos PlanCheapBound(const SearchProblem& problem) {
   }
   // Floored, less a rounding slack of 1 ns per layer.
   const auto p = static_cast<Nanos>(std::floor(pipe)) - static_cast<Nanos>(problem.layers.size());
-  return std::max<Nanos>(0, p) + (problem.tail.enabled ? opt / std::max(1, problem.p) : 0);
+  return std::max<Nanos>(0, p) + TailOptimizerFloor(problem);
 }
 
 }  // namespace ppb

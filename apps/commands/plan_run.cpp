@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/input/search_problem.h"
+#include "apps/output/output.h"
 #include "core/engine.h"
 #include "core/lower.h"
 #include "schedules/schedule.h"
@@ -44,10 +45,6 @@ std::optional<RecomputeSetting> SettingOf(const PlanLayout& l, DeployTarget targ
   return s;
 }
 
-}  // namespace
-
-namespace {
-
 // The layout with its recompute choice "search": whose bounds hold for its
 // uniform choices.
 std::string FreeKey(PlanLayout l) {
@@ -56,28 +53,10 @@ std::string FreeKey(PlanLayout l) {
   return DescribeLayout(l);
 }
 
-// Whether every stage of `st` takes the per-layer modes `setting` gives it
-// (no setting: any).
-bool Allowed(const std::optional<RecomputeSetting>& setting, const std::vector<Layer>& layers,
-             const Strategy& st) {
-  if (!setting) return true;
-  int first = 0;
-  for (int count : st.layers_per_stage) {
-    if (!StageAllowed(*setting, layers, first, first + count, st.recompute)) return false;
-    first += count;
-  }
-  return true;
-}
-
 // The even split with mode `mode` ("" none) on every layer that offers it.
 Strategy EvenWith(const SearchProblem& problem, int v, const std::string& mode) {
   Strategy s = EvenStrategy(problem.layers, problem.p, v);
   return mode.empty() ? s : WithModeEverywhere(std::move(s), problem.layers, mode);
-}
-
-bool VPlaced(const std::string& schedule, int v) {
-  const ScheduleInfo* info = FindSchedule(schedule);
-  return info != nullptr && info->placement == StagePlacement::V && v == 2;
 }
 
 // The entry's best simulated in full: its step parts and figures.
@@ -123,6 +102,7 @@ struct PlanState {
   PlanResult res;
   std::optional<PlanLayout> yours;
   std::shared_ptr<RunConfig> own_config;
+  std::shared_ptr<const SearchProblem> own_problem;  // built once, with own_config
   std::vector<Working> work;  // in order of the cheap bound
   int done = 0, n_layouts = 0;
   Nanos incumbent = kNoBound;
@@ -165,7 +145,8 @@ struct PlanState {
   // search's first tries may offer others).
   void Keep(PlanEntry& e, const Candidate& c) {
     if (!c.feasible) return;
-    if (!Allowed(SettingOf(e.layout, res.settings.target), e.problem->layers, c.strategy)) return;
+    const std::optional<RecomputeSetting> setting = SettingOf(e.layout, res.settings.target);
+    if (setting && !SettingAllows(*setting, e.problem->layers, c.strategy)) return;
     if (!e.best || Better(c, *e.best)) e.best = c;
     Offer(c);
   }
@@ -237,8 +218,9 @@ Status Load(PlanState& st) {
   // The first answer: the file's own strategy, before any layout loads.
   if (st.own_config) {
     if (Result<SearchProblem> own_problem = BuildSearchProblem(*st.own_config); own_problem.ok()) {
+      st.own_problem = std::make_shared<SearchProblem>(std::move(*own_problem));
       Result<Candidate> c =
-          Evaluate(*own_problem, 0, st.own_config->strategy, Placement{}, st.deadline);
+          Evaluate(*st.own_problem, 0, st.own_config->strategy, Placement{}, st.deadline);
       if (c.ok()) {
         res.yours = *c;
         res.yours_layout = DescribeLayout(*st.yours);
@@ -331,7 +313,7 @@ void FirstAnswers(PlanState& st) {
       const Strategy strategy = EvenWith(pr, v, mode);
       if (s.target != DeployTarget::Any &&
           !Deployable(s.target, pr.layers, strategy, pr.p, v,
-                      VPlaced(pr.choices.front().schedule, v))) {
+                      PlacementOf(pr.choices.front().schedule, v) == StagePlacement::V)) {
         continue;
       }
       Result<Candidate> c = Evaluate(pr, 0, strategy, Placement{}, first_end);
@@ -513,10 +495,8 @@ PlanResult Finish(PlanState& st) {
     e.best = *res.yours;
     e.closed = true;
     e.config = st.own_config;
-    if (Result<SearchProblem> own_problem = BuildSearchProblem(*st.own_config); own_problem.ok()) {
-      e.problem = std::make_shared<SearchProblem>(std::move(*own_problem));
-      entries.push_back(std::move(e));
-    }
+    e.problem = st.own_problem;  // res.yours came from it
+    entries.push_back(std::move(e));
   }
   // Fastest first; ties in bound order (the file's own last).
   std::vector<std::pair<Nanos, size_t>> order;

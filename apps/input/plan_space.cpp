@@ -106,6 +106,10 @@ std::string ShapeRefusal(const RunConfig& probe, const PlanSettings& s, int t, i
 
 }  // namespace
 
+bool TargetRunsSchedule(DeployTarget target, const std::string& schedule) {
+  return target != DeployTarget::Megatron || schedule == "1f1b" || schedule == "interleaved";
+}
+
 std::string DescribeLayout(const PlanLayout& l) {
   return fmt::format("t{} cp{} ep{} p{} d{} mbs{} m{} {} v{} {}{}{}", l.t, l.cp, l.ep, l.p, l.d,
                      l.mbs, l.m, l.schedule, l.v, l.recompute, l.sp ? " sp" : "",
@@ -164,8 +168,7 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
                   std::string why;
                   if (p * v > n_layers && !probe.allow_empty_chunks) {
                     why = "p x v exceeds the layers";
-                  } else if (s.target == DeployTarget::Megatron && sch != "1f1b" &&
-                             sch != "interleaved") {
+                  } else if (!TargetRunsSchedule(s.target, sch)) {
                     why = "megatron runs 1f1b and interleaved only";
                   } else if (p == 1 && v > 1) {
                     why = "interleaving needs p >= 2";

@@ -60,6 +60,12 @@ struct PlanLayout {
   bool yours = false;                // the job config's own layout
 };
 
+// Whether framework `target` runs schedule `schedule` itself: Megatron-LM
+// runs 1F1B and interleaved 1F1B only (schedules.py
+// get_forward_backward_func); the others any (their rules are
+// search/deployable.h's).
+bool TargetRunsSchedule(DeployTarget target, const std::string& schedule);
+
 // "t8 cp1 ep1 p8 d24 mbs1 1f1b v1 search": one layout for people.
 std::string DescribeLayout(const PlanLayout& l);
 
