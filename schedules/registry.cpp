@@ -71,6 +71,12 @@ const ScheduleInfo* FindSchedule(std::string_view name) {
   return nullptr;
 }
 
+int FixedChunksPerRank(std::string_view name) {
+  if (name == "gpipe" || name == "1f1b" || name == "zb-1p" || name == "zb-2p") return 1;
+  const ScheduleInfo* info = FindSchedule(name);
+  return info != nullptr && info->placement == StagePlacement::V ? 2 : 0;
+}
+
 const ScheduleInfo* FindScheduleByAnyName(std::string_view name) {
   constexpr std::string_view kClassPrefix = "Schedule";
   for (const ScheduleInfo& info : kSchedules) {

@@ -60,6 +60,11 @@ std::span<const ScheduleInfo> ScheduleRegistry();
 // nullptr when no schedule has that name.
 const ScheduleInfo* FindSchedule(std::string_view name);
 
+// The chunks per rank a schedule always runs: 1 for gpipe, 1f1b, zb-1p and
+// zb-2p (one stage per rank), 2 for the V placement; 0 where the config's v
+// applies (interleaved, looped-bfs, interleaved-zero-bubble, custom).
+int FixedChunksPerRank(std::string_view name);
+
 // The schedule a user's name means: a registry name or torch's name or class
 // name ("Interleaved1F1B", "ScheduleLoopedBFS"), in any case; nullptr when
 // none.

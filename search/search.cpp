@@ -239,6 +239,47 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   if (options.share == nullptr) {
     for (auto& s : searchers) s->TryFirst();
   }
+  const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(searchers.size())));
+  // Under a clock, the time is shared out over the choices (issue 32: more
+  // choices never hurt): a choice starts with an equal share of what is
+  // left over those not started (per thread), so time a choice does not
+  // use flows to the next, and with a cutoff at the K-th best strategy
+  // known when it starts (every choice's first tries, the choices that
+  // ended): a choice whose bound cannot beat it closes at once. Nothing
+  // pruned so can enter the top list, so the answer, its alternatives and
+  // its proof keep their meaning. A node-limited run (no clock) keeps its
+  // deterministic course.
+  const bool shared_clock =
+      searchers_options.deadline != Clock::time_point::max() && options.share == nullptr;
+  std::mutex clock_mu;
+  std::vector<Candidate> known;  // the K best strategies of ended choices and first tries
+  int not_started = n;
+  if (shared_clock) {
+    for (auto& s : searchers) {
+      for (const Candidate& c : s->top_list.top) OfferTop(known, c, options.top_k);
+    }
+  }
+  const auto start_share = [&](size_t i) {
+    std::lock_guard<std::mutex> lock(clock_mu);
+    const auto now = Clock::now();
+    const int waves = (not_started + threads - 1) / threads;
+    --not_started;
+    if (now < searchers_options.deadline) {
+      const auto share = (searchers_options.deadline - now) / std::max(1, waves);
+      opts[i].deadline = now + share;
+      if (opts[i].time_limit_s > 0) {
+        opts[i].time_limit_s = std::chrono::duration<double>(share).count();
+      }
+      // The open-tree bound's first round runs whatever the clock says:
+      // only with time for it (as for the whole search above).
+      if (std::chrono::duration<double>(share).count() < 50 * simulation_s) {
+        opts[i].open_tree_bound = false;
+      }
+    }
+    const Nanos cut = TopThreshold(known, options.top_k, options.cutoff);
+    searchers[i]->top_list.cutoff = cut >= kInf ? -1 : cut;
+    searchers[i]->RestartClock();
+  };
   // Under a share, choice i is unit i: searched here only when granted.
   std::vector<char> mine(searchers.size(), 1);
   auto run = [&](size_t i) {
@@ -246,9 +287,13 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
       mine[i] = 0;
       return;
     }
+    if (shared_clock) start_share(i);
     searchers[i]->Run();
+    if (shared_clock) {
+      std::lock_guard<std::mutex> lock(clock_mu);
+      for (const Candidate& c : searchers[i]->top_list.top) OfferTop(known, c, options.top_k);
+    }
   };
-  const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(searchers.size())));
   if (threads == 1) {
     for (size_t i = 0; i < searchers.size(); ++i) run(i);
   } else {

@@ -86,6 +86,16 @@ class Searcher {
   // when it has not run yet).
   void Run();
 
+  // Counts the clock (the options' time limit, the hand-over to the
+  // open-tree bound) from now: for a choice that starts after others ran.
+  // The times of the improvements so far move with it (negative: before).
+  void RestartClock() {
+    const auto now = Clock::now();
+    const double shift = std::chrono::duration<double>(now - limits.start).count();
+    for (auto& e : top_list.incumbents) e.first -= shift;
+    limits.start = now;
+  }
+
   // The strategies a user would try first (search/first_tries.h),
   // simulated and offered; once. SearchFixed runs every choice's before
   // any choice's Run, so a time limit never leaves a choice without them.

@@ -240,12 +240,12 @@ TEST_CASE("search problem: the choices make sense", "[search-cli]") {
   SECTION("errors") {
     CheckPrefix(BuildError(Tiny("search:\n  schedules: [1f1b]\n"
                                 "  virtual_stages: [2]\n")),
-                "run.yaml:19: search.virtual_stages: must be 1 unless "
-                "search.schedules lists interleaved; got 2");
+                "run.yaml:19: search.virtual_stages: must list only values a listed "
+                "schedule runs (1f1b runs v = 1); got 2");
     CheckPrefix(BuildError(Tiny("search:\n  schedules: [interleaved]\n"
                                 "  virtual_stages: [1, 2]\n")),
-                "run.yaml:19: search.virtual_stages: must list v >= 2 only "
-                "for schedule interleaved");
+                "run.yaml:19: search.virtual_stages: must list only values a listed "
+                "schedule runs (interleaved runs v >= 2); got 1");
     CheckPrefix(BuildError(Tiny("search:\n  schedules: [interleaved]\n")),
                 "run.yaml:14: pipeline.virtual_stages: must give interleaved "
                 "a v >= 2");
@@ -526,8 +526,8 @@ TEST_CASE("search and rank: bad command lines exit with status 2",
        config + ": --schedules: must be one of gpipe, 1f1b, interleaved"},
       {{"search", "--config", config, "--schedules", "1f1b",
         "--virtual-stages-list", "2"},
-       config + ": --virtual-stages-list: must be 1 unless search.schedules "
-                "lists interleaved; got 2"},
+       config + ": --virtual-stages-list: must list only values a listed schedule runs "
+                "(1f1b runs v = 1); got 2"},
       {{"search", "--config", config, "--trace", "t.json"},
        "ppb-sim: unrecognised option '--trace'"},
       {{"search", "--config", config, "--format", "yaml"},

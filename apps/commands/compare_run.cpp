@@ -61,12 +61,6 @@ std::string Reason(std::string_view filename, const Error& e, bool v_from_flag) 
   return s;
 }
 
-// Whether the registered schedule places its stages in a V (fixed v = 2).
-bool PlacementIsV(const std::string& schedule) {
-  const ScheduleInfo* info = FindSchedule(schedule);
-  return info != nullptr && info->placement == StagePlacement::V;
-}
-
 // "a", "a and b", "a, b and c".
 std::string JoinAnd(const std::vector<std::string>& items) {
   std::string out;
@@ -320,13 +314,13 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
         "interleaved runs with v = 2: the config has v = 1 (choose v with "
         "--virtual-stages or --vary pipeline.virtual_stages=2,4)");
   }
-  // gpipe and 1f1b run one chunk per rank, the V schedules two; the other
+  // gpipe, 1f1b, zb-1p and zb-2p run one chunk per rank, the V schedules two; the other
   // schedules take the varied / flag / config v (interleaved: as above).
   std::vector<std::string> flat, chunked, two;
   for (const std::string& s : table.schedules) {
-    (s == "gpipe" || s == "1f1b" ? flat
-     : PlacementIsV(s)           ? two
-                                 : chunked)
+    (FixedChunksPerRank(s) == 1   ? flat
+     : FixedChunksPerRank(s) == 2 ? two
+                                  : chunked)
         .push_back(s);
   }
   const bool v_given = v_varied || cli.virtual_stages.has_value();
@@ -359,10 +353,10 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
       CliOverrides ov = var.overrides;
       ov.schedule = schedule;
       const int v =
-          schedule == "gpipe" || schedule == "1f1b" ? 1
-          : PlacementIsV(schedule)                  ? 2
-          : var.v.value_or(cli.virtual_stages.value_or(
-                schedule == "interleaved" ? interleaved_v : base->shape.v));
+          FixedChunksPerRank(schedule) > 0
+              ? FixedChunksPerRank(schedule)
+              : var.v.value_or(cli.virtual_stages.value_or(
+                    schedule == "interleaved" ? interleaved_v : base->shape.v));
       ov.virtual_stages = v;
       row.v = v;
       row.p = ov.stages.value_or(base->shape.p);

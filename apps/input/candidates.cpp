@@ -91,12 +91,8 @@ Result<RankCandidate> Parser::ParseCandidate(const Entry& item,
     PPB_RETURN_IF_ERROR(CheckOps(v->path, cfg_.shape.p, c.v, cfg_.shape.m,
                                  std::to_string(c.v)));
     v_key_ = v->path;
-  } else if (schedule != nullptr &&
-             (c.schedule == "gpipe" || c.schedule == "1f1b")) {
-    c.v = 1;
-  } else if (schedule != nullptr) {
-    const ScheduleInfo* info = FindSchedule(c.schedule);
-    if (info != nullptr && info->placement == StagePlacement::V) c.v = 2;
+  } else if (schedule != nullptr && FixedChunksPerRank(c.schedule) > 0) {
+    c.v = FixedChunksPerRank(c.schedule);
   }
   c.params = base.schedule_params;
   if (const Entry* g = Find(e, "microbatch_group")) {

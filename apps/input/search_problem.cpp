@@ -94,38 +94,38 @@ Result<SearchProblem> BuildSearchProblem(const RunConfig& config) {
   const std::string g_key = s.microbatch_groups.empty()
                                 ? "pipeline.microbatch_group"
                                 : "search.microbatch_groups";
-  // Which v each schedule runs: gpipe and 1f1b 1, interleaved >= 2, the V
-  // schedules 2, looped-bfs and interleaved-zero-bubble any.
-  const auto fixed_v = [](const std::string& x) {
-    const ScheduleInfo* info = FindSchedule(x);
-    if (info != nullptr && info->placement == StagePlacement::V) return 2;
-    return x == "gpipe" || x == "1f1b" ? 1 : 0;
-  };
+  // Which v each schedule runs: gpipe, 1f1b, zb-1p and zb-2p 1 (one stage per
+  // rank), interleaved >= 2, the V schedules 2, looped-bfs and
+  // interleaved-zero-bubble any.
+  const auto fixed_v = [](const std::string& x) { return FixedChunksPerRank(x); };
   const bool interleaved = std::find(schedules.begin(), schedules.end(),
                                      "interleaved") != schedules.end();
-  const bool multi = std::any_of(
-      schedules.begin(), schedules.end(), [&](const std::string& x) {
-        return fixed_v(x) == 0;
-      });
-  const bool flat = std::any_of(
-      schedules.begin(), schedules.end(), [&](const std::string& x) {
-        return x != "interleaved" && fixed_v(x) != 2;
-      });
+  // Whether schedule x runs with v, and what it runs, for the error.
+  const auto takes = [&](const std::string& x, int v) {
+    const int fv = fixed_v(x);
+    if (fv != 0) return fv == v;
+    return x != "interleaved" || v >= 2;
+  };
+  const auto runs = [&]() {
+    std::string out;
+    for (const std::string& x : schedules) {
+      const int fv = fixed_v(x);
+      if (!out.empty()) out += ", ";
+      out += x + (fv != 0              ? " runs v = " + std::to_string(fv)
+                  : x == "interleaved" ? std::string(" runs v >= 2")
+                                       : std::string(" runs any v"));
+    }
+    return out;
+  };
 
   // Every listed value must be used by some listed schedule.
   if (!s.virtual_stages.empty()) {
     for (int v : vs) {
-      if (v == 1 && !flat) {
+      if (std::none_of(schedules.begin(), schedules.end(),
+                       [&](const std::string& x) { return takes(x, v); })) {
         return ConfigError(config, v_key,
-                           "must list v >= 2 only for schedule interleaved "
-                           "(v = 1 is gpipe or 1f1b, which search.schedules "
-                           "does not list); got 1");
-      }
-      if (v >= 2 && !multi) {
-        return ConfigError(
-            config, v_key,
-            "must be 1 unless search.schedules lists interleaved; got " +
-                std::to_string(v));
+                           "must list only values a listed schedule runs (" + runs() +
+                               "); got " + std::to_string(v));
       }
     }
   }
@@ -157,7 +157,7 @@ Result<SearchProblem> BuildSearchProblem(const RunConfig& config) {
   for (const std::string& schedule : schedules) {
     for (int v : vs) {
       if (!as_given && fixed_v(schedule) != 0) {
-        v = fixed_v(schedule);  // gpipe, 1f1b: 1; the V schedules: 2
+        v = fixed_v(schedule);  // gpipe, 1f1b, zb-1p, zb-2p: 1; the V schedules: 2
       } else if (!as_given && schedule == "interleaved" && v < 2) {
         continue;
       }
