@@ -14,6 +14,12 @@ namespace ppb {
 struct Program {
   // ops[d] = the compute ops device d executes, in order.
   std::vector<std::vector<Op>> ops;
+  // Where the order came from, when its generator chose among candidate
+  // orders (the adaptive zero-bubble schedules: which family's order was
+  // kept, and when it is the fixed schedule they generalise, that the
+  // planned orders were no faster); empty otherwise. The engine ignores it;
+  // simulate shows it.
+  std::string origin;
 
   size_t total_ops() const {
     size_t n = 0;

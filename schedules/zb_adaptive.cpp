@@ -183,11 +183,13 @@ Result<Program> GenerateAdaptive(const PipelineSpec& spec,
     }
   }
 
-  const zb::Orders best = zb::PlanBest(placed, plan);
-  if (best.empty()) {
+  const zb::Proposal best = zb::PlanBest(placed, plan);
+  if (best.orders.empty()) {
     return Error{"schedule", Cat({name, ": no candidate order ran to the end"})};
   }
-  return ToProgram(placed, best);
+  Program program = ToProgram(placed, best.orders);
+  program.origin = best.origin;
+  return program;
 }
 
 }  // namespace
@@ -229,14 +231,23 @@ Plan MakePlan(const PipelineSpec& spec, int multiple, Bytes bytes) {
   return plan;
 }
 
-Orders PlanBest(const PipelineSpec& spec, const Plan& plan) {
-  std::vector<Orders> candidates = AuthorsHeuristic(plan);
-  for (Orders& o : ReadyFirst(plan)) candidates.push_back(std::move(o));
-  candidates.push_back(BoundedOneFOneB(plan));
+std::string FallbackOrigin(std::string_view fixed) {
+  return std::string(fixed) + " (fallback: no planned order was faster)";
+}
+
+Proposal PlanBest(const PipelineSpec& spec, const Plan& plan) {
+  std::vector<Proposal> candidates;
+  for (Orders& o : AuthorsHeuristic(plan)) {
+    candidates.push_back({std::move(o), "the Zero Bubble authors' heuristic"});
+  }
+  for (Orders& o : ReadyFirst(plan)) {
+    candidates.push_back({std::move(o), "ppb's ready-first planner"});
+  }
+  candidates.push_back({BoundedOneFOneB(plan), FallbackOrigin("1F1B with split backward")});
   return PickBest(spec, plan, std::move(candidates));
 }
 
-Orders PickBest(const PipelineSpec& spec, const Plan& plan, std::vector<Orders> candidates) {
+Proposal PickBest(const PipelineSpec& spec, const Plan& plan, std::vector<Proposal> candidates) {
   // The engine needs capacities; the limit is checked on the orders.
   PipelineSpec sim = spec;
   sim.device_capacity.assign(static_cast<size_t>(spec.p),
@@ -244,17 +255,19 @@ Orders PickBest(const PipelineSpec& spec, const Plan& plan, std::vector<Orders> 
   Evaluator eval(sim, plan);
   bool have = false;
   Score best_score;
-  Orders best;
-  for (Orders& orders : candidates) {
-    const std::optional<Score> score = eval.Measure(orders);
+  Proposal best;
+  for (Proposal& c : candidates) {
+    const std::optional<Score> score = eval.Measure(c.orders);
     if (score && (!have || *score < best_score)) {
       have = true;
       best_score = *score;
-      best = std::move(orders);
+      best = std::move(c);
     }
   }
   if (!have) return {};
-  Polish(eval, best, best_score);
+  const Score kept = best_score;
+  Polish(eval, best.orders, best_score);
+  if (best_score < kept) best.origin += "; polished by swapping neighbouring ops";
   return best;
 }
 

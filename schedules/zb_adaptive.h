@@ -12,6 +12,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -67,6 +69,14 @@ std::vector<std::optional<std::pair<Orders, Nanos>>> AuthorsVHeuristic(const Pla
 // policy) setting (zb_greedy.cpp).
 std::vector<Orders> ReadyFirst(const Plan& plan);
 
+// A candidate order and where it came from (the family, as simulate shows
+// it); PlanBest and PickBest return the kept one's, with "; polished ..."
+// when swaps improved it.
+struct Proposal {
+  Orders orders;
+  std::string origin;
+};
+
 // 1F1B with split backward and W right after its I, warm-up cut to what the
 // limit holds: fits every limit that holds one micro-batch per stage.
 Orders BoundedOneFOneB(const Plan& plan);
@@ -78,12 +88,16 @@ Orders BoundedOneFOneB(const Plan& plan);
 // candidate fits (never when every stage's limit holds one micro-batch).
 // REQUIRES: spec has p = plan.stages.size() stages, v = 1, one per device,
 // and m = plan.m.
-Orders PlanBest(const PipelineSpec& spec, const Plan& plan);
+Proposal PlanBest(const PipelineSpec& spec, const Plan& plan);
 
 // The candidates that fit the limit (on every rank, over all its stages),
 // simulated on `spec`; the best as PlanBest keeps it, polished likewise.
 // Orders are by rank (for v = 1 rank s runs stage s). Empty when none fits.
-Orders PickBest(const PipelineSpec& spec, const Plan& plan, std::vector<Orders> candidates);
+Proposal PickBest(const PipelineSpec& spec, const Plan& plan, std::vector<Proposal> candidates);
+
+// The origin of the fixed schedule an adaptive one falls back to, worded
+// for the output ("... (fallback: no planned order was faster)").
+std::string FallbackOrigin(std::string_view fixed);
 
 // Most activation bytes stage s holds over `order` (prefix maximum).
 Bytes ActivationPeak(const StagePlan& stage, const std::vector<Op>& order);

@@ -387,15 +387,19 @@ Result<Program> GenerateZBV(const PipelineSpec& spec, const ScheduleParams& para
                         " bytes per micro-batch); got ", std::to_string(a.limit), " bytes"})};
     }
   }
-  std::vector<zb::Orders> candidates;
+  std::vector<zb::Proposal> candidates;
   for (auto& tried : zb::AuthorsVHeuristic(plan, spec.p)) {
-    if (tried) candidates.push_back(std::move(tried->first));
+    if (tried) {
+      candidates.push_back({std::move(tried->first), "the Zero Bubble authors' ZB-V heuristic"});
+    }
   }
-  candidates.push_back(std::move(torch));
-  candidates.push_back(OneAtATime(spec.p, spec.m));
-  const zb::Orders best = zb::PickBest(placed, plan, std::move(candidates));
-  if (best.empty()) return Error{"schedule", "zb-v: no candidate order ran to the end"};
-  return schedule_internal::PlaceOnDevices(placed, best);
+  candidates.push_back({std::move(torch), zb::FallbackOrigin("torch's ZBVZeroBubble order")});
+  candidates.push_back({OneAtATime(spec.p, spec.m), "one micro-batch at a time"});
+  const zb::Proposal best = zb::PickBest(placed, plan, std::move(candidates));
+  if (best.orders.empty()) return Error{"schedule", "zb-v: no candidate order ran to the end"};
+  Program program = schedule_internal::PlaceOnDevices(placed, best.orders);
+  program.origin = best.origin;
+  return program;
 }
 
 }  // namespace ppb

@@ -95,6 +95,9 @@ case_ simulate-example-gpipe.txt --config configs/example.yaml --schedule gpipe
 case_ simulate-custom-csv.txt --config configs/custom.yaml --schedule-csv configs/custom-p2.csv
 # the zero-bubble generation: V placement, split backward, overlapped F+B
 case_ simulate-example-zbv.txt --config configs/example.yaml --schedule zbv-zero-bubble --virtual-stages 2
+# the adaptive ones say which order they kept: 1F1B's as a fallback, a planned one
+case_ simulate-example-zb1p.txt --config configs/example.yaml --schedule zb-1p
+case_ simulate-llama3-8b-zb2p.json --config configs/llama3-8b.yaml --schedule zb-2p --format json
 case_ simulate-example-dualpipev.json --config configs/example.yaml --schedule dualpipev \
   --virtual-stages 2 --format json
 case_ dump-schedule-example-dualpipev.txt --config configs/example.yaml --schedule dualpipev \

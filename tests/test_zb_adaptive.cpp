@@ -123,7 +123,7 @@ TEST_CASE("the adaptive planner beats the authors' heuristic in their model",
                       << " I=" << rec.i << " W=" << rec.w);
     const zb::Plan plan = AuthorsPlan(rec);
     const PipelineSpec spec = Costs(rec.p, rec.m, rec.f, rec.i, rec.w, 0);
-    const zb::Orders orders = zb::PlanBest(spec, plan);
+    const zb::Orders orders = zb::PlanBest(spec, plan).orders;
     REQUIRE(orders.size() == static_cast<size_t>(rec.p));
     const SimResult run = Engine().Run(spec, FromOrders(orders, rec.p));
     REQUIRE(run.outcome == Outcome::Ok);
@@ -328,7 +328,7 @@ TEST_CASE("zb-1p with few micro-batches: (m + p - 1)(F + I) + W",
 
 TEST_CASE("zb-1p and zb-2p on every shape: valid, within the limit, >= 1F1B",
           "[schedules][zb]") {
-  int generated = 0;
+  int generated = 0, fallbacks = 0, planned = 0;
   for (int p : {1, 2, 3, 4, 5, 8}) {
     const std::set<int> ms = {1, 2, 3, p - 1, p, p + 1, 2 * p, 3 * p + 2};
     for (int m : ms) {
@@ -377,11 +377,24 @@ TEST_CASE("zb-1p and zb-2p on every shape: valid, within the limit, >= 1F1B",
                 multiple * p * (100 + 10 * d));
         }
         CHECK(run.makespan <= baseline);
+        // The kept order says where it came from; the fallback says so.
+        const std::string& origin = program->origin;
+        if (origin.rfind("1F1B with split backward (fallback: no planned order was faster)",
+                         0) == 0) {
+          ++fallbacks;
+        } else {
+          CHECK((origin.rfind("the Zero Bubble authors' heuristic", 0) == 0 ||
+                 origin.rfind("ppb's ready-first planner", 0) == 0));
+          ++planned;
+        }
         ++generated;
       }
     }
   }
   CHECK(generated == 76);  // 38 distinct (p, m) pairs, two limits
+  // Both happen on these shapes (counted when written: 24 and 52).
+  CHECK(fallbacks == 24);
+  CHECK(planned == 52);
 }
 
 TEST_CASE("zb-1p and zb-2p refusals name the rule", "[schedules][zb]") {

@@ -319,6 +319,7 @@ std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
     out += fmt::format("placement V: rank r holds stages r and {}-r (c1 below)\n",
                        2 * spec.p - 1);
   }
+  if (!run.program.origin.empty()) out += "order: " + run.program.origin + "\n";
   if (r.outcome == Outcome::Deadlock) {
     std::string stuck;
     for (const Op& op : r.stuck) {
@@ -462,6 +463,7 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
   j["stages"] = spec.p;
   j["virtual_stages"] = spec.v;
   j["microbatches"] = spec.m;
+  if (!run.program.origin.empty()) j["order_origin"] = run.program.origin;
   if (config.schedule == "interleaved") j["microbatch_group"] = EffectiveGroup(config);
   j["communication"] = spec.comm == CommMode::Overlapped ? "overlapped" : "blocking";
   j["outcome"] = OutcomeName(r.outcome);
