@@ -17,7 +17,7 @@ namespace ppb {
 
 std::vector<Baseline> Baselines(const SearchProblem& problem, int choice,
                                 std::chrono::steady_clock::time_point deadline,
-                                double simulation_s) {
+                                double simulation_s, const std::vector<Candidate>& known) {
   using Clock = std::chrono::steady_clock;
   std::vector<Baseline> out;
   // What one simulation is expected to take: the caller's figure, then the
@@ -27,11 +27,28 @@ std::vector<Baseline> Baselines(const SearchProblem& problem, int choice,
   const ScheduleChoice& ch = problem.choices[choice];
   const int p = problem.p, v = ch.v, S = p * v;
   const int L = static_cast<int>(problem.layers.size());
+  // The same strategy of choice k, simulated by the search already.
+  const auto simulated = [&](int k, const Strategy& st) -> const Candidate* {
+    for (const Candidate& c : known) {
+      if (c.choice == k && c.placement.empty() &&
+          c.strategy.layers_per_stage == st.layers_per_stage &&
+          c.strategy.recompute == st.recompute) {
+        return &c;
+      }
+    }
+    return nullptr;
+  };
   auto add = [&](std::string name, Result<Strategy> st) {
     Baseline b;
     b.name = std::move(name);
     if (!st.ok()) {
       b.why_not = st.error().message;
+      out.push_back(std::move(b));
+      return;
+    }
+    if (const Candidate* c = simulated(choice, *st)) {
+      b.applicable = true;
+      b.candidate = *c;
       out.push_back(std::move(b));
       return;
     }
@@ -115,17 +132,25 @@ std::vector<Baseline> Baselines(const SearchProblem& problem, int choice,
     Baseline b;
     b.name = "even split, no recompute, best of the " + std::to_string(n) + " schedule choices";
     for (int k = 0; k < n; ++k) {
+      const ScheduleChoice& other = problem.choices[static_cast<size_t>(k)];
+      const Strategy even_k = EvenStrategy(problem.layers, p, other.v);
+      if (const Candidate* c = simulated(k, even_k)) {
+        if (!b.applicable || Better(*c, b.candidate)) {
+          b.applicable = true;
+          b.candidate = *c;
+        }
+        continue;
+      }
       const auto now = Clock::now();
       if (now >= deadline || (deadline != Clock::time_point::max() && deadline - now < expect)) {
         if (!b.applicable) b.why_not = "not simulated: the time limit had passed";
-        break;
+        continue;  // a later choice's may have been simulated by the search
       }
-      const ScheduleChoice& other = problem.choices[static_cast<size_t>(k)];
-      auto c = Evaluate(problem, k, EvenStrategy(problem.layers, p, other.v), {}, deadline);
+      auto c = Evaluate(problem, k, even_k, {}, deadline);
       expect = std::max(expect, Clock::now() - now);
       if (!c.ok() && c.error().key == kTimeLimitKey) {
         if (!b.applicable) b.why_not = c.error().message;
-        break;
+        continue;
       }
       if (!c.ok()) continue;  // a split or schedule this choice refuses
       if (!b.applicable || Better(*c, b.candidate)) {

@@ -214,6 +214,10 @@ struct SearchResult {
   bool min_capacity_cut = false;
   // Each time the best strategy improved: (seconds since start, makespan).
   std::vector<std::pair<double, Nanos>> incumbents;
+  // Every first try the search simulated (search/first_tries.h), fitting or
+  // not, with its choice: Baselines takes them instead of simulating the
+  // same strategies again after the time limit.
+  std::vector<Candidate> first_tries;
   // Which side of the gap moved last: the bound that set lower_bound
   // ("root bound": before the tree search; "tree search": the least bound
   // of what the tree left open; "open-tree bound": TotalsPathBound, run on
@@ -277,10 +281,12 @@ struct Baseline {
   Candidate candidate;
 };
 // A baseline that would end past `deadline` (by simulation_s, or the longest
-// one simulated so far) is not simulated (why_not says so).
+// one simulated so far) is not simulated (why_not says so), unless `known`
+// (a search's first_tries) holds the same strategy of the same choice,
+// which is taken as simulated.
 std::vector<Baseline> Baselines(
     const SearchProblem& problem, int choice,
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
-    double simulation_s = 0);
+    double simulation_s = 0, const std::vector<Candidate>& known = {});
 
 }  // namespace ppb

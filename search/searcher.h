@@ -100,6 +100,7 @@ class Searcher {
   // simulated and offered; once. SearchFixed runs every choice's before
   // any choice's Run, so a time limit never leaves a choice without them.
   void TryFirst();
+  std::vector<Candidate> tried_first;  // what TryFirst simulated, fitting or not
 
   // Whether some split fits every device's memory (any recompute); the
   // split found goes to *split. Depth-first with memory pruning only; past

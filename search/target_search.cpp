@@ -141,6 +141,7 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
   if (!tried.empty()) {
     for (TriedDefault& x : tried) {
       ++res.evaluations;
+      res.first_tries.push_back(x.candidate);
       if (!x.candidate.feasible) continue;
       improvements.emplace_back(tried_s, x.candidate.makespan);
       OfferMerged(res.top, std::move(x.candidate));
@@ -219,6 +220,7 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
     for (const auto& [t, mk] : sub.incumbents) improvements.emplace_back(offset + t, mk);
     res.nodes += sub.nodes;
     res.evaluations += sub.evaluations;
+    for (Candidate& c : sub.first_tries) res.first_tries.push_back(std::move(c));
     res.placements_searched += sub.placements_searched;
     res.placement_nodes += sub.placement_nodes;
     const bool closed = sub.proved_optimal || sub.proved_infeasible;

@@ -434,6 +434,7 @@ void Searcher::TryFirst() {
       continue;  // a split this choice refuses (an empty chunk, ...)
     }
     ++evaluations;
+    tried_first.push_back(*c);
     if (c->feasible) Offer(std::move(c).value());
   }
 }

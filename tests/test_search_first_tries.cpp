@@ -366,3 +366,44 @@ TEST_CASE("Llama-3-70B at 40 GiB: seven schedule choices never lose to one",
 }
 
 }  // namespace ppb
+
+namespace ppb {
+
+// The baselines after a search that used all its time: the strategies its
+// first tries simulated are taken from the search (SearchResult::
+// first_tries), not reported as "not simulated"; each equals Evaluate's.
+TEST_CASE("baselines reuse the search's first tries past the deadline", "[search][first]") {
+  SearchProblem pr;
+  pr.layers = TinyModel();
+  pr.p = 4;
+  pr.m = 8;
+  pr.cluster.devices.assign(4, Device{1'000'000'000'000, 1.0});
+  pr.cluster.links.assign(4, Link{});
+  pr.choices = {ScheduleChoice{"1f1b", 1, {}}, ScheduleChoice{"interleaved", 2, {}}};
+  SearchOptions opt;
+  opt.node_limit = 1;
+  opt.threads = 1;
+  const Result<SearchResult> r = Search(pr, opt);
+  REQUIRE(r.ok());
+  REQUIRE_FALSE(r->first_tries.empty());
+  const auto past = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  const std::vector<Baseline> none = Baselines(pr, 0, past, 0);
+  const std::vector<Baseline> reused = Baselines(pr, 0, past, 0, r->first_tries);
+  REQUIRE(none.size() == reused.size());
+  int taken = 0;
+  for (size_t i = 0; i < reused.size(); ++i) {
+    INFO(reused[i].name);
+    CHECK_FALSE(none[i].applicable);
+    if (!reused[i].applicable) continue;
+    ++taken;
+    const Result<Candidate> e = Evaluate(pr, reused[i].candidate.choice, reused[i].candidate.strategy);
+    REQUIRE(e.ok());
+    CHECK(e->makespan == reused[i].candidate.makespan);
+    CHECK(e->max_peak == reused[i].candidate.max_peak);
+  }
+  // Even split with none, full and selective, Megatron's split, and the
+  // best of the two choices' even splits.
+  CHECK(taken == 5);
+}
+
+}  // namespace ppb

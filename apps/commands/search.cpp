@@ -301,7 +301,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
                                end == std::chrono::steady_clock::time_point::max()
                                    ? end
                                    : end - one_simulation,
-                               result->simulation_s);
+                               result->simulation_s, result->first_tries);
   // Target any: each framework's best deployable strategy beside the
   // recommendation (the recommendation itself where it is deployable), in
   // equal shares of the time left; --emit of a framework not covered there
