@@ -174,6 +174,29 @@ for cfg in "$ROOT"/configs/*.yaml; do
 done
 case_ model-example.txt model --config configs/example.yaml      # refused: layers, not an architecture
 
+# ---- the user's guide (docs/guide.md): every command it shows, whose output
+# tests/test_docs.cpp finds in the guide
+G=configs/guide/llama3-70b.yaml
+case_ guide-1-simulate.txt --config $G
+case_ guide-1-critical-path.txt --config $G --critical-path
+case_ guide-1-report.txt --config $G --report out/report.html
+case_ guide-1-emit.txt --config $G --emit megatron
+case_ guide-2-compare.txt compare --config $G --schedules 1f1b,interleaved,zb-2p,zbv-zero-bubble,zb-v
+case_ guide-2-compare-v.txt compare --config $G --schedules interleaved \
+  --vary pipeline.virtual_stages=2,4,5,10
+case_ guide-2-search.txt search --config $G --schedules zb-v --emit torchtitan \
+  --node-limit 300 --time-limit 0 --threads 1
+case_ guide-3-simulate.txt --config configs/guide/llama3-70b-oom.yaml
+case_ guide-3-search.txt search --config configs/guide/llama3-70b-oom.yaml --target megatron \
+  --emit megatron --node-limit 300 --time-limit 0 --threads 1
+case_ guide-4-plan.txt plan --config configs/plan-llama3-8b.yaml --emit megatron \
+  --node-limit 300 --time-limit 0 --threads 1
+case_ guide-5-search.txt search --config configs/hetero-16.yaml --emit megatron \
+  --node-limit 300 --time-limit 0 --threads 1
+case_ guide-6-calibrate.txt calibrate --runs configs/guide/runs/runs.yaml
+case_ guide-7-shard.txt sweep --config configs/llama3-8b.yaml --grid configs/sweep/models.yaml \
+  --shard 1/2 --output out/study.1.jsonl --threads 1
+
 # ---- calibrate: SAPP's measurement inputs
 case_ calibrate-hp_init_demo.txt calibrate --measurements data/sapp/hp_init_demo.yaml --memory-unit 1MiB \
   --time-unit 1ms --no-constant --output out/layers.yaml
