@@ -333,6 +333,7 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
   for (auto& s : searchers) {
     res.nodes += s->nodes;
     res.evaluations += s->evaluations;
+    res.dives += s->dives;
     for (const Candidate& c : s->tried_first) res.first_tries.push_back(c);
     for (auto& c : s->top_list.top) all.push_back(c);
     all_closed &= s->closed;

@@ -115,6 +115,10 @@ struct SearchOptions {
   std::uint64_t seed = 1;         // local-search restarts
   int top_k = 5;                  // alternatives kept (>= 1)
   int local_search_restarts = 8;
+  // A tree that has gone this many nodes without reaching a leaf completes
+  // the path it is on with the even split of the rest and simulates it (an
+  // incumbent; issue 32); 0: never.
+  std::int64_t dive_every = 4096;
   double progress_interval_s = 1.0;
   std::function<void(const SearchProgress&)> progress;  // may be empty
   // Strategies slower than this need not be found (-1: none): subtrees
@@ -214,6 +218,7 @@ struct SearchResult {
   bool min_capacity_cut = false;
   // Each time the best strategy improved: (seconds since start, makespan).
   std::vector<std::pair<double, Nanos>> incumbents;
+  std::int64_t dives = 0;  // paths completed and simulated (SearchOptions::dive_every)
   // Every first try the search simulated (search/first_tries.h), fitting or
   // not, with its choice: Baselines takes them instead of simulating the
   // same strategies again after the time limit.

@@ -126,6 +126,7 @@ class Searcher {
   };
   ChoiceImprovement ImproveChoice(const std::vector<int>& split, bool exhaust = true);
 
+  std::int64_t dives = 0;      // strategies completed by Dive and simulated
   TopList top_list;            // sorted by Better, distinct strategies
   SearchLimits limits;         // clock, progress throttle, why it stopped
   Nanos pending_bound = kInf;  // min bound of what was left unexplored
@@ -234,6 +235,10 @@ class Searcher {
     bool open = false;
     bool fits = true;
   };
+  // Completes the current path (stages before s placed, layers from pos
+  // left) with the even split of the rest and offers it (tree.cpp).
+  void Dive(int s, int pos);
+  std::int64_t last_leaf_node_ = 0;
   LeafResult EvaluateLeaf(const std::vector<int>& split, Nanos bound);
   // The open-tree bound's SplitFloor: the least makespan of every strategy
   // of `split` at nominal times when the recompute choice is proved (every

@@ -220,6 +220,7 @@ Result<SearchResult> SearchTarget(const SearchProblem& problem, const SearchOpti
     for (const auto& [t, mk] : sub.incumbents) improvements.emplace_back(offset + t, mk);
     res.nodes += sub.nodes;
     res.evaluations += sub.evaluations;
+    res.dives += sub.dives;
     for (Candidate& c : sub.first_tries) res.first_tries.push_back(std::move(c));
     res.placements_searched += sub.placements_searched;
     res.placement_nodes += sub.placement_nodes;

@@ -304,10 +304,17 @@ void Searcher::Dfs(int s, int pos) {
     fixed_[s] = cp_.Fixed(s, pos, pos + k, prev_out);
     if (s == S - 1) {
       const std::vector<int> split(split_.begin(), split_.end());
+      last_leaf_node_ = nodes;
       // A leaf whose recompute choice could not be settled stays open at its
       // bound (HiGHS-style: the gap reports it).
       if (EvaluateLeaf(split, ch.bound).open) pending_bound = std::min(pending_bound, ch.bound);
       continue;
+    }
+    // A tree that has gone dive_every nodes without a leaf completes the
+    // path it is on (issue 32: a dive reaches a strategy before branching
+    // deeper).
+    if (cp_.opt.dive_every > 0 && nodes - last_leaf_node_ >= cp_.opt.dive_every) {
+      Dive(s + 1, pos + k);
     }
     // Push the stage into the partial sums.
     const StageFixed& fx = fixed_[s];
@@ -345,6 +352,25 @@ void Searcher::Dfs(int s, int pos) {
     }
   }
   level_bounds_[s] = kInf;
+}
+
+// The path's stages 0 .. s-1 as placed, the layers from pos spread evenly
+// over stages s .. S-1 (the first ones one more where they do not divide),
+// each device's recompute chosen and the split simulated and offered: an
+// incumbent, never a proof, so pruning and bounds are unchanged.
+void Searcher::Dive(int s, int pos) {
+  last_leaf_node_ = nodes;
+  const int S = cp_.c.S, L = cp_.c.L;
+  const int kmin = cp_.pb.allow_empty_chunks ? 0 : 1;
+  const int rest = S - s, layers = L - pos;
+  if (rest <= 0 || layers < rest * kmin) return;
+  std::vector<int> split(split_.begin(), split_.begin() + s);
+  for (int t = 0; t < rest; ++t) split.push_back(layers / rest + (t < layers % rest ? 1 : 0));
+  Candidate cand;
+  bool exact = true;
+  if (!EvaluateSplit(split, &cand, exact)) return;
+  ++dives;
+  Offer(std::move(cand));
 }
 
 bool Searcher::TargetRefusesChoice() const {

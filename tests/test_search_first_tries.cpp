@@ -407,3 +407,38 @@ TEST_CASE("baselines reuse the search's first tries past the deadline", "[search
 }
 
 }  // namespace ppb
+
+namespace ppb {
+
+// The dive (SearchOptions::dive_every): a tree that goes that many nodes
+// without a leaf completes its path and simulates it. With a dive every
+// node on random instances (memory binding, several choices), dives happen,
+// and the search still returns the brute-force optimum and proves it, as
+// without them: a dive only adds incumbents.
+TEST_CASE("dives add incumbents and change no proof", "[search][first]") {
+  int dove = 0, instances = 0;
+  for (std::uint64_t seed : Seeds(32201, 20)) {
+    INFO("seed " << seed);
+    InstanceOptions io;
+    io.budget = 800;
+    const Instance in = RandomFeasibleInstance(seed, io);
+    SearchOptions with;
+    with.seed = seed;
+    with.dive_every = 1;
+    SearchOptions without = with;
+    without.dive_every = 0;
+    const SearchResult a = MustSearch(in.problem, with);
+    const SearchResult b = MustSearch(in.problem, without);
+    REQUIRE(a.found == b.found);
+    CHECK(b.dives == 0);
+    dove += a.dives > 0 ? 1 : 0;
+    ++instances;
+    if (!a.found) continue;
+    CHECK(a.proved_optimal);
+    CHECK(a.best.makespan == b.best.makespan);
+    CHECK(a.best.makespan == std::get<0>(*in.optimum));
+  }
+  CHECK(dove > instances / 2);
+}
+
+}  // namespace ppb
