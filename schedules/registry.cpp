@@ -9,11 +9,11 @@ namespace {
 
 constexpr std::array<ScheduleInfo, 10> kSchedules{{
     {"gpipe", "GPipe: all forwards, then all backwards (v = 1)",
-     &GenerateGPipe, "GPipe", StagePlacement::Loop, &CheckGPipe},
+     &GenerateGPipe, "GPipe", StagePlacement::Loop, &CheckGPipe, true},
     {"1f1b",
      "1F1B / PipeDream-Flush: warm-up forwards, then one forward "
      "and one backward in turn (v = 1)",
-     &Generate1F1B, "1F1B", StagePlacement::Loop, &Check1F1B},
+     &Generate1F1B, "1F1B", StagePlacement::Loop, &Check1F1B, true},
     {"interleaved",
      "interleaved 1F1B: v chunks per rank, microbatches in "
      "groups (Megatron-LM / PyTorch rules by flavor)",
@@ -38,11 +38,11 @@ constexpr std::array<ScheduleInfo, 10> kSchedules{{
     {"zb-1p",
      "ZB-1p (Zero Bubble, adaptive): split backward, the F/I/W order with "
      "the shortest simulated iteration within 1F1B's activation memory (v = 1)",
-     &GenerateZB1P, ""},
+     &GenerateZB1P, "", StagePlacement::Loop, nullptr, true},
     {"zb-2p",
      "ZB-2p (Zero Bubble, adaptive): as zb-1p within twice 1F1B's "
      "activation memory (v = 1)",
-     &GenerateZB2P, ""},
+     &GenerateZB2P, "", StagePlacement::Loop, nullptr, true},
     {"zb-v",
      "ZB-V (Zero Bubble, adaptive): V placement, split backward, the F/I/W "
      "order with the shortest simulated iteration within 1F1B's activation "
@@ -72,9 +72,10 @@ const ScheduleInfo* FindSchedule(std::string_view name) {
 }
 
 int FixedChunksPerRank(std::string_view name) {
-  if (name == "gpipe" || name == "1f1b" || name == "zb-1p" || name == "zb-2p") return 1;
   const ScheduleInfo* info = FindSchedule(name);
-  return info != nullptr && info->placement == StagePlacement::V ? 2 : 0;
+  if (info == nullptr) return 0;
+  if (info->one_stage_per_rank) return 1;
+  return info->placement == StagePlacement::V ? 2 : 0;
 }
 
 const ScheduleInfo* FindScheduleByAnyName(std::string_view name) {

@@ -52,6 +52,9 @@ struct ScheduleInfo {
   // stage costs (zb-1p, zb-2p, zb-v plan their order by simulating it): only
   // generating tells.
   CheckFn check = nullptr;
+  // Runs one stage per rank only (v = 1 whatever the config's v): gpipe,
+  // 1f1b, zb-1p, zb-2p.
+  bool one_stage_per_rank = false;
 };
 
 // All registered schedules, in a fixed order.
@@ -60,9 +63,10 @@ std::span<const ScheduleInfo> ScheduleRegistry();
 // nullptr when no schedule has that name.
 const ScheduleInfo* FindSchedule(std::string_view name);
 
-// The chunks per rank a schedule always runs: 1 for gpipe, 1f1b, zb-1p and
-// zb-2p (one stage per rank), 2 for the V placement; 0 where the config's v
-// applies (interleaved, looped-bfs, interleaved-zero-bubble, custom).
+// The chunks per rank a schedule always runs: 1 where it runs one stage per
+// rank (ScheduleInfo::one_stage_per_rank), 2 for the V placement; 0 where
+// the config's v applies (interleaved, looped-bfs, interleaved-zero-bubble,
+// custom).
 int FixedChunksPerRank(std::string_view name);
 
 // The schedule a user's name means: a registry name or torch's name or class

@@ -253,11 +253,12 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
       searchers_options.deadline != Clock::time_point::max() && options.share == nullptr;
   std::mutex clock_mu;
   std::vector<Candidate> known;  // the K best strategies of ended choices and first tries
+  const auto remember = [&](const Searcher& s) {
+    for (const Candidate& c : s.top_list.top) OfferTop(known, c, options.top_k);
+  };
   int not_started = n;
   if (shared_clock) {
-    for (auto& s : searchers) {
-      for (const Candidate& c : s->top_list.top) OfferTop(known, c, options.top_k);
-    }
+    for (auto& s : searchers) remember(*s);
   }
   const auto start_share = [&](size_t i) {
     std::lock_guard<std::mutex> lock(clock_mu);
@@ -291,7 +292,7 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
     searchers[i]->Run();
     if (shared_clock) {
       std::lock_guard<std::mutex> lock(clock_mu);
-      for (const Candidate& c : searchers[i]->top_list.top) OfferTop(known, c, options.top_k);
+      remember(*searchers[i]);
     }
   };
   if (threads == 1) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
@@ -97,6 +98,22 @@ inline std::string ParseError(const std::string& text,
   Result<RunConfig> r = Parse(text, cli);
   if (r.ok()) FAIL("expected an error, but the config parsed:\n" << text);
   return r.error().message;
+}
+
+// A file's bytes ("" when it cannot be read).
+inline std::string Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The lines of `text`, without their newlines.
+inline std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
 }
 
 // The exit status and the two streams of one ppb-sim run.

@@ -18,17 +18,12 @@ namespace {
 
 using test::Cli;
 using test::CliRun;
+using test::Slurp;
 
 std::string Config(const char* name) {
   return std::string(PPB_CONFIGS_DIR) + "/" + name;
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 }  // namespace
 

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "app_helpers.h"
+
 namespace ppb {
 namespace {
 
@@ -27,20 +29,8 @@ namespace fs = std::filesystem;
 
 const fs::path kRoot = fs::path(PPB_CONFIGS_DIR).parent_path();
 
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::string line;
-  std::istringstream in(text);
-  while (std::getline(in, line)) out.push_back(line);
-  return out;
-}
+using test::Lines;
+using test::Slurp;
 
 // Whether the guide's line shows the snapshot's line: equal, or equal where
 // the snapshot has "<masked>" and the guide any run of non-blank characters.

@@ -59,6 +59,17 @@ std::string Llama3_70b(int dp, const std::string& rest) {
          rest;
 }
 
+// `opt` made quick and deterministic for the Llama-3-70B cases: `nodes`
+// nodes, one thread, no clock, no open-tree bound (the report's sharper
+// bound: not needed here) and no local-search restarts.
+void Quick(SearchOptions& opt, std::int64_t nodes) {
+  opt.node_limit = nodes;
+  opt.threads = 1;
+  opt.time_limit_s = 0;
+  opt.open_tree_bound = false;
+  opt.local_search_restarts = 0;
+}
+
 }  // namespace
 
 // By hand: 10 layers on p = 4 (v = 1): the even split gives the 8 decoders
@@ -279,11 +290,7 @@ TEST_CASE("Llama-3-70B at p = 4 for Megatron: never slower than Megatron's defau
   Result<SearchProblem> problem = BuildSearchProblem(*config);
   REQUIRE(problem.ok());
   SearchOptions opt = MakeSearchOptions(config->search);
-  opt.node_limit = 1;
-  opt.threads = 1;
-  opt.time_limit_s = 0;
-  opt.open_tree_bound = false;  // the report's sharper bound: not needed here
-  opt.local_search_restarts = 0;
+  Quick(opt, 1);
   const Result<SearchResult> r = Search(*problem, opt);
   REQUIRE(r.ok());
   REQUIRE(r->found);
@@ -335,11 +342,7 @@ TEST_CASE("Llama-3-70B at 40 GiB: seven schedule choices never lose to one",
                                           "interleaved-zero-bubble v2"});
   constexpr std::int64_t kPerChoice = 1000;
   SearchOptions opt;
-  opt.node_limit = kPerChoice * static_cast<std::int64_t>(problem->choices.size());
-  opt.threads = 1;
-  opt.time_limit_s = 0;
-  opt.open_tree_bound = false;  // the report's sharper bound: not needed here
-  opt.local_search_restarts = 0;
+  Quick(opt, kPerChoice * static_cast<std::int64_t>(problem->choices.size()));
   const Result<SearchResult> all = Search(*problem, opt);
   REQUIRE(all.ok());
   REQUIRE(all->found);

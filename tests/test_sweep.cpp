@@ -41,19 +41,6 @@ void Write(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
-std::string Read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
 
 std::vector<std::string> SortedLines(const std::string& text) {
   std::vector<std::string> v = Lines(text);
@@ -221,7 +208,7 @@ TEST_CASE("sweep: shards 1/3, 2/3, 3/3 merged equal the whole run; merge reports
   for (int k = 1; k <= 3; ++k) {
     REQUIRE(sweep("s" + std::to_string(k) + ".jsonl", std::to_string(k) + "/3").status == 0);
     // Shard k holds the points i with i mod 3 = k - 1.
-    for (const std::string& line : Lines(Read(dir / ("s" + std::to_string(k) + ".jsonl")))) {
+    for (const std::string& line : Lines(Slurp(dir / ("s" + std::to_string(k) + ".jsonl")))) {
       CHECK(json::parse(line)["point"].get<int>() % 3 == k - 1);
     }
   }
@@ -231,9 +218,9 @@ TEST_CASE("sweep: shards 1/3, 2/3, 3/3 merged equal the whole run; merge reports
   REQUIRE(merged.status == 0);
   CHECK(merged.err.find("24 points of 24 written") != std::string::npos);
   CHECK(merged.err.find("0 duplicate(s), 0 missing") != std::string::npos);
-  CHECK(SortedLines(Read(dir / "merged.jsonl")) == SortedLines(Read(dir / "whole.jsonl")));
+  CHECK(SortedLines(Slurp(dir / "merged.jsonl")) == SortedLines(Slurp(dir / "whole.jsonl")));
   // Merged rows are in point order.
-  const std::vector<std::string> rows = Lines(Read(dir / "merged.jsonl"));
+  const std::vector<std::string> rows = Lines(Slurp(dir / "merged.jsonl"));
   for (size_t i = 0; i < rows.size(); ++i) {
     CHECK(json::parse(rows[i])["point"] == static_cast<int>(i));
   }
@@ -292,7 +279,7 @@ TEST_CASE(
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   size_t seen = 0;
   while (std::chrono::steady_clock::now() < deadline) {
-    seen = Lines(Read(dir / "killed.jsonl")).size();
+    seen = Lines(Slurp(dir / "killed.jsonl")).size();
     if (seen >= 5) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -300,7 +287,7 @@ TEST_CASE(
   int wstatus = 0;
   ::waitpid(pid, &wstatus, 0);
   REQUIRE(WIFSIGNALED(wstatus));
-  const size_t at_kill = Lines(Read(dir / "killed.jsonl")).size();
+  const size_t at_kill = Lines(Slurp(dir / "killed.jsonl")).size();
   REQUIRE(at_kill >= 5);
   REQUIRE(at_kill < 600);
 
@@ -310,17 +297,17 @@ TEST_CASE(
   const CliRun whole = Cli(with_output("whole.jsonl"));
   REQUIRE(whole.status == 0);
   CHECK(resumed.out == whole.out);  // the summary
-  CHECK(SortedLines(Read(dir / "killed.jsonl")) == SortedLines(Read(dir / "whole.jsonl")));
+  CHECK(SortedLines(Slurp(dir / "killed.jsonl")) == SortedLines(Slurp(dir / "whole.jsonl")));
 
   // Nothing left: a rerun adds no row.
-  const std::string before = Read(dir / "whole.jsonl");
+  const std::string before = Slurp(dir / "whole.jsonl");
   const CliRun again = Cli(with_output("whole.jsonl"));
   CHECK(again.status == 0);
   CHECK(again.err.find("(600 from the results file)") != std::string::npos);
-  CHECK(Read(dir / "whole.jsonl") == before);
+  CHECK(Slurp(dir / "whole.jsonl") == before);
 
   // A trailing line cut in half is detected, removed and its point redone.
-  const std::string full = Read(dir / "whole.jsonl");
+  const std::string full = Slurp(dir / "whole.jsonl");
   const size_t last = full.rfind('\n', full.size() - 2) + 1;
   Write(dir / "whole.jsonl", full.substr(0, last + (full.size() - last) / 2));
   const CliRun redone = Cli(with_output("whole.jsonl"));
@@ -328,7 +315,7 @@ TEST_CASE(
   CHECK(redone.err.find("whole.jsonl:600: the last line is not a complete row") !=
         std::string::npos);
   CHECK(redone.err.find("(599 from the results file)") != std::string::npos);
-  CHECK(Read(dir / "whole.jsonl") == full);
+  CHECK(Slurp(dir / "whole.jsonl") == full);
 
   // A bad line before the last is an error with its place, not dropped.
   std::string bad = full;
@@ -400,7 +387,7 @@ TEST_CASE(
   REQUIRE(lines.size() == 2);
   for (const std::string& line : lines) {
     const json row = json::parse(line);
-    std::string text = Read(configs + "/llama3-8b.yaml");
+    std::string text = Slurp(configs + "/llama3-8b.yaml");
     const std::string from = "hf_config: hf/llama3-8b.json";
     text.replace(
         text.find(from), from.size(),

@@ -36,6 +36,7 @@ namespace {
 
 using test::Cli;
 using test::CliRun;
+using test::Slurp;
 
 constexpr Nanos kMs = 1'000'000;
 
@@ -78,12 +79,6 @@ void CheckSums(const SimResult& r) {
 
 std::string Config(const char* name) { return std::string(PPB_CONFIGS_DIR) + "/" + name; }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // A file path in this process's own temporary directory (ctest runs test
 // cases in parallel processes).

@@ -97,19 +97,18 @@ Result<SearchProblem> BuildSearchProblem(const RunConfig& config) {
   // Which v each schedule runs: gpipe, 1f1b, zb-1p and zb-2p 1 (one stage per
   // rank), interleaved >= 2, the V schedules 2, looped-bfs and
   // interleaved-zero-bubble any.
-  const auto fixed_v = [](const std::string& x) { return FixedChunksPerRank(x); };
   const bool interleaved = std::find(schedules.begin(), schedules.end(),
                                      "interleaved") != schedules.end();
   // Whether schedule x runs with v, and what it runs, for the error.
   const auto takes = [&](const std::string& x, int v) {
-    const int fv = fixed_v(x);
+    const int fv = FixedChunksPerRank(x);
     if (fv != 0) return fv == v;
     return x != "interleaved" || v >= 2;
   };
   const auto runs = [&]() {
     std::string out;
     for (const std::string& x : schedules) {
-      const int fv = fixed_v(x);
+      const int fv = FixedChunksPerRank(x);
       if (!out.empty()) out += ", ";
       out += x + (fv != 0              ? " runs v = " + std::to_string(fv)
                   : x == "interleaved" ? std::string(" runs v >= 2")
@@ -156,8 +155,8 @@ Result<SearchProblem> BuildSearchProblem(const RunConfig& config) {
   const bool as_given = s.schedules.empty() && s.virtual_stages.empty();
   for (const std::string& schedule : schedules) {
     for (int v : vs) {
-      if (!as_given && fixed_v(schedule) != 0) {
-        v = fixed_v(schedule);  // gpipe, 1f1b, zb-1p, zb-2p: 1; the V schedules: 2
+      if (!as_given && FixedChunksPerRank(schedule) != 0) {
+        v = FixedChunksPerRank(schedule);  // gpipe, 1f1b, zb-1p, zb-2p: 1; the V schedules: 2
       } else if (!as_given && schedule == "interleaved" && v < 2) {
         continue;
       }
