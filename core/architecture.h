@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/gpu.h"
+#include "core/precision.h"
 
 namespace ppb {
 
@@ -131,6 +132,9 @@ struct Training {
   // The attention core stores no s^2 tensor (FlashAttention, as Megatron
   // with Transformer Engine runs it): on with the step model.
   bool flash_attention = false;
+  // The linear layers' low-precision recipe (training.fp8, training.fp4;
+  // core/precision.h). Needs the step model.
+  LowPrecision low;
 };
 
 // One device.

@@ -209,28 +209,34 @@ struct ActivationTerms {
 };
 
 ActivationTerms DecoderTerms(const Architecture& a, const Training& t,
-                             bool moe) {
+                             bool moe, Recipe recipe) {
   const I64 e = t.activation_bytes;
+  // Saved linear inputs (QKV and fc1: the norms' outputs; the projection's
+  // and fc2's inputs) are kept quantized in a low-precision layer
+  // (core/precision.h SavedInputBytes); everything else in e bytes.
+  const double q = SavedInputBytes(recipe, t.activation_bytes);
+  auto Linear = [q](I64 elements) {
+    return static_cast<I64>(std::llround(q * static_cast<double>(elements)));
+  };
   const I64 s = t.seq / t.cp;
   const I64 sb = s * t.micro_batch;
   const I64 sbh = sb * a.hidden;
   ActivationTerms x;
-  x.replicated = 4 * e * sbh + 2 * sbh;
+  x.replicated = 2 * e * sbh + Linear(2 * sbh) + 2 * sbh;
   // Q (a·d_qk), K (kv·d_qk), V (kv·d_v), projection input (a·d_v).
   x.split = e * sb *
-            (a.heads * QkDim(a) + KvHeads(a) * QkDim(a) +
-             KvHeads(a) * VDim(a) + a.heads * VDim(a));
+                (a.heads * QkDim(a) + KvHeads(a) * QkDim(a) +
+                 KvHeads(a) * VDim(a)) +
+            Linear(sb * a.heads * VDim(a));
   // MLP inner tensors: fc1 output and activation output, 2·e·sb·ffn
   // (= 16sbh of [K22]'s 19sbh MLP for ffn = 4h; Megatron's general width
   // 18 + 4·ffn/h in formulas.md §3); a gated MLP's fc1 output is twice as
-  // wide (gate and up): 3·e·sb·ffn. An MoE token stores it for each of its
-  // top-k experts and the shared expert(s).
-  const I64 inner = a.gated_mlp ? 3 * e : 2 * e;
-  if (moe) {
-    x.split += inner * sb * (a.top_k * a.expert_ffn + a.shared_ffn);
-  } else {
-    x.split += inner * sb * a.ffn;
-  }
+  // wide (gate and up): 3·e·sb·ffn. The activation output is fc2's input.
+  // An MoE token stores it for each of its top-k experts and the shared
+  // expert(s).
+  const I64 fc1_out = a.gated_mlp ? 2 * e : e;
+  const I64 ffn = moe ? a.top_k * a.expert_ffn + a.shared_ffn : a.ffn;
+  x.split += fc1_out * sb * ffn + Linear(sb * ffn);
   // FlashAttention stores no s^2 tensor: only the fp32 log-sum-exp of
   // each query row (its output is the projection input above).
   x.core = t.flash_attention ? 4 * a.heads * s * t.micro_batch
@@ -241,8 +247,8 @@ ActivationTerms DecoderTerms(const Architecture& a, const Training& t,
 }  // namespace
 
 Activation DecoderActivation(const Architecture& a, const Training& t,
-                             bool moe) {
-  const ActivationTerms x = DecoderTerms(a, t, moe);
+                             bool moe, Recipe recipe) {
+  const ActivationTerms x = DecoderTerms(a, t, moe, recipe);
   const I64 tp = t.tp;
   const bool sp = t.sp && tp > 1;
   Activation act;
@@ -296,21 +302,26 @@ ParamStateBytes StateBytes(const Training& t) {
 // (2 e sbh, replicated without sequence parallelism). An MoE token counts
 // its top-k experts and the shared expert(s). Capped at the activation.
 std::int64_t DecoderWeightGradStash(const Architecture& a, const Training& t,
-                                    bool moe) {
+                                    bool moe, Recipe recipe) {
   const I64 e = t.activation_bytes;
+  // The matmul inputs are the saved (quantized) linear inputs.
+  const double q = SavedInputBytes(recipe, t.activation_bytes);
+  auto Linear = [q](I64 elements) {
+    return static_cast<I64>(std::llround(q * static_cast<double>(elements)));
+  };
   const I64 sb = (t.seq / t.cp) * t.micro_batch;
   const I64 sbh = sb * a.hidden;
   const I64 ffn = moe ? a.top_k * a.expert_ffn + a.shared_ffn : a.ffn;
-  const I64 replicated = 4 * e * sbh;
+  const I64 replicated = Linear(2 * sbh) + 2 * e * sbh;
   const I64 split =
+      Linear(sb * (a.heads * VDim(a) + ffn)) +
       e * sb *
-      (a.heads * VDim(a) + ffn +
-       a.heads * QkDim(a) + KvHeads(a) * QkDim(a) + KvHeads(a) * VDim(a) +
-       (a.gated_mlp ? 2 : 1) * ffn);
+          (a.heads * QkDim(a) + KvHeads(a) * QkDim(a) + KvHeads(a) * VDim(a) +
+           (a.gated_mlp ? 2 : 1) * ffn);
   const I64 tp = t.tp;
   const I64 held = t.sp && tp > 1 ? CeilDiv(replicated + split, tp)
                                   : replicated + CeilDiv(split, tp);
-  return std::min(held, DecoderActivation(a, t, moe).none);
+  return std::min(held, DecoderActivation(a, t, moe, recipe).none);
 }
 
 int OptimizerStateBytes(Optimizer optimizer) {
@@ -591,6 +602,21 @@ void SetTail(DerivedLayer& d, const Training& t, const Hardware& h) {
         static_cast<Nanos>(std::llround(
             bytes / (h.gpu.hbm_bytes_per_s * h.gpu.compute.hbm) * 1e9)));
   }
+  // Low precision: the weights' quantized copies are cast once per step
+  // (TE's is_first_microbatch cache), counted with the optimizer's work.
+  d.layer.optimizer += d.times.quantize_weight_step;
+}
+
+// Bytes of a low-precision layer's quantized weight copies on its rank
+// beyond the training-dtype weights StateBytes counts (core/precision.h):
+// both orientations kept for the step, or, with --fp8-param-gather, the
+// quantized primaries in place of the 16-bit weights.
+Bytes LowWeightBytes(const LayerKernels& k, const Training& t,
+                     const Hardware& h) {
+  if (k.recipe == Recipe::None) return 0;
+  const double copy = WeightCopyBytes(k.recipe, h.gpu.arch) -
+                      (t.low.param_gather ? DtypeBytes(t.dtype) : 0);
+  return static_cast<Bytes>(std::llround(k.quantize_weight * copy));
 }
 
 DerivedLayer DecoderLike(const Architecture& a, const Training& t,
@@ -602,12 +628,15 @@ DerivedLayer DecoderLike(const Architecture& a, const Training& t,
   d.layer.kind = kind;
   d.params = params;
   d.flops = flops;
+  const Recipe recipe = kernels.recipe;
+  const Bytes low_weights = LowWeightBytes(kernels, t, h);
   SetTimes(d, std::move(kernels), t, h);
   SetTail(d, t, h);
-  d.layer.static_memory = StaticBytes(params, t);
-  d.activation = DecoderActivation(a, t, moe);
+  d.layer.static_memory = StaticBytes(params, t) + low_weights;
+  d.activation = DecoderActivation(a, t, moe, recipe);
   d.layer.activation = d.activation.none;
-  d.layer.activation_after_input_grad = DecoderWeightGradStash(a, t, moe);
+  d.layer.activation_after_input_grad =
+      DecoderWeightGradStash(a, t, moe, recipe);
   d.layer.output_bytes = HiddenBytes(a, t);
   // Selective recompute reruns the attention core; full recompute the whole
   // forward [K22 §5].
@@ -625,7 +654,14 @@ DerivedLayer DecoderLike(const Architecture& a, const Training& t,
       StaticText(params, t) +
       "; activation none/selective/full [K22 Table 2" +
       (t.tp > 1 ? (t.sp ? ", tp+sp" : ", tp") : "") +
-      "]; output e*s*b*h" + (t.sp && t.tp > 1 ? "/tp" : "");
+      "]; output e*s*b*h" + (t.sp && t.tp > 1 ? "/tp" : "") +
+      (recipe != Recipe::None
+           ? std::string("; linears in ") + RecipeName(recipe) +
+                 " [TE, core/precision.h]: saved inputs " +
+                 Fmt("%g", SavedInputBytes(recipe, t.activation_bytes)) +
+                 " B/element, weight copies " + std::to_string(low_weights) +
+                 " B"
+           : std::string());
   return d;
 }
 

@@ -88,13 +88,15 @@ struct Activation {
   std::int64_t selective = 0;  // the attention core recomputed
   std::int64_t full = 0;       // only the layer input kept
 };
+// A low-precision layer keeps its saved linear inputs in `recipe`'s bytes
+// (core/precision.h SavedInputBytes).
 Activation DecoderActivation(const Architecture& a, const Training& t,
-                             bool moe);
+                             bool moe, Recipe recipe = Recipe::None);
 // Bytes of a decoder layer's activation W still needs after I (matmul
 // inputs and output gradients) [Q24 Table 1]; at most DecoderActivation's
 // none.
 std::int64_t DecoderWeightGradStash(const Architecture& a, const Training& t,
-                                    bool moe);
+                                    bool moe, Recipe recipe = Recipe::None);
 
 // Bytes one parameter costs on a rank: its weight, its gradient buffer and
 // its optimizer state.

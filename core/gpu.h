@@ -36,6 +36,16 @@ struct ComputeEfficiency {
   double hbm = 0.8;
   // The least time any kernel takes (launch and tail).
   Nanos kernel_floor = 3000;
+  // Shares of the FP8 and FP4 peaks that large low-precision GEMMs reach
+  // (the same curve as `matmul`, with f_half = low peak x matmul_half_time,
+  // so small GEMMs gain less: core/precision.h). Guesses to calibrate; the
+  // presets' values come from Transformer Engine's pre-quantized GEMM
+  // timings (docs/features/low_precision_training/gemm_profiling, TE main
+  // 2026: B300 per-layer GEMMs of a 5B model, BF16 12.835 ms, FP8 block
+  // 6.830 ms, MXFP8 7.324 ms, NVFP4 3.754 ms): FP8 GEMMs reach 0.88 of
+  // BF16's share of their peak, FP4 GEMMs 0.57 of it.
+  double fp8_matmul = 0;
+  double fp4_matmul = 0;
 };
 
 // How well collectives use a link: a message of S bytes moves at
@@ -48,15 +58,30 @@ struct CollectiveEfficiency {
   Bytes collective_half_size = 8LL << 20;
 };
 
+// The tensor-core generation, which decides the low-precision recipes a GPU
+// runs (core/precision.h RecipeRuns).
+enum class GpuArch { Ampere, Hopper, Blackwell, Cdna3, Cdna4 };
+const char* GpuArchName(GpuArch a);
+
 // One GPU type and the node it sits in.
 struct Gpu {
   std::string name;                 // preset name, or "" when none
+  GpuArch arch = GpuArch::Hopper;
   double peak_tflops = 0;           // dense 16-bit tensor peak
+  double fp8_tflops = 0;            // dense FP8 peak (0: no FP8 tensor cores)
+  double fp4_tflops = 0;            // dense FP4 peak (0: none)
   Bytes memory = 0;                 // HBM capacity
   double hbm_bytes_per_s = 0;       // HBM bandwidth
-  double nvlink_bytes_per_s = 0;    // to its node peers, per direction
-  int gpus_per_node = 8;            // one NVLink domain
+  double nvlink_bytes_per_s = 0;    // to its NVLink peers, per direction
+  int gpus_per_node = 8;            // GPUs that share a host (tray)
+  // GPUs that share one NVLink domain: 8 on HGX/DGX, 72 on an NVL72 rack
+  // (a group inside it runs on NVLink; core/rank_layout.h).
+  int nvlink_domain = 8;
   double nic_bytes_per_s = 0;       // its share of the node's NICs, per dir.
+  // Its link to host memory, per direction (PCIe, or NVLink-C2C on Grace):
+  // what offloading moves over.
+  double host_bytes_per_s = 0;
+  std::string host_link;            // "PCIe 5.0 x16", "NVLink-C2C" ...
   Nanos intra_latency = 2000;       // per collective step inside a node
   Nanos inter_latency = 5000;       // per step across nodes
   ComputeEfficiency compute;
@@ -65,7 +90,8 @@ struct Gpu {
 };
 
 // The preset of `name` (a100-sxm4-40gb, a100-sxm4-80gb, h100-sxm,
-// h200-sxm, b200, mi300x), or nullptr.
+// h200-sxm, b200, b300, gb200-nvl72, gb300-nvl72, mi300x, mi355x), or
+// nullptr.
 const Gpu* FindGpu(std::string_view name);
 // The preset names, in the order above.
 std::vector<std::string> GpuNames();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 
 namespace ppb {
 namespace {
@@ -37,9 +38,27 @@ I64 HiddenShare(const Training& t, I64 bytes) {
 // the conjugates in the backward (the wgrad's re-gather of the input runs
 // beside the dgrad GEMM, async, and is not counted).
 void TpPair(const std::string& name, const Training& t, Bytes bytes,
-            std::vector<CommOp>& out) {
+            std::vector<CommOp>& out, Recipe recipe = Recipe::None) {
   if (t.tp <= 1) return;
-  if (t.sp) {
+  if (t.sp && recipe != Recipe::None) {
+    // TE gathers the quantized input of the column-parallel linear
+    // (performance_considerations.rst, sequence parallelism); the
+    // backward's all-gather of gradients stays in the training dtype.
+    // Current scaling first all-reduces the shards' amax over tp.
+    const Bytes quantized = static_cast<Bytes>(std::llround(
+        static_cast<double>(bytes) / t.activation_bytes *
+        SavedInputBytes(recipe, t.activation_bytes)));
+    if (recipe == Recipe::Fp8Tensorwise || recipe == Recipe::Nvfp4) {
+      out.push_back({name + " amax all-reduce", Collective::AllReduce,
+                     CommGroup::Tp, 4, 1, 0, 1.0});
+    }
+    out.push_back({name + " all-gather (" + RecipeName(recipe) + ")",
+                   Collective::AllGather, CommGroup::Tp, quantized, 1, 0, 1.0});
+    out.push_back({name + " all-gather", Collective::AllGather, CommGroup::Tp,
+                   bytes, 0, 1, 1.0});
+    out.push_back({name + " reduce-scatter", Collective::ReduceScatter,
+                   CommGroup::Tp, bytes, 1, 1, 1.0});
+  } else if (t.sp) {
     out.push_back({name + " all-gather", Collective::AllGather, CommGroup::Tp,
                    bytes, 1, 1, 1.0});
     out.push_back({name + " reduce-scatter", Collective::ReduceScatter,
@@ -47,6 +66,41 @@ void TpPair(const std::string& name, const Training& t, Bytes bytes,
   } else {
     out.push_back({name + " all-reduce", Collective::AllReduce, CommGroup::Tp,
                    bytes, 1, 1, 1.0});
+  }
+}
+
+// Every GEMM but the router runs `recipe` (core/precision.h); the elements
+// each quantizes: its input (m x k) in the forward, its output gradient
+// (m x n) in the backward, its weight (n x k) once per step. QKV's and
+// fc1's inputs are the norms' outputs (TE LayerNormLinear casts them in
+// the norm's kernel; with sequence parallelism the local 1/t shard before
+// the gather). Delayed scaling adds one amax all-reduce per pipeline
+// rank's block and micro-batch (Megatron transformer_block.py wraps the
+// block in one fp8 context for the delayed recipe, and TE reduces the
+// amaxes at its exit): spread over the rank's L/p layers.
+void MarkLowPrecision(const Architecture& a, const Training& t, Recipe recipe,
+                      LayerKernels& k) {
+  k.recipe = recipe;
+  for (Gemm& g : k.gemms) {
+    if (g.name == "router") continue;
+    g.recipe = recipe;
+    const double count = g.count;
+    const double input = static_cast<double>(g.m) * static_cast<double>(g.k) * count;
+    if (g.name == "qkv" || g.name == "fc1") {
+      k.quantize_input_fused += t.sp && t.tp > 1 ? input / t.tp : input;
+    } else {
+      k.quantize_input += input;
+    }
+    k.quantize_grad += static_cast<double>(g.m) * static_cast<double>(g.n) * count;
+    k.quantize_weight += static_cast<double>(g.n) * static_cast<double>(g.k) * count;
+  }
+  if (recipe == Recipe::Fp8Delayed) {
+    const double per_rank = std::max(1.0, static_cast<double>(a.layers) / std::max(1, t.pp));
+    // The amax history of each quantized tensor: 3 per linear, fp32.
+    const Bytes bytes = static_cast<Bytes>(4 * 3 * k.gemms.size());
+    k.comms.push_back({"fp8 amax all-reduce (1 per block of L/p layers)",
+                       Collective::AllReduce, CommGroup::Amax, bytes, 1, 0,
+                       1.0 / per_rank});
   }
 }
 
@@ -60,6 +114,8 @@ const char* CommGroupName(CommGroup g) {
       return "cp";
     case CommGroup::Ep:
       return "ep";
+    case CommGroup::Amax:
+      return "tp x dp x cp";
   }
   return "?";
 }
@@ -85,6 +141,9 @@ LayerKernels EmbeddingKernels(const Architecture& a, const Training& t) {
 LayerKernels DecoderKernels(const Architecture& a, const Training& t,
                             int layer) {
   LayerKernels k;
+  const Recipe recipe = LowPrecisionLayer(t.low, layer, a.layers)
+                            ? t.low.recipe
+                            : Recipe::None;
   const I64 T = Tokens(t);
   const I64 e = t.activation_bytes;
   const I64 h = a.hidden;
@@ -110,7 +169,7 @@ LayerKernels DecoderKernels(const Architecture& a, const Training& t,
                        h});
   }
   k.gemms.push_back({"proj", T, h, Div(a.heads, tp) * VDim(a)});
-  TpPair("attention", t, hidden, k.comms);
+  TpPair("attention", t, hidden, k.comms, recipe);
   // Attention core: the causal half of 2 s^2 b a (d_qk + d_v) over t and cp.
   const double s = static_cast<double>(t.seq);
   k.attention_flops = 0.5 * 2.0 * s * s * static_cast<double>(t.micro_batch) *
@@ -160,7 +219,8 @@ LayerKernels DecoderKernels(const Architecture& a, const Training& t,
     k.gemms.push_back({"fc2", T, h, Div(a.ffn, tp)});
     inner_tokens_width += T * Div(a.ffn, tp);
   }
-  TpPair("mlp", t, hidden, k.comms);
+  TpPair("mlp", t, hidden, k.comms, recipe);
+  if (recipe != Recipe::None) MarkLowPrecision(a, t, recipe, k);
   // Element-wise: two norms (read + write), two bias-dropout-adds (read
   // two, write one, a 1-byte mask), the activation (read gate x up or fc1,
   // write), rotary on Q and K (read + write) unless positions are learned.
@@ -203,19 +263,55 @@ LayerKernels HeadKernels(const Architecture& a, const Training& t) {
   return k;
 }
 
-double GemmEfficiency(double flops, const Hardware& h) {
+// The recipe's peak in FLOP/s: the 16-bit peak (hardware.peak_tflops,
+// which the user may override) or the preset's FP8 / FP4 peak.
+double RecipePeak(const Hardware& h, Recipe recipe) {
+  if (recipe == Recipe::None) return PeakFlopsPerS(h);
+  return RecipePeakTflops(recipe, h.gpu) * 1e12;
+}
+
+double GemmEfficiency(double flops, const Hardware& h, Recipe recipe) {
   if (h.fraction_given) return h.achievable_fraction;
   const ComputeEfficiency& c = h.gpu.compute;
-  const double half = PeakFlopsPerS(h) * static_cast<double>(c.matmul_half_time) / 1e9;
-  return c.matmul * flops / (flops + half);
+  const double half =
+      RecipePeak(h, recipe) * static_cast<double>(c.matmul_half_time) / 1e9;
+  const double share = recipe == Recipe::None ? c.matmul
+                                              : RecipeMatmulShare(recipe, h.gpu);
+  return share * flops / (flops + half);
 }
 
 Nanos GemmTime(const Gemm& g, const Hardware& h) {
   const double one = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) *
                      static_cast<double>(g.k) * g.skew;
   if (one <= 0) return 0;
-  const Nanos t = Ns(one / (PeakFlopsPerS(h) * GemmEfficiency(one, h)));
+  const Nanos t = Ns(one / (RecipePeak(h, g.recipe) *
+                            GemmEfficiency(one, h, g.recipe)));
   return g.count * std::max(t, h.gpu.compute.kernel_floor);
+}
+
+QuantizeTimes QuantizeTime(const LayerKernels& k, const Hardware& h) {
+  QuantizeTimes q;
+  if (k.recipe == Recipe::None) return q;
+  const GpuArch arch = h.gpu.arch;
+  auto price = [&](std::initializer_list<QuantizeCost> parts) {
+    double bytes = 0;
+    int kernels = 0;
+    for (const QuantizeCost& c : parts) {
+      bytes += c.bytes;
+      kernels += c.kernels;
+    }
+    if (bytes <= 0) return Nanos{0};
+    const Nanos t = Ns(bytes / (h.gpu.hbm_bytes_per_s * h.gpu.compute.hbm));
+    return std::max(t, kernels * h.gpu.compute.kernel_floor);
+  };
+  const double inputs = k.quantize_input + k.quantize_input_fused;
+  q.forward = price({QuantizeBytes(k.recipe, arch, k.quantize_input, false),
+                     QuantizeBytes(k.recipe, arch, k.quantize_input_fused, true),
+                     HadamardBytes(k.recipe, inputs)});
+  q.backward = price({QuantizeBytes(k.recipe, arch, k.quantize_grad, false)});
+  q.hadamard_grad = price({HadamardBytes(k.recipe, k.quantize_grad)});
+  q.weight_step = price({QuantizeBytes(k.recipe, arch, k.quantize_weight, false)});
+  return q;
 }
 
 Nanos AttentionTime(double flops, const Hardware& h) {
@@ -236,7 +332,8 @@ Nanos ElementwiseTime(Bytes bytes, int kernels, const Hardware& h) {
 Nanos CommTime(const CommOp& c, const JobGroups& groups, const Hardware& h) {
   const GroupPlacement& g = c.group == CommGroup::Tp   ? groups.tp
                             : c.group == CommGroup::Cp ? groups.cp
-                                                       : groups.ep;
+                            : c.group == CommGroup::Ep ? groups.ep
+                                                       : groups.tp_dp_cp;
   const GroupLink& link = c.kind == Collective::AllToAll ? g.a2a_link : g.link;
   const Nanos one = CollectiveTime(c.kind, g.size, c.bytes, link, h.gpu.network);
   return static_cast<Nanos>(std::llround(static_cast<double>(one) * c.skew));
@@ -246,7 +343,16 @@ KernelTimes PriceKernels(const LayerKernels& k, const Training& t,
                          const Hardware& h, const JobGroups& groups) {
   KernelTimes out;
   Nanos gemm = 0;
-  for (const Gemm& g : k.gemms) gemm += GemmTime(g, h);
+  for (const Gemm& g : k.gemms) {
+    const Nanos one = GemmTime(g, h);
+    gemm += one;
+    if (g.recipe != Recipe::None) out.low_gemm_forward += one;
+  }
+  const QuantizeTimes quantize = QuantizeTime(k, h);
+  out.quantize_forward = quantize.forward;
+  out.quantize_backward = quantize.backward;
+  out.quantize_wgrad = quantize.hadamard_grad;
+  out.quantize_weight_step = quantize.weight_step;
   out.attention = AttentionTime(k.attention_flops, h);
   const Nanos attention_bwd = static_cast<Nanos>(std::llround(2.5 * out.attention));
   const Nanos elem = ElementwiseTime(k.elementwise_bytes, k.elementwise_kernels, h);
@@ -279,9 +385,11 @@ KernelTimes PriceKernels(const LayerKernels& k, const Training& t,
   }
   out.comm_forward = tp_fwd + other_fwd;
   out.comm_backward = tp_bwd + other_bwd;
-  out.forward = gemm + out.attention + elem + out.comm_forward;
-  out.backward_input = gemm + attention_bwd + elem_bwd + out.comm_backward;
-  out.backward_weight = gemm;
+  out.forward = gemm + out.attention + elem + out.comm_forward + quantize.forward;
+  out.backward_input =
+      gemm + attention_bwd + elem_bwd + out.comm_backward + quantize.backward;
+  // NVFP4 transforms the output gradient for the wgrad GEMM.
+  out.backward_weight = gemm + quantize.hadamard_grad;
   return out;
 }
 

@@ -15,6 +15,9 @@
 //   attention    causal FLOPs / (peak x attention); backward 2.5x (the
 //                FlashAttention-2 backward's five GEMMs against two)
 //   element-wise bytes / (HBM bandwidth x hbm), backward twice the bytes
+//   low precision  linears of low-precision layers at the recipe's peak
+//                and share (core/precision.h), the quantize kernels priced
+//                as element-wise by the bytes they move
 //   collectives  on the critical path in the pass that runs them, unless
 //                training.tp_comm_overlap hides TP ones behind the pass's
 //                GEMMs (exposed: what exceeds them); CP's ring exposes per
@@ -38,13 +41,16 @@ struct Gemm {
   std::int64_t m = 0, n = 0, k = 0;  // per rank
   int count = 1;                     // identical GEMMs (local experts)
   double skew = 1.0;                 // time multiplier (routing skew)
+  // The recipe it runs in (None: the training dtype; core/precision.h).
+  Recipe recipe = Recipe::None;
   double flops() const {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) *
            static_cast<double>(k) * count;
   }
 };
 
-enum class CommGroup { Tp, Cp, Ep };
+// Amax: the low-precision amax reduction over a stage's tp x dp x cp ranks.
+enum class CommGroup { Tp, Cp, Ep, Amax };
 const char* CommGroupName(CommGroup g);
 
 struct CommOp {
@@ -66,6 +72,15 @@ struct LayerKernels {
   // Context parallelism's ring (p2p): bytes of the K/V block a rank sends
   // per step of the forward (the backward sends K/V and dK/dV: twice).
   Bytes cp_block_bytes = 0;
+  // Low precision (core/precision.h): the layer's recipe and the elements
+  // its linears quantize: inputs in the forward (those a norm's kernel
+  // casts, and the others), output gradients in the backward, weights once
+  // per step.
+  Recipe recipe = Recipe::None;
+  double quantize_input = 0;
+  double quantize_input_fused = 0;
+  double quantize_grad = 0;
+  double quantize_weight = 0;  // also the low-precision weight elements
 };
 
 LayerKernels EmbeddingKernels(const Architecture& a, const Training& t);
@@ -83,10 +98,26 @@ struct KernelTimes {
                               // recompute reruns it)
   Nanos comm_forward = 0;     // exposed collectives in forward
   Nanos comm_backward = 0;    // and in backward_input
+  // Low precision: the quantize kernels in forward, in backward_input
+  // (output gradients) and in backward_weight (NVFP4's Hadamard of the
+  // gradient), each included above; the weights' once per step (in the
+  // step's tail); the time of the low-precision GEMMs (forward, once).
+  Nanos quantize_forward = 0;
+  Nanos quantize_backward = 0;
+  Nanos quantize_wgrad = 0;
+  Nanos quantize_weight_step = 0;
+  Nanos low_gemm_forward = 0;
 };
 
 Nanos GemmTime(const Gemm& g, const Hardware& h);
-double GemmEfficiency(double flops, const Hardware& h);
+// The share of the recipe's peak a GEMM of `flops` reaches.
+double GemmEfficiency(double flops, const Hardware& h,
+                      Recipe recipe = Recipe::None);
+// The quantize kernels of `k`'s low-precision linears (core/precision.h).
+struct QuantizeTimes {
+  Nanos forward = 0, backward = 0, hadamard_grad = 0, weight_step = 0;
+};
+QuantizeTimes QuantizeTime(const LayerKernels& k, const Hardware& h);
 Nanos AttentionTime(double flops, const Hardware& h);
 Nanos ElementwiseTime(Bytes bytes, int kernels, const Hardware& h);
 Nanos CommTime(const CommOp& c, const JobGroups& groups, const Hardware& h);

@@ -5,14 +5,48 @@
 
 namespace ppb {
 
-GroupPlacement PlaceGroup(int size, int stride, const Gpu& gpu) {
+GroupPlacement PlaceGroup(int size, int stride, const Gpu& gpu,
+                          long long world) {
   GroupPlacement g;
   g.size = std::max(1, size);
   g.stride = std::max(1, stride);
-  const int per_node_slots = (gpu.gpus_per_node + g.stride - 1) / g.stride;
-  g.per_node = std::max(1, std::min(g.size, per_node_slots));
-  g.crosses_nodes =
-      static_cast<long long>(g.size - 1) * g.stride >= gpu.gpus_per_node;
+  const long long domain = std::max(1, gpu.nvlink_domain);
+  const long long block = static_cast<long long>(g.size) * g.stride;
+  const long long blocks = std::max(1LL, world / block);
+  // Instances start at q x block + r (q < blocks, r < stride); where one
+  // sits depends only on its start modulo the domain, so each residue is
+  // looked at once (at most `domain` of them). The slowest instance sets
+  // the group's pace: it crosses if any instance does, and its ring runs
+  // through the NICs of the domain with the fewest members.
+  std::vector<char> seen(static_cast<size_t>(domain), 0);
+  int fewest = g.size;
+  bool crosses = false;
+  for (long long q = 0; q < std::min(blocks, domain); ++q) {
+    for (long long r = 0; r < std::min<long long>(g.stride, domain); ++r) {
+      const long long c = (q * block + r) % domain;
+      if (seen[static_cast<size_t>(c)]) continue;
+      seen[static_cast<size_t>(c)] = 1;
+      const long long last = c + (g.size - 1) * static_cast<long long>(g.stride);
+      if (last < domain) continue;  // the whole instance in one domain
+      crosses = true;
+      // Members per domain, walking the members in order.
+      long long current = c / domain;
+      int count = 0;
+      for (int i = 0; i < g.size; ++i) {
+        const long long d = (c + static_cast<long long>(i) * g.stride) / domain;
+        if (d != current) {
+          fewest = std::min(fewest, count);
+          current = d;
+          count = 0;
+        }
+        ++count;
+      }
+      fewest = std::min(fewest, count);
+    }
+  }
+  g.crosses_nodes = crosses;
+  g.per_node = crosses ? std::max(1, fewest) : g.size;
+  g.domain_is_node = gpu.nvlink_domain == gpu.gpus_per_node;
   if (!g.crosses_nodes) {
     g.link = GroupLink{gpu.nvlink_bytes_per_s, gpu.intra_latency, false};
     g.a2a_link = g.link;
@@ -29,12 +63,17 @@ GroupPlacement PlaceGroup(int size, int stride, const Gpu& gpu) {
 
 JobGroups PlaceJob(const Training& t, const Gpu& gpu) {
   JobGroups j;
-  j.tp = PlaceGroup(t.tp, 1, gpu);
-  j.cp = PlaceGroup(t.cp, t.tp, gpu);
-  j.ep = PlaceGroup(t.ep, t.tp, gpu);
-  j.dp_cp = PlaceGroup(t.dp * t.cp, t.tp, gpu);
+  const long long world = static_cast<long long>(t.tp) * t.cp * t.dp *
+                          std::max(1, t.pp);
+  j.tp = PlaceGroup(t.tp, 1, gpu, world);
+  j.cp = PlaceGroup(t.cp, t.tp, gpu, world);
+  j.ep = PlaceGroup(t.ep, t.tp, gpu, world);
+  j.dp_cp = PlaceGroup(t.dp * t.cp, t.tp, gpu, world);
   j.expert_dp = PlaceGroup(std::max(1, t.dp * t.cp / std::max(1, t.ep)),
-                           t.tp * std::max(1, t.ep), gpu);
+                           t.tp * std::max(1, t.ep), gpu, world);
+  // Low-precision amax reductions (delayed scaling): the model-parallel and
+  // data-parallel ranks of one pipeline stage together.
+  j.tp_dp_cp = PlaceGroup(t.tp * t.cp * t.dp, 1, gpu, world);
   j.pp_stride = t.tp * t.cp * t.dp;
   return j;
 }
@@ -42,7 +81,7 @@ JobGroups PlaceJob(const Training& t, const Gpu& gpu) {
 std::vector<Link> PipelineLinks(const Training& t, const Gpu& gpu) {
   const int p = std::max(1, t.pp);
   const long long stride = static_cast<long long>(t.tp) * t.cp * t.dp;
-  const long long g = std::max(1, gpu.gpus_per_node);
+  const long long g = std::max(1, gpu.nvlink_domain);
   std::vector<Link> links(p);
   for (int r = 0; r < p; ++r) {
     const long long a = r * stride, b = ((r + 1) % p) * stride;
@@ -59,8 +98,13 @@ std::vector<Link> PipelineLinks(const Training& t, const Gpu& gpu) {
 std::string GroupText(const std::string& name, const GroupPlacement& g) {
   std::string s = name + " " + std::to_string(g.size);
   if (g.size <= 1) return s + " (none)";
-  if (!g.crosses_nodes) return s + " in a node (NVLink)";
-  return s + " across nodes (" + std::to_string(g.per_node) + " per node)";
+  if (g.domain_is_node) {
+    if (!g.crosses_nodes) return s + " in a node (NVLink)";
+    return s + " across nodes (" + std::to_string(g.per_node) + " per node)";
+  }
+  if (!g.crosses_nodes) return s + " in an NVLink domain";
+  return s + " across NVLink domains (at least " + std::to_string(g.per_node) +
+         " per domain)";
 }
 
 }  // namespace ppb

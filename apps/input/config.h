@@ -98,6 +98,9 @@ struct PlanSettings {
   // "search" (per layer, as ppb-sim search), "none", or a recompute mode
   // the layers offer ("selective", "full": on every layer that offers it).
   std::vector<std::string> recompute;
+  // plan.precision: bf16 | fp8-delayed | fp8-tensorwise | fp8-blockwise |
+  // mxfp8 | nvfp4 (empty: the file's own).
+  std::vector<std::string> precision;
   DeployTarget target = DeployTarget::Any;
   Nanos time_limit = 60'000'000'000;  // 0: none
   int top = 10;

@@ -153,6 +153,12 @@ Status Parser::ParseDerivedModel(const Entry& source, const Entry* training,
     return Fail(source.path, cfg_.hf_config + ": " + s.error().key + ": " +
                                  s.error().message);
   }
+  if (t->low.on() && !h->step_model) {
+    const char* key = IsFp4(t->low.recipe) ? "training.fp4" : "training.fp8";
+    return Fail(key, "must be given with hardware.gpu (a preset with its FP8 "
+                     "and FP4 peaks: the step model prices low precision); "
+                     "got it with hardware.peak_tflops alone");
+  }
   if (h->step_model) PPB_RETURN_IF_ERROR(ApplyStepModel(arch, *t, *h));
   cfg_.derived = DeriveLayers(arch, *t, *h);
   cfg_.architecture = arch;

@@ -77,6 +77,7 @@ class Parser : public ConfigReader {
   Result<Architecture> ParseArchitecture(const Entry& section);
   Result<Entries> TrainingEntries(const Entry& section);
   Result<Training> ParseTraining(const Entry& section);
+  Status ParseLowPrecision(const Entries& e, Training& t);
   Result<Hardware> ParseHardware(const Entry& section);
   // The micro-batches training.global_batch_size gives (before the
   // pipeline section is read).

@@ -54,7 +54,8 @@ Status Parser::ParsePlan(const Entry* section) {
       Map(section->value, "plan",
           {"gpus", "tensor_parallel", "context_parallel", "expert_parallel", "pipeline_parallel",
            "micro_batch_size", "schedules", "virtual_stages", "sequence_parallel",
-           "distributed_optimizer", "recompute", "target", "time_limit", "top"});
+           "distributed_optimizer", "recompute", "target", "time_limit", "top",
+           "precision"});
   if (!r.ok()) return r.error();
   const Entries& e = *r;
   PlanSettings out;
@@ -111,6 +112,26 @@ Status Parser::ParsePlan(const Entry* section) {
         return Fail(item.path, "must list each choice once; got " + x + " again");
       }
       out.recompute.push_back(x);
+    }
+  }
+  {
+    // plan.precision: the linears' recipe as a dimension (core/precision.h
+    // RecipeName); whether the GPU runs it is a refusal per layout.
+    Result<std::vector<Entry>> items = PlanItems(e, "precision");
+    if (!items.ok()) return items.error();
+    const std::vector<std::string> names = {"bf16", "fp8-delayed", "fp8-tensorwise",
+                                            "fp8-blockwise", "mxfp8", "nvfp4"};
+    for (const Entry& item : *items) {
+      Result<std::string> name = String(item.value, item.path, "a precision");
+      if (!name.ok()) return name.error();
+      const std::string x = Lower(*name);
+      if (std::find(names.begin(), names.end(), x) == names.end()) {
+        return Fail(item.path, "must be one of " + Join(names) + "; got " + *name);
+      }
+      if (std::find(out.precision.begin(), out.precision.end(), x) != out.precision.end()) {
+        return Fail(item.path, "must list each precision once; got " + x + " again");
+      }
+      out.precision.push_back(x);
     }
   }
   if (cli_.target) {

@@ -7,6 +7,8 @@
 
 #include "core/rank_layout.h"
 
+#include <climits>
+
 namespace ppb::config_detail {
 
 // A non-negative (min 0) or positive (min 1) integer of an inline
@@ -160,7 +162,8 @@ Result<Entries> Parser::TrainingEntries(const Entry& section) {
               "expert_parallel", "data_parallel", "distributed_optimizer",
               "optimizer", "global_batch_size", "overlap_grad_reduce",
               "overlap_param_gather", "tp_comm_overlap", "routing_skew",
-              "tp_across_nodes"});
+              "tp_across_nodes", "fp8", "fp4", "fp8_param_gather",
+              "first_last_layers_bf16"});
 }
 
 // training.global_batch_size: m = global / (data_parallel x
@@ -200,6 +203,30 @@ Status Parser::PeekGlobalBatch(const Entry* training) {
 Status Parser::ApplyStepModel(const Architecture& a, Training& t,
                               const Hardware& h) {
   t.flash_attention = true;
+  if (t.low.on()) {
+    const std::string key = IsFp4(t.low.recipe) ? "training.fp4" : "training.fp8";
+    const std::string recipe_key =
+        cfg_.key_lines.count(key + ".recipe") ? key + ".recipe" : key;
+    if (std::string why = RecipeRuns(t.low.recipe, h.gpu); !why.empty()) {
+      return Fail(recipe_key, "must be a recipe the GPU runs: " + why +
+                                  "; got " + RecipeName(t.low.recipe));
+    }
+    if (t.low.bf16_start + t.low.bf16_end > a.layers) {
+      return Fail("training.first_last_layers_bf16",
+                  "must keep at most the model's " + std::to_string(a.layers) +
+                      " layers in bf16 (start + end); got " +
+                      std::to_string(t.low.bf16_start) + " + " +
+                      std::to_string(t.low.bf16_end));
+    }
+    if (t.low.param_gather && !t.distributed_optimizer) {
+      // Megatron's validate_args: --fp8-param-gather needs the
+      // distributed optimizer (or an FSDP).
+      return Fail("training.fp8_param_gather",
+                  "must be given with training.distributed_optimizer: true "
+                  "(Megatron gathers FP8 parameters in the distributed "
+                  "optimizer); got true without it");
+    }
+  }
   // Megatron divides the query heads and the KV groups over t
   // (megatron/core/transformer/attention.py: divide(num_query_groups,
   // world_size)); it does not replicate KV heads.
@@ -211,12 +238,19 @@ Status Parser::ApplyStepModel(const Architecture& a, Training& t,
                     "and does not replicate KV heads; got " +
                     std::to_string(t.tp));
   }
-  if (t.tp > h.gpu.gpus_per_node && !t.tp_across_nodes) {
+  if (t.tp > h.gpu.nvlink_domain && !t.tp_across_nodes) {
     return Fail("training.tensor_parallel",
-                "must fit in a node (hardware.gpus_per_node = " +
-                    std::to_string(h.gpu.gpus_per_node) +
-                    "; set training.tp_across_nodes: true to let its "
-                    "all-reduces cross the NICs); got " + std::to_string(t.tp));
+                h.gpu.nvlink_domain == h.gpu.gpus_per_node
+                    ? "must fit in a node (hardware.gpus_per_node = " +
+                          std::to_string(h.gpu.gpus_per_node) +
+                          "; set training.tp_across_nodes: true to let its "
+                          "all-reduces cross the NICs); got " +
+                          std::to_string(t.tp)
+                    : "must fit in an NVLink domain (hardware.nvlink_domain = " +
+                          std::to_string(h.gpu.nvlink_domain) +
+                          "; set training.tp_across_nodes: true to let its "
+                          "all-reduces cross the NICs); got " +
+                          std::to_string(t.tp));
   }
   if ((t.dp * t.cp) % t.ep != 0) {
     // Megatron's expert rank generator: the expert-data-parallel size is
@@ -274,7 +308,12 @@ Status Parser::ApplyStepModel(const Architecture& a, Training& t,
       t.overlap_grad_reduce
           ? std::max<Bytes>(40'000'000, 1'000'000LL * groups.dp_cp.size) * grad
           : 0;
-  tail.param_per_grad = static_cast<double>(DtypeBytes(t.dtype)) / grad;
+  // --fp8-param-gather gathers the quantized primaries: the linears'
+  // weights, nearly all of a large model's parameters, at their low bytes.
+  tail.param_per_grad =
+      (t.low.param_gather ? GatheredParamBytes(t.low.recipe)
+                          : static_cast<double>(DtypeBytes(t.dtype))) /
+      grad;
   tail.efficiency = h.gpu.network;
   if (a.tied_embeddings && t.pp > 1) {
     // The first and the last pipeline rank all-reduce the word-embedding
@@ -284,6 +323,93 @@ Status Parser::ApplyStepModel(const Architecture& a, Training& t,
     tail.embedding_sync =
         CollectiveTime(Collective::AllReduce, 2, a.vocab * a.hidden / t.tp * grad,
                        emb.link, h.gpu.network);
+  }
+  return Status();
+}
+
+// training.fp8 / fp4 / fp8_param_gather / first_last_layers_bf16, with
+// Megatron-LM's names (arguments.py at d98e8a6): --fp8-format
+// {e4m3, hybrid} --fp8-recipe {delayed, tensorwise, blockwise, mxfp8},
+// --fp4-format e2m1 --fp4-recipe nvfp4, --fp8-param-gather,
+// --first-last-layers-bf16 --num-layers-at-{start,end}-in-bf16. Whether
+// the GPU runs the recipe is checked with the hardware (ApplyStepModel).
+Status Parser::ParseLowPrecision(const Entries& e, Training& t) {
+  const Entry* fp8 = Find(e, "fp8");
+  const Entry* fp4 = Find(e, "fp4");
+  if (fp8 != nullptr && fp4 != nullptr) {
+    return Fail(fp4->path, "must not be given with training.fp8 (Megatron "
+                           "trains the linears in one low precision: "
+                           "--fp8-format or --fp4-format); got both");
+  }
+  if (fp8 != nullptr) {
+    Result<Entries> m = Map(fp8->value, fp8->path, {"format", "recipe"});
+    if (!m.ok()) return m.error();
+    // Megatron's --fp8-recipe default is delayed; --fp8-format has none
+    // (its examples and Megatron-Bridge use hybrid), so hybrid here.
+    t.low.recipe = Recipe::Fp8Delayed;
+    if (const Entry* f = Find(*m, "format")) {
+      Result<size_t> i = Choice(f->value, f->path, {"e4m3", "hybrid"});
+      if (!i.ok()) return i.error();
+      t.low.hybrid = *i == 1;
+    }
+    if (const Entry* r = Find(*m, "recipe")) {
+      static const Recipe kFp8[] = {Recipe::Fp8Delayed, Recipe::Fp8Tensorwise,
+                                    Recipe::Fp8Blockwise, Recipe::Mxfp8};
+      Result<size_t> i = Choice(r->value, r->path,
+                                {"delayed", "tensorwise", "blockwise", "mxfp8"});
+      if (!i.ok()) return i.error();
+      t.low.recipe = kFp8[*i];
+    }
+  }
+  if (fp4 != nullptr) {
+    Result<Entries> m = Map(fp4->value, fp4->path, {"format", "recipe"});
+    if (!m.ok()) return m.error();
+    if (const Entry* f = Find(*m, "format")) {
+      Result<size_t> i = Choice(f->value, f->path, {"e2m1"});
+      if (!i.ok()) return i.error();
+    }
+    t.low.recipe = Recipe::Nvfp4;
+    if (const Entry* r = Find(*m, "recipe")) {
+      Result<size_t> i = Choice(r->value, r->path, {"nvfp4"});
+      if (!i.ok()) return i.error();
+    }
+  }
+  if (const Entry* x = Find(e, "fp8_param_gather")) {
+    Result<bool> b = Bool(x->value, x->path);
+    if (!b.ok()) return b.error();
+    t.low.param_gather = *b;
+    if (*b && !t.low.on()) {
+      return Fail(x->path, "must be given with training.fp8 or training.fp4 "
+                           "(it gathers quantized parameters); got true "
+                           "without either");
+    }
+  }
+  if (const Entry* x = Find(e, "first_last_layers_bf16")) {
+    Result<Entries> m = Map(x->value, x->path, {"start", "end"});
+    if (!m.ok()) return m.error();
+    if (!t.low.on()) {
+      return Fail(x->path, "must be given with training.fp8 or training.fp4 "
+                           "(it keeps edge layers out of low precision); got "
+                           "it without either");
+    }
+    if (t.low.recipe == Recipe::Fp8Delayed) {
+      return Fail(x->path, "must not be given with the delayed recipe "
+                           "(Megatron refuses --first-last-layers-bf16 with "
+                           "--fp8-recipe delayed); got it with delayed");
+    }
+    // Megatron's defaults: --num-layers-at-start-in-bf16 and
+    // --num-layers-at-end-in-bf16 are 1.
+    t.low.bf16_start = 1;
+    t.low.bf16_end = 1;
+    for (auto [key, out] : {std::pair<const char*, int*>{"start", &t.low.bf16_start},
+                            {"end", &t.low.bf16_end}}) {
+      if (const Entry* v = Find(*m, key)) {
+        Result<std::int64_t> n = Integer(v->value, v->path, 0, INT_MAX,
+                                         "a non-negative integer");
+        if (!n.ok()) return n.error();
+        *out = static_cast<int>(*n);
+      }
+    }
   }
   return Status();
 }
@@ -383,6 +509,7 @@ Result<Training> Parser::ParseTraining(const Entry& section) {
     }
     t.routing_skew = *k;
   }
+  PPB_RETURN_IF_ERROR(ParseLowPrecision(e, t));
   if (const Entry* x = Find(e, "optimizer")) {
     // adamw keeps the same state as adam (m and v).
     Result<size_t> i = Choice(x->value, x->path, {"adam", "adamw", "sgd"});
@@ -404,7 +531,9 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
        "gpus_per_node", "intra_node", "inter_node", "memory_reserve",
        "hbm_bandwidth", "matmul_efficiency", "matmul_half_time",
        "attention_efficiency", "hbm_efficiency", "kernel_floor",
-       "collective_efficiency", "collective_half_size"});
+       "collective_efficiency", "collective_half_size", "nvlink_domain",
+       "fp8_tflops", "fp4_tflops", "fp8_matmul_efficiency",
+       "fp4_matmul_efficiency", "host_link"});
   if (!r.ok()) return r.error();
   const Entries& e = *r;
   Hardware h;
@@ -412,7 +541,8 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
     // core/gpu.h's presets (GpuNames), in its order.
     Result<size_t> i = Choice(g->value, g->path,
                               {"a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm",
-                               "h200-sxm", "b200", "mi300x"});
+                               "h200-sxm", "b200", "b300", "gb200-nvl72",
+                               "gb300-nvl72", "mi300x", "mi355x"});
     if (!i.ok()) return i.error();
     h.step_model = true;
     h.gpu = *FindGpu(GpuNames()[*i]);
@@ -427,12 +557,15 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
          {"gpus_per_node", "intra_node", "inter_node", "memory_reserve",
           "hbm_bandwidth", "matmul_efficiency", "matmul_half_time",
           "attention_efficiency", "hbm_efficiency", "kernel_floor",
-          "collective_efficiency", "collective_half_size"}) {
+          "collective_efficiency", "collective_half_size", "nvlink_domain",
+          "fp8_tflops", "fp4_tflops", "fp8_matmul_efficiency",
+          "fp4_matmul_efficiency", "host_link"}) {
       if (const Entry* x = Find(e, key)) {
         return Fail(x->path,
                     "is read with hardware.gpu (the step model: a GPU preset, "
                     "one of a100-sxm4-40gb, a100-sxm4-80gb, h100-sxm, "
-                    "h200-sxm, b200, mi300x); got it without hardware.gpu");
+                    "h200-sxm, b200, b300, gb200-nvl72, gb300-nvl72, mi300x, "
+                    "mi355x); got it without hardware.gpu");
       }
     }
   }
@@ -495,10 +628,50 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
   PPB_RETURN_IF_ERROR(share("attention_efficiency", h.gpu.compute.attention));
   PPB_RETURN_IF_ERROR(share("hbm_efficiency", h.gpu.compute.hbm));
   PPB_RETURN_IF_ERROR(share("collective_efficiency", h.gpu.network.collective));
+  PPB_RETURN_IF_ERROR(share("fp8_matmul_efficiency", h.gpu.compute.fp8_matmul));
+  PPB_RETURN_IF_ERROR(share("fp4_matmul_efficiency", h.gpu.compute.fp4_matmul));
+  // Low-precision peaks: given over the preset's (0 is none; a share needs a
+  // peak to be a share of).
+  for (auto [key, out] : {std::pair<const char*, double*>{"fp8_tflops", &h.gpu.fp8_tflops},
+                          {"fp4_tflops", &h.gpu.fp4_tflops}}) {
+    if (const Entry* x = Find(e, key)) {
+      Result<double> p = PositiveNumber(x->value, x->path);
+      if (!p.ok()) return p.error();
+      if (*p > 1e6) {
+        return Fail(x->path, "must be at most 1e6 TFLOP/s; got " + x->value.Scalar());
+      }
+      *out = *p;
+    }
+  }
+  // A peak given for a preset without one takes BF16's share of it times
+  // 0.88 (FP8) or 0.57 (FP4), as the presets do (core/gpu.h), unless its
+  // share is given.
+  if (h.gpu.fp8_tflops > 0 && h.gpu.compute.fp8_matmul <= 0) {
+    h.gpu.compute.fp8_matmul = 0.88 * h.gpu.compute.matmul;
+  }
+  if (h.gpu.fp4_tflops > 0 && h.gpu.compute.fp4_matmul <= 0) {
+    h.gpu.compute.fp4_matmul = 0.57 * h.gpu.compute.matmul;
+  }
+  const int preset_node = h.gpu.gpus_per_node;
   if (const Entry* x = Find(e, "gpus_per_node")) {
     Result<int> n = PositiveInt(x->value, x->path);
     if (!n.ok()) return n.error();
+    // On a node-sized NVLink domain (HGX/DGX) the domain follows the node.
+    if (h.gpu.nvlink_domain == preset_node) h.gpu.nvlink_domain = *n;
     h.gpu.gpus_per_node = *n;
+  }
+  if (const Entry* x = Find(e, "nvlink_domain")) {
+    Result<int> n = PositiveInt(x->value, x->path);
+    if (!n.ok()) return n.error();
+    h.gpu.nvlink_domain = *n;
+  }
+  if (const Entry* x = Find(e, "host_link")) {
+    Result<BytesPerSec> b = Bandwidth(x->value, x->path);
+    if (!b.ok()) return b.error();
+    if (*b < kMinStepBandwidth) {
+      return Fail(x->path, "must be at least 1MB/s; got " + x->value.Scalar());
+    }
+    h.gpu.host_bytes_per_s = static_cast<double>(*b);
   }
   for (const char* key : {"intra_node", "inter_node"}) {
     if (const Entry* x = Find(e, key)) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "schedules/schedule.h"
@@ -44,7 +45,7 @@ std::vector<int> VsOf(const std::string& schedule, const std::vector<int>& liste
 
 struct Lists {
   std::vector<int> t, cp, ep, p, mbs, v;
-  std::vector<std::string> schedules, recompute;
+  std::vector<std::string> schedules, recompute, precision;
   std::vector<bool> sp, dist_opt;
 };
 
@@ -75,6 +76,7 @@ Lists Resolve(const RunConfig& probe, const PlanSettings& s) {
   x.schedules = !s.schedules.empty() ? s.schedules
                                      : std::vector<std::string>{"1f1b", "interleaved"};
   x.recompute = !s.recompute.empty() ? s.recompute : std::vector<std::string>{"search"};
+  x.precision = !s.precision.empty() ? s.precision : std::vector<std::string>{""};
   x.sp = !s.sequence_parallel.empty() ? s.sequence_parallel : std::vector<bool>{true};
   x.dist_opt =
       !s.distributed_optimizer.empty() ? s.distributed_optimizer : std::vector<bool>{true};
@@ -111,9 +113,10 @@ bool TargetRunsSchedule(DeployTarget target, const std::string& schedule) {
 }
 
 std::string DescribeLayout(const PlanLayout& l) {
-  return fmt::format("t{} cp{} ep{} p{} d{} mbs{} m{} {} v{} {}{}{}", l.t, l.cp, l.ep, l.p, l.d,
+  return fmt::format("t{} cp{} ep{} p{} d{} mbs{} m{} {} v{} {}{}{}{}", l.t, l.cp, l.ep, l.p, l.d,
                      l.mbs, l.m, l.schedule, l.v, l.recompute, l.sp ? " sp" : "",
-                     l.dist_opt ? " dist-opt" : "");
+                     l.dist_opt ? " dist-opt" : "",
+                     l.precision.empty() ? "" : " " + l.precision);
 }
 
 PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const PlanLayout* yours) {
@@ -126,18 +129,37 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
     out.total += count;
   };
   bool yours_seen = false;
-  auto same = [](const PlanLayout& a, const PlanLayout& b) {
+  const std::string own_precision = RecipeName(probe.training.low.recipe);
+  auto precision_of = [&](const PlanLayout& l) {
+    return l.precision.empty() ? own_precision : l.precision;
+  };
+  auto same = [&](const PlanLayout& a, const PlanLayout& b) {
     return a.t == b.t && a.cp == b.cp && a.ep == b.ep && a.p == b.p && a.mbs == b.mbs &&
            a.sp == b.sp && a.dist_opt == b.dist_opt && a.schedule == b.schedule && a.v == b.v &&
-           a.recompute == b.recompute;
+           a.recompute == b.recompute && precision_of(a) == precision_of(b);
   };
+  // Which recipes the GPU runs (the file's own, "", always loads as it is).
+  std::map<std::string, std::string> precision_refusal;
+  for (const std::string& name : x.precision) {
+    if (name.empty()) continue;
+    for (Recipe r : {Recipe::None, Recipe::Fp8Delayed, Recipe::Fp8Tensorwise,
+                     Recipe::Fp8Blockwise, Recipe::Mxfp8, Recipe::Nvfp4}) {
+      if (name != RecipeName(r)) continue;
+      if (!probe.hardware.step_model && r != Recipe::None) {
+        precision_refusal[name] = name + " needs hardware.gpu (the step model)";
+      } else if (std::string why = RecipeRuns(r, probe.hardware.gpu); !why.empty()) {
+        precision_refusal[name] = why;
+      }
+    }
+  }
   // The (schedule, v) pairs and their count.
   std::vector<std::pair<std::string, int>> sv;
   for (const std::string& sch : x.schedules) {
     for (int v : VsOf(sch, x.v)) sv.emplace_back(sch, v);
   }
   const std::int64_t per_shape_rest =
-      static_cast<std::int64_t>(x.mbs.size() * x.dist_opt.size() * sv.size() * x.recompute.size());
+      static_cast<std::int64_t>(x.mbs.size() * x.dist_opt.size() * sv.size() * x.recompute.size() *
+                                x.precision.size());
   for (int t : x.t) {
     // sp: at t = 1 only false.
     std::vector<bool> sps;
@@ -164,7 +186,8 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
             for (bool sp : sps) {
               for (bool dopt : x.dist_opt) {
                 for (const auto& [sch, v] : sv) {
-                  const auto per_sv = static_cast<std::int64_t>(x.recompute.size());
+                  const auto per_sv =
+                      static_cast<std::int64_t>(x.recompute.size() * x.precision.size());
                   std::string why;
                   if (p * v > n_layers && !probe.allow_empty_chunks) {
                     why = "p x v exceeds the layers";
@@ -193,15 +216,22 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
                     continue;
                   }
                   for (const std::string& rc : x.recompute) {
-                    PlanLayout l;
-                    l.t = t, l.cp = cp, l.ep = ep, l.p = p, l.d = d, l.mbs = mbs, l.m = m;
-                    l.sp = sp, l.dist_opt = dopt, l.schedule = sch, l.v = v, l.recompute = rc;
-                    if (yours != nullptr && same(l, *yours)) {
-                      l.yours = true;
-                      yours_seen = true;
+                    for (const std::string& prec : x.precision) {
+                      if (auto it = precision_refusal.find(prec); it != precision_refusal.end()) {
+                        refuse(it->second, 1);
+                        continue;
+                      }
+                      PlanLayout l;
+                      l.t = t, l.cp = cp, l.ep = ep, l.p = p, l.d = d, l.mbs = mbs, l.m = m;
+                      l.sp = sp, l.dist_opt = dopt, l.schedule = sch, l.v = v, l.recompute = rc;
+                      l.precision = prec;
+                      if (yours != nullptr && same(l, *yours)) {
+                        l.yours = true;
+                        yours_seen = true;
+                      }
+                      out.layouts.push_back(std::move(l));
+                      ++out.total;
                     }
-                    out.layouts.push_back(std::move(l));
-                    ++out.total;
                   }
                 }
               }
@@ -246,8 +276,31 @@ YAML::Node LayoutDocument(std::string_view text, const PlanLayout& l, int n_laye
   tr["sequence_parallel"] = l.sp;
   tr["distributed_optimizer"] = l.dist_opt;
   // Only the distributed optimizer gathers parameters: the file's
-  // overlap_param_gather applies to the layouts that have one.
+  // overlap_param_gather (and fp8_param_gather) applies to the layouts that
+  // have one.
   if (!l.dist_opt && tr["overlap_param_gather"]) tr["overlap_param_gather"] = false;
+  if (!l.precision.empty()) {
+    // The layout's recipe replaces the file's.
+    const std::string old_format =
+        tr["fp8"] && tr["fp8"].IsMap() && tr["fp8"]["format"] ? tr["fp8"]["format"].Scalar() : "";
+    Remove(tr, "fp8");
+    Remove(tr, "fp4");
+    if (l.precision == "bf16") {
+      Remove(tr, "fp8_param_gather");
+      Remove(tr, "first_last_layers_bf16");
+    } else if (l.precision == "nvfp4") {
+      YAML::Node fp4(YAML::NodeType::Map);
+      fp4["recipe"] = "nvfp4";
+      tr["fp4"] = fp4;
+    } else {
+      YAML::Node fp8(YAML::NodeType::Map);
+      if (!old_format.empty()) fp8["format"] = old_format;
+      fp8["recipe"] = l.precision == "mxfp8" ? "mxfp8" : l.precision.substr(4);
+      tr["fp8"] = fp8;
+      if (l.precision == "fp8-delayed") Remove(tr, "first_last_layers_bf16");
+    }
+  }
+  if (!l.dist_opt && tr["fp8_param_gather"]) tr["fp8_param_gather"] = false;
   YAML::Node pl = Section(doc, "pipeline");
   pl["stages"] = l.p;
   pl["virtual_stages"] = l.v;

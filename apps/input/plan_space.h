@@ -32,8 +32,14 @@
 // 2, 4, 8; schedules 1f1b and interleaved; v 2 to 8; sp true; distributed
 // optimizer true; recompute search.
 //
+// plan.precision adds the linears' recipe (default: the file's own): one
+// the GPU cannot run is refused with the reason (core/precision.h
+// RecipeRuns). Its layouts write training.fp8 / training.fp4; the file's
+// fp8_param_gather stays where the distributed optimizer is on, its
+// first_last_layers_bf16 where the recipe is not delayed.
+//
 // Deterministic: layouts in the nested order t, cp, ep, p, mbs, sp, dist-opt,
-// schedule, v, recompute (lists in the order given).
+// schedule, v, recompute, precision (lists in the order given).
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -57,6 +63,8 @@ struct PlanLayout {
   std::string schedule = "1f1b";
   int v = 1;
   std::string recompute = "search";  // "search", "none" or a mode
+  // The linears' recipe (core/precision.h RecipeName); "" keeps the file's.
+  std::string precision;
   bool yours = false;                // the job config's own layout
 };
 

@@ -288,6 +288,26 @@ std::string ParallelBlock(const RunConfig& config) {
   if (t.overlap_grad_reduce) text += "--overlap-grad-reduce\n";
   if (t.overlap_param_gather) text += "--overlap-param-gather\n";
   if (t.tp_comm_overlap) text += "--tp-comm-overlap\n";
+  // Low precision (Megatron-LM main d98e8a6, arguments.py: --fp8-format
+  // {e4m3, hybrid}, --fp8-recipe {tensorwise, delayed, mxfp8, blockwise,
+  // custom}, --fp4-format e2m1, --fp4-recipe {nvfp4, custom},
+  // --fp8-param-gather, --first-last-layers-bf16 with
+  // --num-layers-at-{start,end}-in-bf16).
+  if (IsFp4(t.low.recipe)) {
+    text += "--fp4-format e2m1\n--fp4-recipe nvfp4\n";
+  } else if (t.low.on()) {
+    text += fmt::format("--fp8-format {}\n--fp8-recipe {}\n",
+                        t.low.hybrid ? "hybrid" : "e4m3", MegatronRecipe(t.low.recipe));
+  }
+  if (t.low.param_gather) {
+    text += IsFp4(t.low.recipe) ? "--fp4-param-gather\n" : "--fp8-param-gather\n";
+  }
+  if (t.low.bf16_start + t.low.bf16_end > 0) {
+    text += fmt::format(
+        "--first-last-layers-bf16\n--num-layers-at-start-in-bf16 {}\n"
+        "--num-layers-at-end-in-bf16 {}\n",
+        t.low.bf16_start, t.low.bf16_end);
+  }
   AddNote(text, fmt::format("launch on {} GPUs: data parallel size {} = world size "
                             "/ (tensor {} x context {} x pipeline {})",
                             static_cast<std::int64_t>(t.tp) * t.cp * config.shape.p * t.dp,
@@ -468,7 +488,8 @@ Result<std::map<std::string, std::string>> ReadFlags(std::string_view text) {
         "--sequence-parallel",    "--bf16",
         "--fp16",                 "--use-distributed-optimizer",
         "--overlap-grad-reduce",  "--overlap-param-gather",
-        "--tp-comm-overlap"};
+        "--tp-comm-overlap",      "--fp8-param-gather",
+        "--fp4-param-gather",     "--first-last-layers-bf16"};
     if (std::find_if(std::begin(kSwitches), std::end(kSwitches), [&](const char* sw) {
           return tokens[i] == sw;
         }) != std::end(kSwitches)) {
@@ -520,7 +541,16 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
                                        "--use-distributed-optimizer",
                                        "--overlap-grad-reduce",
                                        "--overlap-param-gather",
-                                       "--tp-comm-overlap"};
+                                       "--tp-comm-overlap",
+                                       "--fp8-format",
+                                       "--fp8-recipe",
+                                       "--fp4-format",
+                                       "--fp4-recipe",
+                                       "--fp8-param-gather",
+                                       "--fp4-param-gather",
+                                       "--first-last-layers-bf16",
+                                       "--num-layers-at-start-in-bf16",
+                                       "--num-layers-at-end-in-bf16"};
   for (const auto& [name, value] : *flags) {
     if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
       return Error{"", "ppb does not read " + name};

@@ -103,6 +103,57 @@ std::vector<std::string> TorchtitanModules(const std::vector<Layer>& layers, siz
 
 }  // namespace
 
+// The low-precision recipe as torchtitan's quantization converters
+// (torchtitan main b5bcd76c, torchtitan/components/quantization:
+// Float8LinearConverter recipe_name tensorwise | rowwise, with
+// Float8GroupedExpertsConverter for MoE experts; MXFP8LinearConverter and
+// MXFP8GroupedExpertsConverter; NVFP4LinearConverter), passed to the
+// model's model_registry(..., converters=[...]); or what it cannot express.
+static std::string TorchtitanPrecision(const RunConfig& config, bool python) {
+  const LowPrecision& low = config.training.low;
+  const bool moe = config.architecture.experts > 0;
+  std::string converters;
+  switch (low.recipe) {
+    case Recipe::Fp8Tensorwise:
+      converters = "Float8LinearConverter.Config(recipe_name=\"tensorwise\", "
+                   "filter_fqns=[\"lm_head\", \"router.gate\"])";
+      if (moe) converters += ", Float8GroupedExpertsConverter.Config()";
+      break;
+    case Recipe::Mxfp8:
+      converters = "MXFP8LinearConverter.Config(fqns=[\"attention\", "
+                   "\"feed_forward\", \"shared_experts\"])";
+      if (moe) converters += ", MXFP8GroupedExpertsConverter.Config(pad_multiple=128)";
+      break;
+    case Recipe::Nvfp4:
+      converters = "NVFP4LinearConverter.Config() (torchao's NVFP4 training is "
+                   "a prototype)";
+      break;
+    case Recipe::Fp8Delayed:
+      return "cannot express fp8-delayed: torchtitan's Float8 scales "
+             "currently (tensorwise, rowwise), it has no delayed scaling; "
+             "the nearest is Float8LinearConverter.Config(recipe_name="
+             "\"tensorwise\")";
+    case Recipe::Fp8Blockwise:
+      return "cannot express fp8-blockwise: torchtitan's Float8 converters "
+             "scale per tensor or per row, not in 1x128 / 128x128 blocks";
+    case Recipe::None:
+      return "";
+  }
+  std::string note = "quantization: converters=[" + converters + "]";
+  note += python ? " in the model_spec's model_registry(...)"
+                 : " (torchtitan 0.2.2 names them in [model] converters)";
+  if (low.bf16_start + low.bf16_end > 0) {
+    note += fmt::format("; keep the first {} and last {} blocks in bf16 with the "
+                        "converter's fqns filter",
+                        low.bf16_start, low.bf16_end);
+  }
+  if (low.param_gather) {
+    note += "; fp8_param_gather is enable_fsdp_float8_all_gather=True on "
+            "Float8LinearConverter (tensorwise only)";
+  }
+  return note;
+}
+
 Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& config,
                                              const Program& program) {
   const TorchtitanForm& form = FormOf(f);
@@ -287,6 +338,7 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
                       kCsvName + " (torch's _load_csv format)");
   }
   if (!ac_note.empty()) AddNote(text, ac_note);
+  if (config.training.low.on()) AddNote(text, TorchtitanPrecision(config, form.python));
   return e;
 }
 

@@ -93,6 +93,22 @@ std::string ConventionText(const RunConfig& config) {
       t.dtype == Dtype::Fp32 ? "fp32 moments, no master copy"
                              : "fp32 master weight + fp32 moments",
       t.distributed_optimizer ? ", optimizer state sharded over dp*cp" : "");
+  if (t.low.on()) {
+    const GpuArch arch = config.hardware.gpu.arch;
+    s += fmt::format(
+        "low precision: the linears of decoder layers {}..{} in {}: saved "
+        "linear inputs {:g} B per element, quantized weight copies {:g} B per "
+        "linear parameter{} (static MiB includes them); gradients and "
+        "optimizer state as above [TE, core/precision.h]\n",
+        t.low.bf16_start, config.architecture.layers - 1 - t.low.bf16_end,
+        RecipeName(t.low.recipe), SavedInputBytes(t.low.recipe, t.activation_bytes),
+        WeightCopyBytes(t.low.recipe, arch),
+        t.low.param_gather
+            ? fmt::format(" in place of the {} weight (fp8_param_gather: the "
+                          "distributed optimizer gathers {:g} B per parameter)",
+                          DtypeName(t.dtype), GatheredParamBytes(t.low.recipe))
+            : std::string(" beside the ") + DtypeName(t.dtype) + " weight");
+  }
   s += "conventions: params per layer and the total count each weight matrix "
        "once (HuggingFace shapes; the main-model total is the published "
        "one); static memory is weights + gradients + optimizer state on one "

@@ -22,6 +22,26 @@
 namespace ppb {
 namespace {
 
+// Low precision's share of one micro-batch's layer time (forward, I and
+// W of every layer): its GEMMs (dgrad and wgrad as long as the forward's)
+// and its quantize kernels.
+struct LowShare {
+  double gemm = 0, quantize = 0;
+};
+LowShare LowPrecisionShare(const RunConfig& config) {
+  double total = 0, gemm = 0, quantize = 0;
+  for (const DerivedLayer& d : config.derived) {
+    total += static_cast<double>(d.layer.forward + d.layer.backward_input +
+                                 d.layer.backward_weight);
+    gemm += 3.0 * static_cast<double>(d.times.low_gemm_forward);
+    quantize += static_cast<double>(d.times.quantize_forward +
+                                    d.times.quantize_backward +
+                                    d.times.quantize_wgrad);
+  }
+  if (total <= 0) return {};
+  return {gemm / total, quantize / total};
+}
+
 using Json = nlohmann::ordered_json;
 
 const char* FlavorName(Flavor f) {
@@ -349,6 +369,16 @@ std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
         "  model FLOPs       {:.1f} TFLOP/s per GPU: MFU {:.1f} %, HFU {:.1f} % "
         "(Megatron's count; HFU with recompute)\n",
         sm->model_tflops_per_gpu, 100.0 * sm->mfu, 100.0 * sm->hfu);
+    if (config.training.low.on()) {
+      const LowShare share = LowPrecisionShare(config);
+      out += fmt::format(
+          "  low precision     {}: {:.1f} % of the layers' time in its GEMMs, "
+          "{:.1f} % in its quantize kernels; MFU and HFU count against the "
+          "dense BF16 peak ({:g} TFLOP/s), as Megatron and published tables "
+          "do\n",
+          RecipeName(config.training.low.recipe), 100.0 * share.gemm,
+          100.0 * share.quantize, config.hardware.peak_tflops);
+    }
   }
   if (spec.tail.enabled) {
     out += fmt::format(
@@ -478,6 +508,13 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
     j["model_tflops_per_gpu"] = sm->model_tflops_per_gpu;
     j["mfu"] = sm->mfu;
     j["hfu"] = sm->hfu;
+    if (config.training.low.on()) {
+      const LowShare share = LowPrecisionShare(config);
+      j["precision"] = {{"recipe", RecipeName(config.training.low.recipe)},
+                        {"gemm_share", share.gemm},
+                        {"quantize_share", share.quantize},
+                        {"mfu_peak_tflops", config.hardware.peak_tflops}};
+    }
   }
   if (spec.tail.enabled) {
     j["pipeline_end_ns"] = r.pipeline_end;

@@ -55,6 +55,7 @@ Json EntryJson(const PlanEntry& e) {
   j["layout"] = c.strategy.layers_per_stage;
   j["recompute"] = LayerModes(e);
   j["recompute_choice"] = l.recompute;
+  if (!l.precision.empty()) j["precision"] = l.precision;
   j["iteration_time_ns"] = c.makespan;
   if (e.metrics) {
     j["tokens_per_s_per_gpu"] = e.metrics->tokens_per_s_per_gpu;
@@ -138,7 +139,8 @@ std::string FormatPlanText(const PlanResult& r) {
                        i == 0 ? "*" : std::to_string(i + 1), l.t, l.cp, l.ep, l.p, l.d, l.mbs,
                        l.m, l.schedule, l.v, rc, Ms(e.best->makespan), tokens, mfu,
                        GiB(e.best->max_peak), GiB(Capacity(e)),
-                       e.note.empty() ? "" : "  (" + e.note + ")");
+                       (l.precision.empty() ? "" : "  " + l.precision) +
+                           (e.note.empty() ? "" : "  (" + e.note + ")"));
     }
     const PlanEntry& b = r.top.front();
     if (b.parts) {

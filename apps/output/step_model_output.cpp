@@ -28,7 +28,14 @@ std::vector<const DerivedLayer*> Distinct(const RunConfig& config) {
 }
 
 const GroupPlacement& GroupOf(CommGroup g, const JobGroups& groups) {
-  return g == CommGroup::Tp ? groups.tp : g == CommGroup::Cp ? groups.cp : groups.ep;
+  return g == CommGroup::Tp   ? groups.tp
+         : g == CommGroup::Cp ? groups.cp
+         : g == CommGroup::Ep ? groups.ep
+                              : groups.tp_dp_cp;
+}
+
+std::string Peak(double tflops) {
+  return tflops > 0 ? fmt::format("{:g}", tflops) : std::string("none");
 }
 
 }  // namespace
@@ -45,6 +52,12 @@ std::string StepModelText(const RunConfig& config) {
       h.peak_tflops, static_cast<double>(h.memory_bytes) / (1 << 30),
       g.hbm_bytes_per_s / 1e9, g.nvlink_bytes_per_s / 1e9, g.gpus_per_node,
       g.nic_bytes_per_s / 1e9);
+  s += fmt::format(
+      "  {}: dense FP8 {} and FP4 {} TFLOP/s; NVLink domain {} GPUs; host "
+      "link {} {:g} GB/s per direction\n",
+      GpuArchName(g.arch), Peak(g.fp8_tflops), Peak(g.fp4_tflops),
+      g.nvlink_domain, g.host_link.empty() ? "-" : g.host_link,
+      g.host_bytes_per_s / 1e9);
   s += "  coefficients (guesses to calibrate; hardware.<key> overrides each):\n";
   s += fmt::format(
       "    matmul_efficiency {:g}, matmul_half_time {:g} us, "
@@ -52,6 +65,9 @@ std::string StepModelText(const RunConfig& config) {
       g.compute.matmul, static_cast<double>(g.compute.matmul_half_time) / 1e3,
       g.compute.attention, g.compute.hbm,
       static_cast<double>(g.compute.kernel_floor) / 1e3);
+  s += fmt::format("    fp8_matmul_efficiency {:g}, fp4_matmul_efficiency {:g} "
+                   "(shares of the FP8 and FP4 peaks)\n",
+                   g.compute.fp8_matmul, g.compute.fp4_matmul);
   s += fmt::format(
       "    collective_efficiency {:g}, collective_half_size {:g} MiB, "
       "intra_node latency {:g} us, inter_node latency {:g} us, memory_reserve "
@@ -65,6 +81,23 @@ std::string StepModelText(const RunConfig& config) {
         "    achievable_fraction {:g} given: GEMMs and attention run at that "
         "share of the peak (no efficiency curve)\n",
         h.achievable_fraction);
+  }
+  if (t.low.on()) {
+    s += fmt::format(
+        "  low precision: {} (Megatron --{}-recipe {}{}){}{}; the router, "
+        "attention core, embedding, LM head, norms and activations stay "
+        "{}\n",
+        RecipeName(t.low.recipe), IsFp4(t.low.recipe) ? "fp4" : "fp8",
+        MegatronRecipe(t.low.recipe),
+        IsFp4(t.low.recipe) ? ", --fp4-format e2m1"
+                            : (t.low.hybrid ? ", --fp8-format hybrid"
+                                            : ", --fp8-format e4m3"),
+        t.low.param_gather ? ", fp8_param_gather" : "",
+        t.low.bf16_start + t.low.bf16_end > 0
+            ? fmt::format(", first {} and last {} layers bf16",
+                          t.low.bf16_start, t.low.bf16_end)
+            : std::string(),
+        DtypeName(t.dtype));
   }
   s += fmt::format(
       "  groups (Megatron's rank order tp-cp-ep-dp-pp): {}; {}; {}; {}; {}; "
@@ -80,11 +113,29 @@ std::string StepModelText(const RunConfig& config) {
     for (const Gemm& gm : k.gemms) {
       const double one = gm.flops() / gm.count;
       s += fmt::format("  gemm {:<12} {} x {} x {}{}  {:.1f} GFLOP  eff {:.3f}  "
-                       "{:.3f} ms\n",
+                       "{:.3f} ms{}\n",
                        gm.name, gm.m, gm.n, gm.k,
                        gm.count > 1 ? fmt::format(" (x{})", gm.count) : "",
-                       gm.flops() / 1e9, GemmEfficiency(one * gm.skew, h),
-                       Ms(GemmTime(gm, h)));
+                       gm.flops() / 1e9, GemmEfficiency(one * gm.skew, h, gm.recipe),
+                       Ms(GemmTime(gm, h)),
+                       gm.recipe != Recipe::None
+                           ? fmt::format("  {}", RecipeName(gm.recipe))
+                           : (k.recipe != Recipe::None ? fmt::format("  {}", DtypeName(t.dtype))
+                                                       : std::string()));
+    }
+    if (k.recipe != Recipe::None) {
+      s += fmt::format(
+          "  quantize ({}) {:.1f} M input elements ({:.1f} M cast in the norm) "
+          "{:.3f} ms forward; {:.1f} M output-gradient elements {:.3f} ms "
+          "backward{}; weights {:.1f} M once per step {:.3f} ms\n",
+          RecipeName(k.recipe), (k.quantize_input + k.quantize_input_fused) / 1e6,
+          k.quantize_input_fused / 1e6, Ms(d->times.quantize_forward),
+          k.quantize_grad / 1e6, Ms(d->times.quantize_backward),
+          d->times.quantize_wgrad > 0
+              ? fmt::format(", Hadamard of the gradient {:.3f} ms in W",
+                            Ms(d->times.quantize_wgrad))
+              : std::string(),
+          k.quantize_weight / 1e6, Ms(d->times.quantize_weight_step));
     }
     if (k.attention_flops > 0) {
       s += fmt::format("  attention core (causal, FlashAttention) {:.1f} GFLOP  "
@@ -153,7 +204,16 @@ Json StepModelJson(const RunConfig& config) {
   j["nvlink_bytes_per_s"] = g.nvlink_bytes_per_s;
   j["gpus_per_node"] = g.gpus_per_node;
   j["nic_bytes_per_s"] = g.nic_bytes_per_s;
+  j["arch"] = GpuArchName(g.arch);
+  j["fp8_tflops"] = g.fp8_tflops;
+  j["fp4_tflops"] = g.fp4_tflops;
+  j["nvlink_domain"] = g.nvlink_domain;
+  j["host_link"] = g.host_link;
+  j["host_bytes_per_s"] = g.host_bytes_per_s;
+  j["precision"] = RecipeName(config.training.low.recipe);
   j["coefficients"] = {
+      {"fp8_matmul_efficiency", g.compute.fp8_matmul},
+      {"fp4_matmul_efficiency", g.compute.fp4_matmul},
       {"matmul_efficiency", g.compute.matmul},
       {"matmul_half_time_ns", g.compute.matmul_half_time},
       {"attention_efficiency", g.compute.attention},
@@ -187,13 +247,26 @@ Json StepModelJson(const RunConfig& config) {
     for (const Gemm& gm : d->kernels.gemms) {
       gemms.push_back({{"name", gm.name}, {"m", gm.m}, {"n", gm.n}, {"k", gm.k},
                        {"count", gm.count}, {"flops", gm.flops()},
-                       {"efficiency", GemmEfficiency(gm.flops() / gm.count * gm.skew, h)},
+                       {"precision", gm.recipe != Recipe::None
+                                         ? RecipeName(gm.recipe)
+                                         : DtypeName(config.training.dtype)},
+                       {"efficiency", GemmEfficiency(gm.flops() / gm.count * gm.skew, h, gm.recipe)},
                        {"time_ns", GemmTime(gm, h)}});
     }
     lj["gemms"] = std::move(gemms);
     lj["attention_flops"] = d->kernels.attention_flops;
     lj["attention_forward_ns"] = d->times.attention;
     lj["elementwise_bytes"] = d->kernels.elementwise_bytes;
+    if (d->kernels.recipe != Recipe::None) {
+      lj["quantize"] = {{"recipe", RecipeName(d->kernels.recipe)},
+                        {"input_elements", d->kernels.quantize_input + d->kernels.quantize_input_fused},
+                        {"grad_elements", d->kernels.quantize_grad},
+                        {"weight_elements", d->kernels.quantize_weight},
+                        {"forward_ns", d->times.quantize_forward},
+                        {"backward_ns", d->times.quantize_backward},
+                        {"wgrad_ns", d->times.quantize_wgrad},
+                        {"weight_step_ns", d->times.quantize_weight_step}};
+    }
     Json comms = Json::array();
     for (const CommOp& c : d->kernels.comms) {
       comms.push_back({{"name", c.name}, {"collective", CollectiveName(c.kind)},
