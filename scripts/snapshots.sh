@@ -149,6 +149,12 @@ case_ plan-llama3-8b.txt plan --config configs/plan-llama3-8b.yaml --node-limit 
 case_ plan-llama3-8b.json plan --config configs/plan-llama3-8b.yaml --node-limit 300 \
   --time-limit 0 --threads 1 --format json --emit megatron
 case_ plan-tiny-report.txt plan --config data/plan/tiny.yaml --threads 1 --report out/plan.html
+# Low precision as a plan dimension (issue 42): FP8 recipes on H100 (mxfp8
+# refused), BF16 / FP8 / MXFP8 / NVFP4 on a GB200 NVL72 rack.
+case_ plan-llama3-70b-fp8.txt plan --config configs/llama3-70b-fp8.yaml --node-limit 100 \
+  --time-limit 0 --threads 1
+case_ plan-llama3-405b-gb200.txt plan --config configs/llama3-405b-gb200.yaml --node-limit 100 \
+  --time-limit 0 --threads 1
 case_ plan-bad-input.txt plan --config configs/example.yaml
 
 # ---- rank
@@ -161,6 +167,9 @@ for fmt in text json csv; do
   case_ "compare-interleaved-vary.$fmt" compare --config configs/interleaved.yaml --format "$fmt" \
     --schedules 1f1b,interleaved --vary pipeline.virtual_stages=2,4 --vary cluster.link.bandwidth=x0.5,x1
 done
+# Low precision: the FP8 recipes compared (issue 42).
+case_ compare-llama3-70b-fp8-recipes.txt compare --config configs/llama3-70b-fp8.yaml \
+  --schedules interleaved --vary training.fp8.recipe=delayed,tensorwise,blockwise
 # The step model: the GPU and the data-parallel size (m from the global batch at each point).
 case_ compare-megatron-145b-vary.txt compare --config configs/megatron-145b-a100.yaml \
   --schedules 1f1b --vary hardware.gpu=a100-sxm4-80gb,h100-sxm --vary training.data_parallel=12,24

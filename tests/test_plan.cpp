@@ -233,6 +233,59 @@ TEST_CASE("plan: the space's rules, each refusal counted by reason", "[plan]") {
   CHECK(space.layouts.empty());
 }
 
+TEST_CASE("plan: precision is a dimension, refused where the GPU cannot run it", "[plan]") {
+  // The tiny job on H100s with BF16, FP8 current scaling and MXFP8 listed:
+  // MXFP8 needs Blackwell, so each of its combinations is refused with the
+  // reason; BF16 and FP8 are searched, and the answer equals brute force.
+  std::string text = TinyJob(R"(plan:
+  gpus: 8
+  tensor_parallel: [1, 2]
+  context_parallel: [1]
+  pipeline_parallel: [1, 2]
+  micro_batch_size: [1, 2]
+  schedules: [1f1b]
+  precision: [bf16, fp8-tensorwise, mxfp8]
+  time_limit: 0s
+)");
+  text.replace(text.find("a100-sxm4-80gb"), 14, "h100-sxm");
+  const PlanSpace space = SpaceOf(text);
+  // 2 t x 2 p x 2 mbs x 3 precisions = 24 combinations, a third refused.
+  CHECK(space.total == 24);
+  REQUIRE(space.refused.size() == 1);
+  CHECK(space.refused.begin()->first ==
+        "mxfp8 needs Blackwell's block-scaled tensor cores (SM100/103) (h100-sxm is Hopper "
+        "(SM90))");
+  CHECK(space.refused.begin()->second == 8);
+  int fp8 = 0;
+  for (const PlanLayout& l : space.layouts) fp8 += l.precision == "fp8-tensorwise";
+  CHECK(fp8 == 8);
+  CheckAgainstBruteForce(text);
+  // More choices never give a worse answer: BF16 alone against BF16 + FP8.
+  std::string bf16 = text;
+  bf16.replace(bf16.find("[bf16, fp8-tensorwise, mxfp8]"), 29, "[bf16]");
+  Result<PlanResult> one = RunPlan(bf16, "job.yaml", PlanOptions{});
+  Result<PlanResult> two = RunPlan(text, "job.yaml", PlanOptions{});
+  REQUIRE(one.ok());
+  REQUIRE(two.ok());
+  REQUIRE(one->found);
+  REQUIRE(two->found);
+  CHECK(two->top.front().best->makespan <= one->top.front().best->makespan);
+  // On A100s FP8 is refused everywhere: the answer is BF16's.
+  const PlanSpace a100 = SpaceOf(TinyJob(R"(plan:
+  gpus: 8
+  tensor_parallel: [1, 2]
+  context_parallel: [1]
+  pipeline_parallel: [1, 2]
+  micro_batch_size: [1, 2]
+  schedules: [1f1b]
+  precision: [fp8-tensorwise]
+  time_limit: 0s
+)"));
+  CHECK(a100.layouts.empty());
+  CHECK(a100.refused.at("fp8-tensorwise needs FP8 tensor cores (SM89 or later) (a100-sxm4-80gb "
+                        "is Ampere (SM80))") == 8);
+}
+
 TEST_CASE("plan: megatron refuses the schedules it does not run, and p < 2 interleaving",
           "[plan]") {
   const std::string text = TinyJob(R"(plan:
@@ -303,6 +356,11 @@ TEST_CASE("plan: bad input is refused with the file, line and key", "[plan]") {
   CHECK(run_text(TinyJob("plan:\n  gpus: 8\n  schedules: [1f1b, nope]\n")) ==
         "job.yaml:19: plan.schedules[1]: must be one of gpipe, 1f1b, interleaved, looped-bfs, "
         "interleaved-zero-bubble, zbv-zero-bubble, dualpipev, zb-1p, zb-2p, zb-v; got nope");
+  CHECK(run_text(TinyJob("plan:\n  gpus: 8\n  precision: [bf16, fp6]\n")) ==
+        "job.yaml:19: plan.precision[1]: must be one of bf16, fp8-delayed, fp8-tensorwise, "
+        "fp8-blockwise, mxfp8, nvfp4; got fp6");
+  CHECK(run_text(TinyJob("plan:\n  gpus: 8\n  precision: [mxfp8, mxfp8]\n")) ==
+        "job.yaml:19: plan.precision[1]: must list each precision once; got mxfp8 again");
   CHECK(run_text(TinyJob("")) ==
         "job.yaml: plan: must be given (a map with gpus and the lists to search); got nothing");
   std::string no_gbs = TinyJob(kSpace);

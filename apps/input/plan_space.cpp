@@ -51,7 +51,10 @@ struct Lists {
 
 Lists Resolve(const RunConfig& probe, const PlanSettings& s) {
   Lists x;
-  const int node = probe.hardware.gpu.gpus_per_node > 0 ? probe.hardware.gpu.gpus_per_node : 8;
+  // The default t and cp: powers of two inside an NVLink domain, at most 8
+  // (an NVL72 rack's 72 would list TP 64; list larger ones to try them).
+  const int domain = probe.hardware.gpu.nvlink_domain > 0 ? probe.hardware.gpu.nvlink_domain : 8;
+  const int node = std::min(domain, 8);
   const int decoders = std::max(1, DecoderCount(probe.layers));
   x.t = !s.tensor_parallel.empty() ? s.tensor_parallel : PowersOfTwo(node);
   x.cp = !s.context_parallel.empty() ? s.context_parallel : PowersOfTwo(node);
@@ -91,9 +94,11 @@ std::string ShapeRefusal(const RunConfig& probe, const PlanSettings& s, int t, i
   if (s.gpus % tcp != 0) return "t x cp x p does not divide the GPUs";
   if (a.heads > 0 && a.heads % t != 0) return "t does not divide the attention heads";
   if (a.heads > 0 && !a.mla() && a.kv_heads % t != 0) return "t does not divide the KV heads";
-  const int node = probe.hardware.gpu.gpus_per_node;
-  if (probe.hardware.step_model && node > 0 && t > node && !probe.training.tp_across_nodes) {
-    return "t exceeds a node (training.tp_across_nodes is off)";
+  const int domain = probe.hardware.gpu.nvlink_domain;
+  if (probe.hardware.step_model && domain > 0 && t > domain && !probe.training.tp_across_nodes) {
+    return domain == probe.hardware.gpu.gpus_per_node
+               ? "t exceeds a node (training.tp_across_nodes is off)"
+               : "t exceeds an NVLink domain (training.tp_across_nodes is off)";
   }
   const std::int64_t seq = probe.training.seq;
   if (cp > 1 && (seq % (2 * cp) != 0)) {

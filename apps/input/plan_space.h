@@ -9,7 +9,8 @@
 // parallel_state.py, unless named otherwise):
 //   - t x cp x p must divide plan.gpus (d = gpus / (t cp p));
 //   - t divides the attention heads and the KV heads (attention.py divides
-//     both) and fits a node unless training.tp_across_nodes;
+//     both) and fits an NVLink domain (a node on HGX/DGX, a rack on NVL72)
+//     unless training.tp_across_nodes;
 //   - cp splits the sequence into 2 x cp equal chunks (the load-balanced
 //     causal split);
 //   - ep divides the routed experts and d x cp (the expert rank generator);
@@ -26,8 +27,8 @@
 // interleaved-zero-bubble each listed v >= 2; the V schedules (zb-v,
 // zbv-zero-bubble, dualpipev) v = 2.
 //
-// Defaults of absent lists: t every power of two up to a node; cp every
-// power of two up to a node; ep 1 (dense) or every power of two dividing
+// Defaults of absent lists: t every power of two up to the NVLink domain,
+// at most 8; cp the same; ep 1 (dense) or every power of two dividing
 // the experts; p every divisor of the GPUs up to the decoder layers; mbs 1,
 // 2, 4, 8; schedules 1f1b and interleaved; v 2 to 8; sp true; distributed
 // optimizer true; recompute search.

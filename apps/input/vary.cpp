@@ -380,8 +380,12 @@ Result<Target> ResolveTarget(const YAML::Node& root, const std::string& key, boo
                                 (node.IsMap() ? "a map" : "a list"));
     }
     std::optional<Kind> kind = KindOf(node.Scalar());
-    // hardware.gpu names a preset: compare --vary takes it as text too.
-    if (!kind && (text_ok || key == "hardware.gpu")) kind = Kind::Text;
+    // hardware.gpu names a preset and training.fp8.recipe / format,
+    // training.fp4.recipe a low-precision recipe: compare --vary takes them
+    // as text too ("does FP8 pay off here").
+    const bool text_key = key == "hardware.gpu" || key == "training.fp8.recipe" ||
+                          key == "training.fp8.format" || key == "training.fp4.recipe";
+    if (!kind && (text_ok || text_key)) kind = Kind::Text;
     if (!kind) {
       return VaryError(key,
                        "expected a numeric key (a number, duration, size or "
