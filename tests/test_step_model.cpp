@@ -447,6 +447,31 @@ TEST_CASE("calibrate --runs recovers the coefficients that made the runs", "[ste
   CHECK(fit->rms_after < 0.001);
 }
 
+TEST_CASE("calibrate --runs fits the FP8 GEMM share apart from BF16's", "[step][precision]") {
+  // One job measured in BF16 and in FP8 (tests/data/step/runs-fp8.yaml,
+  // made with matmul 0.55 and fp8 0.45); the fit starts from the h100-sxm
+  // preset (0.61, 0.5368) and recovers both.
+  Result<StepRuns> runs = LoadStepRuns(std::string(PPB_TEST_DATA_DIR) + "/step/runs-fp8.yaml");
+  REQUIRE(runs.ok());
+  REQUIRE(runs->fit.size() == 2);
+  CHECK(runs->fit[1] == StepCoefficient::Fp8MatmulEfficiency);
+  Result<StepFit> fit = FitStepRuns(*runs);
+  REQUIRE(fit.ok());
+  CHECK(fit->before[1] == Approx(0.88 * 0.61));
+  CHECK(fit->after[0] == Approx(0.55).epsilon(0.01));
+  CHECK(fit->after[1] == Approx(0.45).epsilon(0.01));
+  CHECK(fit->rms_after < 0.001);
+  // Fitting the FP8 share to BF16 runs alone fits nothing: refused.
+  Result<StepRuns> bf16 = LoadStepRuns(std::string(PPB_TEST_DATA_DIR) + "/step/runs.yaml");
+  REQUIRE(bf16.ok());
+  bf16->fit = {StepCoefficient::MatmulEfficiency, StepCoefficient::Fp8MatmulEfficiency};
+  Result<StepFit> none = FitStepRuns(*bf16);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().message ==
+        bf16->path + ": fit: fp8_matmul_efficiency must be fitted to runs that train in FP8 "
+                     "(training.fp8 / training.fp4); got none");
+}
+
 TEST_CASE("calibrate --runs refuses what it cannot fit", "[step]") {
   const std::string compute = std::string(PPB_TEST_DATA_DIR) + "/step/compute.yaml";
   const std::string path =
@@ -465,7 +490,8 @@ TEST_CASE("calibrate --runs refuses what it cannot fit", "[step]") {
       {"runs:\n  - config: " + compute + "\n    iteration_time: 1s\nfit: [speed]\n",
        path + ":4: fit[0]: must be one of matmul_efficiency, attention_efficiency, "
               "hbm_efficiency, collective_efficiency, intra_node.bandwidth, "
-              "inter_node.bandwidth; got speed"},
+              "inter_node.bandwidth, fp8_matmul_efficiency, fp4_matmul_efficiency; got "
+              "speed"},
   };
   for (const Case& c : cases) {
     {

@@ -26,6 +26,10 @@ const char* StepCoefficientName(StepCoefficient c) {
       return "intra_node.bandwidth";
     case StepCoefficient::InterNodeBandwidth:
       return "inter_node.bandwidth";
+    case StepCoefficient::Fp8MatmulEfficiency:
+      return "fp8_matmul_efficiency";
+    case StepCoefficient::Fp4MatmulEfficiency:
+      return "fp4_matmul_efficiency";
   }
   return "?";
 }
@@ -40,7 +44,8 @@ namespace {
 constexpr StepCoefficient kAll[] = {
     StepCoefficient::MatmulEfficiency,   StepCoefficient::AttentionEfficiency,
     StepCoefficient::HbmEfficiency,      StepCoefficient::CollectiveEfficiency,
-    StepCoefficient::IntraNodeBandwidth, StepCoefficient::InterNodeBandwidth};
+    StepCoefficient::IntraNodeBandwidth, StepCoefficient::InterNodeBandwidth,
+    StepCoefficient::Fp8MatmulEfficiency, StepCoefficient::Fp4MatmulEfficiency};
 
 class StepRunsParser : public ConfigReader {
  public:
@@ -103,7 +108,8 @@ class StepRunsParser : public ConfigReader {
         Result<size_t> i = Choice(it.value, it.path,
                                   {"matmul_efficiency", "attention_efficiency",
                                    "hbm_efficiency", "collective_efficiency",
-                                   "intra_node.bandwidth", "inter_node.bandwidth"});
+                                   "intra_node.bandwidth", "inter_node.bandwidth",
+                                   "fp8_matmul_efficiency", "fp4_matmul_efficiency"});
         if (!i.ok()) return i.error();
         if (std::find(out.fit.begin(), out.fit.end(), kAll[*i]) != out.fit.end()) {
           return Fail(it.path, "must name each coefficient once; got " +
@@ -159,6 +165,10 @@ double ValueOf(StepCoefficient c, const Hardware& h) {
       return h.gpu.nvlink_bytes_per_s;
     case StepCoefficient::InterNodeBandwidth:
       return h.gpu.nic_bytes_per_s;
+    case StepCoefficient::Fp8MatmulEfficiency:
+      return h.gpu.compute.fp8_matmul;
+    case StepCoefficient::Fp4MatmulEfficiency:
+      return h.gpu.compute.fp4_matmul;
   }
   return 0;
 }
@@ -215,12 +225,26 @@ Result<StepFit> FitStepRuns(const StepRuns& runs) {
   // The starting values: the first run's config.
   Result<RunConfig> first = ParseConfigYaml(runs.runs.front().document, runs.runs.front().path, {});
   if (!first.ok()) return first.error();
+  bool fp8 = false, fp4 = false;
   for (const StepRun& run : runs.runs) {
     Result<RunConfig> cfg = ParseConfigYaml(run.document, run.path, {});
     if (!cfg.ok()) return cfg.error();
     if (!cfg->hardware.step_model) {
       return Error{"", run.path + ": hardware.gpu: must be given (calibrate --runs fits the "
                                   "step model's coefficients); got nothing"};
+    }
+    const Recipe r = cfg->training.low.recipe;
+    fp4 |= IsFp4(r);
+    fp8 |= r != Recipe::None && !IsFp4(r);
+  }
+  // A low-precision share no run uses would be fitted to nothing.
+  for (StepCoefficient c : runs.fit) {
+    if ((c == StepCoefficient::Fp8MatmulEfficiency && !fp8) ||
+        (c == StepCoefficient::Fp4MatmulEfficiency && !fp4)) {
+      return Error{"fit", runs.path + ": fit: " + StepCoefficientName(c) +
+                              " must be fitted to runs that train in " +
+                              (c == StepCoefficient::Fp8MatmulEfficiency ? "FP8" : "FP4") +
+                              " (training.fp8 / training.fp4); got none"};
     }
   }
   out.gpu = first->hardware.gpu.name;

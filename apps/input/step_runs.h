@@ -11,6 +11,10 @@
 //       iteration_time: 21.3s
 //       peak_memory: 61GiB         # optional: reported beside the model's
 //   fit: [matmul_efficiency, collective_efficiency]   # optional
+//
+// FP8 and FP4 runs fit their own GEMM share (fp8_matmul_efficiency,
+// fp4_matmul_efficiency): a BF16 run and an FP8 run of the same job
+// separate the two.
 #pragma once
 
 #include <optional>
@@ -32,6 +36,8 @@ enum class StepCoefficient {
   CollectiveEfficiency, // hardware.collective_efficiency
   IntraNodeBandwidth,   // hardware.intra_node.bandwidth
   InterNodeBandwidth,   // hardware.inter_node.bandwidth
+  Fp8MatmulEfficiency,  // hardware.fp8_matmul_efficiency (low-precision GEMMs)
+  Fp4MatmulEfficiency,  // hardware.fp4_matmul_efficiency
 };
 const char* StepCoefficientName(StepCoefficient c);
 // A link bandwidth (fitted in log space, printed in GB/s) rather than a share.
