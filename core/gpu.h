@@ -42,8 +42,10 @@ struct ComputeEfficiency {
   // presets' values come from Transformer Engine's pre-quantized GEMM
   // timings (docs/features/low_precision_training/gemm_profiling, TE main
   // 2026: B300 per-layer GEMMs of a 5B model, BF16 12.835 ms, FP8 block
-  // 6.830 ms, MXFP8 7.324 ms, NVFP4 3.754 ms): FP8 GEMMs reach 0.88 of
-  // BF16's share of their peak, FP4 GEMMs 0.57 of it.
+  // 6.830 ms, MXFP8 7.324 ms, NVFP4 3.754 ms against twice and six times
+  // BF16's peak): FP8 GEMMs scaled per tensor or per block reach 0.94 of
+  // BF16's share of their peak, FP4 GEMMs 0.57 of it; MXFP8's run 0.93 of
+  // the FP8 share (core/precision.h).
   double fp8_matmul = 0;
   double fp4_matmul = 0;
 };

@@ -644,10 +644,10 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
     }
   }
   // A peak given for a preset without one takes BF16's share of it times
-  // 0.88 (FP8) or 0.57 (FP4), as the presets do (core/gpu.h), unless its
+  // 0.94 (FP8) or 0.57 (FP4), as the presets do (core/gpu.h), unless its
   // share is given.
   if (h.gpu.fp8_tflops > 0 && h.gpu.compute.fp8_matmul <= 0) {
-    h.gpu.compute.fp8_matmul = 0.88 * h.gpu.compute.matmul;
+    h.gpu.compute.fp8_matmul = 0.94 * h.gpu.compute.matmul;
   }
   if (h.gpu.fp4_tflops > 0 && h.gpu.compute.fp4_matmul <= 0) {
     h.gpu.compute.fp4_matmul = 0.57 * h.gpu.compute.matmul;
