@@ -557,11 +557,11 @@ LayerKernels MtpKernels(const Architecture& a, const Training& t) {
   return k;
 }
 
+// `groups`: the job's placement (PlaceJob), computed once per DeriveLayers.
 void SetTimes(DerivedLayer& d, LayerKernels kernels, const Training& t,
-              const Hardware& h) {
+              const Hardware& h, const JobGroups& groups) {
   d.layer.split_backward = true;
   if (h.step_model) {
-    const JobGroups groups = PlaceJob(t, h.gpu);
     d.times = PriceKernels(kernels, t, h, groups);
     d.kernels = std::move(kernels);
     d.layer.forward = d.times.forward;
@@ -622,7 +622,7 @@ Bytes LowWeightBytes(const LayerKernels& k, const Training& t,
 DerivedLayer DecoderLike(const Architecture& a, const Training& t,
                          const Hardware& h, std::string name, LayerKind kind,
                          const ParamCount& params, const Flops& flops,
-                         bool moe, LayerKernels kernels) {
+                         bool moe, LayerKernels kernels, const JobGroups& groups) {
   DerivedLayer d;
   d.layer.name = std::move(name);
   d.layer.kind = kind;
@@ -630,7 +630,7 @@ DerivedLayer DecoderLike(const Architecture& a, const Training& t,
   d.flops = flops;
   const Recipe recipe = kernels.recipe;
   const Bytes low_weights = LowWeightBytes(kernels, t, h);
-  SetTimes(d, std::move(kernels), t, h);
+  SetTimes(d, std::move(kernels), t, h, groups);
   SetTail(d, t, h);
   d.layer.static_memory = StaticBytes(params, t) + low_weights;
   d.activation = DecoderActivation(a, t, moe, recipe);
@@ -670,6 +670,8 @@ DerivedLayer DecoderLike(const Architecture& a, const Training& t,
 std::vector<DerivedLayer> DeriveLayers(const Architecture& a,
                                        const Training& t, const Hardware& h) {
   std::vector<DerivedLayer> out;
+  // Where the job's groups sit (the step model), once for every layer.
+  const JobGroups groups = h.step_model ? PlaceJob(t, h.gpu) : JobGroups{};
   const bool sp = t.sp && t.tp > 1;
   const I64 s = t.seq / t.cp;
   const I64 sb = s * t.micro_batch;
@@ -679,7 +681,7 @@ std::vector<DerivedLayer> DeriveLayers(const Architecture& a,
     d.layer.name = "embedding";
     d.layer.kind = LayerKind::Embedding;
     d.params = EmbeddingParams(a);
-    SetTimes(d, EmbeddingKernels(a, t), t, h);
+    SetTimes(d, EmbeddingKernels(a, t), t, h, groups);
     SetTail(d, t, h);
     d.layer.static_memory = StaticBytes(d.params, t);
     // Megatron's estimator: 8sb (input ids) + sbh (embedding dropout
@@ -700,13 +702,13 @@ std::vector<DerivedLayer> DeriveLayers(const Architecture& a,
                               moe ? LayerKind::Moe : LayerKind::Decoder,
                               DecoderLayerParams(a, i),
                               DecoderLayerFlops(a, t, i), moe,
-                              DecoderKernels(a, t, i)));
+                              DecoderKernels(a, t, i), groups));
   }
   for (int i = 0; i < a.mtp_layers; ++i) {
     DerivedLayer d =
         DecoderLike(a, t, h, "mtp." + std::to_string(i), LayerKind::Mtp,
                     MtpLayerParams(a), MtpLayerFlops(a, t),
-                    a.IsMoeLayer(a.layers), MtpKernels(a, t));
+                    a.IsMoeLayer(a.layers), MtpKernels(a, t), groups);
     // Its own logits (through the shared head) in fp32, as the head's.
     d.layer.workspace = CeilDiv(4 * sb * a.vocab, t.tp);
     d.provenance += "; workspace fp32 logits 4*s*b*V/tp";
@@ -720,7 +722,7 @@ std::vector<DerivedLayer> DeriveLayers(const Architecture& a,
     const ParamCount head = HeadParams(a);
     d.params = {norm.dense + head.dense, 0};
     d.flops = HeadFlops(a, t);
-    SetTimes(d, HeadKernels(a, t), t, h);
+    SetTimes(d, HeadKernels(a, t), t, h, groups);
     // A tied head's weights are the embedding's. With more than one
     // pipeline rank Megatron's last stage allocates its own output-layer
     // weight, a copy of the word embeddings V x h / t with its gradient and

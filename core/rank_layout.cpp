@@ -19,33 +19,38 @@ GroupPlacement PlaceGroup(int size, int stride, const Gpu& gpu,
   // the group's pace: it crosses if any instance does, and its ring runs
   // through the NICs of the domain with the fewest members.
   std::vector<char> seen(static_cast<size_t>(domain), 0);
-  int fewest = g.size;
+  long long distinct = 0;
+  long long fewest = g.size;
   bool crosses = false;
-  for (long long q = 0; q < std::min(blocks, domain); ++q) {
-    for (long long r = 0; r < std::min<long long>(g.stride, domain); ++r) {
+  const long long span = static_cast<long long>(g.size - 1) * g.stride;
+  for (long long q = 0; q < std::min(blocks, domain) && distinct < domain; ++q) {
+    for (long long r = 0; r < std::min<long long>(g.stride, domain) && distinct < domain; ++r) {
       const long long c = (q * block + r) % domain;
       if (seen[static_cast<size_t>(c)]) continue;
       seen[static_cast<size_t>(c)] = 1;
-      const long long last = c + (g.size - 1) * static_cast<long long>(g.stride);
+      ++distinct;
+      const long long last = c + span;
       if (last < domain) continue;  // the whole instance in one domain
       crosses = true;
-      // Members per domain, walking the members in order.
-      long long current = c / domain;
-      int count = 0;
-      for (int i = 0; i < g.size; ++i) {
-        const long long d = (c + static_cast<long long>(i) * g.stride) / domain;
-        if (d != current) {
-          fewest = std::min(fewest, count);
-          current = d;
-          count = 0;
-        }
-        ++count;
+      // Members per domain: the first domain holds those up to its end,
+      // the last those from its start, a full domain between them
+      // floor(domain / stride) or one more (the fewer is taken); one each
+      // when stride >= domain.
+      if (g.stride >= domain) {
+        fewest = 1;
+        continue;
       }
-      fewest = std::min(fewest, count);
+      const long long first = (domain - 1 - c) / g.stride + 1;
+      const long long last_start = last / domain * domain;
+      const long long first_in_last =
+          c + (last_start - c + g.stride - 1) / g.stride * g.stride;
+      const long long in_last = (last - first_in_last) / g.stride + 1;
+      fewest = std::min({fewest, first, in_last});
+      if (last / domain - c / domain >= 2) fewest = std::min(fewest, domain / g.stride);
     }
   }
   g.crosses_nodes = crosses;
-  g.per_node = crosses ? std::max(1, fewest) : g.size;
+  g.per_node = crosses ? static_cast<int>(std::max(1LL, fewest)) : g.size;
   g.domain_is_node = gpu.nvlink_domain == gpu.gpus_per_node;
   if (!g.crosses_nodes) {
     g.link = GroupLink{gpu.nvlink_bytes_per_s, gpu.intra_latency, false};

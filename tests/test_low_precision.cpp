@@ -348,6 +348,13 @@ TEST_CASE("low-precision refusals at their line", "[precision]") {
        "job.yaml:8: training.tensor_parallel: must fit in an NVLink domain "
        "(hardware.nvlink_domain = 6; set training.tp_across_nodes: true to "
        "let its all-reduces cross the NICs); got 8"},
+      {Job("", "gpu: gb200-nvl72, nvlink_domain: 5000"),
+       "job.yaml:8: hardware.nvlink_domain: must be a positive integer, at most 1024 (GPUs "
+       "that share NVLink); got 5000"},
+      {Job("  fp8: {recipe: mxfp8}\n  first_last_layers_bf16: {start: 2147483647, end: "
+           "2147483647}\n"),
+       "job.yaml:9: training.first_last_layers_bf16: must keep at most the model's 8 layers "
+       "in bf16 (start + end); got 2147483647 + 2147483647"},
   };
   for (const Bad& b : bad) {
     DYNAMIC_SECTION(b.message) {

@@ -211,7 +211,7 @@ Status Parser::ApplyStepModel(const Architecture& a, Training& t,
       return Fail(recipe_key, "must be a recipe the GPU runs: " + why +
                                   "; got " + RecipeName(t.low.recipe));
     }
-    if (t.low.bf16_start + t.low.bf16_end > a.layers) {
+    if (static_cast<std::int64_t>(t.low.bf16_start) + t.low.bf16_end > a.layers) {
       return Fail("training.first_last_layers_bf16",
                   "must keep at most the model's " + std::to_string(a.layers) +
                       " layers in bf16 (start + end); got " +
@@ -653,17 +653,22 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
     h.gpu.compute.fp4_matmul = 0.57 * h.gpu.compute.matmul;
   }
   const int preset_node = h.gpu.gpus_per_node;
+  // At most 1,024 GPUs a node or NVLink domain (the largest announced
+  // domain, NVL576, has 576): the rank layout looks at each domain position.
+  constexpr std::int64_t kMaxDomain = 1024;
   if (const Entry* x = Find(e, "gpus_per_node")) {
-    Result<int> n = PositiveInt(x->value, x->path);
+    Result<std::int64_t> n = Integer(x->value, x->path, 1, kMaxDomain,
+                                     "a positive integer, at most 1024");
     if (!n.ok()) return n.error();
     // On a node-sized NVLink domain (HGX/DGX) the domain follows the node.
-    if (h.gpu.nvlink_domain == preset_node) h.gpu.nvlink_domain = *n;
-    h.gpu.gpus_per_node = *n;
+    if (h.gpu.nvlink_domain == preset_node) h.gpu.nvlink_domain = static_cast<int>(*n);
+    h.gpu.gpus_per_node = static_cast<int>(*n);
   }
   if (const Entry* x = Find(e, "nvlink_domain")) {
-    Result<int> n = PositiveInt(x->value, x->path);
+    Result<std::int64_t> n = Integer(x->value, x->path, 1, kMaxDomain,
+                                     "a positive integer, at most 1024 (GPUs that share NVLink)");
     if (!n.ok()) return n.error();
-    h.gpu.nvlink_domain = *n;
+    h.gpu.nvlink_domain = static_cast<int>(*n);
   }
   if (const Entry* x = Find(e, "host_link")) {
     Result<BytesPerSec> b = Bandwidth(x->value, x->path);
