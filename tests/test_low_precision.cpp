@@ -270,6 +270,20 @@ TEST_CASE("groups on a 72-GPU NVLink domain", "[precision][step]") {
   CHECK(hdp.per_node == 1);
 }
 
+// An emission's text with its wrapped notes joined ("\n# ppb: " -> " ").
+std::string Unwrapped(const std::string& text) {
+  const std::string wrap = "\n# ppb: ";
+  std::string out;
+  size_t from = 0;
+  for (size_t at = text.find(wrap); at != std::string::npos; at = text.find(wrap, from)) {
+    out.append(text, from, at - from);
+    out += ' ';
+    from = at + wrap.size();
+  }
+  out.append(text, from, std::string::npos);
+  return out;
+}
+
 Result<Emission> EmitMegatron(const RunConfig& cfg) {
   Result<PreparedRun> run = Prepare(cfg);
   if (!run.ok()) return run.error();
@@ -388,8 +402,11 @@ TEST_CASE("a low-precision job loads, reports and emits", "[precision]") {
   CHECK(cfg->derived[7].kernels.recipe == Recipe::None);
   Result<Emission> e = EmitMegatron(*cfg);
   REQUIRE(e.ok());
+  // Megatron's reader takes every flag written.
+  CHECK(ParseMegatronArgs(e->text, cfg->layers).ok());
   for (const char* flag :
        {"--fp8-format e4m3\n", "--fp8-recipe mxfp8\n", "--fp8-param-gather\n",
+        "--reuse-grad-buf-for-mxfp8-param-ag\n",
         "--first-last-layers-bf16\n", "--num-layers-at-start-in-bf16 1\n",
         "--num-layers-at-end-in-bf16 2\n"}) {
     CHECK(e->text.find(flag) != std::string::npos);
@@ -408,6 +425,24 @@ TEST_CASE("a low-precision job loads, reports and emits", "[precision]") {
   Result<Emission> fe = EmitMegatron(*f);
   REQUIRE(fe.ok());
   CHECK(fe->text.find("--fp4-format e2m1\n--fp4-recipe nvfp4\n") != std::string::npos);
+  // torchtitan main: the quantization converters, or what it cannot say.
+  Result<RunConfig> tw = ParseConfig(
+      Job("  fp8: {recipe: tensorwise}\n", "gpu: h100-sxm"), "job.yaml", {});
+  REQUIRE(tw.ok());
+  Result<PreparedRun> tw_run = Prepare(*tw);
+  REQUIRE(tw_run.ok());
+  Result<Emission> tt = Emit(Framework::Torchtitan, *tw, tw_run->program);
+  REQUIRE(tt.ok());
+  CHECK(Unwrapped(tt->text).find("Float8LinearConverter.Config(recipe_name=\"tensorwise\", "
+                      "filter_fqns=[\"lm_head\", \"router.gate\"])") != std::string::npos);
+  Result<PreparedRun> d_run = Prepare(*d);
+  REQUIRE(d_run.ok());
+  Result<Emission> tt_delayed = Emit(Framework::Torchtitan, *d, d_run->program);
+  REQUIRE(tt_delayed.ok());
+  CHECK(Unwrapped(tt_delayed->text).find("cannot express fp8-delayed") != std::string::npos);
+  Result<Emission> ds = Emit(Framework::DeepSpeed, *d, d_run->program);
+  REQUIRE(ds.ok());
+  CHECK(Unwrapped(ds->text).find("cannot express the linears' fp8-delayed") != std::string::npos);
   // On this small layer (h 1024, 2,048 tokens) NVFP4's GEMMs are faster
   // but its quantize kernels cost more than they save: the forward is
   // slower than BF16's (TE's gemm_profiling.rst: small GEMMs "may see zero

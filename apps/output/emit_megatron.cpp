@@ -301,6 +301,10 @@ std::string ParallelBlock(const RunConfig& config) {
   }
   if (t.low.param_gather) {
     text += IsFp4(t.low.recipe) ? "--fp4-param-gather\n" : "--fp8-param-gather\n";
+    // MXFP8 primaries gather through the gradient buffer
+    // (megatron/core/transformer/moe/README.md: "--fp8-param-gather ...
+    // except MXFP8", which needs this flag).
+    if (t.low.recipe == Recipe::Mxfp8) text += "--reuse-grad-buf-for-mxfp8-param-ag\n";
   }
   if (t.low.bf16_start + t.low.bf16_end > 0) {
     text += fmt::format(
@@ -489,7 +493,8 @@ Result<std::map<std::string, std::string>> ReadFlags(std::string_view text) {
         "--fp16",                 "--use-distributed-optimizer",
         "--overlap-grad-reduce",  "--overlap-param-gather",
         "--tp-comm-overlap",      "--fp8-param-gather",
-        "--fp4-param-gather",     "--first-last-layers-bf16"};
+        "--fp4-param-gather",     "--first-last-layers-bf16",
+        "--reuse-grad-buf-for-mxfp8-param-ag"};
     if (std::find_if(std::begin(kSwitches), std::end(kSwitches), [&](const char* sw) {
           return tokens[i] == sw;
         }) != std::end(kSwitches)) {
@@ -549,6 +554,7 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
                                        "--fp8-param-gather",
                                        "--fp4-param-gather",
                                        "--first-last-layers-bf16",
+                                       "--reuse-grad-buf-for-mxfp8-param-ag",
                                        "--num-layers-at-start-in-bf16",
                                        "--num-layers-at-end-in-bf16"};
   for (const auto& [name, value] : *flags) {
