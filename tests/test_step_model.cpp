@@ -482,8 +482,8 @@ TEST_CASE("calibrate --runs refuses what it cannot fit", "[step]") {
   const Case cases[] = {
       {"runs:\n  - config: " + compute + "\n    iteration_time: 1s\n"
        "fit: [matmul_efficiency, hbm_efficiency]\n",
-       path + ":4: fit: must name 1 to 1 coefficients (at most one per measured "
-              "run); got 2"},
+       path + ":4: fit: must name 1 to 1 coefficients (at most one per distinct "
+              "measured config); got 2"},
       {"runs:\n  - config: " + compute + "\n", path + ":2: runs[0].iteration_time: must be "
                                                    "given (the measured step time, e.g. "
                                                    "21.3s); got nothing"},

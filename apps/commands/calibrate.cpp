@@ -88,6 +88,13 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
              "calibration at a time); got both\n";
       return 2;
     }
+    // --memory-unit scales SAPP's unitless memories; runs files carry units.
+    if (vm.count("memory-unit")) {
+      err << "ppb-sim: --memory-unit: must not be given with --runs (it reads SAPP's "
+             "--measurements; a runs file writes its units); got "
+          << vm["memory-unit"].as<std::string>() << "\n";
+      return 2;
+    }
     return RunStepCalibration(vm["runs"].as<std::string>(), format,
                               vm.count("output") ? vm["output"].as<std::string>() : "",
                               out, err);

@@ -145,7 +145,7 @@ std::optional<int> ParseArgs(const std::vector<std::string>& args,
     return kExitOk;
   }
   if (!vm.count("config")) {
-    err << "ppb-sim: --config: required; give the run config (YAML)\n"
+    err << "ppb-sim: --config: required; give the run config (YAML); got nothing\n"
         << kUsage;
     return kExitBadInput;
   }

@@ -18,6 +18,7 @@
 #include "apps/commands/plan_run.h"
 #include "apps/commands/search_mpi.h"
 #include "apps/commands/sweep_mpi.h"
+#include "apps/input/config_reader.h"
 #include "apps/input/search_problem.h"
 #include "apps/output/output.h"
 #include "apps/output/plan_output.h"
@@ -99,6 +100,7 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   po::options_description opts("plan options");
   // clang-format off
   opts.add_options()
+      ("help,h", "this help")
       ("config,c", po::value<std::string>(), "job config with a plan block (YAML); required")
       ("format", po::value<std::string>()->default_value("text"), "output: text | json")
       ("time-limit", po::value<std::string>(),
@@ -119,10 +121,6 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   AddEmitOptions(opts);
   po::variables_map vm;
   if (auto done = ParseArgs(args, opts, vm, out, err)) return *done;
-  if (!vm.count("config")) {
-    err << "ppb-sim: plan: --config: expected a job config file; got nothing\n";
-    return kExitBadInput;
-  }
   const std::string format = vm["format"].as<std::string>();
   if (format != "text" && format != "json") {
     err << "ppb-sim: --format: expected text or json; got '" << format << "'\n";
@@ -168,13 +166,11 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (!emit) return kExitBadInput;
   const std::string path = str("config");
   std::string text;
-  {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      report_err << path << ": must be a readable config file; got " << SystemReason() << "\n";
-      return kExitBadInput;
-    }
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  // The loader's reader: a directory or an unreadable file is refused as
+  // simulate and search refuse it (never an uncaught stream exception).
+  if (!config_detail::ReadFile(path, text)) {
+    report_err << path << ": must be a readable config file; got " << SystemReason() << "\n";
+    return kExitBadInput;
   }
   const bool tty = err.rdbuf() == std::cerr.rdbuf() && isatty(STDERR_FILENO);
   bool reported = false;

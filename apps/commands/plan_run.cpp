@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/input/search_problem.h"
@@ -18,6 +19,10 @@
 #include "search/first_tries.h"
 
 namespace ppb {
+
+// The largest space a plan enumerates: 1e12 combinations (the lists'
+// product), past which even counting them outlasts any time limit.
+constexpr double kMaxPlanSpace = 1e12;
 
 namespace {
 
@@ -228,9 +233,19 @@ Status Load(PlanState& st) {
       }
     }
   }
-  PlanSpace space = EnumeratePlan(*probe, s, st.yours ? &*st.yours : nullptr);
+  // A space no plan could look at is refused before it is enumerated.
+  if (const double size = PlanSpaceSize(*probe, s); size > kMaxPlanSpace) {
+    return Error{"plan", FormatError(*probe, Error{"plan", fmt::format(
+                                         "must make at most {:g} combinations (the product "
+                                         "of its lists' sizes); got about {:.3g}",
+                                         kMaxPlanSpace, size)})};
+  }
+  PlanSpace space = EnumeratePlan(*probe, s, st.yours ? &*st.yours : nullptr,
+                                  [&st] { return st.Past(); });
   res.total = space.total;
   res.refused = space.refused;
+  // Combinations the time limit left unlooked-at bound nothing.
+  res.not_loaded += space.not_enumerated;
   st.n_layouts = static_cast<int>(space.layouts.size());
   for (PlanLayout& l : space.layouts) {
     // Past the time limit the rest is not even loaded: open, unbounded.

@@ -6,6 +6,8 @@
 // "file:line: model.<key>: must be ...; got ...".
 #include "apps/input/config_parser.h"
 
+#include <fmt/format.h>
+
 namespace ppb::config_detail {
 
 Status Parser::ParseModel(const YAML::Node& node, const Entry* training,
@@ -152,6 +154,12 @@ Status Parser::ParseDerivedModel(const Entry& source, const Entry* training,
     }
     return Fail(source.path, cfg_.hf_config + ": " + s.error().key + ": " +
                                  s.error().message);
+  }
+  if (t->routing_skew != 1.0 && arch.experts == 0) {
+    return Fail("training.routing_skew",
+                "must be given with a mixture-of-experts model (it scales the expert "
+                "GEMMs and all-to-alls; this model has no routed experts); got " +
+                    fmt::format("{:g}", t->routing_skew));
   }
   if (t->low.on() && !h->step_model) {
     const char* key = IsFp4(t->low.recipe) ? "training.fp4" : "training.fp8";

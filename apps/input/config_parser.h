@@ -164,6 +164,7 @@ class Parser : public ConfigReader {
   // training.global_batch_size: the micro-batches it gives (pipeline.
   // microbatches' default; both given is an error).
   std::optional<int> global_microbatches_;
+  std::int64_t global_batch_ = 0;  // training.global_batch_size as given
 };
 
 }  // namespace ppb::config_detail

@@ -99,8 +99,14 @@ Status Parser::ParsePipeline(const Entry* section) {
                     " stages x virtual_stages; got " + std::to_string(*p) +
                     " x " + std::to_string(*v));
   }
-  PPB_RETURN_IF_ERROR(
-      CheckOps("pipeline.microbatches", *p, *v, *m, std::to_string(*m)));
+  // m from the global batch: the key the user wrote, with the m it implies.
+  const bool from_global = global_microbatches_ && !cli_.microbatches &&
+                           Find(e, "microbatches") == nullptr;
+  PPB_RETURN_IF_ERROR(CheckOps(
+      from_global ? "training.global_batch_size" : "pipeline.microbatches", *p, *v, *m,
+      from_global ? std::to_string(global_batch_) + " (m = " + std::to_string(*m) +
+                        " micro-batches)"
+                  : std::to_string(*m)));
   cfg_.shape.p = *p;
   cfg_.shape.m = *m;
   cfg_.shape.v = *v;

@@ -196,6 +196,7 @@ Status Parser::PeekGlobalBatch(const Entry* training) {
                              std::to_string(*gbs));
   }
   global_microbatches_ = static_cast<int>(*gbs / per);
+  global_batch_ = *gbs;
   return Status();
 }
 
@@ -503,8 +504,10 @@ Result<Training> Parser::ParseTraining(const Entry& section) {
   if (const Entry* x = Find(e, "routing_skew")) {
     Result<double> k = PositiveNumber(x->value, x->path);
     if (!k.ok()) return k.error();
-    if (*k < 1) {
-      return Fail(x->path, "must be at least 1 (the busiest rank's tokens "
+    // At most 1,000: the busiest rank's share cannot pass the EP size, and
+    // beyond it the expert GEMMs would price steps of years.
+    if (*k < 1 || *k > 1000) {
+      return Fail(x->path, "must be in [1, 1000] (the busiest rank's tokens "
                            "over the mean); got " + x->value.Scalar());
     }
     t.routing_skew = *k;
@@ -589,6 +592,11 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
   if (peak != nullptr) {
     Result<double> p = PositiveNumber(peak->value, peak->path);
     if (!p.ok()) return p.error();
+    // 0.001 to 1e6 TFLOP/s (a GFLOP/s to an EFLOP/s a device): beyond
+    // either end a layer's time leaves the range ppb computes in.
+    if (*p < 1e-3 || *p > 1e6) {
+      return Fail(peak->path, "must be in [0.001, 1e6] TFLOP/s; got " + peak->value.Scalar());
+    }
     h.peak_tflops = *p;
   }
   h.gpu.peak_tflops = h.peak_tflops;
@@ -637,8 +645,8 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
     if (const Entry* x = Find(e, key)) {
       Result<double> p = PositiveNumber(x->value, x->path);
       if (!p.ok()) return p.error();
-      if (*p > 1e6) {
-        return Fail(x->path, "must be at most 1e6 TFLOP/s; got " + x->value.Scalar());
+      if (*p < 1e-3 || *p > 1e6) {
+        return Fail(x->path, "must be in [0.001, 1e6] TFLOP/s; got " + x->value.Scalar());
       }
       *out = *p;
     }

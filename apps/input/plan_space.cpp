@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -28,19 +29,37 @@ std::vector<int> PowersOfTwo(int up_to) {
   return out;
 }
 
-// The v each schedule runs (plan_space.h).
-std::vector<int> VsOf(const std::string& schedule, const std::vector<int>& listed) {
+// One (schedule, v) pair of the space, or the reason it is refused.
+struct ScheduleV {
+  std::string schedule;
+  int v = 1;
+  std::string refusal;
+};
+
+// The v each schedule runs (plan_space.h): the V schedules 2, the looped
+// ones each listed v (a listed v < 2 is a refused pair: every combination
+// the lists make is counted), the others 1.
+std::vector<ScheduleV> VsOf(const std::string& schedule, const std::vector<int>& listed) {
   const ScheduleInfo* info = FindSchedule(schedule);
-  if (info != nullptr && info->placement == StagePlacement::V) return {2};
+  if (info != nullptr && info->placement == StagePlacement::V) return {{schedule, 2, ""}};
   if (schedule == "interleaved" || schedule == "looped-bfs" ||
       schedule == "interleaved-zero-bubble") {
-    std::vector<int> out;
+    std::vector<ScheduleV> out;
     for (int v : listed) {
-      if (v >= 2) out.push_back(v);
+      out.push_back({schedule, v, v >= 2 ? "" : schedule + " needs virtual_stages >= 2"});
     }
     return out;
   }
-  return {1};
+  return {{schedule, 1, ""}};
+}
+
+// Products of list sizes, saturating at 2^62 (a count beyond any space
+// that the plan could enumerate; PlanSpaceSize refuses it first).
+std::int64_t Mul(std::int64_t a, std::int64_t b) {
+  constexpr std::int64_t kMax = std::int64_t{1} << 62;
+  if (a == 0 || b == 0) return 0;
+  if (a > kMax / b) return kMax;
+  return a * b;
 }
 
 struct Lists {
@@ -90,8 +109,12 @@ Lists Resolve(const RunConfig& probe, const PlanSettings& s) {
 std::string ShapeRefusal(const RunConfig& probe, const PlanSettings& s, int t, int cp, int ep,
                          int p) {
   const Architecture& a = probe.architecture;
-  const std::int64_t tcp = std::int64_t{t} * cp * p;
-  if (s.gpus % tcp != 0) return "t x cp x p does not divide the GPUs";
+  // Step by step: t, cp and p of 2^21 each multiply past int64.
+  const std::int64_t tc = std::int64_t{t} * cp;  // < 2^62
+  if (tc > s.gpus || tc * p > s.gpus || s.gpus % (tc * p) != 0) {
+    return "t x cp x p does not divide the GPUs";
+  }
+  const std::int64_t tcp = tc * p;
   if (a.heads > 0 && a.heads % t != 0) return "t does not divide the attention heads";
   if (a.heads > 0 && !a.mla() && a.kv_heads % t != 0) return "t does not divide the KV heads";
   const int domain = probe.hardware.gpu.nvlink_domain;
@@ -124,9 +147,31 @@ std::string DescribeLayout(const PlanLayout& l) {
                      l.precision.empty() ? "" : " " + l.precision);
 }
 
-PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const PlanLayout* yours) {
+double PlanSpaceSize(const RunConfig& probe, const PlanSettings& s) {
+  const Lists x = Resolve(probe, s);
+  double sv = 0;
+  for (const std::string& sch : x.schedules) sv += static_cast<double>(VsOf(sch, x.v).size());
+  double n = sv;
+  for (size_t k : {x.t.size(), x.cp.size(), x.ep.size(), x.p.size(), x.mbs.size(),
+                   x.dist_opt.size(), x.recompute.size(), x.precision.size(), x.sp.size()}) {
+    n *= static_cast<double>(k);
+  }
+  return n;
+}
+
+PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const PlanLayout* yours,
+                        const std::function<bool()>& past) {
   PlanSpace out;
   const Lists x = Resolve(probe, s);
+  // The clock is looked at every 1,024 steps of the enumeration: past it,
+  // the combinations not yet looked at are counted as not enumerated.
+  std::int64_t steps = 0;
+  bool stopped = false;
+  auto stop = [&] {
+    if (stopped) return true;
+    if (past && (++steps & 1023) == 0 && past()) stopped = true;
+    return stopped;
+  };
   const int n_layers = static_cast<int>(probe.layers.size());
   const std::int64_t gbs = probe.training.global_batch;
   auto refuse = [&](const std::string& reason, std::int64_t count) {
@@ -158,14 +203,31 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
     }
   }
   // The (schedule, v) pairs and their count.
-  std::vector<std::pair<std::string, int>> sv;
+  std::vector<ScheduleV> sv;
   for (const std::string& sch : x.schedules) {
-    for (int v : VsOf(sch, x.v)) sv.emplace_back(sch, v);
+    for (ScheduleV& p : VsOf(sch, x.v)) sv.push_back(std::move(p));
   }
-  const std::int64_t per_shape_rest =
-      static_cast<std::int64_t>(x.mbs.size() * x.dist_opt.size() * sv.size() * x.recompute.size() *
-                                x.precision.size());
+  const std::int64_t per_sv =
+      Mul(static_cast<std::int64_t>(x.recompute.size()), static_cast<std::int64_t>(x.precision.size()));
+  const std::int64_t per_mbs_sp = Mul(Mul(static_cast<std::int64_t>(x.dist_opt.size()),
+                                          static_cast<std::int64_t>(sv.size())),
+                                      per_sv);
+  // Every combination the lists make, counted before any is looked at.
+  std::int64_t all = 0;
   for (int t : x.t) {
+    std::vector<bool> sps;
+    for (bool b : x.sp) {
+      if (std::find(sps.begin(), sps.end(), b && t > 1) == sps.end()) sps.push_back(b && t > 1);
+    }
+    const std::int64_t shapes = Mul(Mul(static_cast<std::int64_t>(x.cp.size()),
+                                        static_cast<std::int64_t>(x.ep.size())),
+                                    static_cast<std::int64_t>(x.p.size()));
+    all += Mul(Mul(shapes, Mul(static_cast<std::int64_t>(x.mbs.size()),
+                               static_cast<std::int64_t>(sps.size()))),
+               per_mbs_sp);
+  }
+  for (int t : x.t) {
+    if (stop()) break;
     // sp: at t = 1 only false.
     std::vector<bool> sps;
     for (bool b : x.sp) {
@@ -173,16 +235,20 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
       if (std::find(sps.begin(), sps.end(), eff) == sps.end()) sps.push_back(eff);
     }
     for (int cp : x.cp) {
+      if (stopped) break;
       for (int ep : x.ep) {
+        if (stopped) break;
         for (int p : x.p) {
-          const std::int64_t combos = per_shape_rest * static_cast<std::int64_t>(sps.size());
+          if (stop()) break;
+          const std::int64_t per_mbs = Mul(per_mbs_sp, static_cast<std::int64_t>(sps.size()));
+          const std::int64_t combos = Mul(per_mbs, static_cast<std::int64_t>(x.mbs.size()));
           if (std::string why = ShapeRefusal(probe, s, t, cp, ep, p); !why.empty()) {
             refuse(why, combos);
             continue;
           }
           const int d = static_cast<int>(s.gpus / (std::int64_t{t} * cp * p));
           for (int mbs : x.mbs) {
-            const std::int64_t per_mbs = combos / static_cast<std::int64_t>(x.mbs.size());
+            if (stop()) break;
             if (gbs <= 0 || gbs % (std::int64_t{d} * mbs) != 0) {
               refuse("the global batch is not a multiple of d x micro_batch_size", per_mbs);
               continue;
@@ -190,11 +256,15 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
             const int m = static_cast<int>(gbs / (std::int64_t{d} * mbs));
             for (bool sp : sps) {
               for (bool dopt : x.dist_opt) {
-                for (const auto& [sch, v] : sv) {
-                  const auto per_sv =
-                      static_cast<std::int64_t>(x.recompute.size() * x.precision.size());
-                  std::string why;
-                  if (p * v > n_layers && !probe.allow_empty_chunks) {
+                for (const ScheduleV& pair : sv) {
+                  if (stop()) break;
+                  const std::string& sch = pair.schedule;
+                  const int v = pair.v;
+                  std::string why = pair.refusal;
+                  if (!why.empty()) {
+                    // a listed v this schedule does not run
+                  } else if (static_cast<std::int64_t>(p) * v > n_layers &&
+                             !probe.allow_empty_chunks) {
                     why = "p x v exceeds the layers";
                   } else if (!TargetRunsSchedule(s.target, sch)) {
                     why = "megatron runs 1f1b and interleaved only";
@@ -246,6 +316,9 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
       }
     }
   }
+  // What the clock left unlooked-at: counted, never searched.
+  out.not_enumerated = std::max<std::int64_t>(0, all - out.total);
+  out.total = std::max(all, out.total);
   if (yours != nullptr && !yours_seen) {
     PlanLayout l = *yours;
     l.yours = true;
@@ -268,10 +341,12 @@ YAML::Node Section(YAML::Node root, const char* key) {
 
 }  // namespace
 
-YAML::Node LayoutDocument(std::string_view text, const PlanLayout& l, int n_layers) {
+namespace {
+
+YAML::Node WithLayout(std::string_view text, const PlanLayout& l, int n_layers, bool keep_plan) {
   // Loaded afresh (a clone would lose the marks that place errors).
   YAML::Node doc = YAML::Load(std::string(text));
-  Remove(doc, "plan");
+  if (!keep_plan) Remove(doc, "plan");
   YAML::Node tr = Section(doc, "training");
   tr["tensor_parallel"] = l.t;
   tr["context_parallel"] = l.cp;
@@ -353,11 +428,16 @@ YAML::Node LayoutDocument(std::string_view text, const PlanLayout& l, int n_laye
   return doc;
 }
 
+}  // namespace
+
+YAML::Node LayoutDocument(std::string_view text, const PlanLayout& l, int n_layers) {
+  return WithLayout(text, l, n_layers, false);
+}
+
+// The plan block stays where the file has it, with its marks: an error in
+// it names its line.
 YAML::Node ProbeDocument(std::string_view text) {
-  const YAML::Node root = YAML::Load(std::string(text));
-  YAML::Node doc = LayoutDocument(text, PlanLayout{});
-  if (root["plan"]) doc["plan"] = root["plan"];
-  return doc;
+  return WithLayout(text, PlanLayout{}, 0, true);
 }
 
 std::optional<PlanLayout> OwnLayout(const RunConfig& own) {

@@ -46,6 +46,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -80,16 +81,25 @@ std::string DescribeLayout(const PlanLayout& l);
 
 struct PlanSpace {
   std::vector<PlanLayout> layouts;  // every combination that passed
-  std::int64_t total = 0;           // combinations considered
+  std::int64_t total = 0;           // every combination the lists make
   std::map<std::string, std::int64_t> refused;  // reason -> count
+  // Combinations the enumeration did not reach before `past` said stop
+  // (in `total`, neither refused nor in `layouts`).
+  std::int64_t not_enumerated = 0;
 };
 
 // The layouts of `probe` (the job config loaded with any pipeline, whose
 // plan block is `s`: layers, architecture, training and hardware) under
 // `s`; `yours` (the config's own layout, when it has s.gpus GPUs) is added
 // when the lists leave it out, and marked.
+// `past` (optional) is asked every 1,024 steps whether the time limit has
+// passed; then the enumeration stops and counts the rest as not enumerated.
 PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s,
-                        const PlanLayout* yours);
+                        const PlanLayout* yours, const std::function<bool()>& past = {});
+
+// An upper bound on the combinations the lists make (the product of their
+// sizes), for refusing a space no plan could enumerate.
+double PlanSpaceSize(const RunConfig& probe, const PlanSettings& s);
 
 // The job's document (YAML `text`) with `layout` written into it (training.*,
 // pipeline.stages / virtual_stages / schedule; pipeline.microbatches and

@@ -80,6 +80,7 @@ class StepRunsParser : public ConfigReader {
       if (!name.ok()) return name.error();
       run.config = *name;
       run.path = (dir / *name).string();
+      run.line = c->value.Mark().line >= 0 ? c->value.Mark().line + 1 : 0;
       std::string text;
       if (!ReadFile(run.path, text)) {
         return Fail(c->path, "must name a readable config file; got " + run.path);
@@ -100,7 +101,16 @@ class StepRunsParser : public ConfigReader {
       }
       out.runs.push_back(std::move(run));
     }
-    const size_t n = out.runs.size();
+    // Distinct configs: a config listed twice measures the same thing.
+    std::vector<std::string> seen;
+    for (const StepRun& run : out.runs) {
+      std::error_code ec;
+      std::string key = std::filesystem::weakly_canonical(run.path, ec).string();
+      if (ec) key = run.path;
+      if (std::find(seen.begin(), seen.end(), key) == seen.end()) seen.push_back(key);
+    }
+    out.distinct = seen.size();
+    const size_t n = out.distinct;
     if (const Entry* fit = Find(*top, "fit")) {
       Result<std::vector<Entry>> items = List(fit->value, fit->path, "a list of coefficient names");
       if (!items.ok()) return items.error();
@@ -118,9 +128,14 @@ class StepRunsParser : public ConfigReader {
         out.fit.push_back(kAll[*i]);
       }
       if (out.fit.empty() || out.fit.size() > n) {
-        return Fail(fit->path, fmt::format("must name 1 to {} coefficients (at most one per "
-                                           "measured run); got {}",
-                                           n, out.fit.size()));
+        return Fail(fit->path,
+                    fmt::format("must name 1 to {} coefficients (at most one per distinct "
+                                "measured config{}); got {}",
+                                n,
+                                n < out.runs.size()
+                                    ? fmt::format(": {} runs name {} configs", out.runs.size(), n)
+                                    : std::string(),
+                                out.fit.size()));
       }
     } else {
       const StepCoefficient defaults[] = {StepCoefficient::MatmulEfficiency,
@@ -232,6 +247,13 @@ Result<StepFit> FitStepRuns(const StepRuns& runs) {
     if (!cfg->hardware.step_model) {
       return Error{"", run.path + ": hardware.gpu: must be given (calibrate --runs fits the "
                                   "step model's coefficients); got nothing"};
+    }
+    if (cfg->hardware.gpu.name != first->hardware.gpu.name) {
+      return Error{"", fmt::format("{}:{}: runs[{}].config: must run on the first run's GPU "
+                                   "({}; calibrate fits one machine: give each GPU its own "
+                                   "runs file); got {}",
+                                   runs.path, run.line, &run - runs.runs.data(),
+                                   first->hardware.gpu.name, cfg->hardware.gpu.name)};
     }
     const Recipe r = cfg->training.low.recipe;
     fp4 |= IsFp4(r);
@@ -388,6 +410,31 @@ Result<StepFit> FitStepRuns(const StepRuns& runs) {
   }
   out.rms_before = std::sqrt(sb / static_cast<double>(runs.runs.size()));
   out.rms_after = std::sqrt(sa / static_cast<double>(runs.runs.size()));
+  // What the fit cannot vouch for.
+  for (size_t k = 0; k < x.size(); ++k) {
+    const bool bw = IsBandwidth(runs.fit[k]);
+    const double lo = bw ? out.before[k] / 20 : 0.02, hi = bw ? out.before[k] * 4 : 1.0;
+    const double v = out.after[k];
+    if (v <= lo * (1 + 1e-6) || v >= hi * (1 - 1e-6)) {
+      out.warnings.push_back(fmt::format(
+          "{} ended at the bound of its search ({}): the runs ask for a machine ppb "
+          "cannot express; check their measured times and configs",
+          StepCoefficientName(runs.fit[k]),
+          bw ? fmt::format("{:.3f} GB/s", (v <= lo * (1 + 1e-6) ? lo : hi) / 1e9)
+             : fmt::format("{:g}", v <= lo * (1 + 1e-6) ? lo : hi)));
+    }
+  }
+  if (out.rms_after > 0.10) {
+    out.warnings.push_back(fmt::format(
+        "the fit leaves {:.1f} % rms error: these coefficients do not explain the runs",
+        100 * out.rms_after));
+  }
+  if (runs.distinct < runs.runs.size()) {
+    out.warnings.push_back(fmt::format(
+        "{} runs name {} distinct configs: repeated configs add no information on the "
+        "coefficients",
+        runs.runs.size(), runs.distinct));
+  }
   return out;
 }
 

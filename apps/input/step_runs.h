@@ -46,6 +46,7 @@ bool IsBandwidth(StepCoefficient c);
 struct StepRun {
   std::string config;  // as written
   std::string path;    // resolved against the runs file
+  int line = 0;        // of its config key in the runs file (0: unknown)
   YAML::Node document; // the config, loaded
   Nanos measured = 0;
   std::optional<Bytes> peak_memory;
@@ -56,7 +57,10 @@ struct StepRuns {
   std::vector<StepRun> runs;
   std::vector<StepCoefficient> fit;  // default: matmul, collective,
                                      // inter-node bandwidth, at most as
-                                     // many as runs
+                                     // many as distinct configs
+  // Distinct configs among the runs (one config measured twice is one
+  // measurement of the fit's unknowns): at least as many as coefficients.
+  size_t distinct = 0;
 };
 
 Result<StepRuns> LoadStepRuns(const std::string& path);
@@ -70,12 +74,17 @@ struct StepFit {
   std::vector<double> before, after;  // per StepRuns::fit, in its order
   std::vector<StepRunResult> runs;
   double rms_before = 0, rms_after = 0;  // of the relative time errors
-  std::string gpu;                       // the first run's preset
+  std::string gpu;                       // every run's preset
   std::int64_t simulations = 0;
+  // A coefficient that ended at a bound of its search, or runs the fit
+  // cannot explain (rms error above 10 %): the hardware block is offered
+  // with these warnings only.
+  std::vector<std::string> warnings;
 };
 
 // Fits StepRuns::fit to the measured times. Errors (exit 2) when a run's
-// config does not load, has no hardware.gpu, or does not run.
+// config does not load, has no hardware.gpu, runs on another GPU preset
+// than the first run (fit each machine on its own), or does not run.
 Result<StepFit> FitStepRuns(const StepRuns& runs);
 
 }  // namespace ppb

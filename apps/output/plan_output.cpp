@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "apps/input/json_text.h"
 #include "apps/output/output.h"
 #include "search/deployable.h"
 
@@ -237,7 +238,7 @@ std::string FormatPlanJson(const PlanResult& r) {
   j["incumbents"] = inc;
   j["solve_time_s"] = r.solve_time_s;
   j["processes"] = r.processes;
-  return j.dump(2) + "\n";
+  return JsonText(j, 2) + "\n";
 }
 
 }  // namespace ppb

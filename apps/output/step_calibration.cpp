@@ -23,7 +23,9 @@ std::string Value(StepCoefficient c, double v) {
 }  // namespace
 
 std::string StepFitHardwareYaml(const StepRuns& runs, const StepFit& fit) {
-  std::string s = "hardware:\n";
+  std::string s;
+  for (const std::string& w : fit.warnings) s += "# WARNING: " + w + "\n";
+  s += "hardware:\n";
   s += fmt::format("  gpu: {}\n", fit.gpu);
   for (size_t k = 0; k < runs.fit.size(); ++k) {
     const StepCoefficient c = runs.fit[k];
@@ -67,7 +69,10 @@ std::string FormatStepFitText(const StepRuns& runs, const StepFit& fit) {
     s += fmt::format("{} {} {} (was {})", k ? "," : "", StepCoefficientName(runs.fit[k]),
                      Value(runs.fit[k], fit.after[k]), Value(runs.fit[k], fit.before[k]));
   }
-  s += "\n\npaste into each run config (it replaces the preset's guesses):\n";
+  for (const std::string& w : fit.warnings) s += "\n  WARNING: " + w;
+  s += fit.warnings.empty()
+           ? "\n\npaste into each run config (it replaces the preset's guesses):\n"
+           : "\n\nonly after checking the warnings above, paste into each run config:\n";
   s += StepFitHardwareYaml(runs, fit);
   return s;
 }
@@ -101,6 +106,8 @@ std::string FormatStepFitJson(const StepRuns& runs, const StepFit& fit) {
   j["runs"] = rs;
   j["rms_error_before"] = fit.rms_before;
   j["rms_error_after"] = fit.rms_after;
+  j["distinct_configs"] = runs.distinct;
+  j["warnings"] = fit.warnings;
   j["hardware_yaml"] = StepFitHardwareYaml(runs, fit);
   return JsonText(j, 2) + "\n";
 }

@@ -91,7 +91,7 @@ Result<SweepRow> ParseSweepLine(std::string_view line) {
 std::string SweepKey(const SweepRow& row) {
   Json j = Json::array({row.config_hash, row.run, row.settings});
   for (const auto& [k, v] : row.values) j.push_back(Json::array({k, v}));
-  return j.dump();
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 std::string RowValue(const SweepRow& row, const std::string& key) {

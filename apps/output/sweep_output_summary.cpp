@@ -2,6 +2,8 @@
 // (apps/output/sweep_output_summary.h).
 #include "apps/output/sweep_output_summary.h"
 
+#include "apps/input/json_text.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -196,7 +198,7 @@ std::string FormatSweepSummaryJson(std::vector<SweepRow> rows, const SweepTableI
     gs.push_back(o);
   }
   j["groups"] = gs;
-  return j.dump(2) + "\n";
+  return JsonText(j, 2) + "\n";
 }
 
 std::string SweepCsvHeader(const SweepTableInfo& info) {

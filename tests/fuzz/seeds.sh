@@ -28,3 +28,5 @@ seed hf_config configs/hf/*.json tests/data/hf/*.json
 seed sapp_layers configs/sapp/*.json tests/data/sapp/*.json
 seed measurements tests/data/sapp/*.yaml
 seed candidates tests/data/snapshots/inputs/candidates.yaml
+seed plan configs/plan-llama3-8b.yaml configs/llama3-70b-fp8.yaml tests/data/plan/*.yaml
+seed runs tests/data/step/runs*.yaml configs/guide/runs/runs.yaml
