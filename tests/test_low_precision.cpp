@@ -180,14 +180,7 @@ TEST_CASE("the quantize kernels by the bytes they move", "[precision]") {
 
 TEST_CASE("one layer's saved inputs and weight copies per recipe", "[precision]") {
   // TP 1, no SP, a tiny layer: h 1024, 16 heads of 64, ffn 4096, s 2048.
-  Architecture a;
-  a.hidden = 1024;
-  a.layers = 4;
-  a.heads = 16;
-  a.kv_heads = 16;
-  a.head_dim = 64;
-  a.ffn = 4096;
-  a.vocab = 32000;
+  const Architecture a = test::Dense(1024, 4, 16, 16, 4096, 32000);
   Training t;
   t.seq = 2048;
   t.flash_attention = true;

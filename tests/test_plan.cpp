@@ -237,16 +237,13 @@ TEST_CASE("plan: precision is a dimension, refused where the GPU cannot run it",
   // The tiny job on H100s with BF16, FP8 current scaling and MXFP8 listed:
   // MXFP8 needs Blackwell, so each of its combinations is refused with the
   // reason; BF16 and FP8 are searched, and the answer equals brute force.
-  std::string text = TinyJob(R"(plan:
-  gpus: 8
-  tensor_parallel: [1, 2]
-  context_parallel: [1]
-  pipeline_parallel: [1, 2]
-  micro_batch_size: [1, 2]
-  schedules: [1f1b]
-  precision: [bf16, fp8-tensorwise, mxfp8]
-  time_limit: 0s
-)");
+  // The space of this test, with its precision list.
+  auto space_with = [](const std::string& precision) {
+    return "plan:\n  gpus: 8\n  tensor_parallel: [1, 2]\n  context_parallel: [1]\n"
+           "  pipeline_parallel: [1, 2]\n  micro_batch_size: [1, 2]\n  schedules: [1f1b]\n"
+           "  precision: " + precision + "\n  time_limit: 0s\n";
+  };
+  std::string text = TinyJob(space_with("[bf16, fp8-tensorwise, mxfp8]"));
   text.replace(text.find("a100-sxm4-80gb"), 14, "h100-sxm");
   const PlanSpace space = SpaceOf(text);
   // 2 t x 2 p x 2 mbs x 3 precisions = 24 combinations, a third refused.
@@ -261,8 +258,8 @@ TEST_CASE("plan: precision is a dimension, refused where the GPU cannot run it",
   CHECK(fp8 == 8);
   CheckAgainstBruteForce(text);
   // More choices never give a worse answer: BF16 alone against BF16 + FP8.
-  std::string bf16 = text;
-  bf16.replace(bf16.find("[bf16, fp8-tensorwise, mxfp8]"), 29, "[bf16]");
+  std::string bf16 = TinyJob(space_with("[bf16]"));
+  bf16.replace(bf16.find("a100-sxm4-80gb"), 14, "h100-sxm");
   Result<PlanResult> one = RunPlan(bf16, "job.yaml", PlanOptions{});
   Result<PlanResult> two = RunPlan(text, "job.yaml", PlanOptions{});
   REQUIRE(one.ok());
@@ -271,16 +268,7 @@ TEST_CASE("plan: precision is a dimension, refused where the GPU cannot run it",
   REQUIRE(two->found);
   CHECK(two->top.front().best->makespan <= one->top.front().best->makespan);
   // On A100s FP8 is refused everywhere: the answer is BF16's.
-  const PlanSpace a100 = SpaceOf(TinyJob(R"(plan:
-  gpus: 8
-  tensor_parallel: [1, 2]
-  context_parallel: [1]
-  pipeline_parallel: [1, 2]
-  micro_batch_size: [1, 2]
-  schedules: [1f1b]
-  precision: [fp8-tensorwise]
-  time_limit: 0s
-)"));
+  const PlanSpace a100 = SpaceOf(TinyJob(space_with("[fp8-tensorwise]")));
   CHECK(a100.layouts.empty());
   CHECK(a100.refused.at("fp8-tensorwise needs FP8 tensor cores (SM89 or later) (a100-sxm4-80gb "
                         "is Ampere (SM80))") == 8);
