@@ -70,9 +70,11 @@ std::string RecipeRuns(Recipe r, const Gpu& gpu) {
       }
       return "";
     case Recipe::Mxfp8:
-      if (gpu.arch != GpuArch::Blackwell) {
-        return name + " needs Blackwell's block-scaled tensor cores "
-                      "(SM100/103)" + on;
+      // OCP MX block scaling in hardware: NVIDIA Blackwell and AMD CDNA 4
+      // (MI355X datasheet: MXFP8, MXFP6 and MXFP4 matrix cores).
+      if (gpu.arch != GpuArch::Blackwell && gpu.arch != GpuArch::Cdna4) {
+        return name + " needs block-scaled (MX) tensor cores: Blackwell "
+                      "(SM100/103) or CDNA 4" + on;
       }
       return "";
     case Recipe::Nvfp4:

@@ -303,8 +303,12 @@ TEST_CASE("low-precision refusals at their line", "[precision]") {
   const Bad bad[] = {
       {Job("  fp8: {recipe: mxfp8}\n", "gpu: h100-sxm"),
        "job.yaml:8: training.fp8.recipe: must be a recipe the GPU runs: mxfp8 "
-       "needs Blackwell's block-scaled tensor cores (SM100/103) (h100-sxm is "
-       "Hopper (SM90)); got mxfp8"},
+       "needs block-scaled (MX) tensor cores: Blackwell (SM100/103) or CDNA 4 "
+       "(h100-sxm is Hopper (SM90)); got mxfp8"},
+      {Job("  dtype: fp8\n"),
+       "job.yaml:8: training.dtype: must be one of bf16, fp16, fp32 (the high-precision "
+       "dtype; the linears' fp8 is training.fp8: {recipe: ...} or training.fp4: {recipe: "
+       "nvfp4}); got fp8"},
       {Job("  fp8: {recipe: blockwise}\n"),
        "job.yaml:8: training.fp8.recipe: must be a recipe the GPU runs: "
        "fp8-blockwise is Hopper's recipe (TE emulates it with MXFP8 elsewhere: "

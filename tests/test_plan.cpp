@@ -250,8 +250,8 @@ TEST_CASE("plan: precision is a dimension, refused where the GPU cannot run it",
   CHECK(space.total == 24);
   REQUIRE(space.refused.size() == 1);
   CHECK(space.refused.begin()->first ==
-        "mxfp8 needs Blackwell's block-scaled tensor cores (SM100/103) (h100-sxm is Hopper "
-        "(SM90))");
+        "mxfp8 needs block-scaled (MX) tensor cores: Blackwell (SM100/103) or CDNA 4 "
+        "(h100-sxm is Hopper (SM90))");
   CHECK(space.refused.begin()->second == 8);
   int fp8 = 0;
   for (const PlanLayout& l : space.layouts) fp8 += l.precision == "fp8-tensorwise";

@@ -450,6 +450,13 @@ Result<Training> Parser::ParseTraining(const Entry& section) {
   // (core/architecture.h DefaultGradDtype).
   static const Dtype kDtypes[] = {Dtype::Bf16, Dtype::Fp16, Dtype::Fp32};
   if (const Entry* x = Find(e, "dtype")) {
+    const std::string given = x->value.IsScalar() ? Lower(x->value.Scalar()) : "";
+    if (given == "fp8" || given == "fp4" || given == "mxfp8" || given == "nvfp4") {
+      // Low precision trains the linears, not the weights' dtype.
+      return Fail(x->path, "must be one of bf16, fp16, fp32 (the high-precision dtype; "
+                           "the linears' " + given + " is training.fp8: {recipe: ...} or "
+                           "training.fp4: {recipe: nvfp4}); got " + x->value.Scalar());
+    }
     Result<size_t> i = Choice(x->value, x->path, {"bf16", "fp16", "fp32"});
     if (!i.ok()) return i.error();
     t.dtype = kDtypes[*i];
