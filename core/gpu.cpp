@@ -47,8 +47,8 @@ Gpu Make(const Sheet& x) {
   g.compute.attention = x.attention;
   // Low-precision GEMMs against BF16's share of the peak (core/gpu.h
   // ComputeEfficiency: TE's pre-quantized B300 timings).
-  if (x.fp8 > 0) g.compute.fp8_matmul = 0.94 * x.matmul;
-  if (x.fp4 > 0) g.compute.fp4_matmul = 0.57 * x.matmul;
+  if (x.fp8 > 0) g.compute.fp8_matmul = kFp8MatmulOverBf16 * x.matmul;
+  if (x.fp4 > 0) g.compute.fp4_matmul = kFp4MatmulOverBf16 * x.matmul;
   g.source = x.source;
   return g;
 }

@@ -50,6 +50,11 @@ struct ComputeEfficiency {
   double fp4_matmul = 0;
 };
 
+// The low-precision shares against BF16's `matmul` (see fp8_matmul above):
+// what a preset, or a peak given for a GPU without one, starts from.
+inline constexpr double kFp8MatmulOverBf16 = 0.94;
+inline constexpr double kFp4MatmulOverBf16 = 0.57;
+
 // How well collectives use a link: a message of S bytes moves at
 // bandwidth * collective * S / (S + collective_half_size) (NCCL reaches
 // its bus bandwidth only on large messages; SimAI's measured ratios,

@@ -293,6 +293,7 @@ QuantizeTimes QuantizeTime(const LayerKernels& k, const Hardware& h) {
   QuantizeTimes q;
   if (k.recipe == Recipe::None) return q;
   const GpuArch arch = h.gpu.arch;
+  // Priced as the element-wise kernels they are.
   auto price = [&](std::initializer_list<QuantizeCost> parts) {
     double bytes = 0;
     int kernels = 0;
@@ -300,9 +301,7 @@ QuantizeTimes QuantizeTime(const LayerKernels& k, const Hardware& h) {
       bytes += c.bytes;
       kernels += c.kernels;
     }
-    if (bytes <= 0) return Nanos{0};
-    const Nanos t = Ns(bytes / (h.gpu.hbm_bytes_per_s * h.gpu.compute.hbm));
-    return std::max(t, kernels * h.gpu.compute.kernel_floor);
+    return ElementwiseTime(static_cast<Bytes>(std::llround(bytes)), kernels, h);
   };
   const double inputs = k.quantize_input + k.quantize_input_fused;
   q.forward = price({QuantizeBytes(k.recipe, arch, k.quantize_input, false),
@@ -329,11 +328,22 @@ Nanos ElementwiseTime(Bytes bytes, int kernels, const Hardware& h) {
   return std::max(t, kernels * h.gpu.compute.kernel_floor);
 }
 
+const GroupPlacement& GroupOf(CommGroup g, const JobGroups& groups) {
+  switch (g) {
+    case CommGroup::Tp:
+      return groups.tp;
+    case CommGroup::Cp:
+      return groups.cp;
+    case CommGroup::Ep:
+      return groups.ep;
+    case CommGroup::Amax:
+      break;
+  }
+  return groups.tp_dp_cp;
+}
+
 Nanos CommTime(const CommOp& c, const JobGroups& groups, const Hardware& h) {
-  const GroupPlacement& g = c.group == CommGroup::Tp   ? groups.tp
-                            : c.group == CommGroup::Cp ? groups.cp
-                            : c.group == CommGroup::Ep ? groups.ep
-                                                       : groups.tp_dp_cp;
+  const GroupPlacement& g = GroupOf(c.group, groups);
   const GroupLink& link = c.kind == Collective::AllToAll ? g.a2a_link : g.link;
   const Nanos one = CollectiveTime(c.kind, g.size, c.bytes, link, h.gpu.network);
   return static_cast<Nanos>(std::llround(static_cast<double>(one) * c.skew));

@@ -52,6 +52,8 @@ struct Gemm {
 // Amax: the low-precision amax reduction over a stage's tp x dp x cp ranks.
 enum class CommGroup { Tp, Cp, Ep, Amax };
 const char* CommGroupName(CommGroup g);
+// The placement of a collective's group among the job's groups.
+const GroupPlacement& GroupOf(CommGroup g, const JobGroups& groups);
 
 struct CommOp {
   std::string name;

@@ -20,6 +20,13 @@ const char* RecipeName(Recipe r) {
   return "?";
 }
 
+std::optional<Recipe> FindRecipe(std::string_view name) {
+  for (Recipe r : kAllRecipes) {
+    if (name == RecipeName(r)) return r;
+  }
+  return std::nullopt;
+}
+
 const char* MegatronRecipe(Recipe r) {
   switch (r) {
     case Recipe::Fp8Delayed:

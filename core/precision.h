@@ -41,7 +41,9 @@
 //     sequence-parallel input over tp before its quantized all-gather.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/gpu.h"
 #include "core/types.h"
@@ -60,6 +62,11 @@ enum class Recipe {
 // The recipe's name as plan.precision writes it: bf16, fp8-delayed,
 // fp8-tensorwise, fp8-blockwise, mxfp8, nvfp4.
 const char* RecipeName(Recipe r);
+// Every recipe, in the order above; and the one named `name` (RecipeName).
+inline constexpr Recipe kAllRecipes[] = {Recipe::None,          Recipe::Fp8Delayed,
+                                         Recipe::Fp8Tensorwise, Recipe::Fp8Blockwise,
+                                         Recipe::Mxfp8,         Recipe::Nvfp4};
+std::optional<Recipe> FindRecipe(std::string_view name);
 // Megatron's --fp8-recipe value (delayed, tensorwise, blockwise, mxfp8),
 // or "nvfp4" (the --fp4-recipe value).
 const char* MegatronRecipe(Recipe r);

@@ -119,13 +119,13 @@ Status Parser::ParsePlan(const Entry* section) {
     // RecipeName); whether the GPU runs it is a refusal per layout.
     Result<std::vector<Entry>> items = PlanItems(e, "precision");
     if (!items.ok()) return items.error();
-    const std::vector<std::string> names = {"bf16", "fp8-delayed", "fp8-tensorwise",
-                                            "fp8-blockwise", "mxfp8", "nvfp4"};
+    std::vector<std::string> names;
+    for (Recipe recipe : kAllRecipes) names.push_back(RecipeName(recipe));
     for (const Entry& item : *items) {
       Result<std::string> name = String(item.value, item.path, "a precision");
       if (!name.ok()) return name.error();
       const std::string x = Lower(*name);
-      if (std::find(names.begin(), names.end(), x) == names.end()) {
+      if (!FindRecipe(x)) {
         return Fail(item.path, "must be one of " + Join(names) + "; got " + *name);
       }
       if (std::find(out.precision.begin(), out.precision.end(), x) != out.precision.end()) {

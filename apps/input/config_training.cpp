@@ -240,18 +240,13 @@ Status Parser::ApplyStepModel(const Architecture& a, Training& t,
                     std::to_string(t.tp));
   }
   if (t.tp > h.gpu.nvlink_domain && !t.tp_across_nodes) {
+    const bool node = h.gpu.nvlink_domain == h.gpu.gpus_per_node;
     return Fail("training.tensor_parallel",
-                h.gpu.nvlink_domain == h.gpu.gpus_per_node
-                    ? "must fit in a node (hardware.gpus_per_node = " +
-                          std::to_string(h.gpu.gpus_per_node) +
-                          "; set training.tp_across_nodes: true to let its "
-                          "all-reduces cross the NICs); got " +
-                          std::to_string(t.tp)
-                    : "must fit in an NVLink domain (hardware.nvlink_domain = " +
-                          std::to_string(h.gpu.nvlink_domain) +
-                          "; set training.tp_across_nodes: true to let its "
-                          "all-reduces cross the NICs); got " +
-                          std::to_string(t.tp));
+                std::string(node ? "must fit in a node (hardware.gpus_per_node = "
+                                 : "must fit in an NVLink domain (hardware.nvlink_domain = ") +
+                    std::to_string(h.gpu.nvlink_domain) +
+                    "; set training.tp_across_nodes: true to let its "
+                    "all-reduces cross the NICs); got " + std::to_string(t.tp));
   }
   if ((t.dp * t.cp) % t.ep != 0) {
     // Megatron's expert rank generator: the expert-data-parallel size is
@@ -596,14 +591,19 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
                 "must be given (a positive number, TFLOP/s), or hardware.gpu "
                 "(a preset); got nothing");
   }
-  if (peak != nullptr) {
-    Result<double> p = PositiveNumber(peak->value, peak->path);
+  // A peak: 0.001 to 1e6 TFLOP/s (a GFLOP/s to an EFLOP/s a device);
+  // beyond either end a layer's time leaves the range ppb computes in.
+  auto tflops = [&](const Entry& x) -> Result<double> {
+    Result<double> p = PositiveNumber(x.value, x.path);
     if (!p.ok()) return p.error();
-    // 0.001 to 1e6 TFLOP/s (a GFLOP/s to an EFLOP/s a device): beyond
-    // either end a layer's time leaves the range ppb computes in.
     if (*p < 1e-3 || *p > 1e6) {
-      return Fail(peak->path, "must be in [0.001, 1e6] TFLOP/s; got " + peak->value.Scalar());
+      return Fail(x.path, "must be in [0.001, 1e6] TFLOP/s; got " + x.value.Scalar());
     }
+    return *p;
+  };
+  if (peak != nullptr) {
+    Result<double> p = tflops(*peak);
+    if (!p.ok()) return p.error();
     h.peak_tflops = *p;
   }
   h.gpu.peak_tflops = h.peak_tflops;
@@ -650,22 +650,18 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
   for (auto [key, out] : {std::pair<const char*, double*>{"fp8_tflops", &h.gpu.fp8_tflops},
                           {"fp4_tflops", &h.gpu.fp4_tflops}}) {
     if (const Entry* x = Find(e, key)) {
-      Result<double> p = PositiveNumber(x->value, x->path);
+      Result<double> p = tflops(*x);
       if (!p.ok()) return p.error();
-      if (*p < 1e-3 || *p > 1e6) {
-        return Fail(x->path, "must be in [0.001, 1e6] TFLOP/s; got " + x->value.Scalar());
-      }
       *out = *p;
     }
   }
   // A peak given for a preset without one takes BF16's share of it times
-  // 0.94 (FP8) or 0.57 (FP4), as the presets do (core/gpu.h), unless its
-  // share is given.
+  // the presets' ratios (core/gpu.h), unless its share is given.
   if (h.gpu.fp8_tflops > 0 && h.gpu.compute.fp8_matmul <= 0) {
-    h.gpu.compute.fp8_matmul = 0.94 * h.gpu.compute.matmul;
+    h.gpu.compute.fp8_matmul = kFp8MatmulOverBf16 * h.gpu.compute.matmul;
   }
   if (h.gpu.fp4_tflops > 0 && h.gpu.compute.fp4_matmul <= 0) {
-    h.gpu.compute.fp4_matmul = 0.57 * h.gpu.compute.matmul;
+    h.gpu.compute.fp4_matmul = kFp4MatmulOverBf16 * h.gpu.compute.matmul;
   }
   const int preset_node = h.gpu.gpus_per_node;
   // At most 1,024 GPUs a node or NVLink domain (the largest announced

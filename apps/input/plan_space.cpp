@@ -53,6 +53,16 @@ std::vector<ScheduleV> VsOf(const std::string& schedule, const std::vector<int>&
   return {{schedule, 1, ""}};
 }
 
+// The sequence-parallel values at t: sp needs t > 1 (at t = 1 only false).
+std::vector<bool> SpsAt(int t, const std::vector<bool>& listed) {
+  std::vector<bool> out;
+  for (bool b : listed) {
+    const bool eff = b && t > 1;
+    if (std::find(out.begin(), out.end(), eff) == out.end()) out.push_back(eff);
+  }
+  return out;
+}
+
 // Products of list sizes, saturating at 2^62 (a count beyond any space
 // that the plan could enumerate; PlanSpaceSize refuses it first).
 std::int64_t Mul(std::int64_t a, std::int64_t b) {
@@ -191,15 +201,12 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
   // Which recipes the GPU runs (the file's own, "", always loads as it is).
   std::map<std::string, std::string> precision_refusal;
   for (const std::string& name : x.precision) {
-    if (name.empty()) continue;
-    for (Recipe r : {Recipe::None, Recipe::Fp8Delayed, Recipe::Fp8Tensorwise,
-                     Recipe::Fp8Blockwise, Recipe::Mxfp8, Recipe::Nvfp4}) {
-      if (name != RecipeName(r)) continue;
-      if (!probe.hardware.step_model && r != Recipe::None) {
-        precision_refusal[name] = name + " needs hardware.gpu (the step model)";
-      } else if (std::string why = RecipeRuns(r, probe.hardware.gpu); !why.empty()) {
-        precision_refusal[name] = why;
-      }
+    const std::optional<Recipe> r = FindRecipe(name);
+    if (!r) continue;  // "": the file's own
+    if (!probe.hardware.step_model && *r != Recipe::None) {
+      precision_refusal[name] = name + " needs hardware.gpu (the step model)";
+    } else if (std::string why = RecipeRuns(*r, probe.hardware.gpu); !why.empty()) {
+      precision_refusal[name] = why;
     }
   }
   // The (schedule, v) pairs and their count.
@@ -215,10 +222,7 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
   // Every combination the lists make, counted before any is looked at.
   std::int64_t all = 0;
   for (int t : x.t) {
-    std::vector<bool> sps;
-    for (bool b : x.sp) {
-      if (std::find(sps.begin(), sps.end(), b && t > 1) == sps.end()) sps.push_back(b && t > 1);
-    }
+    const std::vector<bool> sps = SpsAt(t, x.sp);
     const std::int64_t shapes = Mul(Mul(static_cast<std::int64_t>(x.cp.size()),
                                         static_cast<std::int64_t>(x.ep.size())),
                                     static_cast<std::int64_t>(x.p.size()));
@@ -228,12 +232,7 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
   }
   for (int t : x.t) {
     if (stop()) break;
-    // sp: at t = 1 only false.
-    std::vector<bool> sps;
-    for (bool b : x.sp) {
-      const bool eff = b && t > 1;
-      if (std::find(sps.begin(), sps.end(), eff) == sps.end()) sps.push_back(eff);
-    }
+    const std::vector<bool> sps = SpsAt(t, x.sp);
     for (int cp : x.cp) {
       if (stopped) break;
       for (int ep : x.ep) {
@@ -359,25 +358,21 @@ YAML::Node WithLayout(std::string_view text, const PlanLayout& l, int n_layers, 
   // overlap_param_gather (and fp8_param_gather) applies to the layouts that
   // have one.
   if (!l.dist_opt && tr["overlap_param_gather"]) tr["overlap_param_gather"] = false;
-  if (!l.precision.empty()) {
-    // The layout's recipe replaces the file's.
+  if (const std::optional<Recipe> recipe = FindRecipe(l.precision)) {
+    // The layout's recipe replaces the file's, in Megatron's words.
     const std::string old_format =
         tr["fp8"] && tr["fp8"].IsMap() && tr["fp8"]["format"] ? tr["fp8"]["format"].Scalar() : "";
     Remove(tr, "fp8");
     Remove(tr, "fp4");
-    if (l.precision == "bf16") {
+    if (*recipe == Recipe::None) {
       Remove(tr, "fp8_param_gather");
       Remove(tr, "first_last_layers_bf16");
-    } else if (l.precision == "nvfp4") {
-      YAML::Node fp4(YAML::NodeType::Map);
-      fp4["recipe"] = "nvfp4";
-      tr["fp4"] = fp4;
     } else {
-      YAML::Node fp8(YAML::NodeType::Map);
-      if (!old_format.empty()) fp8["format"] = old_format;
-      fp8["recipe"] = l.precision == "mxfp8" ? "mxfp8" : l.precision.substr(4);
-      tr["fp8"] = fp8;
-      if (l.precision == "fp8-delayed") Remove(tr, "first_last_layers_bf16");
+      YAML::Node block(YAML::NodeType::Map);
+      if (!IsFp4(*recipe) && !old_format.empty()) block["format"] = old_format;
+      block["recipe"] = MegatronRecipe(*recipe);
+      tr[IsFp4(*recipe) ? "fp4" : "fp8"] = block;
+      if (*recipe == Recipe::Fp8Delayed) Remove(tr, "first_last_layers_bf16");
     }
   }
   if (!l.dist_opt && tr["fp8_param_gather"]) tr["fp8_param_gather"] = false;

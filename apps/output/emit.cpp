@@ -150,6 +150,15 @@ std::string StageName(int s, int p) {
   return fmt::format("stage {} (chunk {}, rank {})", s, s / p, s % p);
 }
 
+void NoteLowPrecisionNotEmitted(std::string& text, const RunConfig& config,
+                                const char* framework) {
+  if (!config.training.low.on()) return;
+  AddNote(text, std::string("cannot express the linears' ") +
+                    RecipeName(config.training.low.recipe) + ": ppb emits no " + framework +
+                    " low-precision setting; set it in the framework (Transformer "
+                    "Engine's recipe) by hand");
+}
+
 void AddNote(std::string& text, const std::string& note) {
   const size_t width = 72;
   size_t pos = 0;

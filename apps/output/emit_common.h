@@ -54,6 +54,10 @@ std::string StageName(int s, int p);
 
 // Appends "# ppb: ..." lines, wrapping `note` at about 76 columns.
 void AddNote(std::string& text, const std::string& note);
+// Adds, for a low-precision job, that `framework`'s form carries no
+// low-precision setting (MindFormers, DeepSpeed).
+void NoteLowPrecisionNotEmitted(std::string& text, const RunConfig& config,
+                                const char* framework);
 
 // The model has exactly one embedding, first, and one head, last, with the
 // decoder layers and then the MTP layers between them: Megatron-LM's layout

@@ -98,12 +98,7 @@ Result<Emission> emit_detail::EmitDeepSpeed(const RunConfig& config) {
                 config.schedule);
   }
   if (!note.empty()) AddNote(text, note);
-  if (config.training.low.on()) {
-    AddNote(text, std::string("cannot express the linears' ") +
-                      RecipeName(config.training.low.recipe) +
-                      ": ppb emits no DeepSpeed low-precision setting; set "
-                      "it in the framework (Transformer Engine's recipe) by hand");
-  }
+  NoteLowPrecisionNotEmitted(text, config, "DeepSpeed");
   return e;
 }
 

@@ -237,12 +237,7 @@ Result<Emission> emit_detail::EmitMindFormers(const RunConfig& config) {
                       "; these keys set the split and the recompute only");
   }
   if (!rc.note.empty()) AddNote(text, rc.note);
-  if (config.training.low.on()) {
-    AddNote(text, std::string("cannot express the linears' ") +
-                      RecipeName(config.training.low.recipe) +
-                      ": ppb emits no MindFormers low-precision setting; set "
-                      "it in the framework (Transformer Engine's recipe) by hand");
-  }
+  NoteLowPrecisionNotEmitted(text, config, "MindFormers");
   return e;
 }
 

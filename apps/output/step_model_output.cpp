@@ -27,13 +27,6 @@ std::vector<const DerivedLayer*> Distinct(const RunConfig& config) {
   return out;
 }
 
-const GroupPlacement& GroupOf(CommGroup g, const JobGroups& groups) {
-  return g == CommGroup::Tp   ? groups.tp
-         : g == CommGroup::Cp ? groups.cp
-         : g == CommGroup::Ep ? groups.ep
-                              : groups.tp_dp_cp;
-}
-
 std::string Peak(double tflops) {
   return tflops > 0 ? fmt::format("{:g}", tflops) : std::string("none");
 }
