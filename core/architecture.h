@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "core/gpu.h"
+#include "core/offload.h"
 #include "core/precision.h"
+#include "core/sharding.h"
 
 namespace ppb {
 
@@ -115,7 +117,14 @@ struct Training {
   int cp = 1;                    // context parallel size
   int ep = 1;                    // expert parallel size
   int dp = 1;                    // data parallel size
-  bool distributed_optimizer = false;  // shard optimizer state over dp
+  // Shard optimizer state over dp x cp: sharding.strategy optim or more
+  // (Megatron's --use-distributed-optimizer; kept equal by the config).
+  bool distributed_optimizer = false;
+  // training.data_parallel_sharding, fsdp, data_parallel_shard,
+  // reshard_after_forward (core/sharding.h).
+  Sharding sharding;
+  // training.offload (core/offload.h). Needs the step model.
+  Offload offload;
   Optimizer optimizer = Optimizer::Adam;
   // Sequences per step (0: not given; then pipeline.microbatches is m).
   std::int64_t global_batch = 0;

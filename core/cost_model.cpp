@@ -1,5 +1,6 @@
 #include "core/cost_model.h"
 
+#include "core/dp_costs.h"
 #include "core/layer_kernels.h"
 #include "core/rank_layout.h"
 
@@ -31,10 +32,6 @@ namespace {
 
 using I64 = std::int64_t;
 
-// Bytes of HBM traffic per local parameter of an Adam step in mixed
-// precision (job-model.md "Optimizer step": read and write the fp32 master
-// weight, m and v, read the gradient, write the 16-bit weight).
-constexpr double kOptimizerBytesPerParam = 30;
 
 // Weights of one norm: RMSNorm has a scale, LayerNorm a scale and a bias.
 I64 NormParams(const Architecture& a, I64 width) {
@@ -473,15 +470,14 @@ Nanos DeviceTime(double flops, const Training& t, const Hardware& h) {
 // Static bytes of `p` on one device: dense parameters / t, routed experts /
 // (t·ep) (expert tensor parallel = t), times the bytes per parameter, the
 // distributed optimizer sharding dense state over dp·cp and expert state
-// over the expert data-parallel group dp·cp/ep [MTM].
+// over the expert data-parallel group dp·cp/ep [MTM]; other strategies and
+// offload as core/dp_costs.h RankBytesPerParam.
 Bytes StaticBytes(const ParamCount& p, const Training& t) {
-  const int dense_shards = t.dp * t.cp;
-  const int expert_shards = std::max(1, t.dp * t.cp / t.ep);
-  const ParamStateBytes b = StateBytes(t);
+  const DpShards shards = ShardsOf(t);
   const double dense = static_cast<double>(p.dense) / t.tp *
-                       b.PerParam(t.distributed_optimizer, dense_shards);
+                       RankBytesPerParam(t, shards.dense);
   const double expert = static_cast<double>(p.expert) / (t.tp * t.ep) *
-                        b.PerParam(t.distributed_optimizer, expert_shards);
+                        RankBytesPerParam(t, shards.expert);
   return static_cast<Bytes>(std::llround(dense + expert));
 }
 
@@ -508,6 +504,20 @@ std::string SetupText(const Training& t, const Hardware& h) {
 // m, v 8)", or "x (6 + 12/shards) ..." with the distributed optimizer.
 std::string BytesText(const Training& t) {
   const ParamStateBytes b = StateBytes(t);
+  const Sharding sh = ShardingOf(t);
+  if (sh.fsdp_on() || t.offload.optimizer > 0 || sh.shard > 0) {
+    // Sharded data parallelism or the optimizer offloaded (core/dp_costs.h).
+    const DpShards n = ShardsOf(t);
+    return Fmt(" x %.4g B/param", RankBytesPerParam(t, n.dense)) + " (" +
+           (sh.fsdp == Fsdp::Torch ? std::string("torch FSDP2")
+            : sh.fsdp == Fsdp::Megatron ? std::string("Megatron-FSDP")
+                                        : std::string("Megatron DDP")) +
+           " " + DpShardingName(sh.strategy) + " over " + std::to_string(n.dense) +
+           (n.replicate > 1 ? " x " + std::to_string(n.replicate) + " replicas" : "") +
+           (t.offload.optimizer > 0 ? Fmt(", optimizer %g on the host", t.offload.optimizer)
+                                    : std::string()) +
+           "; core/sharding.h) [MTM, ZeRO]";
+  }
   const bool adam = t.optimizer == Optimizer::Adam;
   const bool master = t.dtype != Dtype::Fp32;
   const std::string k = std::to_string(b.optimizer);
@@ -588,20 +598,15 @@ void SetTail(DerivedLayer& d, const Training& t, const Hardware& h) {
   if (!h.step_model) return;
   const double dense = static_cast<double>(d.params.dense + d.tied_copy_params) / t.tp;
   const double expert = static_cast<double>(d.params.expert) / (t.tp * t.ep);
-  const int grad = DtypeBytes(t.grad_dtype);
+  // torch FSDP2 reduces in FP32 (core/sharding.h).
+  const int grad = t.sharding.fsdp == Fsdp::Torch ? 4 : DtypeBytes(t.grad_dtype);
   d.layer.grad_bytes = static_cast<Bytes>(std::llround(dense * grad));
   d.layer.expert_grad_bytes = static_cast<Bytes>(std::llround(expert * grad));
-  const int dense_shards = t.distributed_optimizer ? t.dp * t.cp : 1;
-  const int expert_shards =
-      t.distributed_optimizer ? std::max(1, t.dp * t.cp / t.ep) : 1;
-  const double local = dense / dense_shards + expert / expert_shards;
-  const double bytes = local * kOptimizerBytesPerParam;
-  if (local > 0) {
-    d.layer.optimizer = std::max<Nanos>(
-        h.gpu.compute.kernel_floor,
-        static_cast<Nanos>(std::llround(
-            bytes / (h.gpu.hbm_bytes_per_s * h.gpu.compute.hbm) * 1e9)));
-  }
+  const bool sharded = t.distributed_optimizer || t.sharding.fsdp == Fsdp::Torch;
+  const DpShards shards = ShardsOf(t);
+  const double local = sharded ? dense / shards.dense + expert / shards.expert
+                               : dense + expert;
+  d.layer.optimizer = OptimizerStepTime(local, t, h);
   // Low precision: the weights' quantized copies are cast once per step
   // (TE's is_first_microbatch cache), counted with the optimizer's work.
   d.layer.optimizer += d.times.quantize_weight_step;
@@ -622,7 +627,8 @@ Bytes LowWeightBytes(const LayerKernels& k, const Training& t,
 DerivedLayer DecoderLike(const Architecture& a, const Training& t,
                          const Hardware& h, std::string name, LayerKind kind,
                          const ParamCount& params, const Flops& flops,
-                         bool moe, LayerKernels kernels, const JobGroups& groups) {
+                         bool moe, LayerKernels kernels, const JobGroups& groups,
+                         int index) {
   DerivedLayer d;
   d.layer.name = std::move(name);
   d.layer.kind = kind;
@@ -642,9 +648,13 @@ DerivedLayer DecoderLike(const Architecture& a, const Training& t,
   // forward [K22 §5].
   const Nanos core_time =
       h.step_model ? d.times.attention : DeviceTime(flops.attention, t, h);
+  // Sharded units and offload (core/dp_costs.h) after the recompute
+  // options take the layer's own forward.
   d.layer.recompute = {
       RecomputeOption{"selective", d.activation.selective, core_time},
       RecomputeOption{"full", d.activation.full, d.layer.forward}};
+  ApplySharding(d, t, h, groups);
+  ApplyActivationOffload(d, a, t, h, moe, index);
   d.provenance =
       "params [HF shapes]; forward " + Fmt("%.4g", flops.forward()) +
       " FLOPs = 2*weights*tokens + attention core 2*s^2*b*a*(d_qk+d_v) "
@@ -690,6 +700,7 @@ std::vector<DerivedLayer> DeriveLayers(const Architecture& a,
     d.activation = {d.layer.activation, d.layer.activation,
                     d.layer.activation};
     d.layer.output_bytes = HiddenBytes(a, t);
+    ApplySharding(d, t, h, groups);
     d.provenance = "params (V + positions) * h [HF]; forward 0 (lookup); " +
                    StaticText(d.params, t) +
                    "; activation (8sb + sbh)/tp [MTM]; output e*s*b*h" +
@@ -702,13 +713,13 @@ std::vector<DerivedLayer> DeriveLayers(const Architecture& a,
                               moe ? LayerKind::Moe : LayerKind::Decoder,
                               DecoderLayerParams(a, i),
                               DecoderLayerFlops(a, t, i), moe,
-                              DecoderKernels(a, t, i), groups));
+                              DecoderKernels(a, t, i), groups, i));
   }
   for (int i = 0; i < a.mtp_layers; ++i) {
     DerivedLayer d =
         DecoderLike(a, t, h, "mtp." + std::to_string(i), LayerKind::Mtp,
                     MtpLayerParams(a), MtpLayerFlops(a, t),
-                    a.IsMoeLayer(a.layers), MtpKernels(a, t), groups);
+                    a.IsMoeLayer(a.layers), MtpKernels(a, t), groups, -1);
     // Its own logits (through the shared head) in fp32, as the head's.
     d.layer.workspace = CeilDiv(4 * sb * a.vocab, t.tp);
     d.provenance += "; workspace fp32 logits 4*s*b*V/tp";
@@ -744,6 +755,7 @@ std::vector<DerivedLayer> DeriveLayers(const Architecture& a,
                     d.layer.activation};
     d.layer.workspace = CeilDiv(4 * sb * a.vocab, t.tp);
     d.layer.output_bytes = 0;
+    ApplySharding(d, t, h, groups);
     d.provenance = "params norm + V*h unless tied [HF]; forward " +
                    Fmt("%.4g", d.flops.forward()) +
                    " FLOPs = 2*s*b*h*V [N21 §5.1], " + SetupText(t, h) +

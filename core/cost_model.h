@@ -149,6 +149,13 @@ struct DerivedLayer {
   // their priced times (core/layer_kernels.h); empty otherwise.
   LayerKernels kernels;
   KernelTimes times;
+  // Bytes of its activation training.offload sends to the host per
+  // micro-batch (core/dp_costs.h); 0 without offload.
+  Bytes offloaded = 0;
+  // Of layer.forward / backward_input: its sharded unit's exposed
+  // collectives and its offload's exposed copies (core/dp_costs.h).
+  Nanos sharded_forward = 0, sharded_backward = 0;
+  Nanos offload_forward = 0, offload_backward = 0;
 };
 
 // Whether `grad_dtype` is a gradient format Megatron-LM trains `dtype`

@@ -133,8 +133,12 @@ namespace {
     const int d = spec.stage_device[s].value;
     out.steps[d].collectives +=
         static_cast<Nanos>(spec.m) * (c.collective_forward + c.collective_backward);
+    // A once-per-step gather runs beside the stage's first forward (torch
+    // FSDP2 prefetches unit after unit): what exceeds that forward is
+    // exposed.
     stages[s] = TailStage{d, grad_op[s].first, grad_op[s].second, c.grad_bytes,
-                          c.expert_grad_bytes, c.optimizer};
+                          c.expert_grad_bytes, c.optimizer,
+                          std::max<Nanos>(0, c.step_gather - c.forward)};
   }
   const std::vector<TailTiming> tail = RunTail(spec.tail, stages, ends);
   Nanos end = 0;

@@ -48,6 +48,13 @@ struct ComputeEfficiency {
   // the FP8 share (core/precision.h).
   double fp8_matmul = 0;
   double fp4_matmul = 0;
+  // Parameters per second one GPU's share of its host updates with Adam on
+  // the CPU (optimizer offload, core/offload.h). A guess to calibrate: a
+  // torch CPU Adam step reads and writes about 28 B of FP32 state per
+  // parameter; a two-socket DDR5 host (~600 GB/s) shared by 8 GPUs gives
+  // ~75 GB/s, about 2.7e9 parameters/s at full bandwidth, of which torch's
+  // multi-tensor CPU Adam reaches a fraction: 0.5e9.
+  double host_optimizer = 0.5e9;
 };
 
 // The low-precision shares against BF16's `matmul` (see fp8_matmul above):
@@ -88,6 +95,7 @@ struct Gpu {
   // Its link to host memory, per direction (PCIe, or NVLink-C2C on Grace):
   // what offloading moves over.
   double host_bytes_per_s = 0;
+  Nanos host_latency = 5000;        // per copy (a DMA's start)
   std::string host_link;            // "PCIe 5.0 x16", "NVLink-C2C" ...
   Nanos intra_latency = 2000;       // per collective step inside a node
   Nanos inter_latency = 5000;       // per step across nodes

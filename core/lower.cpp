@@ -157,6 +157,7 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
       st.grad_bytes += l.grad_bytes;
       st.expert_grad_bytes += l.expert_grad_bytes;
       st.optimizer += l.optimizer;
+      st.step_gather += l.step_gather;
       cf += l.comm_forward;
       cb += l.comm_backward;
       max_workspace = std::max(max_workspace, l.workspace);

@@ -75,6 +75,9 @@ struct Layer {
   // step model's; reported apart from compute).
   Nanos comm_forward = 0;
   Nanos comm_backward = 0;
+  // Its parameters' all-gather once per step (torch FSDP2 under pipeline
+  // parallelism, core/sharding.h), before the step's first forward.
+  Nanos step_gather = 0;
 
   Nanos backward() const { return backward_input + backward_weight; }
   // Bytes of a stash of `stash` bytes (the activation, or a recompute

@@ -53,6 +53,11 @@ struct JobGroups {
   GroupPlacement dp_cp;      // dense gradients: dp x cp ranks, stride t
   GroupPlacement expert_dp;  // expert gradients: dp x cp / ep, stride t x ep
   GroupPlacement tp_dp_cp;   // one pipeline stage's ranks (amax reduction)
+  // Sharded data parallelism (core/sharding.h): the groups a shard of the
+  // state spans, dense (data_parallel_shard x cp, stride t) and expert
+  // (the expert-data-parallel group over the replicas), and the HSDP
+  // replicate groups above them (size 1 without HSDP).
+  GroupPlacement dp_shard, dp_replicate, expert_shard, expert_replicate;
   int pp_stride = 1;         // t x cp x dp
 };
 JobGroups PlaceJob(const Training& t, const Gpu& gpu);

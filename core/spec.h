@@ -43,6 +43,8 @@ struct StageCost {
   // Of forward and backward_input: exposed TP/CP/EP collectives.
   Nanos collective_forward = 0;
   Nanos collective_backward = 0;
+  // The stage's parameters all-gathered once per step (Layer::step_gather).
+  Nanos step_gather = 0;
 };
 
 // Which rank holds global stage s (of p*v):

@@ -38,7 +38,7 @@ Nanos GradSyncTime(const StepTail& tail, Bytes bytes, int n,
 Nanos ParamGatherTime(const StepTail& tail, Bytes grad_bytes, int n,
                       const GroupLink& link, bool bucketed) {
   const int nb = BucketCount(tail, grad_bytes, bucketed);
-  if (nb == 0 || n <= 1 || !tail.distributed_optimizer) return 0;
+  if (nb == 0 || n <= 1 || !tail.distributed_optimizer || tail.params_sharded) return 0;
   return OverBuckets(tail, grad_bytes, nb, [&](Bytes g) {
     const Bytes b = static_cast<Bytes>(static_cast<double>(g) * tail.param_per_grad);
     return CollectiveTime(Collective::AllGather, n, b, link, tail.efficiency);
@@ -63,17 +63,25 @@ std::vector<TailTiming> RunTail(const StepTail& tail,
     const TailStage& st = stages[s];
     TailTiming& t = out[st.device];
     t.optimizer += st.optimizer;
+    t.param_gather += st.step_gather;
     for (int expert = 0; expert < 2; ++expert) {
       const Bytes bytes = expert ? st.expert_grad_bytes : st.grad_bytes;
       const int n = expert ? tail.expert_dp : tail.dp;
       const GroupLink& link = expert ? tail.expert_dp_link : tail.dp_link;
       const bool bucketed = st.device == 0;
-      const Nanos r = GradSyncTime(tail, bytes, n, link, bucketed);
+      Nanos r = tail.sync_in_pipeline ? 0 : GradSyncTime(tail, bytes, n, link, bucketed);
+      if (r > 0 && tail.replicate > 1) {
+        // HSDP: each shard's gradient all-reduced over the replicas.
+        const GroupLink& rlink = expert ? tail.expert_replicate_link : tail.replicate_link;
+        r += CollectiveTime(Collective::AllReduce, tail.replicate, bytes / n, rlink,
+                            tail.efficiency);
+      }
+      const Nanos gather = tail.overlap_param_gather
+                               ? 0
+                               : ParamGatherTime(tail, bytes, n, link, bucketed);
+      t.param_gather += gather;
       if (r == 0) continue;
       t.grad_sync_busy += r;
-      t.param_gather += tail.overlap_param_gather
-                            ? 0
-                            : ParamGatherTime(tail, bytes, n, link, bucketed);
       Nanos& ch = channel[st.device];
       if (tail.overlap_grad_reduce) {
         // Buckets become ready evenly through the last backward: the first

@@ -23,6 +23,14 @@
 //      all-gathered over the data-parallel group, exposed unless
 //      overlap_param_gather (then it runs under the next step's forward).
 //
+//   Sharded data parallelism (core/sharding.h) changes 1 and 4: gradients
+//   reduce-scattered in the backward of every micro-batch (Megatron-FSDP's
+//   optim_grads*, torch FSDP2 without PP) leave 1 nothing to do; parameters
+//   sharded (ZeRO-3) are gathered by their units, not after the step; torch
+//   FSDP2 under PP gathers each stage's parameters once at the step's start
+//   (TailStage::step_gather, what its first forward does not hide, counted
+//   with 4); HSDP all-reduces each synced gradient shard over the replicas.
+//
 // The step ends when the last rank's optimizer (and exposed all-gather)
 // ends. Per-stage inputs are StageCost's grad_bytes, expert_grad_bytes and
 // optimizer; group sizes and links are StepTail's. Not modelled: the
@@ -41,6 +49,11 @@ struct StepTail {
   bool overlap_grad_reduce = false;
   bool distributed_optimizer = false;
   bool overlap_param_gather = false;
+  bool sync_in_pipeline = false;  // gradients reduced per micro-batch
+  bool params_sharded = false;    // ZeRO-3: no all-gather after the step
+  int replicate = 1;              // HSDP replicas (1: none)
+  GroupLink replicate_link;       // the dense replicate group's link
+  GroupLink expert_replicate_link;
   int dp = 1;                  // dense gradient group: data parallel x CP
   GroupLink dp_link;
   int expert_dp = 1;           // expert-data-parallel group
@@ -77,6 +90,7 @@ struct TailStage {
   Nanos start = 0, end = 0;  // its last backward (B or W)
   Bytes grad_bytes = 0, expert_grad_bytes = 0;
   Nanos optimizer = 0;
+  Nanos step_gather = 0;  // exposed once-per-step parameter all-gather
 };
 std::vector<TailTiming> RunTail(const StepTail& tail,
                                 const std::vector<TailStage>& stages,

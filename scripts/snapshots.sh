@@ -117,7 +117,7 @@ case_ svg-report-interleaved.txt --config configs/interleaved.yaml --svg out/run
 case_ trace-example.txt --config configs/example.yaml --trace out/trace.json
 
 # ---- framework output: every --emit form, text and JSON, and to a file
-for base in example interleaved llama3-8b; do
+for base in example interleaved llama3-8b llama3-70b-fsdp; do
   for fw in megatron mindformers torchtitan torchtitan-0.2.2 deepspeed; do
     case_ "emit-$fw-$base.txt" --config "configs/$base.yaml" --emit "$fw"
   done
@@ -155,6 +155,9 @@ case_ plan-llama3-70b-fp8.txt plan --config configs/llama3-70b-fp8.yaml --node-l
   --time-limit 0 --threads 1
 case_ plan-llama3-405b-gb200.txt plan --config configs/llama3-405b-gb200.yaml --node-limit 100 \
   --time-limit 0 --threads 1
+# Offload as a plan dimension (issue 43): the host's share of 405B's optimizer.
+case_ plan-llama3.1-405b-offload.txt plan --config configs/llama3.1-405b-offload.yaml \
+  --node-limit 100 --time-limit 0 --threads 1
 case_ plan-bad-input.txt plan --config configs/example.yaml
 
 # ---- rank
@@ -193,7 +196,7 @@ case_ guide-1-emit.txt --config $G --emit megatron
 case_ guide-2-compare.txt compare --config $G --schedules 1f1b,interleaved,zb-2p,zbv-zero-bubble,zb-v
 case_ guide-2-compare-v.txt compare --config $G --schedules interleaved \
   --vary pipeline.virtual_stages=2,4,5,10
-case_ guide-2-search.txt search --config $G --schedules zb-v --emit torchtitan \
+case_ guide-2-search.txt search --config configs/guide/llama3-70b-fsdp.yaml --schedules zb-v --emit torchtitan \
   --node-limit 300 --time-limit 0 --threads 1
 case_ guide-3-simulate.txt --config configs/guide/llama3-70b-oom.yaml
 case_ guide-3-search.txt search --config configs/guide/llama3-70b-oom.yaml --target megatron \
@@ -202,6 +205,7 @@ case_ guide-4-plan.txt plan --config configs/plan-llama3-8b.yaml --emit megatron
   --node-limit 300 --time-limit 0 --threads 1
 case_ guide-5-search.txt search --config configs/hetero-16.yaml --emit megatron \
   --node-limit 300 --time-limit 0 --threads 1
+case_ guide-8-model.txt model --config configs/llama3-70b-fsdp.yaml
 case_ guide-6-calibrate.txt calibrate --runs configs/guide/runs/runs.yaml
 case_ guide-7-shard.txt sweep --config configs/llama3-8b.yaml --grid configs/sweep/models.yaml \
   --shard 1/2 --output out/study.1.jsonl --threads 1

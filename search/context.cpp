@@ -19,10 +19,12 @@ ChoiceProblem::ChoiceProblem(const SearchProblem& problem, const SearchOptions& 
   pgrad.assign(L + 1, 0);
   pexp.assign(L + 1, 0);
   popt.assign(L + 1, 0);
+  pgather.assign(L + 1, 0);
   for (int l = 0; l < L; ++l) {
     pgrad[l + 1] = pgrad[l] + pb.layers[l].grad_bytes;
     pexp[l + 1] = pexp[l] + pb.layers[l].expert_grad_bytes;
     popt[l + 1] = popt[l] + pb.layers[l].optimizer;
+    pgather[l + 1] = pgather[l] + pb.layers[l].step_gather;
     pf[l + 1] = pf[l] + pb.layers[l].forward;
     pbi[l + 1] = pbi[l] + pb.layers[l].backward_input;
     pbw[l + 1] = pbw[l] + pb.layers[l].backward_weight;
@@ -60,6 +62,7 @@ StageFixed ChoiceProblem::Fixed(int s, int i, int j, Bytes prev_output) const {
   x.grad_bytes = pgrad[j] - pgrad[i];
   x.expert_grad_bytes = pexp[j] - pexp[i];
   x.optimizer = popt[j] - popt[i];
+  x.step_gather = pgather[j] - pgather[i];
   for (int l = i; l < j; ++l) x.workspace = std::max(x.workspace, pb.layers[l].workspace);
   x.output = j > i ? pb.layers[j - 1].output_bytes : prev_output;
   return x;

@@ -85,6 +85,7 @@ struct StageFixed {
   // The step's tail (StageCost's fields of the same names).
   Bytes grad_bytes = 0, expert_grad_bytes = 0;
   Nanos optimizer = 0;
+  Nanos step_gather = 0;
 };
 
 // The clock of one search, its progress throttle (ReportDue), and whether
@@ -124,7 +125,7 @@ struct ChoiceProblem {
   std::vector<Bytes> pst;           // prefix sums: static memory
   // Prefix sums of the step's tail per layer (Layer::grad_bytes, ...).
   std::vector<Bytes> pgrad, pexp;
-  std::vector<Nanos> popt;
+  std::vector<Nanos> popt, pgather;
   double max_speed = 1.0;           // the fastest device's speed
   std::vector<Nanos> suffix_work;   // unscaled m-less work of layers >= l
   std::vector<Nanos> suffix_f, suffix_b;  // the same, forward / backward only

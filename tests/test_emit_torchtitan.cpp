@@ -536,8 +536,20 @@ TEST_CASE("emit torchtitan: token counts from the config's sequence length") {
     config->training.micro_batch = mbs;
     Result<PreparedRun> run = Prepare(*config);
     REQUIRE(run.ok());
+    // The file's distributed optimizer (ZeRO-1) is not what torchtitan
+    // runs beside TP and PP: refused with why; FSDP2 is emitted.
+    Result<Emission> zero1 = Emit(Framework::Torchtitan, *config, run->program);
+    REQUIRE(!zero1.ok());
+    CHECK(zero1.error().message.find("cannot express the distributed optimizer (ZeRO-1)") !=
+          std::string::npos);
+    config->training.sharding.fsdp = Fsdp::Torch;
+    config->training.sharding.strategy = DpSharding::OptimGradsParams;
+    config->training.distributed_optimizer = false;
     Result<Emission> e = Emit(Framework::Torchtitan, *config, run->program);
     REQUIRE(e.ok());
+    CHECK(e->text.find("config.parallelism.data_parallel_shard_degree = 8\n") != std::string::npos);
+    CHECK(e->text.find("config.parallelism.data_parallel_replicate_degree = 1\n") !=
+          std::string::npos);
     INFO(e->text);
     const MainReading got = RunOnMain(e->text, config->layers, !e->schedule_csv.empty());
     CHECK(got.tokens_per_microbatch == mbs * 8192);

@@ -345,8 +345,8 @@ TEST_CASE("low-precision refusals at their line", "[precision]") {
        "model's 8 layers in bf16 (start + end); got 5 + 4"},
       {Job("  fp8: {recipe: mxfp8}\n  fp8_param_gather: true\n"),
        "job.yaml:9: training.fp8_param_gather: must be given with "
-       "training.distributed_optimizer: true (Megatron gathers FP8 parameters "
-       "in the distributed optimizer); got true without it"},
+       "training.distributed_optimizer: true or an FSDP (Megatron gathers FP8 parameters "
+       "in the distributed optimizer); got true without either"},
       {Job("  fp8: {recipe: tensorwise}\n", "peak_tflops: 989, memory: 80GiB"),
        "job.yaml:8: training.fp8: must be given with hardware.gpu (a preset "
        "with its FP8 and FP4 peaks: the step model prices low precision); got "

@@ -366,7 +366,7 @@ TEST_CASE("plan: --emit megatron writes the best layout, read back by the Megatr
     f << TinyJob(kSpace);
   }
   const test::CliRun r = test::Cli({"plan", "--config", path, "--format", "json", "--emit",
-                                    "megatron,torchtitan,mindformers", "--quiet"});
+                                    "megatron,mindformers", "--quiet"});
   std::remove(path.c_str());
   INFO(r.err);
   REQUIRE(r.status == 0);
@@ -388,17 +388,40 @@ TEST_CASE("plan: --emit megatron writes the best layout, read back by the Megatr
   CHECK(back->p == best["pipeline_parallel"].get<int>());
   CHECK(back->v == best["virtual_stages"].get<int>());
   CHECK(back->strategy.layers_per_stage == best["layout"].get<std::vector<int>>());
-  // torchtitan's and MindFormers' forms carry every dimension too.
-  const std::string tt = j["emit"]["torchtitan"]["text"];
+  // torchtitan's and MindFormers' forms carry every dimension too;
+  // torchtitan's data parallelism is FSDP2, so its plan simulates it
+  // (training.fsdp: torch); the ZeRO-1 plan's torchtitan form is refused.
   const int d = best["data_parallel"].get<int>();
-  CHECK(tt.find("config.parallelism.tensor_parallel_degree = " +
-                std::to_string(best["tensor_parallel"].get<int>())) != std::string::npos);
-  CHECK(tt.find("config.parallelism.data_parallel_shard_degree = " + std::to_string(d)) !=
+  {
+    std::ofstream f(path);
+    f << TinyJob(kSpace);
+  }
+  const test::CliRun zero1 = test::Cli({"plan", "--config", path, "--format", "json", "--emit",
+                                        "torchtitan", "--quiet"});
+  CHECK(zero1.status == 2);
+  CHECK(zero1.err.find("cannot express the distributed optimizer (ZeRO-1)") != std::string::npos);
+  {
+    std::ofstream f(path);
+    f << TinyJob(kSpace, "  fsdp: torch\n");
+  }
+  const test::CliRun fsdp = test::Cli({"plan", "--config", path, "--format", "json", "--emit",
+                                       "torchtitan", "--quiet"});
+  std::remove(path.c_str());
+  INFO(fsdp.err);
+  REQUIRE(fsdp.status == 0);
+  const nlohmann::json jt = nlohmann::json::parse(fsdp.out);
+  CHECK(jt["best"]["data_parallel_sharding"] == "optim_grads_params");
+  const std::string tt = jt["emit"]["torchtitan"]["text"];
+  const int dt = jt["best"]["data_parallel"].get<int>();
+  CHECK(tt.find("config.parallelism.data_parallel_shard_degree = " + std::to_string(dt)) !=
         std::string::npos);
+  CHECK(tt.find("config.parallelism.data_parallel_replicate_degree = 1\n") != std::string::npos);
+  CHECK(tt.find("config.parallelism.tensor_parallel_degree = " +
+                std::to_string(jt["best"]["tensor_parallel"].get<int>())) != std::string::npos);
   CHECK(tt.find("config.training.num_tokens_per_train_step = 32768") != std::string::npos);
   Result<EmittedPlan> tt_back = ParseTorchtitan(Framework::Torchtitan, tt, probe->layers);
   REQUIRE(tt_back.ok());
-  CHECK(tt_back->strategy.layers_per_stage == back->strategy.layers_per_stage);
+  CHECK(tt_back->strategy.layers_per_stage == jt["best"]["layout"].get<std::vector<int>>());
   const std::string mf = j["emit"]["mindformers"]["text"];
   CHECK(mf.find("  data_parallel: " + std::to_string(d) + "\n") != std::string::npos);
   CHECK(mf.find("  enable_parallel_optimizer: True\n") != std::string::npos);

@@ -101,6 +101,14 @@ struct PlanSettings {
   // plan.precision: bf16 | fp8-delayed | fp8-tensorwise | fp8-blockwise |
   // mxfp8 | nvfp4 (empty: the file's own).
   std::vector<std::string> precision;
+  // plan.data_parallel_sharding: no_shard | optim | optim_grads |
+  // optim_grads_params (core/sharding.h), in place of
+  // distributed_optimizer (empty: that list, or the file's own strategy
+  // when it sets one past optim or an FSDP).
+  std::vector<std::string> data_parallel_sharding;
+  // plan.offload: "none" or a training.offload map, as flow YAML text
+  // (empty: the file's own).
+  std::vector<std::string> offload;
   DeployTarget target = DeployTarget::Any;
   Nanos time_limit = 60'000'000'000;  // 0: none
   int top = 10;

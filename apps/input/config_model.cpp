@@ -161,6 +161,11 @@ Status Parser::ParseDerivedModel(const Entry& source, const Entry* training,
                 "GEMMs and all-to-alls; this model has no routed experts); got " +
                     fmt::format("{:g}", t->routing_skew));
   }
+  if (t->offload.on() && !h->step_model) {
+    return Fail("training.offload",
+                "must be given with hardware.gpu (a preset with its host link: the step "
+                "model prices the copies); got it with hardware.peak_tflops alone");
+  }
   if (t->low.on() && !h->step_model) {
     const char* key = IsFp4(t->low.recipe) ? "training.fp4" : "training.fp8";
     return Fail(key, "must be given with hardware.gpu (a preset with its FP8 "

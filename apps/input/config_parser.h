@@ -78,6 +78,11 @@ class Parser : public ConfigReader {
   Result<Entries> TrainingEntries(const Entry& section);
   Result<Training> ParseTraining(const Entry& section);
   Status ParseLowPrecision(const Entries& e, Training& t);
+  // config_sharding.cpp: data-parallel sharding and offload.
+  Status ParseSharding(const Entries& e, Training& t);
+  Status ParseOffload(const Entry& x, Training& t);
+  Result<double> Fraction(const YAML::Node& node, const std::string& path, double lo,
+                          double hi, const std::string& what);
   Result<Hardware> ParseHardware(const Entry& section);
   // The micro-batches training.global_batch_size gives (before the
   // pipeline section is read).

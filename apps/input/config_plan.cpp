@@ -55,7 +55,7 @@ Status Parser::ParsePlan(const Entry* section) {
           {"gpus", "tensor_parallel", "context_parallel", "expert_parallel", "pipeline_parallel",
            "micro_batch_size", "schedules", "virtual_stages", "sequence_parallel",
            "distributed_optimizer", "recompute", "target", "time_limit", "top",
-           "precision"});
+           "precision", "data_parallel_sharding", "offload"});
   if (!r.ok()) return r.error();
   const Entries& e = *r;
   PlanSettings out;
@@ -132,6 +132,59 @@ Status Parser::ParsePlan(const Entry* section) {
         return Fail(item.path, "must list each precision once; got " + x + " again");
       }
       out.precision.push_back(x);
+    }
+  }
+  {
+    // plan.data_parallel_sharding (core/sharding.h), in place of
+    // plan.distributed_optimizer.
+    Result<std::vector<Entry>> items = PlanItems(e, "data_parallel_sharding");
+    if (!items.ok()) return items.error();
+    if (!items->empty() && !out.distributed_optimizer.empty()) {
+      return Fail(items->front().path.substr(0, items->front().path.rfind('[')),
+                  "must not be given with plan.distributed_optimizer (the strategy optim is "
+                  "the distributed optimizer); got both");
+    }
+    for (const Entry& item : *items) {
+      Result<std::string> name = String(item.value, item.path, "a sharding strategy");
+      if (!name.ok()) return name.error();
+      DpSharding d{};
+      if (!FindDpSharding(*name, &d)) {
+        return Fail(item.path, "must be one of no_shard, optim, optim_grads, "
+                               "optim_grads_params; got " + *name);
+      }
+      if (std::find(out.data_parallel_sharding.begin(), out.data_parallel_sharding.end(),
+                    *name) != out.data_parallel_sharding.end()) {
+        return Fail(item.path, "must list each strategy once; got " + *name + " again");
+      }
+      out.data_parallel_sharding.push_back(*name);
+    }
+  }
+  {
+    // plan.offload: "none" or a training.offload map each, checked as
+    // training.offload is (its keys at their lines).
+    Result<std::vector<Entry>> items = PlanItems(e, "offload");
+    if (!items.ok()) return items.error();
+    for (const Entry& item : *items) {
+      std::string text;
+      if (item.value.IsScalar() && item.value.Scalar() == "none") {
+        text = "none";
+      } else if (item.value.IsMap()) {
+        Training probe;
+        probe.pp = 1;
+        PPB_RETURN_IF_ERROR(ParseOffload(item, probe));
+        YAML::Emitter out_yaml;
+        out_yaml.SetMapFormat(YAML::Flow);
+        out_yaml.SetSeqFormat(YAML::Flow);
+        out_yaml << item.value;
+        text = out_yaml.c_str();
+      } else {
+        return Fail(item.path, "must be none or a map of training.offload's keys "
+                               "(activations, layers, optimizer); got " + Given(item.value));
+      }
+      if (std::find(out.offload.begin(), out.offload.end(), text) != out.offload.end()) {
+        return Fail(item.path, "must list each offload once; got " + text + " again");
+      }
+      out.offload.push_back(text);
     }
   }
   if (cli_.target) {

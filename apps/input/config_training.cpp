@@ -163,7 +163,8 @@ Result<Entries> Parser::TrainingEntries(const Entry& section) {
               "optimizer", "global_batch_size", "overlap_grad_reduce",
               "overlap_param_gather", "tp_comm_overlap", "routing_skew",
               "tp_across_nodes", "fp8", "fp4", "fp8_param_gather",
-              "first_last_layers_bf16"});
+              "first_last_layers_bf16", "data_parallel_sharding", "fsdp",
+              "data_parallel_shard", "reshard_after_forward", "offload"});
 }
 
 // training.global_batch_size: m = global / (data_parallel x
@@ -219,13 +220,21 @@ Status Parser::ApplyStepModel(const Architecture& a, Training& t,
                       std::to_string(t.low.bf16_start) + " + " +
                       std::to_string(t.low.bf16_end));
     }
-    if (t.low.param_gather && !t.distributed_optimizer) {
+    if (t.low.param_gather && !t.distributed_optimizer && !t.sharding.fsdp_on()) {
       // Megatron's validate_args: --fp8-param-gather needs the
       // distributed optimizer (or an FSDP).
       return Fail("training.fp8_param_gather",
-                  "must be given with training.distributed_optimizer: true "
+                  "must be given with training.distributed_optimizer: true or an FSDP "
                   "(Megatron gathers FP8 parameters in the distributed "
-                  "optimizer); got true without it");
+                  "optimizer); got true without either");
+    }
+    if (t.low.param_gather && t.sharding.fsdp == Fsdp::Torch &&
+        t.low.recipe != Recipe::Fp8Tensorwise) {
+      return Fail("training.fp8_param_gather",
+                  "must be given with the tensorwise recipe under training.fsdp: torch "
+                  "(torchao's float8 all-gather; torchtitan's MXFP8 and NVFP4 gather in "
+                  "high precision); got true with " +
+                      std::string(RecipeName(t.low.recipe)));
     }
   }
   // Megatron divides the query heads and the KV groups over t
@@ -293,10 +302,19 @@ Status Parser::ApplyStepModel(const Architecture& a, Training& t,
   tail.overlap_grad_reduce = t.overlap_grad_reduce;
   tail.distributed_optimizer = t.distributed_optimizer;
   tail.overlap_param_gather = t.overlap_param_gather;
-  tail.dp = groups.dp_cp.size;
-  tail.dp_link = groups.dp_cp.link;
-  tail.expert_dp = groups.expert_dp.size;
-  tail.expert_dp_link = groups.expert_dp.link;
+  // Sharded data parallelism (core/sharding.h): the shard groups, the HSDP
+  // replicas, and which of the tail's collectives the units run instead.
+  const UnitTraffic units = UnitTrafficOf(t.sharding, t.pp);
+  tail.sync_in_pipeline = units.reduce_per_microbatch;
+  tail.params_sharded = !units.gather_after_optimizer;
+  tail.distributed_optimizer = t.distributed_optimizer || t.sharding.fsdp == Fsdp::Torch;
+  tail.dp = groups.dp_shard.size;
+  tail.dp_link = groups.dp_shard.link;
+  tail.expert_dp = groups.expert_shard.size;
+  tail.expert_dp_link = groups.expert_shard.link;
+  tail.replicate = groups.dp_replicate.size;
+  tail.replicate_link = groups.dp_replicate.link;
+  tail.expert_replicate_link = groups.expert_replicate.link;
   const int grad = DtypeBytes(t.grad_dtype);
   // Megatron's default bucket: max(40M, 1M x dp) parameters with
   // overlap_grad_reduce, else one (DistributedDataParallel.__init__).
@@ -485,6 +503,8 @@ Result<Training> Parser::ParseTraining(const Entry& section) {
       *out = *b;
     }
   }
+  PPB_RETURN_IF_ERROR(ParseLowPrecision(e, t));
+  PPB_RETURN_IF_ERROR(ParseSharding(e, t));
   if (t.overlap_param_gather && !t.overlap_grad_reduce) {
     // Megatron's validate_args: "Must use --overlap-param-gather with
     // --overlap-grad-reduce".
@@ -492,11 +512,11 @@ Result<Training> Parser::ParseTraining(const Entry& section) {
                 "must be given with training.overlap_grad_reduce: true "
                 "(Megatron requires it); got true without it");
   }
-  if (t.overlap_param_gather && !t.distributed_optimizer) {
+  if (t.overlap_param_gather && !t.distributed_optimizer &&
+      t.sharding.fsdp == Fsdp::None) {
     return Fail("training.overlap_param_gather",
-                "must be given with training.distributed_optimizer: true "
-                "(only the distributed optimizer gathers parameters); got "
-                "true without it");
+                "must be given with training.distributed_optimizer: true or an FSDP "
+                "(only they gather parameters); got true without either");
   }
   if (const Entry* x = Find(e, "global_batch_size")) {
     Result<int> g = PositiveInt(x->value, x->path);
@@ -514,7 +534,6 @@ Result<Training> Parser::ParseTraining(const Entry& section) {
     }
     t.routing_skew = *k;
   }
-  PPB_RETURN_IF_ERROR(ParseLowPrecision(e, t));
   if (const Entry* x = Find(e, "optimizer")) {
     // adamw keeps the same state as adam (m and v).
     Result<size_t> i = Choice(x->value, x->path, {"adam", "adamw", "sgd"});
@@ -538,7 +557,7 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
        "attention_efficiency", "hbm_efficiency", "kernel_floor",
        "collective_efficiency", "collective_half_size", "nvlink_domain",
        "fp8_tflops", "fp4_tflops", "fp8_matmul_efficiency",
-       "fp4_matmul_efficiency", "host_link"});
+       "fp4_matmul_efficiency", "host_link", "host_optimizer"});
   if (!r.ok()) return r.error();
   const Entries& e = *r;
   Hardware h;
@@ -564,7 +583,7 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
           "attention_efficiency", "hbm_efficiency", "kernel_floor",
           "collective_efficiency", "collective_half_size", "nvlink_domain",
           "fp8_tflops", "fp4_tflops", "fp8_matmul_efficiency",
-          "fp4_matmul_efficiency", "host_link"}) {
+          "fp4_matmul_efficiency", "host_link", "host_optimizer"}) {
       if (const Entry* x = Find(e, key)) {
         return Fail(x->path,
                     "is read with hardware.gpu (the step model: a GPU preset, "
@@ -682,12 +701,34 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
     h.gpu.nvlink_domain = static_cast<int>(*n);
   }
   if (const Entry* x = Find(e, "host_link")) {
-    Result<BytesPerSec> b = Bandwidth(x->value, x->path);
-    if (!b.ok()) return b.error();
-    if (*b < kMinStepBandwidth) {
-      return Fail(x->path, "must be at least 1MB/s; got " + x->value.Scalar());
+    // A bandwidth, or {bandwidth, latency} per GPU and direction.
+    if (x->value.IsMap()) {
+      Result<Link> link = ParseLink(*x, h.gpu.host_latency);
+      if (!link.ok()) return link.error();
+      if (link->bandwidth < kMinStepBandwidth) {
+        return Fail(x->path + ".bandwidth", "must be at least 1MB/s; got " +
+                                                x->value["bandwidth"].Scalar());
+      }
+      h.gpu.host_bytes_per_s = static_cast<double>(link->bandwidth);
+      h.gpu.host_latency = link->latency;
+    } else {
+      Result<BytesPerSec> b = Bandwidth(x->value, x->path);
+      if (!b.ok()) return b.error();
+      if (*b < kMinStepBandwidth) {
+        return Fail(x->path, "must be at least 1MB/s; got " + x->value.Scalar());
+      }
+      h.gpu.host_bytes_per_s = static_cast<double>(*b);
     }
-    h.gpu.host_bytes_per_s = static_cast<double>(*b);
+  }
+  if (const Entry* x = Find(e, "host_optimizer")) {
+    // Parameters per second per GPU of the host's optimizer step.
+    Result<double> rate = PositiveNumber(x->value, x->path);
+    if (!rate.ok()) return rate.error();
+    if (*rate < 1e3 || *rate > 1e13) {
+      return Fail(x->path, "must be in [1e3, 1e13] parameters per second; got " +
+                               x->value.Scalar());
+    }
+    h.gpu.compute.host_optimizer = *rate;
   }
   for (const char* key : {"intra_node", "inter_node"}) {
     if (const Entry* x = Find(e, key)) {

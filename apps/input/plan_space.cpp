@@ -74,9 +74,16 @@ std::int64_t Mul(std::int64_t a, std::int64_t b) {
 
 struct Lists {
   std::vector<int> t, cp, ep, p, mbs, v;
-  std::vector<std::string> schedules, recompute, precision;
-  std::vector<bool> sp, dist_opt;
+  std::vector<std::string> schedules, recompute, precision, offload;
+  std::vector<bool> sp;
+  // The data-parallel choices: (distributed optimizer, strategy name or "").
+  std::vector<std::pair<bool, std::string>> dp;
 };
+
+// Whether the file sets sharding the distributed-optimizer list cannot say.
+bool OwnSharding(const Training& t) {
+  return t.sharding.fsdp_on() || t.sharding.strategy >= DpSharding::OptimGrads;
+}
 
 Lists Resolve(const RunConfig& probe, const PlanSettings& s) {
   Lists x;
@@ -110,8 +117,22 @@ Lists Resolve(const RunConfig& probe, const PlanSettings& s) {
   x.recompute = !s.recompute.empty() ? s.recompute : std::vector<std::string>{"search"};
   x.precision = !s.precision.empty() ? s.precision : std::vector<std::string>{""};
   x.sp = !s.sequence_parallel.empty() ? s.sequence_parallel : std::vector<bool>{true};
-  x.dist_opt =
-      !s.distributed_optimizer.empty() ? s.distributed_optimizer : std::vector<bool>{true};
+  x.offload = !s.offload.empty() ? s.offload : std::vector<std::string>{""};
+  const Training& t = probe.training;
+  if (!s.data_parallel_sharding.empty()) {
+    for (const std::string& name : s.data_parallel_sharding) {
+      DpSharding d{};
+      FindDpSharding(name, &d);
+      x.dp.emplace_back(d >= DpSharding::Optim && t.sharding.fsdp != Fsdp::Torch, name);
+    }
+  } else if (s.distributed_optimizer.empty() && OwnSharding(t)) {
+    x.dp.emplace_back(t.distributed_optimizer, DpShardingName(t.sharding.strategy));
+  } else {
+    for (bool b : !s.distributed_optimizer.empty() ? s.distributed_optimizer
+                                                    : std::vector<bool>{true}) {
+      x.dp.emplace_back(b, "");
+    }
+  }
   return x;
 }
 
@@ -151,10 +172,13 @@ bool TargetRunsSchedule(DeployTarget target, const std::string& schedule) {
 }
 
 std::string DescribeLayout(const PlanLayout& l) {
-  return fmt::format("t{} cp{} ep{} p{} d{} mbs{} m{} {} v{} {}{}{}{}", l.t, l.cp, l.ep, l.p, l.d,
-                     l.mbs, l.m, l.schedule, l.v, l.recompute, l.sp ? " sp" : "",
-                     l.dist_opt ? " dist-opt" : "",
-                     l.precision.empty() ? "" : " " + l.precision);
+  return fmt::format("t{} cp{} ep{} p{} d{} mbs{} m{} {} v{} {}{}{}{}{}", l.t, l.cp, l.ep, l.p,
+                     l.d, l.mbs, l.m, l.schedule, l.v, l.recompute, l.sp ? " sp" : "",
+                     !l.sharding.empty() ? " " + l.sharding
+                     : l.dist_opt        ? std::string(" dist-opt")
+                                         : std::string(),
+                     l.precision.empty() ? "" : " " + l.precision,
+                     l.offload.empty() ? "" : " offload " + l.offload);
 }
 
 double PlanSpaceSize(const RunConfig& probe, const PlanSettings& s) {
@@ -163,7 +187,8 @@ double PlanSpaceSize(const RunConfig& probe, const PlanSettings& s) {
   for (const std::string& sch : x.schedules) sv += static_cast<double>(VsOf(sch, x.v).size());
   double n = sv;
   for (size_t k : {x.t.size(), x.cp.size(), x.ep.size(), x.p.size(), x.mbs.size(),
-                   x.dist_opt.size(), x.recompute.size(), x.precision.size(), x.sp.size()}) {
+                   x.dp.size(), x.recompute.size(), x.precision.size(), x.sp.size(),
+                   x.offload.size()}) {
     n *= static_cast<double>(k);
   }
   return n;
@@ -195,8 +220,9 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
   };
   auto same = [&](const PlanLayout& a, const PlanLayout& b) {
     return a.t == b.t && a.cp == b.cp && a.ep == b.ep && a.p == b.p && a.mbs == b.mbs &&
-           a.sp == b.sp && a.dist_opt == b.dist_opt && a.schedule == b.schedule && a.v == b.v &&
-           a.recompute == b.recompute && precision_of(a) == precision_of(b);
+           a.sp == b.sp && a.dist_opt == b.dist_opt && a.sharding == b.sharding &&
+           a.schedule == b.schedule && a.v == b.v && a.recompute == b.recompute &&
+           precision_of(a) == precision_of(b) && a.offload == b.offload;
   };
   // Which recipes the GPU runs (the file's own, "", always loads as it is).
   std::map<std::string, std::string> precision_refusal;
@@ -215,8 +241,10 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
     for (ScheduleV& p : VsOf(sch, x.v)) sv.push_back(std::move(p));
   }
   const std::int64_t per_sv =
-      Mul(static_cast<std::int64_t>(x.recompute.size()), static_cast<std::int64_t>(x.precision.size()));
-  const std::int64_t per_mbs_sp = Mul(Mul(static_cast<std::int64_t>(x.dist_opt.size()),
+      Mul(Mul(static_cast<std::int64_t>(x.recompute.size()),
+              static_cast<std::int64_t>(x.precision.size())),
+          static_cast<std::int64_t>(x.offload.size()));
+  const std::int64_t per_mbs_sp = Mul(Mul(static_cast<std::int64_t>(x.dp.size()),
                                           static_cast<std::int64_t>(sv.size())),
                                       per_sv);
   // Every combination the lists make, counted before any is looked at.
@@ -254,7 +282,7 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
             }
             const int m = static_cast<int>(gbs / (std::int64_t{d} * mbs));
             for (bool sp : sps) {
-              for (bool dopt : x.dist_opt) {
+              for (const auto& [dopt, sharding] : x.dp) {
                 for (const ScheduleV& pair : sv) {
                   if (stop()) break;
                   const std::string& sch = pair.schedule;
@@ -292,19 +320,24 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
                   for (const std::string& rc : x.recompute) {
                     for (const std::string& prec : x.precision) {
                       if (auto it = precision_refusal.find(prec); it != precision_refusal.end()) {
-                        refuse(it->second, 1);
+                        refuse(it->second, static_cast<std::int64_t>(x.offload.size()));
                         continue;
                       }
-                      PlanLayout l;
-                      l.t = t, l.cp = cp, l.ep = ep, l.p = p, l.d = d, l.mbs = mbs, l.m = m;
-                      l.sp = sp, l.dist_opt = dopt, l.schedule = sch, l.v = v, l.recompute = rc;
-                      l.precision = prec;
-                      if (yours != nullptr && same(l, *yours)) {
-                        l.yours = true;
-                        yours_seen = true;
+                      for (const std::string& off : x.offload) {
+                        PlanLayout l;
+                        l.t = t, l.cp = cp, l.ep = ep, l.p = p, l.d = d, l.mbs = mbs, l.m = m;
+                        l.sp = sp, l.dist_opt = dopt, l.schedule = sch, l.v = v,
+                        l.recompute = rc;
+                        l.precision = prec;
+                        l.sharding = sharding;
+                        l.offload = off;
+                        if (yours != nullptr && same(l, *yours)) {
+                          l.yours = true;
+                          yours_seen = true;
+                        }
+                        out.layouts.push_back(std::move(l));
+                        ++out.total;
                       }
-                      out.layouts.push_back(std::move(l));
-                      ++out.total;
                     }
                   }
                 }
@@ -353,7 +386,20 @@ YAML::Node WithLayout(std::string_view text, const PlanLayout& l, int n_layers, 
   tr["data_parallel"] = l.d;
   tr["micro_batch_size"] = l.mbs;
   tr["sequence_parallel"] = l.sp;
-  tr["distributed_optimizer"] = l.dist_opt;
+  if (!l.sharding.empty()) {
+    // The strategy in Megatron's words; the file's distributed_optimizer
+    // key goes (the strategy says it).
+    tr["data_parallel_sharding"] = l.sharding;
+    Remove(tr, "distributed_optimizer");
+  } else if (!keep_plan) {
+    // (The probe keeps the file's own.)
+    tr["distributed_optimizer"] = l.dist_opt;
+  }
+  if (l.offload == "none") {
+    Remove(tr, "offload");
+  } else if (!l.offload.empty()) {
+    tr["offload"] = YAML::Load(l.offload);
+  }
   // Only the distributed optimizer gathers parameters: the file's
   // overlap_param_gather (and fp8_param_gather) applies to the layouts that
   // have one.
@@ -444,6 +490,7 @@ std::optional<PlanLayout> OwnLayout(const RunConfig& own) {
   l.m = own.shape.m;
   l.sp = t.sp && t.tp > 1;
   l.dist_opt = t.distributed_optimizer;
+  if (OwnSharding(t)) l.sharding = DpShardingName(t.sharding.strategy);
   l.schedule = own.schedule;
   l.v = own.shape.v;
   l.recompute = "search";

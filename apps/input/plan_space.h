@@ -39,8 +39,18 @@
 // fp8_param_gather stays where the distributed optimizer is on, its
 // first_last_layers_bf16 where the recipe is not delayed.
 //
-// Deterministic: layouts in the nested order t, cp, ep, p, mbs, sp, dist-opt,
-// schedule, v, recompute, precision (lists in the order given).
+// plan.data_parallel_sharding replaces the distributed-optimizer list with
+// strategies (core/sharding.h; the file's training.fsdp decides whose FSDP,
+// Megatron-FSDP by default); a file that sets a strategy past optim or an
+// FSDP keeps its own when the plan lists none. plan.offload adds
+// training.offload maps ("none": no offload). A combination the loader
+// refuses (torch FSDP2 with a strategy other than optim_grads_params,
+// layer-level offload under pipeline parallelism) is a refusal with its
+// reason, counted.
+//
+// Deterministic: layouts in the nested order t, cp, ep, p, mbs, sp, dist-opt
+// (or sharding), schedule, v, recompute, precision, offload (lists in the
+// order given).
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -67,6 +77,10 @@ struct PlanLayout {
   std::string recompute = "search";  // "search", "none" or a mode
   // The linears' recipe (core/precision.h RecipeName); "" keeps the file's.
   std::string precision;
+  // training.data_parallel_sharding (core/sharding.h); "": dist_opt says.
+  std::string sharding;
+  // training.offload: "" keeps the file's, "none" drops it, else a flow map.
+  std::string offload;
   bool yours = false;                // the job config's own layout
 };
 

@@ -159,6 +159,21 @@ void NoteLowPrecisionNotEmitted(std::string& text, const RunConfig& config,
                     "Engine's recipe) by hand");
 }
 
+void NoteShardingNotEmitted(std::string& text, const RunConfig& config, const char* framework) {
+  const Training& t = config.training;
+  if (t.sharding.fsdp_on() && t.sharding.strategy >= DpSharding::OptimGrads) {
+    AddNote(text, fmt::format("cannot express {} {}: ppb writes {}'s data parallelism as its "
+                              "optimizer sharding (ZeRO-1) only; set the sharding in the "
+                              "framework by hand",
+                              t.sharding.fsdp == Fsdp::Torch ? "torch FSDP2" : "Megatron-FSDP",
+                              DpShardingName(t.sharding.strategy), framework));
+  }
+  if (t.offload.on()) {
+    AddNote(text, fmt::format("cannot express training.offload: ppb emits no {} offload "
+                              "setting; set it in the framework by hand", framework));
+  }
+}
+
 void AddNote(std::string& text, const std::string& note) {
   const size_t width = 72;
   size_t pos = 0;

@@ -58,6 +58,8 @@ void AddNote(std::string& text, const std::string& note);
 // low-precision setting (MindFormers, DeepSpeed).
 void NoteLowPrecisionNotEmitted(std::string& text, const RunConfig& config,
                                 const char* framework);
+// The same for sharded data parallelism past ZeRO-1 and for offload.
+void NoteShardingNotEmitted(std::string& text, const RunConfig& config, const char* framework);
 
 // The model has exactly one embedding, first, and one head, last, with the
 // decoder layers and then the MTP layers between them: Megatron-LM's layout

@@ -268,6 +268,47 @@ MegatronRecompute MegatronRecomputeFlags(const RunConfig& config) {
   return out;
 }
 
+// Sharded data parallelism and offload (Megatron-LM main d98e8a6,
+// arguments.py and transformer_config.py): Megatron-FSDP with its strategy
+// (--use-megatron-fsdp --data-parallel-sharding-strategy, which requires
+// the fsdp_dtensor checkpoint format), torch FSDP2 (--use-torch-fsdp2,
+// without gradient-accumulation fusion), HSDP as
+// --num-distributed-optimizer-instances (the replicas), the optimizer's
+// host share (--optimizer-cpu-offload --optimizer-offload-fraction, with
+// --use-precision-aware-optimizer), fine-grained activation offload
+// (--fine-grained-activation-offloading --offload-modules
+// --activation-offload-fraction) and layer-level offload
+// (--cpu-offloading-num-layers).
+std::string ShardingFlags(const RunConfig& config) {
+  const Training& t = config.training;
+  const Sharding& sh = t.sharding;
+  std::string text;
+  if (sh.fsdp == Fsdp::Megatron) {
+    text += fmt::format("--use-megatron-fsdp\n--data-parallel-sharding-strategy {}\n"
+                        "--ckpt-format fsdp_dtensor\n",
+                        DpShardingName(sh.strategy));
+  } else if (sh.fsdp == Fsdp::Torch) {
+    text += "--use-torch-fsdp2\n--no-gradient-accumulation-fusion\n";
+    if (sh.reshard == Reshard::Never) text += "--torch-fsdp2-no-reshard-after-forward\n";
+  }
+  if (sh.shard > 0) {
+    text += fmt::format("--num-distributed-optimizer-instances {}\n", t.dp / sh.shard);
+  }
+  const Offload& o = t.offload;
+  if (o.optimizer > 0) {
+    text += fmt::format("--optimizer-cpu-offload\n--optimizer-offload-fraction {:g}\n"
+                        "--use-precision-aware-optimizer\n", o.optimizer);
+    if (o.overlap_optimizer_copies) text += "--overlap-cpu-optimizer-d2h-h2d\n";
+  }
+  if (!o.modules.empty()) {
+    text += "--fine-grained-activation-offloading\n--offload-modules";
+    for (OffloadModule mod : o.modules) text += std::string(" ") + OffloadModuleName(mod);
+    text += fmt::format("\n--activation-offload-fraction {:g}\n", o.fraction);
+  }
+  if (o.layers > 0) text += fmt::format("--cpu-offloading-num-layers {}\n", o.layers);
+  return text;
+}
+
 // The job's parallel block for a derived model (issue 33): Megatron-LM core
 // 0.20's flags (megatron/training/arguments.py), switches (store_true)
 // only when on. The data-parallel size is what the world size leaves.
@@ -285,6 +326,7 @@ std::string ParallelBlock(const RunConfig& config) {
   if (t.dtype == Dtype::Bf16) text += "--bf16\n";
   if (t.dtype == Dtype::Fp16) text += "--fp16\n";
   if (t.distributed_optimizer) text += "--use-distributed-optimizer\n";
+  text += ShardingFlags(config);
   if (t.overlap_grad_reduce) text += "--overlap-grad-reduce\n";
   if (t.overlap_param_gather) text += "--overlap-param-gather\n";
   if (t.tp_comm_overlap) text += "--tp-comm-overlap\n";
@@ -326,6 +368,28 @@ Result<Emission> emit_detail::EmitMegatron(const RunConfig& config) {
   const std::vector<Layer>& layers = config.layers;
   const Strategy& s = config.strategy;
   const int p = config.shape.p, v = config.shape.v, m = config.shape.m;
+  if (config.training.sharding.fsdp == Fsdp::Torch &&
+      (config.shape.p > 1 || config.training.ep > 1)) {
+    // arguments.py validate_args.
+    return Error{"", fmt::format("cannot express training.fsdp: torch with {}: Megatron's "
+                                 "--use-torch-fsdp2 \"is not supported with {} parallelism\" "
+                                 "(torchtitan runs it: --emit torchtitan)",
+                                 config.shape.p > 1 ? "pipeline parallelism" : "expert parallelism",
+                                 config.shape.p > 1 ? "pipeline" : "expert")};
+  }
+  if (config.training.sharding.fsdp == Fsdp::Torch && config.architecture.tied_embeddings) {
+    return Error{"", "cannot express training.fsdp: torch with tied embeddings: Megatron's "
+                     "--use-torch-fsdp2 requires --untie-embeddings-and-output-weights"};
+  }
+  if (config.training.offload.layers > 0) {
+    for (int r : s.recompute) {
+      if (r != 0) {
+        return Error{"", "cannot express training.offload.layers with recompute: Megatron: "
+                         "\"CPU offloading does not work when activation recomputation is "
+                         "enabled\""};
+      }
+    }
+  }
   if (Status st = CheckEmbeddingFirstHeadLast(f, layers, nullptr); !st.ok()) {
     return st.error();
   }
@@ -494,11 +558,23 @@ Result<std::map<std::string, std::string>> ReadFlags(std::string_view text) {
         "--overlap-grad-reduce",  "--overlap-param-gather",
         "--tp-comm-overlap",      "--fp8-param-gather",
         "--fp4-param-gather",     "--first-last-layers-bf16",
-        "--reuse-grad-buf-for-mxfp8-param-ag"};
+        "--reuse-grad-buf-for-mxfp8-param-ag", "--use-megatron-fsdp",
+        "--use-torch-fsdp2",      "--no-gradient-accumulation-fusion",
+        "--torch-fsdp2-no-reshard-after-forward", "--optimizer-cpu-offload",
+        "--use-precision-aware-optimizer", "--overlap-cpu-optimizer-d2h-h2d",
+        "--fine-grained-activation-offloading"};
     if (std::find_if(std::begin(kSwitches), std::end(kSwitches), [&](const char* sw) {
           return tokens[i] == sw;
         }) != std::end(kSwitches)) {
       out[tokens[i]] = "";
+    } else if (tokens[i] == "--offload-modules" && i + 1 < tokens.size() &&
+               tokens[i + 1].rfind("--", 0) != 0) {
+      // nargs='+' (transformer_config.py's list): the names up to the next flag.
+      std::string names;
+      while (i + 1 < tokens.size() && tokens[i + 1].rfind("--", 0) != 0) {
+        names += (names.empty() ? "" : " ") + tokens[++i];
+      }
+      out["--offload-modules"] = names;
     } else if (i + 1 < tokens.size() && tokens[i + 1].rfind("--", 0) != 0) {
       out[tokens[i]] = tokens[i + 1];
       ++i;
@@ -507,6 +583,95 @@ Result<std::map<std::string, std::string>> ReadFlags(std::string_view text) {
     }
   }
   return out;
+}
+
+// Megatron-LM main d98e8a6's own checks of the sharding and offload flags
+// (arguments.py validate_args, its argparse choices, transformer_config.py
+// __post_init__, optimizer/__init__.py), as it would reject the launch.
+Status CheckShardingArgs(const std::map<std::string, std::string>& flags) {
+  auto has = [&](const char* name) { return flags.count(name) != 0; };
+  auto value = [&](const char* name) { return flags.at(name); };
+  const bool fsdp = has("--use-megatron-fsdp");
+  if (has("--data-parallel-sharding-strategy")) {
+    const std::string v = value("--data-parallel-sharding-strategy");
+    if (v != "no_shard" && v != "optim" && v != "optim_grads" && v != "optim_grads_params") {
+      return Error{"", "--data-parallel-sharding-strategy: invalid choice '" + v + "'"};
+    }
+    if (!fsdp) return Error{"", "--data-parallel-sharding-strategy needs --use-megatron-fsdp"};
+  }
+  if (fsdp) {
+    if (!has("--ckpt-format") || value("--ckpt-format") != "fsdp_dtensor") {
+      return Error{"", "Megatron-FSDP requires the `fsdp_dtensor` checkpointing format"};
+    }
+    if (!has("--use-distributed-optimizer")) {
+      return Error{"", "Megatron-FSDP v1 is only compatible with --use-distributed-optimizer"};
+    }
+  }
+  if (has("--use-torch-fsdp2")) {
+    if (fsdp) return Error{"", "--use-torch-fsdp2 and --use-megatron-fsdp are exclusive"};
+    const auto pp = flags.find("--pipeline-model-parallel-size");
+    if (pp != flags.end() && pp->second != "1") {
+      return Error{"", "--use-torch-fsdp2 is not supported with pipeline parallelism"};
+    }
+    const auto ep = flags.find("--expert-model-parallel-size");
+    if (ep != flags.end() && ep->second != "1") {
+      return Error{"", "--use-torch-fsdp2 is not supported with expert parallelism"};
+    }
+    if (has("--use-distributed-optimizer")) {
+      return Error{"", "--use-torch-fsdp2 is not supported with MCore's distributed optimizer"};
+    }
+    if (!has("--no-gradient-accumulation-fusion")) {
+      return Error{"", "--use-torch-fsdp2 is not supported with gradient accumulation fusion"};
+    }
+  }
+  if (has("--torch-fsdp2-no-reshard-after-forward") && !has("--use-torch-fsdp2")) {
+    return Error{"", "--torch-fsdp2-no-reshard-after-forward needs --use-torch-fsdp2"};
+  }
+  if (has("--optimizer-cpu-offload")) {
+    if (!has("--use-precision-aware-optimizer")) {
+      return Error{"", "The optimizer cpu offload must be used in conjunction with "
+                       "`--use-precision-aware-optimizer`"};
+    }
+    if (has("--fp8-param-gather") &&
+        (!has("--fp8-recipe") || value("--fp8-recipe") != "delayed")) {
+      return Error{"", "When `--fp8-param-gather` is enabled, the optimizer cpu offload must "
+                       "be used in conjunction with `--fp8-recipe delayed`"};
+    }
+  }
+  if (has("--use-precision-aware-optimizer") && !has("--use-distributed-optimizer")) {
+    return Error{"", "--use-precision-aware-optimizer only supported with distributed optimizer"};
+  }
+  if (has("--offload-modules")) {
+    if (!has("--fine-grained-activation-offloading")) {
+      return Error{"", "--offload-modules needs --fine-grained-activation-offloading"};
+    }
+    const std::string names = " " + value("--offload-modules") + " ";
+    for (size_t at = 1; at < names.size();) {
+      const size_t end = names.find(' ', at);
+      OffloadModule mod{};
+      if (!FindOffloadModule(names.substr(at, end - at), &mod)) {
+        return Error{"", "Invalid choices for offload_modules: " + names.substr(at, end - at)};
+      }
+      at = end + 1;
+    }
+    if (names.find(" attn_proj ") != std::string::npos &&
+        names.find(" core_attn ") == std::string::npos) {
+      return Error{"", "attn_proj cannot be set to offload_modules alone without core_attn"};
+    }
+  } else if (has("--fine-grained-activation-offloading")) {
+    return Error{"", "--fine-grained-activation-offloading needs --offload-modules"};
+  }
+  if (has("--cpu-offloading-num-layers")) {
+    if (has("--fine-grained-activation-offloading")) {
+      return Error{"", "fine_grained_activation_offloading cannot be enabled with cpu_offloading."};
+    }
+    const auto pp = flags.find("--pipeline-model-parallel-size");
+    if (pp != flags.end() && pp->second != "1") {
+      return Error{"", "Currently there is no support for Pipeline parallelism with CPU "
+                       "offloading"};
+    }
+  }
+  return Status();
 }
 
 Result<int> FlagInt(const std::map<std::string, std::string>& flags, const std::string& name,
@@ -556,7 +721,22 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
                                        "--first-last-layers-bf16",
                                        "--reuse-grad-buf-for-mxfp8-param-ag",
                                        "--num-layers-at-start-in-bf16",
-                                       "--num-layers-at-end-in-bf16"};
+                                       "--num-layers-at-end-in-bf16",
+                                       "--use-megatron-fsdp",
+                                       "--data-parallel-sharding-strategy",
+                                       "--ckpt-format",
+                                       "--use-torch-fsdp2",
+                                       "--no-gradient-accumulation-fusion",
+                                       "--torch-fsdp2-no-reshard-after-forward",
+                                       "--num-distributed-optimizer-instances",
+                                       "--optimizer-cpu-offload",
+                                       "--optimizer-offload-fraction",
+                                       "--use-precision-aware-optimizer",
+                                       "--overlap-cpu-optimizer-d2h-h2d",
+                                       "--fine-grained-activation-offloading",
+                                       "--offload-modules",
+                                       "--activation-offload-fraction",
+                                       "--cpu-offloading-num-layers"};
   for (const auto& [name, value] : *flags) {
     if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
       return Error{"", "ppb does not read " + name};
@@ -574,6 +754,7 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
   if (!has("--pipeline-model-parallel-size")) {
     return Error{"", "--pipeline-model-parallel-size: missing"};
   }
+  if (Status st = CheckShardingArgs(*flags); !st.ok()) return st.error();
   EmittedPlan plan;
   Result<int> p = FlagInt(*flags, "--pipeline-model-parallel-size", 1);
   if (!p.ok()) return p.error();

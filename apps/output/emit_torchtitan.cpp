@@ -154,6 +154,42 @@ static std::string TorchtitanPrecision(const RunConfig& config, bool python) {
   return note;
 }
 
+namespace {
+
+// "" when torchtitan main (b5bcd76) runs the job's data parallelism as ppb
+// simulated it, else why not. torchtitan shards with FSDP2 over dp_shard x
+// cp whenever either is above 1 (parallel_dims.fsdp_enabled) and runs DDP
+// only with no other dimension (models/llama3/infra/parallelize.py: "DDP
+// has not supported > 1D parallelism"); it has no ZeRO-1.
+std::string TorchtitanDataParallel(const RunConfig& config) {
+  const Training& t = config.training;
+  if (t.sharding.fsdp == Fsdp::Torch) return "";
+  if (t.dp == 1 && t.cp == 1) return "";
+  const std::string simulated =
+      t.sharding.fsdp == Fsdp::Megatron
+          ? fmt::format("Megatron-FSDP {}", DpShardingName(t.sharding.strategy))
+          : t.distributed_optimizer ? std::string("the distributed optimizer (ZeRO-1)")
+                                    : std::string("DDP");
+  if (t.cp > 1) {
+    return fmt::format("cannot express {} with context parallelism: torchtitan shards the "
+                       "parameters over dp_shard x cp with FSDP2 (simulate training.fsdp: "
+                       "torch)", simulated);
+  }
+  if (t.sharding.strategy == DpSharding::NoShard && t.tp == 1 && t.ep == 1 &&
+      config.shape.p == 1) {
+    return "";
+  }
+  if (t.sharding.strategy == DpSharding::NoShard) {
+    return "cannot express DDP beside other parallelism: torchtitan's DDP \"has not supported "
+           "> 1D parallelism\" (parallelize.py; simulate training.fsdp: torch)";
+  }
+  return fmt::format("cannot express {}: torchtitan runs data parallelism as FSDP2 or HSDP "
+                     "(simulate training.fsdp: torch) or as DDP, and has no ZeRO-1 or "
+                     "Megatron-FSDP", simulated);
+}
+
+}  // namespace
+
 Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& config,
                                              const Program& program) {
   const TorchtitanForm& form = FormOf(f);
@@ -169,6 +205,9 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
                          " (kind other); torchtitan's LLM modules are "
                          "tok_embeddings, layers.N, norm and " + form.head);
     }
+  }
+  if (form.python && !config.derived.empty()) {
+    if (std::string why = TorchtitanDataParallel(config); !why.empty()) return Fail(f, why);
   }
   if (const int empty = FirstEmptyStage(s); empty >= 0) {
     return Fail(f, fmt::format("would give {} no module; ppb emits no empty stage for "
@@ -300,10 +339,18 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
       set("parallelism", "enable_sequence_parallel", t.sp && t.tp > 1 ? "True" : "False");
       set("parallelism", "context_parallel_degree", std::to_string(t.cp));
       set("parallelism", "expert_parallel_degree", std::to_string(t.ep));
-      set("parallelism", "data_parallel_shard_degree",
-          std::to_string(t.distributed_optimizer ? t.dp : 1));
-      set("parallelism", "data_parallel_replicate_degree",
-          std::to_string(t.distributed_optimizer ? 1 : t.dp));
+      // FSDP2 (or HSDP) as simulated; else DDP (TorchtitanDataParallel
+      // refused what torchtitan cannot run).
+      const Sharding& sh = t.sharding;
+      const bool fsdp = sh.fsdp == Fsdp::Torch;
+      const int shard = !fsdp ? 1 : sh.shard > 0 ? sh.shard : t.dp;
+      set("parallelism", "data_parallel_shard_degree", std::to_string(shard));
+      set("parallelism", "data_parallel_replicate_degree", std::to_string(t.dp / shard));
+      if (fsdp && sh.reshard != Reshard::Default) {
+        set("parallelism", "fsdp_reshard_after_forward",
+            fmt::format("\"{}\"", ReshardName(sh.reshard)));
+      }
+      if (fsdp && t.offload.optimizer > 0) set("training", "enable_cpu_offload", "True");
       if (t.global_batch > 0 && seq > 0) {
         set("training", "num_tokens_per_train_step", std::to_string(t.global_batch * seq));
       }
@@ -408,7 +455,8 @@ constexpr const char* kMainFields[] = {
     "parallelism.tensor_parallel_degree",     "parallelism.enable_sequence_parallel",
     "parallelism.context_parallel_degree",    "parallelism.expert_parallel_degree",
     "parallelism.data_parallel_shard_degree", "parallelism.data_parallel_replicate_degree",
-    "training.num_tokens_per_train_step",     "activation_checkpoint"};
+    "training.num_tokens_per_train_step",     "activation_checkpoint",
+    "parallelism.fsdp_reshard_after_forward", "training.enable_cpu_offload"};
 
 // The Python form without its import lines ("from M import A, B", blanked
 // so that line numbers stay), and the names imported from kAcModule.

@@ -57,6 +57,8 @@ Json EntryJson(const PlanEntry& e) {
   j["recompute"] = LayerModes(e);
   j["recompute_choice"] = l.recompute;
   if (!l.precision.empty()) j["precision"] = l.precision;
+  if (!l.sharding.empty()) j["data_parallel_sharding"] = l.sharding;
+  if (!l.offload.empty()) j["offload"] = l.offload;
   j["iteration_time_ns"] = c.makespan;
   if (e.metrics) {
     j["tokens_per_s_per_gpu"] = e.metrics->tokens_per_s_per_gpu;
@@ -141,6 +143,8 @@ std::string FormatPlanText(const PlanResult& r) {
                        l.m, l.schedule, l.v, rc, Ms(e.best->makespan), tokens, mfu,
                        GiB(e.best->max_peak), GiB(Capacity(e)),
                        (l.precision.empty() ? "" : "  " + l.precision) +
+                           (l.sharding.empty() ? "" : "  " + l.sharding) +
+                           (l.offload.empty() ? "" : "  offload " + l.offload) +
                            (e.note.empty() ? "" : "  (" + e.note + ")"));
     }
     const PlanEntry& b = r.top.front();

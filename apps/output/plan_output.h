@@ -5,7 +5,8 @@
 // target, best and top (entries with tensor_parallel, context_parallel,
 // expert_parallel, pipeline_parallel, data_parallel, micro_batch_size,
 // microbatches, schedule, virtual_stages, sequence_parallel,
-// distributed_optimizer, layout (layers per global stage), recompute (the
+// distributed_optimizer, data_parallel_sharding and offload (where the plan
+// set them), layout (layers per global stage), recompute (the
 // mode of each layer, "none" where none), recompute_choice (search, none, a
 // mode, or yours), iteration_time_ns, tokens_per_s_per_gpu, mfu,
 // max_peak_memory_bytes, memory_capacity_bytes, fits, step_breakdown_ms,

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "core/dp_costs.h"
 #include "core/layer_kernels.h"
 #include "core/rank_layout.h"
 #include "core/step_tail.h"
@@ -154,6 +155,31 @@ std::string StepModelText(const RunConfig& config) {
                      "backward{}\n",
                      Ms(d->times.comm_forward), Ms(d->times.comm_backward),
                      t.tp_comm_overlap ? " (tp_comm_overlap: beyond the GEMMs)" : "");
+    if (d->sharded_forward + d->sharded_backward + d->layer.step_gather > 0 ||
+        (t.sharding.fsdp_on() && t.sharding.strategy >= DpSharding::OptimGrads)) {
+      const UnitTraffic u = UnitTrafficOf(ShardingOf(t), t.pp);
+      s += fmt::format(
+          "  sharded unit ({} {} over {}): all-gather {}, reduce-scatter {}; exposed {:.3f} ms "
+          "forward, {:.3f} ms backward{}\n",
+          t.sharding.fsdp == Fsdp::Torch ? "torch FSDP2" : "Megatron-FSDP",
+          DpShardingName(t.sharding.strategy), GroupText("dp shard", groups.dp_shard),
+          u.gather_per_step ? "once per step"
+          : u.gather_backward ? "before every forward and backward"
+          : u.gather_forward ? "before every forward"
+                             : "none in the micro-batches",
+          u.reduce_per_microbatch ? "after every backward" : "once per step",
+          Ms(d->sharded_forward), Ms(d->sharded_backward),
+          d->layer.step_gather > 0
+              ? fmt::format(" (the step's gather {:.3f} ms)", Ms(d->layer.step_gather))
+              : std::string());
+    }
+    if (d->offloaded > 0) {
+      s += fmt::format("  offload: {:.2f} MiB of activations to the host per micro-batch over "
+                       "{} ({:g} GB/s); exposed {:.3f} ms forward, {:.3f} ms backward\n",
+                       MiB(static_cast<double>(d->offloaded)), g.host_link,
+                       g.host_bytes_per_s / 1e9, Ms(d->offload_forward),
+                       Ms(d->offload_backward));
+    }
     const StepTail& tail = config.shape.tail;
     s += fmt::format(
         "  tail: {:.2f} MiB of gradients ({} alone {:.3f} ms over dp x cp "
@@ -164,6 +190,33 @@ std::string StepModelText(const RunConfig& config) {
         tail.dp, Ms(d->layer.optimizer));
   }
   const StepTail& tail = config.shape.tail;
+  if (t.sharding.fsdp_on() && t.sharding.strategy >= DpSharding::OptimGrads) {
+    s += fmt::format(
+        "step tail: {}; {}; the optimizer on its shard ({}); {}\n",
+        tail.sync_in_pipeline
+            ? std::string("gradients reduce-scattered in every micro-batch's backward (no "
+                          "sync after the pipeline)")
+            : fmt::format("gradients reduce-scattered over {} {} once, after each stage's last "
+                          "backward",
+                          t.sharding.fsdp == Fsdp::Torch ? "dp shard" : "dp x cp", tail.dp),
+        tail.replicate > 1 ? fmt::format("then all-reduced over {} replicas (HSDP)",
+                                         tail.replicate)
+                           : std::string("no replicas"),
+        t.offload.optimizer > 0
+            ? fmt::format("{:g} of it on the host CPU at {:g} params/s", t.offload.optimizer,
+                          g.compute.host_optimizer)
+            : std::string("on the GPU"),
+        tail.params_sharded ? "parameters gathered by their units, none after the step"
+                            : "updated parameters all-gathered after the step");
+    return s;
+  }
+  if (t.offload.optimizer > 0) {
+    s += fmt::format("optimizer offload: {:g} of the optimizer state and step on the host CPU "
+                     "(host_optimizer {:g} params/s per GPU, a guess to calibrate), gradients "
+                     "D2H and parameters H2D over {}{}\n",
+                     t.offload.optimizer, g.compute.host_optimizer, g.host_link,
+                     t.offload.overlap_optimizer_copies ? ", overlapped" : "");
+  }
   s += fmt::format(
       "step tail: gradients {} over dp x cp {} ({}), buckets {}; {}; "
       "parameter all-gather {}; tied-embedding all-reduce {:.3f} ms; the "
