@@ -16,6 +16,15 @@ constexpr double kOptimizerBytesPerParam = 30;
 
 Nanos Ns(double seconds) { return static_cast<Nanos>(std::llround(seconds * 1e9)); }
 
+// Exposed time on the layer's forward and backward: of their times and of
+// the exposed communication the reports list apart from compute.
+void AddExposed(DerivedLayer& d, Nanos fwd, Nanos bwd) {
+  d.layer.forward += fwd;
+  d.layer.comm_forward += fwd;
+  d.layer.backward_input += bwd;
+  d.layer.comm_backward += bwd;
+}
+
 // Bytes each wire format moves per parameter: torch FSDP2 gathers in BF16
 // (param_dtype) and reduces in FP32 (reduce_dtype, torchtitan's
 // mixed_precision_reduce default); Megatron gathers the training dtype (the
@@ -114,10 +123,7 @@ void ApplySharding(DerivedLayer& d, const Training& t, const Hardware& h,
                        (u.reduce_per_microbatch && !pre_reduce ? rs : 0);
     bwd = ExposedUnitComm(hidden, d.layer.backward(), true) + bare;
   }
-  d.layer.forward += fwd;
-  d.layer.comm_forward += fwd;
-  d.layer.backward_input += bwd;
-  d.layer.comm_backward += bwd;
+  AddExposed(d, fwd, bwd);
   d.sharded_forward = fwd;
   d.sharded_backward = bwd;
   if (u.gather_per_step) d.layer.step_gather = ag;
@@ -196,10 +202,7 @@ void ApplyActivationOffload(DerivedLayer& d, const Architecture& a,
       h.gpu.host_latency + CopyTime(static_cast<double>(off), h.gpu.host_bytes_per_s);
   const Nanos fwd = ExposedCopy(copy, d.layer.forward);
   const Nanos bwd = ExposedCopy(copy, d.layer.backward());
-  d.layer.forward += fwd;
-  d.layer.comm_forward += fwd;
-  d.layer.backward_input += bwd;
-  d.layer.comm_backward += bwd;
+  AddExposed(d, fwd, bwd);
   d.offloaded = off;
   d.offload_forward = fwd;
   d.offload_backward = bwd;

@@ -6,6 +6,16 @@
 
 namespace ppb::test {
 
+// A device with the step model on: the preset `gpu` (core/gpu.h) as given.
+inline Hardware StepHardware(const char* gpu) {
+  Hardware h;
+  h.step_model = true;
+  h.gpu = *FindGpu(gpu);
+  h.peak_tflops = h.gpu.peak_tflops;
+  h.memory_bytes = h.gpu.memory;
+  return h;
+}
+
 inline Architecture Dense(std::int64_t h, int layers, int heads, int kv,
                           std::int64_t ffn, std::int64_t vocab) {
   Architecture a;

@@ -20,14 +20,7 @@
 namespace ppb {
 namespace {
 
-Hardware StepHardware(const char* gpu) {
-  Hardware h;
-  h.step_model = true;
-  h.gpu = *FindGpu(gpu);
-  h.peak_tflops = h.gpu.peak_tflops;
-  h.memory_bytes = h.gpu.memory;
-  return h;
-}
+using test::StepHardware;
 
 // The GEMM curve by hand: f / (peak x share x f / (f + peak x 3.2 us)).
 double HandGemmNs(double f, double peak_tflops, double share) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "apps/input/config.h"
+#include "apps/input/plan_space.h"
 #include "apps/output/emit.h"
 #include "core/collective.h"
 #include "core/dp_costs.h"
@@ -21,14 +22,7 @@
 namespace ppb {
 namespace {
 
-Hardware StepHardware(const char* gpu) {
-  Hardware h;
-  h.step_model = true;
-  h.gpu = *FindGpu(gpu);
-  h.peak_tflops = h.gpu.peak_tflops;
-  h.memory_bytes = h.gpu.memory;
-  return h;
-}
+using test::StepHardware;
 
 Training Job(int dp, int tp = 1, int pp = 1) {
   Training t;
@@ -233,7 +227,15 @@ TEST_CASE("step tail: torch FSDP2 under PP reduces once, Megatron-FSDP in the ba
   REQUIRE(run.ok());
   Engine engine;
   const SimResult r = engine.Run(run->spec, run->program);
-  for (const RankStep& s : r.steps) CHECK(s.grad_sync > 0);
+  // Each rank's one reduce-scatter of its stage's FP32 gradients over the
+  // 16 shards (no buckets without overlap_grad_reduce).
+  for (int d = 0; d < 2; ++d) {
+    const StageCost& c = run->spec.stages[d];
+    CHECK(r.steps[d].grad_sync ==
+          CollectiveTime(Collective::ReduceScatter, 16, c.grad_bytes, tail.dp_link,
+                         tail.efficiency));
+    CHECK(c.step_gather > 0);
+  }
   // Its memory: the stage's unsharded BF16 parameters and FP32 gradients
   // besides the FP32 shards (6 + 16/16 per parameter of the stage).
   for (const DerivedLayer& d : torch->derived) {
@@ -355,6 +357,56 @@ TEST_CASE("emit: Megatron's sharding and offload flags, torchtitan's HSDP degree
   Result<Emission> refused = Emit(Framework::Torchtitan, *meg, run->program);
   REQUIRE(!refused.ok());
   CHECK(refused.error().message.find("cannot express Megatron-FSDP optim_grads") !=
+        std::string::npos);
+}
+
+TEST_CASE("plan: data-parallel sharding and offload as dimensions", "[sharding][plan]") {
+  const std::string plan = R"(plan:
+  gpus: 16
+  tensor_parallel: [1]
+  context_parallel: [1]
+  pipeline_parallel: [1]
+  micro_batch_size: [1]
+  schedules: [1f1b]
+  data_parallel_sharding: [optim, optim_grads_params]
+  offload: [none, {optimizer: 0.5}]
+)";
+  const std::string text = Job("") + plan;
+  Result<RunConfig> probe = ParseConfigYaml(ProbeDocument(text), "job.yaml", {});
+  REQUIRE(probe.ok());
+  const PlanSpace space = EnumeratePlan(*probe, *probe->plan, nullptr);
+  REQUIRE(space.layouts.size() == 4);
+  std::vector<std::string> seen;
+  for (const PlanLayout& l : space.layouts) {
+    seen.push_back(l.sharding + " / " + l.offload);
+    // Each layout loads as the strategy and offload it names.
+    Result<RunConfig> cfg = ParseConfigYaml(LayoutDocument(text, l), "job.yaml", {});
+    REQUIRE(cfg.ok());
+    CHECK(DpShardingName(cfg->training.sharding.strategy) == l.sharding);
+    CHECK(cfg->training.distributed_optimizer);
+    CHECK(cfg->training.sharding.fsdp ==
+          (l.sharding == "optim" ? Fsdp::None : Fsdp::Megatron));
+    CHECK(cfg->training.offload.optimizer == (l.offload == "none" ? 0 : 0.5));
+  }
+  CHECK(seen == std::vector<std::string>{"optim / none", "optim / {optimizer: 0.5}",
+                                         "optim_grads_params / none",
+                                         "optim_grads_params / {optimizer: 0.5}"});
+  // Under torch FSDP2 only optim_grads_params loads; optim is refused with
+  // the loader's reason (a plan counts it as refused).
+  const std::string torch = Job("  fsdp: torch\n") + plan;
+  Result<RunConfig> tprobe = ParseConfigYaml(ProbeDocument(torch), "job.yaml", {});
+  REQUIRE(tprobe.ok());
+  const PlanSpace tspace = EnumeratePlan(*tprobe, *tprobe->plan, nullptr);
+  REQUIRE(tspace.layouts.size() == 4);
+  Result<RunConfig> bad = ParseConfigYaml(LayoutDocument(torch, tspace.layouts[0]), "job.yaml", {});
+  REQUIRE(!bad.ok());
+  CHECK(bad.error().message.find("must be optim_grads_params with training.fsdp: torch") !=
+        std::string::npos);
+  // Both lists: refused at the plan's line.
+  std::string both = text;
+  both.replace(both.find("  data_parallel_sharding:"), 0, "  distributed_optimizer: [true]\n");
+  CHECK(test::ParseError(both).find(
+            "plan.data_parallel_sharding: must not be given with plan.distributed_optimizer") !=
         std::string::npos);
 }
 

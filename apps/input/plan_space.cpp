@@ -395,6 +395,10 @@ YAML::Node WithLayout(std::string_view text, const PlanLayout& l, int n_layers, 
     // (The probe keeps the file's own.)
     tr["distributed_optimizer"] = l.dist_opt;
   }
+  // The probe's one data-parallel rank has no shard group (a layout whose
+  // d the file's data_parallel_shard does not divide is refused by the
+  // loader).
+  if (keep_plan) Remove(tr, "data_parallel_shard");
   if (l.offload == "none") {
     Remove(tr, "offload");
   } else if (!l.offload.empty()) {
