@@ -509,10 +509,7 @@ std::string BytesText(const Training& t) {
     // Sharded data parallelism or the optimizer offloaded (core/dp_costs.h).
     const DpShards n = ShardsOf(t);
     return Fmt(" x %.4g B/param", RankBytesPerParam(t, n.dense)) + " (" +
-           (sh.fsdp == Fsdp::Torch ? std::string("torch FSDP2")
-            : sh.fsdp == Fsdp::Megatron ? std::string("Megatron-FSDP")
-                                        : std::string("Megatron DDP")) +
-           " " + DpShardingName(sh.strategy) + " over " + std::to_string(n.dense) +
+           FsdpTitle(sh.fsdp) + " " + DpShardingName(sh.strategy) + " over " + std::to_string(n.dense) +
            (n.replicate > 1 ? " x " + std::to_string(n.replicate) + " replicas" : "") +
            (t.offload.optimizer > 0 ? Fmt(", optimizer %g on the host", t.offload.optimizer)
                                     : std::string()) +
@@ -598,8 +595,7 @@ void SetTail(DerivedLayer& d, const Training& t, const Hardware& h) {
   if (!h.step_model) return;
   const double dense = static_cast<double>(d.params.dense + d.tied_copy_params) / t.tp;
   const double expert = static_cast<double>(d.params.expert) / (t.tp * t.ep);
-  // torch FSDP2 reduces in FP32 (core/sharding.h).
-  const int grad = t.sharding.fsdp == Fsdp::Torch ? 4 : DtypeBytes(t.grad_dtype);
+  const int grad = ReduceBytes(t);
   d.layer.grad_bytes = static_cast<Bytes>(std::llround(dense * grad));
   d.layer.expert_grad_bytes = static_cast<Bytes>(std::llround(expert * grad));
   const bool sharded = t.distributed_optimizer || t.sharding.fsdp == Fsdp::Torch;

@@ -29,7 +29,7 @@ void AddExposed(DerivedLayer& d, Nanos fwd, Nanos bwd) {
 // (param_dtype) and reduces in FP32 (reduce_dtype, torchtitan's
 // mixed_precision_reduce default); Megatron gathers the training dtype (the
 // low-precision primaries with --fp8-param-gather) and reduces its gradient
-// dtype (grad_dtype; --grad-reduce-in-bf16 gives bf16).
+// dtype (grad_dtype; --grad-reduce-in-bf16 gives bf16): ReduceBytes.
 double GatherBytes(const Training& t, Recipe recipe) {
   if (t.sharding.fsdp == Fsdp::Torch) {
     // torchao's float8 all-gather (enable_fsdp_float8_all_gather) is the
@@ -39,19 +39,14 @@ double GatherBytes(const Training& t, Recipe recipe) {
   if (t.low.param_gather && recipe != Recipe::None) return GatheredParamBytes(recipe);
   return DtypeBytes(t.dtype);
 }
-double ReduceBytes(const Training& t) {
-  return t.sharding.fsdp == Fsdp::Torch ? 4 : DtypeBytes(t.grad_dtype);
-}
 
 }  // namespace
 
-DpShards ShardsOf(const Training& t) {
-  DpShards s;
-  s.replicate = t.sharding.shard > 0 ? std::max(1, t.dp / t.sharding.shard) : 1;
-  s.dense = std::max(1, t.dp * t.cp / s.replicate);
-  s.expert = std::max(1, t.dp * t.cp / std::max(1, t.ep) / s.replicate);
-  return s;
+int ReduceBytes(const Training& t) {
+  return t.sharding.fsdp == Fsdp::Torch ? 4 : DtypeBytes(t.grad_dtype);
 }
+
+DpShards ShardsOf(const Training& t) { return ShardSizes(t.dp, t.cp, t.ep, t.sharding.shard); }
 
 Sharding ShardingOf(const Training& t) {
   Sharding s = t.sharding;
@@ -73,10 +68,7 @@ double RankBytesPerParam(const Training& t, int shards) {
     return (grad_sharded + b.optimizer * kept) / std::max(1, shards) +
            (u.keeps_params ? b.weight : 0) + (u.keeps_grads ? b.gradient : 0);
   }
-  // The optimizer share kept: ShardedBytesPerParam with o scaled.
-  const double full = ShardedBytesPerParam(sh, t.pp, b.weight, b.gradient, 0, shards);
-  const double opt = ShardedBytesPerParam(sh, t.pp, 0, 0, b.optimizer, shards);
-  return full + opt * kept;
+  return ShardedBytesPerParam(sh, t.pp, b.weight, b.gradient, b.optimizer * kept, shards);
 }
 
 void ApplySharding(DerivedLayer& d, const Training& t, const Hardware& h,

@@ -17,12 +17,11 @@
 
 namespace ppb {
 
-// The ranks a dense and an expert state shard spans, and the HSDP replicas.
-struct DpShards {
-  int dense = 1;
-  int expert = 1;
-  int replicate = 1;
-};
+// Bytes per gradient element on the wire: FP32 for torch FSDP2 (its
+// reduce_dtype), else the gradient dtype (Megatron's main_grad).
+int ReduceBytes(const Training& t);
+
+// The shard groups of `t` (core/sharding.h ShardSizes).
 DpShards ShardsOf(const Training& t);
 
 // t.sharding, with the distributed optimizer (Training::distributed_optimizer,

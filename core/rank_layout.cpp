@@ -79,15 +79,13 @@ JobGroups PlaceJob(const Training& t, const Gpu& gpu) {
   // Low-precision amax reductions (delayed scaling): the model-parallel and
   // data-parallel ranks of one pipeline stage together.
   j.tp_dp_cp = PlaceGroup(t.tp * t.cp * t.dp, 1, gpu, world);
-  const int r = t.sharding.shard > 0 ? std::max(1, t.dp / t.sharding.shard) : 1;
-  const int shard = t.dp * t.cp / r;
-  const int expert_shard = std::max(1, j.expert_dp.size / r);
-  j.dp_shard = r > 1 ? PlaceGroup(shard, t.tp, gpu, world) : j.dp_cp;
-  j.dp_replicate = PlaceGroup(r, t.tp * shard, gpu, world);
+  const DpShards n = ShardSizes(t.dp, t.cp, t.ep, t.sharding.shard);
+  const int r = n.replicate;
+  j.dp_shard = r > 1 ? PlaceGroup(n.dense, t.tp, gpu, world) : j.dp_cp;
+  j.dp_replicate = PlaceGroup(r, t.tp * n.dense, gpu, world);
   j.expert_shard =
-      r > 1 ? PlaceGroup(expert_shard, t.tp * std::max(1, t.ep), gpu, world) : j.expert_dp;
-  j.expert_replicate =
-      PlaceGroup(r, t.tp * std::max(1, t.ep) * expert_shard, gpu, world);
+      r > 1 ? PlaceGroup(n.expert, t.tp * std::max(1, t.ep), gpu, world) : j.expert_dp;
+  j.expert_replicate = PlaceGroup(r, t.tp * std::max(1, t.ep) * n.expert, gpu, world);
   j.pp_stride = t.tp * t.cp * t.dp;
   return j;
 }

@@ -35,6 +35,18 @@ bool FindReshard(const std::string& name, Reshard* out) {
   return FindName(kReshardNames, name, out);
 }
 
+const char* FsdpTitle(Fsdp f) {
+  return f == Fsdp::Torch ? "torch FSDP2" : f == Fsdp::Megatron ? "Megatron-FSDP" : "Megatron DDP";
+}
+
+DpShards ShardSizes(int dp, int cp, int ep, int shard) {
+  DpShards s;
+  s.replicate = shard > 0 ? std::max(1, dp / shard) : 1;
+  s.dense = std::max(1, dp * cp / s.replicate);
+  s.expert = std::max(1, dp * cp / std::max(1, ep) / s.replicate);
+  return s;
+}
+
 UnitTraffic UnitTrafficOf(const Sharding& s, int pp) {
   UnitTraffic u;
   if (s.fsdp == Fsdp::Torch) {
@@ -75,8 +87,8 @@ UnitTraffic UnitTrafficOf(const Sharding& s, int pp) {
   return u;
 }
 
-double ShardedBytesPerParam(const Sharding& s, int pp, int weight, int gradient,
-                            int optimizer, int shards) {
+double ShardedBytesPerParam(const Sharding& s, int pp, double weight, double gradient,
+                            double optimizer, int shards) {
   const double n = std::max(1, shards);
   if (s.fsdp == Fsdp::Torch) {
     const UnitTraffic u = UnitTrafficOf(s, pp);

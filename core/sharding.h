@@ -62,7 +62,22 @@ struct Sharding {
   int shard = 0;  // data_parallel_shard; 0: all of data_parallel (no HSDP)
   Reshard reshard = Reshard::Default;
   bool fsdp_on() const { return fsdp != Fsdp::None; }
+  // Sharded past the optimizer state, per unit, by an FSDP.
+  bool per_unit() const { return fsdp_on() && strategy >= DpSharding::OptimGrads; }
 };
+
+// "torch FSDP2", "Megatron-FSDP", or "Megatron DDP" (Fsdp::None), for reports.
+const char* FsdpTitle(Fsdp f);
+
+// The ranks a dense and an expert state shard spans, and the HSDP replicas:
+// r = dp / shard (1 without HSDP, shard 0), dense dp x cp / r, expert
+// (dp x cp / ep) / r.
+struct DpShards {
+  int dense = 1;
+  int expert = 1;
+  int replicate = 1;
+};
+DpShards ShardSizes(int dp, int cp, int ep, int shard);
 
 // What a sharded unit (an embedding, a decoder layer, the head) does, for a
 // strategy, an implementation and the pipeline depth.
@@ -92,8 +107,8 @@ UnitTraffic UnitTrafficOf(const Sharding& s, int pp);
 //                                        counted in o; 16/n with Adam)
 // torch FSDP2 with PP adds w + g per parameter of the stage (its unsharded
 // parameters and gradients), as its working set does not shrink there.
-double ShardedBytesPerParam(const Sharding& s, int pp, int weight, int gradient,
-                            int optimizer, int shards);
+double ShardedBytesPerParam(const Sharding& s, int pp, double weight, double gradient,
+                            double optimizer, int shards);
 
 // One unit's exposed all-gather / reduce-scatter on the compute stream, for
 // one micro-batch's op, where `comm` is the time the unit's collectives of

@@ -300,7 +300,6 @@ Status Parser::ApplyStepModel(const Architecture& a, Training& t,
   StepTail& tail = cfg_.shape.tail;
   tail.enabled = true;
   tail.overlap_grad_reduce = t.overlap_grad_reduce;
-  tail.distributed_optimizer = t.distributed_optimizer;
   tail.overlap_param_gather = t.overlap_param_gather;
   // Sharded data parallelism (core/sharding.h): the shard groups, the HSDP
   // replicas, and which of the tail's collectives the units run instead.

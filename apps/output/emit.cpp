@@ -161,11 +161,11 @@ void NoteLowPrecisionNotEmitted(std::string& text, const RunConfig& config,
 
 void NoteShardingNotEmitted(std::string& text, const RunConfig& config, const char* framework) {
   const Training& t = config.training;
-  if (t.sharding.fsdp_on() && t.sharding.strategy >= DpSharding::OptimGrads) {
+  if (t.sharding.per_unit()) {
     AddNote(text, fmt::format("cannot express {} {}: ppb writes {}'s data parallelism as its "
                               "optimizer sharding (ZeRO-1) only; set the sharding in the "
                               "framework by hand",
-                              t.sharding.fsdp == Fsdp::Torch ? "torch FSDP2" : "Megatron-FSDP",
+                              FsdpTitle(t.sharding.fsdp),
                               DpShardingName(t.sharding.strategy), framework));
   }
   if (t.offload.on()) {

@@ -156,13 +156,12 @@ std::string StepModelText(const RunConfig& config) {
                      Ms(d->times.comm_forward), Ms(d->times.comm_backward),
                      t.tp_comm_overlap ? " (tp_comm_overlap: beyond the GEMMs)" : "");
     if (d->sharded_forward + d->sharded_backward + d->layer.step_gather > 0 ||
-        (t.sharding.fsdp_on() && t.sharding.strategy >= DpSharding::OptimGrads)) {
+        t.sharding.per_unit()) {
       const UnitTraffic u = UnitTrafficOf(ShardingOf(t), t.pp);
       s += fmt::format(
           "  sharded unit ({} {} over {}): all-gather {}, reduce-scatter {}; exposed {:.3f} ms "
           "forward, {:.3f} ms backward{}\n",
-          t.sharding.fsdp == Fsdp::Torch ? "torch FSDP2" : "Megatron-FSDP",
-          DpShardingName(t.sharding.strategy), GroupText("dp shard", groups.dp_shard),
+          FsdpTitle(t.sharding.fsdp), DpShardingName(t.sharding.strategy), GroupText("dp shard", groups.dp_shard),
           u.gather_per_step ? "once per step"
           : u.gather_backward ? "before every forward and backward"
           : u.gather_forward ? "before every forward"
@@ -190,7 +189,7 @@ std::string StepModelText(const RunConfig& config) {
         tail.dp, Ms(d->layer.optimizer));
   }
   const StepTail& tail = config.shape.tail;
-  if (t.sharding.fsdp_on() && t.sharding.strategy >= DpSharding::OptimGrads) {
+  if (t.sharding.per_unit()) {
     s += fmt::format(
         "step tail: {}; {}; the optimizer on its shard ({}); {}\n",
         tail.sync_in_pipeline
