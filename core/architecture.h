@@ -27,6 +27,54 @@ struct MoeLayout {
   std::vector<int> mlp_only_layers;  // Qwen mlp_only_layers (0-based)
 };
 
+// How a decoder layer mixes tokens: softmax attention, Mamba-2's state-
+// space scan (Dao & Gu 2024), gated DeltaNet's linear attention (Yang et
+// al. 2024), or nothing (Nemotron-H's MLP-only blocks). core/mixers.h
+// prices each.
+enum class Mixer : std::uint8_t { Attention, Mamba2, GatedDeltaNet, None };
+// The keys an attention layer's queries see: every earlier one, the last
+// `sliding_window` (GPT-OSS "sliding_attention"), or those of the query's
+// own `attention_chunk` (Llama 4's chunked layers).
+enum class Span : std::uint8_t { Full, Sliding, Chunked };
+// A layer's MLP: by the MoeLayout rule (Auto), or fixed by the layer
+// pattern (Nemotron-H's "-" dense and "E" MoE blocks, none in "M", "*").
+enum class MlpKind : std::uint8_t { Auto, Dense, Moe, None };
+
+// One decoder layer of a hybrid model. A layer with both a mixer and an
+// MLP has two norms (pre-mixer, pre-MLP); Nemotron-H's blocks hold one of
+// the two and one norm.
+struct LayerBlock {
+  Mixer mixer = Mixer::Attention;
+  Span span = Span::Full;
+  MlpKind mlp = MlpKind::Auto;
+};
+
+// Mamba-2 mixer shapes [HF modeling_nemotron_h.py NemotronHMamba2Mixer;
+// mamba_ssm mamba2.py]: heads x head_dim = the inner width d_i.
+struct Mamba2Shape {
+  std::int64_t heads = 0;     // mamba_num_heads
+  std::int64_t head_dim = 0;  // mamba_head_dim
+  std::int64_t state = 0;     // ssm_state_size N
+  std::int64_t groups = 1;    // n_groups (B and C are shared per group)
+  std::int64_t conv = 4;      // conv_kernel
+  std::int64_t chunk = 128;   // chunk_size of the SSD scan
+  bool conv_bias = true;      // use_conv_bias
+  bool proj_bias = false;     // use_bias (in_proj, out_proj)
+  std::int64_t inner() const { return heads * head_dim; }
+};
+
+// Gated DeltaNet shapes [HF modeling_qwen3_next.py Qwen3NextGatedDeltaNet].
+struct DeltaNetShape {
+  std::int64_t key_heads = 0;    // linear_num_key_heads
+  std::int64_t value_heads = 0;  // linear_num_value_heads
+  std::int64_t key_dim = 0;      // linear_key_head_dim
+  std::int64_t value_dim = 0;    // linear_value_head_dim
+  std::int64_t conv = 4;         // linear_conv_kernel_dim
+  std::int64_t chunk = 64;       // the chunked kernel's block (fla)
+  std::int64_t keys() const { return key_heads * key_dim; }
+  std::int64_t values() const { return value_heads * value_dim; }
+};
+
 // The model. Sizes are element counts, not bytes.
 struct Architecture {
   std::int64_t hidden = 0;    // h
@@ -64,8 +112,27 @@ struct Architecture {
 
   int mtp_layers = 0;  // multi-token-prediction layers (DeepSeek-V3: 1)
 
+  // Hybrid and windowed models: one entry per decoder layer, or empty
+  // (every layer full attention with the MoeLayout's MLP).
+  std::vector<LayerBlock> blocks;
+  std::int64_t sliding_window = 0;   // keys of a Span::Sliding layer
+  std::int64_t attention_chunk = 0;  // tokens of a Span::Chunked chunk
+  bool attention_sinks = false;   // GPT-OSS: one learned logit per head
+  bool attention_out_gate = false;  // Qwen3-Next: q_proj also emits a gate
+  bool out_bias = false;          // a bias on the attention output (GPT-OSS)
+  bool expert_bias = false;       // biases on every expert's linears (GPT-OSS)
+  Mamba2Shape mamba;
+  DeltaNetShape deltanet;
+
   bool mla() const { return kv_lora_rank > 0; }
   bool IsMoeLayer(int i) const;  // 0-based decoder layer index
+  // Layer i's block (the default for i outside `blocks`: the MTP layer).
+  LayerBlock Block(int i) const {
+    if (i >= 0 && i < static_cast<int>(blocks.size())) return blocks[i];
+    return LayerBlock{};
+  }
+  // Whether layer i has an MLP (every layer but Nemotron-H's "M" and "*").
+  bool HasMlp(int i) const { return Block(i).mlp != MlpKind::None; }
 };
 
 // Per-head widths of the attention core: Q and K (MLA: nope + rope), V.

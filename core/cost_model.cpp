@@ -2,6 +2,7 @@
 
 #include "core/dp_costs.h"
 #include "core/layer_kernels.h"
+#include "core/mixers.h"
 #include "core/rank_layout.h"
 
 #include <algorithm>
@@ -13,6 +14,8 @@ namespace ppb {
 
 bool Architecture::IsMoeLayer(int i) const {
   if (experts <= 0) return false;
+  const MlpKind kind = Block(i).mlp;
+  if (kind != MlpKind::Auto) return kind == MlpKind::Moe;
   const MoeLayout& m = moe_layout;
   // DeepSeek-V2/V3 modeling: first_k_dense_replace, moe_layer_freq [HF].
   if (i < m.first_k_dense) return false;
@@ -56,8 +59,11 @@ I64 AttentionWeights(const Architecture& a) {
                    a.kv_lora_rank * heads * (a.qk_nope_head_dim + a.v_head_dim);
     return q + kv + heads * a.v_head_dim * h;
   }
-  // Q and O are h x a*d, K and V h x kv*d (GQA) [HF modeling_llama.py].
-  return 2 * h * heads * a.head_dim + 2 * h * a.kv_heads * a.head_dim;
+  // Q and O are h x a*d, K and V h x kv*d (GQA) [HF modeling_llama.py];
+  // Qwen3-Next's q_proj also emits the output gate, h x a*d
+  // [HF modeling_qwen3_next.py].
+  const I64 gate = a.attention_out_gate ? h * heads * a.head_dim : 0;
+  return 2 * h * heads * a.head_dim + 2 * h * a.kv_heads * a.head_dim + gate;
 }
 
 // Everything else of the attention block: biases and the MLA latent norms.
@@ -69,9 +75,17 @@ I64 AttentionOther(const Architecture& a) {
   } else if (a.qkv_bias || a.layernorm_with_bias) {
     n += a.heads * a.head_dim + 2 * a.kv_heads * a.head_dim;  // Q, K, V bias
   }
-  if (a.layernorm_with_bias) n += a.hidden;  // output projection bias (GPT)
+  // Output projection bias (GPT; GPT-OSS's o_proj with attention_bias).
+  if (a.layernorm_with_bias || a.out_bias) n += a.hidden;
   if (a.qk_norm) n += 2 * a.head_dim;  // q_norm, k_norm [HF modeling_qwen3]
+  // GPT-OSS's sinks: one learned logit per head [HF modeling_gpt_oss.py].
+  if (a.attention_sinks) n += a.heads;
   return n;
+}
+
+// Biases of one expert (GPT-OSS gate_up_proj_bias and down_proj_bias).
+I64 ExpertBiases(const Architecture& a) {
+  return a.expert_bias ? (a.gated_mlp ? 2 : 1) * a.expert_ffn + a.hidden : 0;
 }
 
 // Matrices of one MLP of width f: gate, up, down (SwiGLU) or fc1, fc2.
@@ -92,9 +106,18 @@ ParamCount EmbeddingParams(const Architecture& a) {
 
 ParamCount DecoderLayerParams(const Architecture& a, int layer) {
   ParamCount p;
-  // Two norms (before attention and before the MLP) [HF].
-  p.dense = 2 * NormParams(a, a.hidden) + AttentionWeights(a) +
-            AttentionOther(a);
+  // A norm before the mixer and one before the MLP [HF]; Nemotron-H's
+  // blocks hold one of the two.
+  const LayerBlock block = a.Block(layer);
+  const bool mlp = a.HasMlp(layer);
+  const int norms = (block.mixer != Mixer::None ? 1 : 0) + (mlp ? 1 : 0);
+  p.dense = norms * NormParams(a, a.hidden);
+  if (block.mixer == Mixer::Attention) {
+    p.dense += AttentionWeights(a) + AttentionOther(a);
+  } else {
+    p.dense += MixerParams(a, block.mixer);  // core/mixers.h
+  }
+  if (!mlp) return p;
   if (!a.IsMoeLayer(layer)) {
     p.dense += MlpWeights(a, a.ffn);
     if (a.layernorm_with_bias) p.dense += a.ffn + a.hidden;  // fc1, fc2 bias
@@ -106,7 +129,8 @@ ParamCount DecoderLayerParams(const Architecture& a, int layer) {
   p.dense += a.hidden * a.experts + (a.router_bias ? a.experts : 0);
   p.dense += a.shared_ffn > 0 ? MlpWeights(a, a.shared_ffn) : 0;
   p.dense += a.shared_expert_gate ? a.hidden : 0;
-  p.expert = static_cast<I64>(a.experts) * MlpWeights(a, a.expert_ffn);
+  p.expert = static_cast<I64>(a.experts) *
+             (MlpWeights(a, a.expert_ffn) + ExpertBiases(a));
   return p;
 }
 
@@ -147,8 +171,12 @@ std::int64_t TotalParams(const Architecture& a, bool with_mtp) {
 
 Flops DecoderLayerFlops(const Architecture& a, const Training& t, int layer) {
   const double tokens = static_cast<double>(t.seq) * t.micro_batch;
-  I64 weights = AttentionWeights(a);
-  if (a.IsMoeLayer(layer)) {
+  const LayerBlock block = a.Block(layer);
+  I64 weights = block.mixer == Mixer::Attention ? AttentionWeights(a)
+                                                : MixerWeights(a, block.mixer);
+  if (!a.HasMlp(layer)) {
+    // No MLP (Nemotron-H's "M" and "*" blocks).
+  } else if (a.IsMoeLayer(layer)) {
     // A token meets the router, its top-k experts and the shared expert(s).
     weights += a.hidden * a.experts + a.top_k * MlpWeights(a, a.expert_ffn);
     if (a.shared_ffn > 0) weights += MlpWeights(a, a.shared_ffn);
@@ -162,9 +190,16 @@ Flops DecoderLayerFlops(const Architecture& a, const Training& t, int layer) {
   // Attention core: QK^T (2 s^2 b a d_qk) and attention over V
   // (2 s^2 b a d_v), the 4 b s^2 h of [N21 §5.1] for d = h/a; causal
   // masking is not discounted, as there.
+  // A sliding window or chunk computes its share of the pairs
+  // (core/mixers.h SpanShare); Mamba-2 and DeltaNet their scan.
   const double s = static_cast<double>(t.seq);
-  f.attention = 2.0 * s * s * static_cast<double>(t.micro_batch) * a.heads *
-                static_cast<double>(QkDim(a) + VDim(a));
+  if (block.mixer == Mixer::Attention) {
+    f.attention = 2.0 * s * s * static_cast<double>(t.micro_batch) * a.heads *
+                  static_cast<double>(QkDim(a) + VDim(a)) *
+                  SpanShare(a, block.span, t.seq);
+  } else {
+    f.attention = ScanFlopsPerToken(a, block.mixer) * tokens;
+  }
   return f;
 }
 
@@ -205,8 +240,11 @@ struct ActivationTerms {
   I64 core = 0;
 };
 
+// A layer of `block` (core/architecture.h): the terms of the parts it
+// has, its mixer (attention, or core/mixers.h's) and its MLP. Without a
+// block a layer is full attention with the MLP `moe` says.
 ActivationTerms DecoderTerms(const Architecture& a, const Training& t,
-                             bool moe, Recipe recipe) {
+                             bool moe, Recipe recipe, LayerBlock block) {
   const I64 e = t.activation_bytes;
   // Saved linear inputs (QKV and fc1: the norms' outputs; the projection's
   // and fc2's inputs) are kept quantized in a low-precision layer
@@ -219,12 +257,39 @@ ActivationTerms DecoderTerms(const Architecture& a, const Training& t,
   const I64 sb = s * t.micro_batch;
   const I64 sbh = sb * a.hidden;
   ActivationTerms x;
-  x.replicated = 2 * e * sbh + Linear(2 * sbh) + 2 * sbh;
-  // Q (a·d_qk), K (kv·d_qk), V (kv·d_v), projection input (a·d_v).
-  x.split = e * sb *
-                (a.heads * QkDim(a) + KvHeads(a) * QkDim(a) +
-                 KvHeads(a) * VDim(a)) +
-            Linear(sb * a.heads * VDim(a));
+  // Per attention and per MLP part: its norm's input e·sbh, the linear's
+  // input sbh (counted in `linear`, rounded once) and a dropout mask sbh.
+  I64 linear = 0;
+  const I64 part = e * sbh + sbh;
+  if (block.mixer == Mixer::Attention) {
+    x.replicated += part;
+    linear += sbh;
+    // Q (a·d_qk), K (kv·d_qk), V (kv·d_v), projection input (a·d_v), and
+    // Qwen3-Next's output gate (a·d).
+    x.split += e * sb *
+                   (a.heads * QkDim(a) + KvHeads(a) * QkDim(a) +
+                    KvHeads(a) * VDim(a) +
+                    (a.attention_out_gate ? a.heads * a.head_dim : 0)) +
+               Linear(sb * a.heads * VDim(a));
+    // FlashAttention stores no s^2 tensor: only the fp32 log-sum-exp of
+    // each query row (its output is the projection input above). Without
+    // it the s^2 tensors of the pairs the span computes.
+    x.core = t.flash_attention
+                 ? 4 * a.heads * s * t.micro_batch
+                 : static_cast<I64>(std::llround(
+                       static_cast<double>((2 * e + 1) * a.heads * s * t.seq *
+                                           t.micro_batch) *
+                       SpanShare(a, block.span, t.seq)));
+  } else if (block.mixer != Mixer::None) {
+    const MixerActivation m = MixerSaved(a, block.mixer, t.activation_bytes);
+    x.replicated += sb * m.replicated;
+    x.split += sb * m.split;
+  }
+  if (block.mlp == MlpKind::None) {
+    x.replicated += Linear(linear);
+    return x;
+  }
+  x.replicated += part + Linear(linear + sbh);
   // MLP inner tensors: fc1 output and activation output, 2·e·sb·ffn
   // (= 16sbh of [K22]'s 19sbh MLP for ffn = 4h; Megatron's general width
   // 18 + 4·ffn/h in formulas.md §3); a gated MLP's fc1 output is twice as
@@ -234,18 +299,28 @@ ActivationTerms DecoderTerms(const Architecture& a, const Training& t,
   const I64 fc1_out = a.gated_mlp ? 2 * e : e;
   const I64 ffn = moe ? a.top_k * a.expert_ffn + a.shared_ffn : a.ffn;
   x.split += fc1_out * sb * ffn + Linear(sb * ffn);
-  // FlashAttention stores no s^2 tensor: only the fp32 log-sum-exp of
-  // each query row (its output is the projection input above).
-  x.core = t.flash_attention ? 4 * a.heads * s * t.micro_batch
-                             : (2 * e + 1) * a.heads * s * t.seq * t.micro_batch;
   return x;
+}
+
+LayerBlock DefaultBlock(bool moe) {
+  return LayerBlock{Mixer::Attention, Span::Full, moe ? MlpKind::Moe : MlpKind::Dense};
 }
 
 }  // namespace
 
 Activation DecoderActivation(const Architecture& a, const Training& t,
                              bool moe, Recipe recipe) {
-  const ActivationTerms x = DecoderTerms(a, t, moe, recipe);
+  return BlockActivation(a, t, moe, recipe, DefaultBlock(moe));
+}
+
+Activation LayerActivation(const Architecture& a, const Training& t, int layer,
+                           Recipe recipe) {
+  return BlockActivation(a, t, a.IsMoeLayer(layer), recipe, a.Block(layer));
+}
+
+Activation BlockActivation(const Architecture& a, const Training& t, bool moe,
+                           Recipe recipe, LayerBlock block) {
+  const ActivationTerms x = DecoderTerms(a, t, moe, recipe, block);
   const I64 tp = t.tp;
   const bool sp = t.sp && tp > 1;
   Activation act;
@@ -300,6 +375,16 @@ ParamStateBytes StateBytes(const Training& t) {
 // its top-k experts and the shared expert(s). Capped at the activation.
 std::int64_t DecoderWeightGradStash(const Architecture& a, const Training& t,
                                     bool moe, Recipe recipe) {
+  return BlockWeightGradStash(a, t, moe, recipe, DefaultBlock(moe));
+}
+
+std::int64_t LayerWeightGradStash(const Architecture& a, const Training& t,
+                                  int layer, Recipe recipe) {
+  return BlockWeightGradStash(a, t, a.IsMoeLayer(layer), recipe, a.Block(layer));
+}
+
+std::int64_t BlockWeightGradStash(const Architecture& a, const Training& t,
+                                  bool moe, Recipe recipe, LayerBlock block) {
   const I64 e = t.activation_bytes;
   // The matmul inputs are the saved (quantized) linear inputs.
   const double q = SavedInputBytes(recipe, t.activation_bytes);
@@ -308,17 +393,37 @@ std::int64_t DecoderWeightGradStash(const Architecture& a, const Training& t,
   };
   const I64 sb = (t.seq / t.cp) * t.micro_batch;
   const I64 sbh = sb * a.hidden;
-  const I64 ffn = moe ? a.top_k * a.expert_ffn + a.shared_ffn : a.ffn;
-  const I64 replicated = Linear(2 * sbh) + 2 * e * sbh;
-  const I64 split =
-      Linear(sb * (a.heads * VDim(a) + ffn)) +
-      e * sb *
-          (a.heads * QkDim(a) + KvHeads(a) * QkDim(a) + KvHeads(a) * VDim(a) +
-           (a.gated_mlp ? 2 : 1) * ffn);
+  // Per part: the input of its first linear and the output gradient of its
+  // last, h wide each.
+  // (Linear inputs counted in `linear_*`, rounded once.)
+  I64 replicated = 0, split = 0, linear_rep = 0, linear_split = 0;
+  if (block.mixer == Mixer::Attention) {
+    replicated += e * sbh;
+    linear_rep += sbh;
+    linear_split += sb * a.heads * VDim(a);
+    split += e * sb *
+                 (a.heads * QkDim(a) + KvHeads(a) * QkDim(a) + KvHeads(a) * VDim(a) +
+                  (a.attention_out_gate ? a.heads * a.head_dim : 0));
+  } else if (block.mixer != Mixer::None) {
+    // in_proj's output gradient and out_proj's input (core/mixers.h).
+    replicated += e * sbh;
+    linear_rep += sbh;
+    const I64 width = MixerWeights(a, block.mixer) / a.hidden;
+    split += e * sb * width;
+  }
+  if (block.mlp != MlpKind::None) {
+    const I64 ffn = moe ? a.top_k * a.expert_ffn + a.shared_ffn : a.ffn;
+    replicated += e * sbh;
+    linear_rep += sbh;
+    linear_split += sb * ffn;
+    split += e * sb * (a.gated_mlp ? 2 : 1) * ffn;
+  }
+  replicated += Linear(linear_rep);
+  split += Linear(linear_split);
   const I64 tp = t.tp;
   const I64 held = t.sp && tp > 1 ? CeilDiv(replicated + split, tp)
                                   : replicated + CeilDiv(split, tp);
-  return std::min(held, DecoderActivation(a, t, moe, recipe).none);
+  return std::min(held, BlockActivation(a, t, moe, recipe, block).none);
 }
 
 int OptimizerStateBytes(Optimizer optimizer) {
@@ -394,7 +499,18 @@ Status ValidateCostInputs(const Architecture& a, const Training& t,
     }
   }
   bool any_dense = false;
-  for (int i = 0; i < a.layers; ++i) any_dense |= !a.IsMoeLayer(i);
+  for (int i = 0; i < a.layers; ++i) {
+    any_dense |= a.HasMlp(i) && !a.IsMoeLayer(i);
+    const Mixer m = a.Block(i).mixer;
+    if (const I64 r = MixerTpRemainder(a, m, t.tp); r != 0) {
+      return fail("training.tp",
+                  std::string("must divide the ") +
+                      (m == Mixer::Mamba2 ? "Mamba-2 heads and groups"
+                                          : "DeltaNet key and value heads") +
+                      " (Megatron splits them over tensor parallelism; " +
+                      std::to_string(r) + " here); got " + std::to_string(t.tp));
+    }
+  }
   if (any_dense && a.ffn <= 0) {
     return fail("architecture.ffn",
                 "must be positive (the model has dense layers); got " +
@@ -635,10 +751,11 @@ DerivedLayer DecoderLike(const Architecture& a, const Training& t,
   SetTimes(d, std::move(kernels), t, h, groups);
   SetTail(d, t, h);
   d.layer.static_memory = StaticBytes(params, t) + low_weights;
-  d.activation = DecoderActivation(a, t, moe, recipe);
+  const LayerBlock block = a.Block(index < 0 ? a.layers : index);
+  d.activation = BlockActivation(a, t, moe, recipe, block);
   d.layer.activation = d.activation.none;
   d.layer.activation_after_input_grad =
-      DecoderWeightGradStash(a, t, moe, recipe);
+      BlockWeightGradStash(a, t, moe, recipe, block);
   d.layer.output_bytes = HiddenBytes(a, t);
   // Selective recompute reruns the attention core; full recompute the whole
   // forward [K22 §5].

@@ -97,6 +97,16 @@ Activation DecoderActivation(const Architecture& a, const Training& t,
 // none.
 std::int64_t DecoderWeightGradStash(const Architecture& a, const Training& t,
                                     bool moe, Recipe recipe = Recipe::None);
+// The same for decoder layer `layer` of a hybrid or windowed model (its
+// core/architecture.h LayerBlock; core/mixers.h), and for a given block.
+Activation LayerActivation(const Architecture& a, const Training& t, int layer,
+                           Recipe recipe = Recipe::None);
+std::int64_t LayerWeightGradStash(const Architecture& a, const Training& t,
+                                  int layer, Recipe recipe = Recipe::None);
+Activation BlockActivation(const Architecture& a, const Training& t, bool moe,
+                           Recipe recipe, LayerBlock block);
+std::int64_t BlockWeightGradStash(const Architecture& a, const Training& t,
+                                  bool moe, Recipe recipe, LayerBlock block);
 
 // Bytes one parameter costs on a rank: its weight, its gradient buffer and
 // its optimizer state.

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <initializer_list>
 
+#include "core/mixers.h"
+
 namespace ppb {
 namespace {
 
@@ -104,6 +106,75 @@ void MarkLowPrecision(const Architecture& a, const Training& t, Recipe recipe,
   }
 }
 
+// Softmax attention: its projections (Qwen3-Next's q_proj also emits the
+// output gate), its core over the pairs its span computes (core/mixers.h
+// SpanShare), TP collectives and CP's ring.
+void AttentionKernels(const Architecture& a, const Training& t,
+                      LayerBlock block, Recipe recipe, LayerKernels& k) {
+  const I64 T = Tokens(t);
+  const I64 e = t.activation_bytes;
+  const I64 h = a.hidden;
+  const I64 tp = t.tp;
+  const Bytes hidden = e * T * h;
+  // Attention projections.
+  if (a.mla()) {
+    const I64 qk = QkDim(a);
+    if (a.q_lora_rank > 0) {
+      // The down-projections are not tensor-parallel: every rank runs them.
+      k.gemms.push_back({"q_down", T, a.q_lora_rank, h});
+      k.gemms.push_back({"q_up", T, Div(a.heads, tp) * qk, a.q_lora_rank});
+    } else {
+      k.gemms.push_back({"q", T, Div(a.heads, tp) * qk, h});
+    }
+    k.gemms.push_back({"kv_down", T, a.kv_lora_rank + a.qk_rope_head_dim, h});
+    k.gemms.push_back({"kv_up", T,
+                       Div(a.heads, tp) * (a.qk_nope_head_dim + a.v_head_dim),
+                       a.kv_lora_rank});
+  } else {
+    const I64 gate = a.attention_out_gate ? Div(a.heads, tp) : 0;
+    k.gemms.push_back({"qkv", T,
+                       (Div(a.heads, tp) + 2 * Div(a.kv_heads, tp) + gate) * a.head_dim,
+                       h});
+  }
+  k.gemms.push_back({"proj", T, h, Div(a.heads, tp) * VDim(a)});
+  TpPair("attention", t, hidden, k.comms, recipe);
+  // Attention core: the causal half of 2 s^2 b a (d_qk + d_v) over t and cp.
+  const double s = static_cast<double>(t.seq);
+  k.attention_flops = 0.5 * 2.0 * s * s * static_cast<double>(t.micro_batch) *
+                      static_cast<double>(a.heads) *
+                      static_cast<double>(QkDim(a) + VDim(a)) /
+                      (static_cast<double>(tp) * t.cp) *
+                      SpanShare(a, block.span, t.seq);
+  if (t.cp > 1) {
+    // K and V of the local tokens (their local heads) per ring step.
+    k.cp_block_bytes = e * T * Div(KvHeads(a), tp) * (QkDim(a) + VDim(a));
+  }
+}
+
+// Mamba-2 or gated DeltaNet: the input projection (column-parallel) and
+// the output projection (row-parallel), the TP pair around them as
+// Megatron's mamba_mixer.py, and the scan priced as the attention core
+// (its FLOPs from core/mixers.h ScanFlopsPerToken).
+void MixerKernels(const Architecture& a, const Training& t, Mixer m,
+                  Recipe recipe, LayerKernels& k) {
+  const I64 T = Tokens(t);
+  const I64 h = a.hidden;
+  const I64 tp = t.tp;
+  const I64 inner = m == Mixer::Mamba2 ? a.mamba.inner() : a.deltanet.values();
+  const I64 in_width = MixerWeights(a, m) / h - inner;
+  k.gemms.push_back({"mixer in_proj", T, Div(in_width, tp), h});
+  k.gemms.push_back({"mixer out_proj", T, h, Div(inner, tp)});
+  TpPair("mixer", t, t.activation_bytes * T * h, k.comms, recipe);
+  k.attention_flops = ScanFlopsPerToken(a, m) * static_cast<double>(T) /
+                      static_cast<double>(tp);
+  // The causal conv (read + write its channels) and the gated norm (read
+  // the scan's output and z, write): two kernels.
+  const I64 conv = in_width - inner -
+                   (m == Mixer::Mamba2 ? a.mamba.heads : 2 * a.deltanet.value_heads);
+  k.elementwise_bytes += t.activation_bytes * T * Div(2 * conv + 3 * inner, tp);
+  k.elementwise_kernels += 2;
+}
+
 }  // namespace
 
 const char* CommGroupName(CommGroup g) {
@@ -149,41 +220,19 @@ LayerKernels DecoderKernels(const Architecture& a, const Training& t,
   const I64 h = a.hidden;
   const I64 tp = t.tp;
   const Bytes hidden = e * T * h;
-  // Attention projections.
-  if (a.mla()) {
-    const I64 qk = QkDim(a);
-    if (a.q_lora_rank > 0) {
-      // The down-projections are not tensor-parallel: every rank runs them.
-      k.gemms.push_back({"q_down", T, a.q_lora_rank, h});
-      k.gemms.push_back({"q_up", T, Div(a.heads, tp) * qk, a.q_lora_rank});
-    } else {
-      k.gemms.push_back({"q", T, Div(a.heads, tp) * qk, h});
-    }
-    k.gemms.push_back({"kv_down", T, a.kv_lora_rank + a.qk_rope_head_dim, h});
-    k.gemms.push_back({"kv_up", T,
-                       Div(a.heads, tp) * (a.qk_nope_head_dim + a.v_head_dim),
-                       a.kv_lora_rank});
-  } else {
-    k.gemms.push_back({"qkv", T,
-                       (Div(a.heads, tp) + 2 * Div(a.kv_heads, tp)) * a.head_dim,
-                       h});
-  }
-  k.gemms.push_back({"proj", T, h, Div(a.heads, tp) * VDim(a)});
-  TpPair("attention", t, hidden, k.comms, recipe);
-  // Attention core: the causal half of 2 s^2 b a (d_qk + d_v) over t and cp.
-  const double s = static_cast<double>(t.seq);
-  k.attention_flops = 0.5 * 2.0 * s * s * static_cast<double>(t.micro_batch) *
-                      static_cast<double>(a.heads) *
-                      static_cast<double>(QkDim(a) + VDim(a)) /
-                      (static_cast<double>(tp) * t.cp);
-  if (t.cp > 1) {
-    // K and V of the local tokens (their local heads) per ring step.
-    k.cp_block_bytes = e * T * Div(KvHeads(a), tp) * (QkDim(a) + VDim(a));
+  const LayerBlock block = a.Block(layer);
+  if (block.mixer == Mixer::Attention) {
+    AttentionKernels(a, t, block, recipe, k);
+  } else if (block.mixer != Mixer::None) {
+    MixerKernels(a, t, block.mixer, recipe, k);
   }
   // MLP.
   const I64 gate = a.gated_mlp ? 2 : 1;
   I64 inner_tokens_width = 0;  // sum over tokens of the inner width
-  if (a.IsMoeLayer(layer)) {
+  const bool mlp = a.HasMlp(layer);
+  if (!mlp) {
+    // Nemotron-H's mixer-only blocks.
+  } else if (a.IsMoeLayer(layer)) {
     k.gemms.push_back({"router", T, a.experts, h});
     const I64 local = Div(a.experts, t.ep);
     // Tokens per local expert under balanced routing: T top_k ep / E (the
@@ -219,20 +268,22 @@ LayerKernels DecoderKernels(const Architecture& a, const Training& t,
     k.gemms.push_back({"fc2", T, h, Div(a.ffn, tp)});
     inner_tokens_width += T * Div(a.ffn, tp);
   }
-  TpPair("mlp", t, hidden, k.comms, recipe);
+  if (mlp) TpPair("mlp", t, hidden, k.comms, recipe);
   if (recipe != Recipe::None) MarkLowPrecision(a, t, recipe, k);
-  // Element-wise: two norms (read + write), two bias-dropout-adds (read
-  // two, write one, a 1-byte mask), the activation (read gate x up or fc1,
-  // write), rotary on Q and K (read + write) unless positions are learned.
-  I64 bytes = HiddenShare(t, 2 * 2 * hidden + 2 * (3 * hidden + T * h));
+  // Element-wise, per part (mixer, MLP): a norm (read + write) and a
+  // bias-dropout-add (read two, write one, a 1-byte mask); the activation
+  // (read gate x up or fc1, write); rotary on Q and K (read + write) in an
+  // attention layer unless positions are learned.
+  const int parts = (block.mixer != Mixer::None ? 1 : 0) + (mlp ? 1 : 0);
+  I64 bytes = HiddenShare(t, parts * (2 * hidden + 3 * hidden + T * h));
   bytes += (gate + 1) * e * inner_tokens_width;
-  int kernels = 5;
-  if (a.learned_positions == 0) {
+  int kernels = 2 * parts + (mlp ? 1 : 0);
+  if (a.learned_positions == 0 && block.mixer == Mixer::Attention) {
     bytes += 2 * e * T * (Div(a.heads, tp) + Div(KvHeads(a), tp)) * QkDim(a);
     ++kernels;
   }
-  k.elementwise_bytes = bytes;
-  k.elementwise_kernels = kernels;
+  k.elementwise_bytes += bytes;
+  k.elementwise_kernels += kernels;
   return k;
 }
 

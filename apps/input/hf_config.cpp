@@ -113,7 +113,9 @@ class Fields {
 const std::vector<std::string>& KnownTypes() {
   static const std::vector<std::string> kTypes = {
       "llama",     "mistral",     "qwen2",       "qwen3",       "mixtral",
-      "qwen2_moe", "qwen3_moe",   "deepseek_v2", "deepseek_v3", "gpt2"};
+      "qwen2_moe", "qwen3_moe",   "deepseek_v2", "deepseek_v3", "kimi_k2",
+      "gpt2",      "gpt_oss",     "nemotron_h",  "qwen3_next",  "llama4",
+      "llama4_text", "glm4_moe"};
   return kTypes;
 }
 
@@ -133,8 +135,16 @@ Result<Architecture> ParseObject(const Fields& f) {
                                     (type.empty() ? "nothing" : type));
   }
   const bool gpt2 = type == "gpt2";
-  const bool deepseek = type == "deepseek_v2" || type == "deepseek_v3";
-  const bool qwen_moe = type == "qwen2_moe" || type == "qwen3_moe";
+  // Kimi K2 is DeepSeek-V3's architecture (its config.json names
+  // DeepseekV3ForCausalLM).
+  const bool deepseek =
+      type == "deepseek_v2" || type == "deepseek_v3" || type == "kimi_k2";
+  const bool qwen_next = type == "qwen3_next";
+  const bool qwen_moe = type == "qwen2_moe" || type == "qwen3_moe" || qwen_next;
+  const bool gpt_oss = type == "gpt_oss";
+  const bool nemotron = type == "nemotron_h";
+  const bool llama4 = type == "llama4" || type == "llama4_text";
+  const bool glm = type == "glm4_moe";
 
   std::int64_t v = 0;
   PPB_HF_ASSIGN(a.hidden, f.Alias({"hidden_size", "n_embd"}, 1));
@@ -160,8 +170,12 @@ Result<Architecture> ParseObject(const Fields& f) {
   PPB_HF_ASSIGN(a.vocab, f.Int("vocab_size", 1, std::nullopt));
 
   std::string act;
-  PPB_HF_ASSIGN(act, f.String(gpt2 ? "activation_function" : "hidden_act",
-                              gpt2 ? "gelu_new" : "silu"));
+  // Nemotron-H names its MLP's activation mlp_hidden_act (relu2: squared
+  // ReLU, two matrices) [HF configuration_nemotron_h.py].
+  PPB_HF_ASSIGN(act, f.String(gpt2       ? "activation_function"
+                              : nemotron ? "mlp_hidden_act"
+                                         : "hidden_act",
+                              gpt2 ? "gelu_new" : nemotron ? "relu2" : "silu"));
   a.gated_mlp = act == "silu" || act == "swish" || act == "swiglu";
   // PretrainedConfig defaults tie_word_embeddings to true; the Llama-style
   // config classes of these families default it to false.
@@ -179,9 +193,78 @@ Result<Architecture> ParseObject(const Fields& f) {
   // attention_bias.
   PPB_HF_ASSIGN(a.qkv_bias, f.Bool("attention_bias", type == "qwen2" ||
                                                          type == "qwen2_moe"));
-  a.qk_norm = type == "qwen3" || type == "qwen3_moe";
+  a.qk_norm = type == "qwen3" || type == "qwen3_moe" || qwen_next;
+  if (glm) {
+    // GLM-4.5: biases on Q, K, V only; q_norm and k_norm with use_qk_norm
+    // [HF modeling_glm4_moe.py].
+    PPB_HF_ASSIGN(a.qk_norm, f.Bool("use_qk_norm", false));
+  }
+  if (gpt_oss) {
+    // GPT-OSS: attention_bias on q, k, v and o; a sink logit per head; a
+    // biased router and biased experts [HF modeling_gpt_oss.py].
+    a.out_bias = a.qkv_bias;
+    a.attention_sinks = true;
+    a.router_bias = true;
+    a.expert_bias = true;
+  }
+  a.attention_out_gate = qwen_next;  // [HF modeling_qwen3_next.py]
 
-  const bool needs_dense_ffn = type != "mixtral";
+  if (gpt_oss) {
+    PPB_HF_ASSIGN(v, f.Int("num_local_experts", 1, std::nullopt));
+    a.experts = static_cast<int>(v);
+    PPB_HF_ASSIGN(a.expert_ffn, f.Int("intermediate_size", 1, std::nullopt));
+    a.ffn = a.expert_ffn;
+  } else if (nemotron) {
+    PPB_HF_ASSIGN(a.ffn, f.Int("intermediate_size", 1, std::nullopt));
+    PPB_HF_ASSIGN(a.mamba.heads, f.Int("mamba_num_heads", 1, std::nullopt));
+    PPB_HF_ASSIGN(a.mamba.head_dim, f.Int("mamba_head_dim", 1, std::nullopt));
+    PPB_HF_ASSIGN(a.mamba.state, f.Int("ssm_state_size", 1, std::nullopt));
+    PPB_HF_ASSIGN(a.mamba.groups, f.Int("n_groups", 1, 8));
+    PPB_HF_ASSIGN(a.mamba.conv, f.Int("conv_kernel", 1, 4));
+    PPB_HF_ASSIGN(a.mamba.chunk, f.Int("chunk_size", 1, 128));
+    PPB_HF_ASSIGN(a.mamba.conv_bias, f.Bool("use_conv_bias", true));
+    PPB_HF_ASSIGN(a.mamba.proj_bias, f.Bool("use_bias", false));
+    if (a.mamba.heads % a.mamba.groups != 0) {
+      return f.Fail("n_groups", "must divide mamba_num_heads (" +
+                                    std::to_string(a.mamba.heads) + "); got " +
+                                    std::to_string(a.mamba.groups));
+    }
+    if (f.Has("n_routed_experts")) {
+      // Nemotron 3's "E" blocks: routed squared-ReLU experts, a shared
+      // expert and DeepSeek-V3's score-correction bias.
+      PPB_HF_ASSIGN(v, f.Int("n_routed_experts", 1, std::nullopt));
+      a.experts = static_cast<int>(v);
+      PPB_HF_ASSIGN(a.expert_ffn, f.Int("moe_intermediate_size", 1, std::nullopt));
+      PPB_HF_ASSIGN(a.shared_ffn, f.Int("moe_shared_expert_intermediate_size", 0, 0));
+      a.router_bias = true;
+    }
+  } else if (llama4) {
+    // Llama 4: routed experts and one shared expert of intermediate_size,
+    // dense layers of intermediate_size_mlp [HF modeling_llama4.py].
+    PPB_HF_ASSIGN(v, f.Int("num_local_experts", 1, std::nullopt));
+    a.experts = static_cast<int>(v);
+    PPB_HF_ASSIGN(a.expert_ffn, f.Int("intermediate_size", 1, std::nullopt));
+    a.shared_ffn = a.expert_ffn;
+    PPB_HF_ASSIGN(a.ffn, f.Int("intermediate_size_mlp", 1, std::nullopt));
+    PPB_HF_ASSIGN(v, f.Int("interleave_moe_layer_step", 1, 1));
+    a.moe_layout.decoder_sparse_step = static_cast<int>(v);
+    PPB_HF_ASSIGN(a.attention_chunk, f.Int("attention_chunk_size", 0, 0));
+  } else if (glm) {
+    PPB_HF_ASSIGN(a.ffn, f.Int("intermediate_size", 1, std::nullopt));
+    PPB_HF_ASSIGN(v, f.Int("n_routed_experts", 1, std::nullopt));
+    a.experts = static_cast<int>(v);
+    PPB_HF_ASSIGN(a.expert_ffn, f.Int("moe_intermediate_size", 1, std::nullopt));
+    std::int64_t shared = 0;
+    PPB_HF_ASSIGN(shared, f.Int("n_shared_experts", 0, 0));
+    a.shared_ffn = shared * a.expert_ffn;
+    PPB_HF_ASSIGN(v, f.Int("first_k_dense_replace", 0, 0));
+    a.moe_layout.first_k_dense = static_cast<int>(v);
+    PPB_HF_ASSIGN(v, f.Int("num_nextn_predict_layers", 0, 0));
+    a.mtp_layers = static_cast<int>(v);
+    a.router_bias = true;  // e_score_correction_bias [HF]
+  }
+
+  const bool needs_dense_ffn = type != "mixtral" && !gpt_oss && !llama4 && !glm;
   if (needs_dense_ffn || f.Has("intermediate_size")) {
     PPB_HF_ASSIGN(a.ffn, f.Int("intermediate_size", 1, std::nullopt));
   }
@@ -218,7 +301,7 @@ Result<Architecture> ParseObject(const Fields& f) {
     PPB_HF_ASSIGN(v, f.Int("num_nextn_predict_layers", 0, 0));
     a.mtp_layers = static_cast<int>(v);
     // DeepSeek-V3's noaux_tc routing adds e_score_correction_bias [HF].
-    a.router_bias = type == "deepseek_v3";
+    a.router_bias = type == "deepseek_v3" || type == "kimi_k2";
     a.kv_heads = a.heads;  // MLA: every head has its own K and V
   }
   if (a.experts > 0) {
@@ -232,6 +315,112 @@ Result<Architecture> ParseObject(const Fields& f) {
     a.top_k = static_cast<int>(v);
   }
   return a;
+}
+
+// A list of `layers` strings, each one of `names` (their index in `names`
+// returned per layer); absent or null: empty.
+Result<std::vector<int>> NamedList(const json& obj, const std::string& prefix,
+                                   const char* key, int layers,
+                                   std::initializer_list<const char*> names) {
+  std::vector<int> out;
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return out;
+  std::string expected;
+  for (const char* n : names) expected += (expected.empty() ? "" : " or ") + std::string(n);
+  if (!it->is_array() || static_cast<int>(it->size()) != layers) {
+    return Error{prefix + key, "must be a list of " + std::to_string(layers) +
+                                   " entries (one per layer: " + expected +
+                                   "); got " + JsonGiven(*it)};
+  }
+  for (const json& x : *it) {
+    int found = -1, i = 0;
+    for (const char* n : names) {
+      if (x.is_string() && x.get<std::string>() == n) found = i;
+      if (x.is_number_integer() && std::to_string(x.get<std::int64_t>()) == n) found = i;
+      ++i;
+    }
+    if (found < 0) {
+      return Error{prefix + key, "must hold " + expected + " per layer; got " + JsonGiven(x)};
+    }
+    out.push_back(found);
+  }
+  return out;
+}
+
+// The layer blocks of the hybrid and windowed families
+// (core/architecture.h LayerBlock), from each one's config fields
+// [HF configuration_gpt_oss.py, configuration_qwen3_next.py,
+// configuration_nemotron_h.py, configuration_llama4.py].
+Status ParseBlocks(const json& obj, const std::string& prefix,
+                   const std::string& type, Architecture& a) {
+  const Fields f(obj, prefix);
+  const int L = a.layers;
+  if (type == "gpt_oss") {
+    PPB_HF_ASSIGN(a.sliding_window, f.Int("sliding_window", 1, std::nullopt));
+    Result<std::vector<int>> kinds = NamedList(
+        obj, prefix, "layer_types", L, {"sliding_attention", "full_attention"});
+    if (!kinds.ok()) return kinds.error();
+    a.blocks.assign(L, LayerBlock{});
+    for (int i = 0; i < L; ++i) {
+      // Without layer_types: even layers sliding, odd full (the config's
+      // default).
+      const bool sliding = kinds->empty() ? i % 2 == 0 : (*kinds)[i] == 0;
+      a.blocks[i].span = sliding ? Span::Sliding : Span::Full;
+    }
+  } else if (type == "qwen3_next") {
+    std::int64_t interval = 4;
+    PPB_HF_ASSIGN(interval, f.Int("full_attention_interval", 1, 4));
+    Result<std::vector<int>> kinds = NamedList(
+        obj, prefix, "layer_types", L, {"linear_attention", "full_attention"});
+    if (!kinds.ok()) return kinds.error();
+    PPB_HF_ASSIGN(a.deltanet.key_heads, f.Int("linear_num_key_heads", 1, 16));
+    PPB_HF_ASSIGN(a.deltanet.value_heads, f.Int("linear_num_value_heads", 1, 32));
+    PPB_HF_ASSIGN(a.deltanet.key_dim, f.Int("linear_key_head_dim", 1, 128));
+    PPB_HF_ASSIGN(a.deltanet.value_dim, f.Int("linear_value_head_dim", 1, 128));
+    PPB_HF_ASSIGN(a.deltanet.conv, f.Int("linear_conv_kernel_dim", 1, 4));
+    a.blocks.assign(L, LayerBlock{});
+    for (int i = 0; i < L; ++i) {
+      const bool linear = kinds->empty() ? (i + 1) % interval != 0 : (*kinds)[i] == 0;
+      if (linear) a.blocks[i].mixer = Mixer::GatedDeltaNet;
+    }
+  } else if (type == "nemotron_h") {
+    std::string pattern;
+    PPB_HF_ASSIGN(pattern, f.String("hybrid_override_pattern", ""));
+    if (static_cast<int>(pattern.size()) != L ||
+        pattern.find_first_not_of("M*-E") != std::string::npos) {
+      return f.Fail("hybrid_override_pattern",
+                    "must be " + std::to_string(L) +
+                        " characters of M (Mamba-2), * (attention), - (MLP) "
+                        "and E (MoE), one per layer; got \"" + pattern + "\"");
+    }
+    a.blocks.assign(L, LayerBlock{});
+    for (int i = 0; i < L; ++i) {
+      LayerBlock& b = a.blocks[i];
+      switch (pattern[i]) {
+        case 'M': b = {Mixer::Mamba2, Span::Full, MlpKind::None}; break;
+        case '*': b = {Mixer::Attention, Span::Full, MlpKind::None}; break;
+        case '-': b = {Mixer::None, Span::Full, MlpKind::Dense}; break;
+        default: b = {Mixer::None, Span::Full, MlpKind::Moe}; break;
+      }
+      if (pattern[i] == 'E' && a.experts == 0) {
+        return f.Fail("hybrid_override_pattern",
+                      "has MoE blocks (E), which need n_routed_experts; got none");
+      }
+    }
+  } else if ((type == "llama4" || type == "llama4_text") && a.attention_chunk > 0) {
+    // Chunked attention on the RoPE layers; the NoPE layers (no_rope_layers
+    // 0, every no_rope_layer_interval-th by default) see every key.
+    std::int64_t interval = 4;
+    PPB_HF_ASSIGN(interval, f.Int("no_rope_layer_interval", 1, 4));
+    Result<std::vector<int>> rope = NamedList(obj, prefix, "no_rope_layers", L, {"0", "1"});
+    if (!rope.ok()) return rope.error();
+    a.blocks.assign(L, LayerBlock{});
+    for (int i = 0; i < L; ++i) {
+      const bool uses_rope = rope->empty() ? (i + 1) % interval != 0 : (*rope)[i] == 1;
+      if (uses_rope) a.blocks[i].span = Span::Chunked;
+    }
+  }
+  return Status();
 }
 
 // The architecture of config.json's text; may throw nlohmann's exceptions
@@ -277,6 +466,8 @@ Result<Architecture> ParseRoot(std::string_view json_text) {
       a->moe_layout.mlp_only_layers.push_back(x.get<int>());
     }
   }
+  const std::string type = obj->value("model_type", std::string());
+  if (Status st = ParseBlocks(*obj, prefix, type, *a); !st.ok()) return st.error();
   return a;
 }
 
