@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/gpu.h"
+#include "core/moe.h"
 #include "core/offload.h"
 #include "core/precision.h"
 #include "core/sharding.h"
@@ -170,6 +171,11 @@ inline Dtype DefaultGradDtype(Dtype d) {
 }
 
 // How the model is trained: the parallel layout of one pipeline rank.
+struct Training;
+// Megatron's expert tensor-parallel size: training.moe.expert_tensor_parallel,
+// else the tensor-parallel size (arguments.py's default).
+int ExpertTp(const Training& t);
+
 struct Training {
   std::int64_t seq = 0;          // s, tokens per sequence
   std::int64_t micro_batch = 1;  // b, sequences per micro-batch
@@ -205,6 +211,8 @@ struct Training {
   // The busiest expert-parallel rank's tokens over the mean (1: balanced
   // routing); multiplies the expert GEMMs and the all-to-alls.
   double routing_skew = 1.0;
+  // training.moe (core/moe.h): dispatcher, expert TP, capacity, balance.
+  MoeSettings moe;
   // The attention core stores no s^2 tensor (FlashAttention, as Megatron
   // with Transformer Engine runs it): on with the step model.
   bool flash_attention = false;

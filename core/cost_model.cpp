@@ -592,7 +592,7 @@ Bytes StaticBytes(const ParamCount& p, const Training& t) {
   const DpShards shards = ShardsOf(t);
   const double dense = static_cast<double>(p.dense) / t.tp *
                        RankBytesPerParam(t, shards.dense);
-  const double expert = static_cast<double>(p.expert) / (t.tp * t.ep) *
+  const double expert = static_cast<double>(p.expert) / (ExpertTp(t) * t.ep) *
                         RankBytesPerParam(t, shards.expert);
   return static_cast<Bytes>(std::llround(dense + expert));
 }
@@ -692,6 +692,8 @@ void SetTimes(DerivedLayer& d, LayerKernels kernels, const Training& t,
     d.layer.backward_weight = d.times.backward_weight;
     d.layer.comm_forward = d.times.comm_forward;
     d.layer.comm_backward = d.times.comm_backward;
+    d.layer.ep_forward = d.times.ep_forward;
+    d.layer.ep_backward = d.times.ep_backward;
     return;
   }
   d.layer.forward = DeviceTime(d.flops.forward(), t, h);
@@ -710,7 +712,7 @@ void SetTimes(DerivedLayer& d, LayerKernels kernels, const Training& t,
 void SetTail(DerivedLayer& d, const Training& t, const Hardware& h) {
   if (!h.step_model) return;
   const double dense = static_cast<double>(d.params.dense + d.tied_copy_params) / t.tp;
-  const double expert = static_cast<double>(d.params.expert) / (t.tp * t.ep);
+  const double expert = static_cast<double>(d.params.expert) / (ExpertTp(t) * t.ep);
   const int grad = ReduceBytes(t);
   d.layer.grad_bytes = static_cast<Bytes>(std::llround(dense * grad));
   d.layer.expert_grad_bytes = static_cast<Bytes>(std::llround(expert * grad));
@@ -766,6 +768,9 @@ DerivedLayer DecoderLike(const Architecture& a, const Training& t,
   d.layer.recompute = {
       RecomputeOption{"selective", d.activation.selective, core_time},
       RecomputeOption{"full", d.activation.full, d.layer.forward}};
+  // Megatron's combined 1F1B (--overlap-moe-expert-parallel-comm) refuses
+  // full recompute: the search may not choose it.
+  if (t.moe.overlap_ep_comm) d.layer.recompute.pop_back();
   ApplySharding(d, t, h, groups);
   ApplyActivationOffload(d, a, t, h, moe, index);
   d.provenance =

@@ -46,7 +46,9 @@ int ReduceBytes(const Training& t) {
   return t.sharding.fsdp == Fsdp::Torch ? 4 : DtypeBytes(t.grad_dtype);
 }
 
-DpShards ShardsOf(const Training& t) { return ShardSizes(t.dp, t.cp, t.ep, t.sharding.shard); }
+DpShards ShardsOf(const Training& t) {
+  return ShardSizes(t.dp, t.cp, t.ep, t.sharding.shard, t.tp, ExpertTp(t));
+}
 
 Sharding ShardingOf(const Training& t) {
   Sharding s = t.sharding;
@@ -77,7 +79,7 @@ void ApplySharding(DerivedLayer& d, const Training& t, const Hardware& h,
   if (!h.step_model || s.strategy < DpSharding::OptimGrads) return;
   const UnitTraffic u = UnitTrafficOf(s, t.pp);
   const double dense = static_cast<double>(d.params.dense + d.tied_copy_params) / t.tp;
-  const double expert = static_cast<double>(d.params.expert) / (t.tp * std::max(1, t.ep));
+  const double expert = static_cast<double>(d.params.expert) / (ExpertTp(t) * std::max(1, t.ep));
   if (dense + expert <= 0) return;
   const double gather = GatherBytes(t, d.kernels.recipe);
   const double reduce = ReduceBytes(t);

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/moe.h"
 #include "core/types.h"
 
 namespace ppb {
@@ -101,6 +102,8 @@ struct Gpu {
   Nanos inter_latency = 5000;       // per step across nodes
   ComputeEfficiency compute;
   CollectiveEfficiency network;
+  // DeepEP's and HybridEP's measured share of the links (core/moe.h).
+  EpKernelEfficiency ep_kernels;
   std::string source;               // the datasheet(s) the facts come from
 };
 

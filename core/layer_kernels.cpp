@@ -175,6 +175,94 @@ void MixerKernels(const Architecture& a, const Training& t, Mixer m,
   k.elementwise_kernels += 2;
 }
 
+// The MoE layer of decoder layer `layer` (core/moe.h [TD]): the router on
+// the rank's tokens (T/t with sequence parallelism), the local experts'
+// GEMMs on the tokens routed to them (etp x ep x T_r x top_k / E per
+// expert, width f/etp), the shared expert (TP-parallel, with its own TP
+// pair), the dispatcher's collectives and the permute / unpermute
+// kernels. The busiest rank's share (core/moe.h BusiestShare) scales the
+// expert GEMMs and the all-to-alls. Returns the tokens x inner width of
+// the expert activations on this rank.
+I64 MoeKernels(const Architecture& a, const Training& t, int layer, Recipe recipe,
+               LayerKernels& k) {
+  const I64 T = Tokens(t);
+  const I64 e = t.activation_bytes;
+  const I64 h = a.hidden;
+  const I64 tp = t.tp;
+  const I64 etp = ExpertTp(t);
+  const I64 ep = std::max(1, t.ep);
+  const I64 gate = a.gated_mlp ? 2 : 1;
+  const I64 rank_tokens = t.sp && tp > 1 ? Div(T, tp) : T;
+  int moe_index = 0;
+  for (int i = 0; i < std::min(layer, a.layers); ++i) moe_index += a.IsMoeLayer(i) ? 1 : 0;
+  const double share = BusiestShare(t.moe, t.routing_skew, t.ep, moe_index);
+  k.gemms.push_back({"router", rank_tokens, a.experts, h});
+  const I64 local = Div(a.experts, ep);
+  // Balanced: the etp x ep ranks' tokens meet E / ep experts here.
+  const I64 per_expert =
+      std::max<I64>(1, rank_tokens * a.top_k * ep * etp / std::max(1, a.experts));
+  Gemm fc1{"expert fc1", per_expert, gate * Div(a.expert_ffn, etp), h};
+  fc1.count = static_cast<int>(local);
+  fc1.skew = share;
+  Gemm fc2{"expert fc2", per_expert, h, Div(a.expert_ffn, etp)};
+  fc2.count = static_cast<int>(local);
+  fc2.skew = share;
+  k.gemms.push_back(fc1);
+  k.gemms.push_back(fc2);
+  // etp x T_r x top_k tokens on this rank, f / etp wide.
+  I64 width = rank_tokens * a.top_k * a.expert_ffn;
+  if (a.shared_ffn > 0) {
+    k.gemms.push_back({"shared fc1", T, gate * Div(a.shared_ffn, tp), h});
+    k.gemms.push_back({"shared fc2", T, h, Div(a.shared_ffn, tp)});
+    width += T * Div(a.shared_ffn, tp);
+    TpPair("shared expert", t, e * T * h, k.comms, recipe);
+  }
+  const Bytes routed = e * rank_tokens * a.top_k * h;
+  const MoeSettings& m = t.moe;
+  if (m.dispatcher == Dispatcher::AllGather) {
+    // The hidden states of the etp x ep group gathered before the experts
+    // and reduce-scattered after (forward; the backward mirrors them).
+    if (etp * ep > 1) {
+      const Bytes all = e * rank_tokens * h * etp * ep;
+      k.comms.push_back({"moe all-gather (etp x ep)", Collective::AllGather,
+                         CommGroup::EtpEp, all, 1, 1, 1.0});
+      k.comms.push_back({"moe reduce-scatter (etp x ep)", Collective::ReduceScatter,
+                         CommGroup::EtpEp, all, 1, 1, 1.0});
+    }
+  } else {
+    if (ep > 1) {
+      CommOp dispatch{"moe dispatch all-to-all", Collective::AllToAll, CommGroup::Ep,
+                      routed, 1, 1, share};
+      CommOp combine{"moe combine all-to-all", Collective::AllToAll, CommGroup::Ep,
+                     routed, 1, 1, share};
+      if (m.dispatcher == Dispatcher::Flex) {
+        for (CommOp* c : {&dispatch, &combine}) {
+          c->flex = true;
+          c->backend = m.backend;
+          c->copies = a.top_k;
+          c->name = std::string("moe ") + (c == &dispatch ? "dispatch" : "combine") +
+                    " (" + FlexBackendName(m.backend) + ")";
+        }
+      }
+      k.comms.push_back(dispatch);
+      k.comms.push_back(combine);
+    }
+    if (etp > 1) {
+      // The received tokens gathered over expert TP and reduce-scattered
+      // back.
+      const Bytes gathered = routed * etp;
+      k.comms.push_back({"moe all-gather (etp)", Collective::AllGather, CommGroup::Etp,
+                         gathered, 1, 1, share});
+      k.comms.push_back({"moe reduce-scatter (etp)", Collective::ReduceScatter,
+                         CommGroup::Etp, gathered, 1, 1, share});
+    }
+  }
+  // Permute and unpermute: read and write each routed copy.
+  k.elementwise_bytes += static_cast<Bytes>(std::llround(4.0 * static_cast<double>(routed) * share));
+  k.elementwise_kernels += 2;
+  return width;
+}
+
 }  // namespace
 
 const char* CommGroupName(CommGroup g) {
@@ -187,6 +275,10 @@ const char* CommGroupName(CommGroup g) {
       return "ep";
     case CommGroup::Amax:
       return "tp x dp x cp";
+    case CommGroup::Etp:
+      return "etp";
+    case CommGroup::EtpEp:
+      return "etp x ep";
   }
   return "?";
 }
@@ -233,42 +325,15 @@ LayerKernels DecoderKernels(const Architecture& a, const Training& t,
   if (!mlp) {
     // Nemotron-H's mixer-only blocks.
   } else if (a.IsMoeLayer(layer)) {
-    k.gemms.push_back({"router", T, a.experts, h});
-    const I64 local = Div(a.experts, t.ep);
-    // Tokens per local expert under balanced routing: T top_k ep / E (the
-    // ep ranks' tokens meet E / ep experts here).
-    const I64 per_expert =
-        std::max<I64>(1, T * a.top_k * t.ep / std::max(1, a.experts));
-    Gemm fc1{"expert fc1", per_expert, gate * Div(a.expert_ffn, tp), h};
-    fc1.count = static_cast<int>(local);
-    fc1.skew = t.routing_skew;
-    Gemm fc2{"expert fc2", per_expert, h, Div(a.expert_ffn, tp)};
-    fc2.count = static_cast<int>(local);
-    fc2.skew = t.routing_skew;
-    k.gemms.push_back(fc1);
-    k.gemms.push_back(fc2);
-    inner_tokens_width += T * a.top_k * Div(a.expert_ffn, tp);
-    if (a.shared_ffn > 0) {
-      k.gemms.push_back({"shared fc1", T, gate * Div(a.shared_ffn, tp), h});
-      k.gemms.push_back({"shared fc2", T, h, Div(a.shared_ffn, tp)});
-      inner_tokens_width += T * Div(a.shared_ffn, tp);
-    }
-    if (t.ep > 1) {
-      // Token dispatch and combine (megatron/core/transformer/moe/
-      // token_dispatcher.py, alltoall): each rank sends its tokens' top_k
-      // copies, forward and backward.
-      const Bytes routed = e * T * a.top_k * h;
-      k.comms.push_back({"moe dispatch all-to-all", Collective::AllToAll,
-                         CommGroup::Ep, routed, 1, 1, t.routing_skew});
-      k.comms.push_back({"moe combine all-to-all", Collective::AllToAll,
-                         CommGroup::Ep, routed, 1, 1, t.routing_skew});
-    }
+    inner_tokens_width += MoeKernels(a, t, layer, recipe, k);
   } else {
     k.gemms.push_back({"fc1", T, gate * Div(a.ffn, tp), h});
     k.gemms.push_back({"fc2", T, h, Div(a.ffn, tp)});
     inner_tokens_width += T * Div(a.ffn, tp);
   }
-  if (mlp) TpPair("mlp", t, hidden, k.comms, recipe);
+  // The dense MLP's TP pair; an MoE layer's shared expert has its own
+  // (MoeKernels).
+  if (mlp && !a.IsMoeLayer(layer)) TpPair("mlp", t, hidden, k.comms, recipe);
   if (recipe != Recipe::None) MarkLowPrecision(a, t, recipe, k);
   // Element-wise, per part (mixer, MLP): a norm (read + write) and a
   // bias-dropout-add (read two, write one, a 1-byte mask); the activation
@@ -387,14 +452,44 @@ const GroupPlacement& GroupOf(CommGroup g, const JobGroups& groups) {
       return groups.cp;
     case CommGroup::Ep:
       return groups.ep;
+    case CommGroup::Etp:
+      return groups.etp;
+    case CommGroup::EtpEp:
+      return groups.etp_ep;
     case CommGroup::Amax:
       break;
   }
   return groups.tp_dp_cp;
 }
 
+// DeepEP / HybridEP [core/moe.h DEP, HEP]: inside one NVLink domain the
+// (n-1)/n of a rank's copies that leave it at the kernels' measured share
+// of NVLink; across domains a token goes once to each other domain holding
+// one of its `copies` experts (expected (M-1)(1-(1-1/M)^k) of M domains)
+// over the NICs at DeepEP's RDMA share, pipelined with the NVLink hop.
+namespace {
+Nanos FlexTime(const CommOp& c, const GroupPlacement& g, const Hardware& h) {
+  const int n = g.size;
+  if (n <= 1 || c.bytes <= 0) return 0;
+  const EpKernelEfficiency& x = h.gpu.ep_kernels;
+  const double bytes = static_cast<double>(c.bytes) * c.skew;
+  const int in_domain = g.crosses_nodes ? std::max(1, g.per_node) : n;
+  const double nvl_eff = c.backend == FlexBackend::DeepEp
+                             ? x.deepep_nvlink
+                             : HybridEpEfficiency(x, in_domain);
+  const double nvl = bytes * (n - 1) / n / (h.gpu.nvlink_bytes_per_s * nvl_eff);
+  if (!g.crosses_nodes) return h.gpu.intra_latency + Ns(nvl);
+  const double domains = std::max(1.0, static_cast<double>(n) / in_domain);
+  const double k = std::max(1, c.copies);
+  const double remote = (domains - 1) * (1 - std::pow(1 - 1 / domains, k));
+  const double rdma = bytes / k * remote / (h.gpu.nic_bytes_per_s * x.deepep_rdma);
+  return h.gpu.inter_latency + Ns(std::max(nvl, rdma));
+}
+}  // namespace
+
 Nanos CommTime(const CommOp& c, const JobGroups& groups, const Hardware& h) {
   const GroupPlacement& g = GroupOf(c.group, groups);
+  if (c.flex) return FlexTime(c, g, h);
   const GroupLink& link = c.kind == Collective::AllToAll ? g.a2a_link : g.link;
   const Nanos one = CollectiveTime(c.kind, g.size, c.bytes, link, h.gpu.network);
   return static_cast<Nanos>(std::llround(static_cast<double>(one) * c.skew));
@@ -424,6 +519,11 @@ KernelTimes PriceKernels(const LayerKernels& k, const Training& t,
     const Nanos one = CommTime(c, groups, h);
     (c.group == CommGroup::Tp ? tp_fwd : other_fwd) += c.forward * one;
     (c.group == CommGroup::Tp ? tp_bwd : other_bwd) += c.backward * one;
+    if (c.group == CommGroup::Ep || c.group == CommGroup::Etp ||
+        c.group == CommGroup::EtpEp) {
+      out.ep_forward += c.forward * one;
+      out.ep_backward += c.backward * one;
+    }
   }
   if (t.tp_comm_overlap) {
     // Userbuffers overlap each TP collective with its neighbouring GEMM:

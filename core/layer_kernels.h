@@ -50,7 +50,8 @@ struct Gemm {
 };
 
 // Amax: the low-precision amax reduction over a stage's tp x dp x cp ranks.
-enum class CommGroup { Tp, Cp, Ep, Amax };
+// Etp: expert tensor parallel; EtpEp: the allgather dispatcher's etp x ep.
+enum class CommGroup { Tp, Cp, Ep, Amax, Etp, EtpEp };
 const char* CommGroupName(CommGroup g);
 // The placement of a collective's group among the job's groups.
 const GroupPlacement& GroupOf(CommGroup g, const JobGroups& groups);
@@ -63,6 +64,12 @@ struct CommOp {
   int forward = 0;   // how many in the forward
   int backward = 0;  // and in the backward
   double skew = 1.0;
+  // An MoE dispatch or combine through the flex dispatcher's kernels
+  // (core/moe.h): priced by their measured bandwidth, not NCCL's ring;
+  // `copies` is each token's top-k (DeepEP sends a token once per node).
+  bool flex = false;
+  FlexBackend backend = FlexBackend::DeepEp;
+  int copies = 1;
 };
 
 struct LayerKernels {
@@ -100,6 +107,8 @@ struct KernelTimes {
                               // recompute reruns it)
   Nanos comm_forward = 0;     // exposed collectives in forward
   Nanos comm_backward = 0;    // and in backward_input
+  Nanos ep_forward = 0;       // of those, the MoE dispatcher's (EP, ETP)
+  Nanos ep_backward = 0;
   // Low precision: the quantize kernels in forward, in backward_input
   // (output gradients) and in backward_weight (NVFP4's Hadamard of the
   // gradient), each included above; the weights' once per step (in the

@@ -132,6 +132,7 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
   spec.comm = shape.comm;
   spec.placement = shape.placement;
   spec.fb_overlap_ppm = shape.fb_overlap_ppm;
+  spec.ep_overlap = shape.ep_overlap;
   spec.tail = shape.tail;
   spec.stage_device = placement;
   spec.device_capacity.resize(p);
@@ -146,7 +147,7 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
   for (int s = 0; s < stages; ++s) {
     const double speed = cluster.devices[spec.stage_device[s].value].speed;
     StageCost& st = spec.stages[s];
-    Nanos f = 0, bi = 0, bw = 0, rc = 0, cf = 0, cb = 0;
+    Nanos f = 0, bi = 0, bw = 0, rc = 0, cf = 0, cb = 0, ef = 0, eb = 0;
     Bytes max_workspace = 0, max_rematerialized = 0;
     for (int k = 0; k < strategy.layers_per_stage[s]; ++k, ++li) {
       const Layer& l = layers[li];
@@ -160,6 +161,8 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
       st.step_gather += l.step_gather;
       cf += l.comm_forward;
       cb += l.comm_backward;
+      ef += l.ep_forward;
+      eb += l.ep_backward;
       max_workspace = std::max(max_workspace, l.workspace);
       const std::uint8_t choice = strategy.recompute[li];
       if (choice == 0) {
@@ -193,6 +196,8 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
     st.recompute = ScaleTime(rc, speed);
     st.collective_forward = ScaleTime(cf, speed);
     st.collective_backward = ScaleTime(cb, speed);
+    st.ep_forward = ScaleTime(ef, speed);
+    st.ep_backward = ScaleTime(eb, speed);
     st.forward_transient = max_workspace;
     st.backward_transient = max_workspace + std::max<Bytes>(0, max_rematerialized);
   }

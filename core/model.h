@@ -78,6 +78,12 @@ struct Layer {
   // Its parameters' all-gather once per step (torch FSDP2 under pipeline
   // parallelism, core/sharding.h), before the step's first forward.
   Nanos step_gather = 0;
+  // Of comm_forward and comm_backward: the MoE dispatcher's collectives
+  // (all-to-all, DeepEP/HybridEP, expert TP), which Megatron's combined
+  // 1F1B hides behind another micro-batch's compute (PipelineSpec::
+  // ep_overlap).
+  Nanos ep_forward = 0;
+  Nanos ep_backward = 0;
 
   Nanos backward() const { return backward_input + backward_weight; }
   // Bytes of a stash of `stash` bytes (the activation, or a recompute

@@ -72,20 +72,24 @@ JobGroups PlaceJob(const Training& t, const Gpu& gpu) {
                           std::max(1, t.pp);
   j.tp = PlaceGroup(t.tp, 1, gpu, world);
   j.cp = PlaceGroup(t.cp, t.tp, gpu, world);
-  j.ep = PlaceGroup(t.ep, t.tp, gpu, world);
+  // The expert groups fold over the stage's ranks (Megatron's parallel
+  // folding): expert TP adjacent, EP beside it, expert DP outside.
+  const int etp = ExpertTp(t);
+  const int ep = std::max(1, t.ep);
+  j.etp = PlaceGroup(etp, 1, gpu, world);
+  j.ep = PlaceGroup(t.ep, etp, gpu, world);
+  j.etp_ep = PlaceGroup(etp * ep, 1, gpu, world);
   j.dp_cp = PlaceGroup(t.dp * t.cp, t.tp, gpu, world);
-  j.expert_dp = PlaceGroup(std::max(1, t.dp * t.cp / std::max(1, t.ep)),
-                           t.tp * std::max(1, t.ep), gpu, world);
+  const DpShards n = ShardSizes(t.dp, t.cp, t.ep, t.sharding.shard, t.tp, etp);
+  j.expert_dp = PlaceGroup(n.expert * n.replicate, etp * ep, gpu, world);
   // Low-precision amax reductions (delayed scaling): the model-parallel and
   // data-parallel ranks of one pipeline stage together.
   j.tp_dp_cp = PlaceGroup(t.tp * t.cp * t.dp, 1, gpu, world);
-  const DpShards n = ShardSizes(t.dp, t.cp, t.ep, t.sharding.shard);
   const int r = n.replicate;
   j.dp_shard = r > 1 ? PlaceGroup(n.dense, t.tp, gpu, world) : j.dp_cp;
   j.dp_replicate = PlaceGroup(r, t.tp * n.dense, gpu, world);
-  j.expert_shard =
-      r > 1 ? PlaceGroup(n.expert, t.tp * std::max(1, t.ep), gpu, world) : j.expert_dp;
-  j.expert_replicate = PlaceGroup(r, t.tp * std::max(1, t.ep) * n.expert, gpu, world);
+  j.expert_shard = r > 1 ? PlaceGroup(n.expert, etp * ep, gpu, world) : j.expert_dp;
+  j.expert_replicate = PlaceGroup(r, etp * ep * n.expert, gpu, world);
   j.pp_stride = t.tp * t.cp * t.dp;
   return j;
 }

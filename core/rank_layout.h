@@ -49,7 +49,9 @@ GroupPlacement PlaceGroup(int size, int stride, const Gpu& gpu,
 struct JobGroups {
   GroupPlacement tp;         // stride 1
   GroupPlacement cp;         // stride t
-  GroupPlacement ep;         // stride t (expert generator)
+  GroupPlacement ep;         // stride etp (expert generator; etp = t by default)
+  GroupPlacement etp;        // expert tensor parallel, stride 1
+  GroupPlacement etp_ep;     // the allgather dispatcher's etp x ep, stride 1
   GroupPlacement dp_cp;      // dense gradients: dp x cp ranks, stride t
   GroupPlacement expert_dp;  // expert gradients: dp x cp / ep, stride t x ep
   GroupPlacement tp_dp_cp;   // one pipeline stage's ranks (amax reduction)

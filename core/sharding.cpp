@@ -39,11 +39,15 @@ const char* FsdpTitle(Fsdp f) {
   return f == Fsdp::Torch ? "torch FSDP2" : f == Fsdp::Megatron ? "Megatron-FSDP" : "Megatron DDP";
 }
 
-DpShards ShardSizes(int dp, int cp, int ep, int shard) {
+DpShards ShardSizes(int dp, int cp, int ep, int shard, int tp, int etp) {
   DpShards s;
   s.replicate = shard > 0 ? std::max(1, dp / shard) : 1;
   s.dense = std::max(1, dp * cp / s.replicate);
-  s.expert = std::max(1, dp * cp / std::max(1, ep) / s.replicate);
+  // Megatron's parallel folding: the expert-data-parallel group is the
+  // stage's tp x cp x dp ranks over etp x ep.
+  const long long ranks = static_cast<long long>(tp) * cp * dp;
+  const long long fold = static_cast<long long>(std::max(1, etp)) * std::max(1, ep);
+  s.expert = static_cast<int>(std::max<long long>(1, ranks / fold / s.replicate));
   return s;
 }
 

@@ -77,7 +77,9 @@ struct DpShards {
   int expert = 1;
   int replicate = 1;
 };
-DpShards ShardSizes(int dp, int cp, int ep, int shard);
+// The expert groups fold over tp x cp x dp / (etp x ep) ranks (etp = tp:
+// dp x cp / ep).
+DpShards ShardSizes(int dp, int cp, int ep, int shard, int tp = 1, int etp = 1);
 
 // What a sharded unit (an embedding, a decoder layer, the head) does, for a
 // strategy, an implementation and the pipeline depth.

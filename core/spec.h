@@ -45,6 +45,10 @@ struct StageCost {
   Nanos collective_backward = 0;
   // The stage's parameters all-gathered once per step (Layer::step_gather).
   Nanos step_gather = 0;
+  // Of forward and backward_input: the MoE dispatcher's collectives
+  // (Layer::ep_forward), which PipelineSpec::ep_overlap hides.
+  Nanos ep_forward = 0;
+  Nanos ep_backward = 0;
 };
 
 // Which rank holds global stage s (of p*v):
@@ -81,6 +85,11 @@ struct PipelineSpec {
   // Overlapped F+B ops (Op::paired) save this share, in parts per million,
   // of the shorter of the two: 0 (the default) runs them back to back.
   std::int64_t fb_overlap_ppm = 0;
+  // Megatron's combined 1F1B (--overlap-moe-expert-parallel-comm): in a
+  // paired F+B each op's MoE dispatcher collectives (StageCost::ep_forward,
+  // ep_backward) run on a communication stream behind the other op's
+  // compute. Used when fb_overlap_ppm is 0.
+  bool ep_overlap = false;
   // After the pipeline: gradient sync, optimizer, parameter all-gather
   // (disabled: the step ends with the last op).
   StepTail tail;

@@ -139,9 +139,16 @@ Result<Program> GenerateInterleaved(const PipelineSpec& spec,
       backwards.push_back(Op{OpKind::B, StageId((v - 1 - e.chunk) * p + r),
                              MicrobatchId(e.mb)});
     }
-    const int warmup = std::min(total, 2 * (p - 1 - r) + (v - 1) * g);
+    // Combined 1F1B runs one more warm-up forward, so that each paired F
+    // and B are independent (schedules.py get_pp_rank_microbatches).
+    const int warmup = std::min(total, 2 * (p - 1 - r) + (v - 1) * g +
+                                           (params.combined_1f1b ? 1 : 0));
     rank_orders.push_back(schedule_internal::WarmupSteadyCooldown(
         forwards, backwards, static_cast<size_t>(warmup)));
+    if (params.combined_1f1b) {
+      schedule_internal::PairSteadyState(rank_orders.back(), static_cast<size_t>(warmup),
+                                         forwards.size());
+    }
   }
   return schedule_internal::PlaceOnDevices(spec, rank_orders);
 }

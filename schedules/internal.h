@@ -80,6 +80,13 @@ inline std::vector<Op> WarmupSteadyCooldown(const std::vector<Op>& forwards,
   return order;
 }
 
+// Megatron's combined 1F1B on an order WarmupSteadyCooldown built with
+// `warmup` forwards first: each steady-state F paired with the backward
+// after it.
+inline void PairSteadyState(std::vector<Op>& order, size_t warmup, size_t forwards) {
+  for (size_t k = 0; k + warmup < forwards; ++k) order[warmup + 2 * k].paired = true;
+}
+
 // Puts each logical rank's order on the devices: op (s, ...) goes to device
 // spec.stage_device[s] (rank s mod p when the placement is empty), keeping
 // the order within each rank; ranks are appended in rank order. With the

@@ -47,9 +47,15 @@ Result<Program> Generate1F1B(const PipelineSpec& spec,
       forwards.push_back(Op{OpKind::F, StageId(r), MicrobatchId(j)});
       backwards.push_back(Op{OpKind::B, StageId(r), MicrobatchId(j)});
     }
-    const int warmup = std::min(spec.p - r - 1, spec.m);
+    // Combined 1F1B (p = 1 in Megatron, combined_1f1b_schedule_for_no_
+    // pipelining): F0, then F(j+1) with B(j), then the last B.
+    const int warmup = std::min(spec.p - r - 1 + (params.combined_1f1b ? 1 : 0), spec.m);
     rank_orders.push_back(schedule_internal::WarmupSteadyCooldown(
         forwards, backwards, static_cast<size_t>(warmup)));
+    if (params.combined_1f1b) {
+      schedule_internal::PairSteadyState(rank_orders.back(), static_cast<size_t>(warmup),
+                                         forwards.size());
+    }
   }
   return schedule_internal::PlaceOnDevices(spec, rank_orders);
 }

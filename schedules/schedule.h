@@ -29,6 +29,12 @@ struct ScheduleParams {
   // the rank's stage ("1p", "2p"); both 0: the schedule's own default.
   int activation_multiple = 0;
   Bytes activation_bytes = 0;
+  // Megatron's combined 1F1B (--overlap-moe-expert-parallel-comm;
+  // pipeline_parallel/combined_1f1b.py, schedules.py main d98e8a6): one
+  // more warm-up forward, then each steady-state F runs paired (Op::paired)
+  // with the backward of an earlier micro-batch. 1f1b (p = 1: Megatron's
+  // no-pipelining path) and interleaved take it; the others ignore it.
+  bool combined_1f1b = false;
 };
 
 using GenerateFn = Result<Program> (*)(const PipelineSpec&,

@@ -20,11 +20,15 @@ ChoiceProblem::ChoiceProblem(const SearchProblem& problem, const SearchOptions& 
   pexp.assign(L + 1, 0);
   popt.assign(L + 1, 0);
   pgather.assign(L + 1, 0);
+  pepf.assign(L + 1, 0);
+  pepb.assign(L + 1, 0);
   for (int l = 0; l < L; ++l) {
     pgrad[l + 1] = pgrad[l] + pb.layers[l].grad_bytes;
     pexp[l + 1] = pexp[l] + pb.layers[l].expert_grad_bytes;
     popt[l + 1] = popt[l] + pb.layers[l].optimizer;
     pgather[l + 1] = pgather[l] + pb.layers[l].step_gather;
+    pepf[l + 1] = pepf[l] + pb.layers[l].ep_forward;
+    pepb[l + 1] = pepb[l] + pb.layers[l].ep_backward;
     pf[l + 1] = pf[l] + pb.layers[l].forward;
     pbi[l + 1] = pbi[l] + pb.layers[l].backward_input;
     pbw[l + 1] = pbw[l] + pb.layers[l].backward_weight;
@@ -63,6 +67,8 @@ StageFixed ChoiceProblem::Fixed(int s, int i, int j, Bytes prev_output) const {
   x.expert_grad_bytes = pexp[j] - pexp[i];
   x.optimizer = popt[j] - popt[i];
   x.step_gather = pgather[j] - pgather[i];
+  x.ep_forward = ScaleTime(pepf[j] - pepf[i], speed);
+  x.ep_backward = ScaleTime(pepb[j] - pepb[i], speed);
   for (int l = i; l < j; ++l) x.workspace = std::max(x.workspace, pb.layers[l].workspace);
   x.output = j > i ? pb.layers[j - 1].output_bytes : prev_output;
   return x;

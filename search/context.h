@@ -86,6 +86,7 @@ struct StageFixed {
   Bytes grad_bytes = 0, expert_grad_bytes = 0;
   Nanos optimizer = 0;
   Nanos step_gather = 0;
+  Nanos ep_forward = 0, ep_backward = 0;  // scaled to the device
 };
 
 // The clock of one search, its progress throttle (ReportDue), and whether
@@ -125,7 +126,7 @@ struct ChoiceProblem {
   std::vector<Bytes> pst;           // prefix sums: static memory
   // Prefix sums of the step's tail per layer (Layer::grad_bytes, ...).
   std::vector<Bytes> pgrad, pexp;
-  std::vector<Nanos> popt, pgather;
+  std::vector<Nanos> popt, pgather, pepf, pepb;
   double max_speed = 1.0;           // the fastest device's speed
   std::vector<Nanos> suffix_work;   // unscaled m-less work of layers >= l
   std::vector<Nanos> suffix_f, suffix_b;  // the same, forward / backward only

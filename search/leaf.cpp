@@ -594,6 +594,8 @@ void Searcher::BuildChosen(const std::vector<int>& split, PipelineSpec& spec, St
     sc.expert_grad_bytes = fx.expert_grad_bytes;
     sc.optimizer = fx.optimizer;
     sc.step_gather = fx.step_gather;
+    sc.ep_forward = fx.ep_forward;
+    sc.ep_backward = fx.ep_backward;
     recomputed += q.recomputed;
     // Per-layer modes: within each group of identical layers the order is
     // free (same stage time and peak), so the layers take the modes in the

@@ -161,6 +161,7 @@ Status Parser::ParseDerivedModel(const Entry& source, const Entry* training,
                 "GEMMs and all-to-alls; this model has no routed experts); got " +
                     fmt::format("{:g}", t->routing_skew));
   }
+  if (moe_given_) PPB_RETURN_IF_ERROR(CheckMoe(arch, *t));
   if (t->offload.on() && !h->step_model) {
     return Fail("training.offload",
                 "must be given with hardware.gpu (a preset with its host link: the step "

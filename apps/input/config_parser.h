@@ -81,6 +81,11 @@ class Parser : public ConfigReader {
   // config_sharding.cpp: data-parallel sharding and offload.
   Status ParseSharding(const Entries& e, Training& t);
   Status ParseOffload(const Entry& x, Training& t);
+  // config_moe.cpp: training.moe and its measured loads; the rules that
+  // need the model.
+  Status ParseMoe(const Entry& x, Training& t);
+  Status ParseExpertLoads(const Entry& x, ExpertLoads& out);
+  Status CheckMoe(const Architecture& a, const Training& t);
   Result<double> Fraction(const YAML::Node& node, const std::string& path, double lo,
                           double hi, const std::string& what);
   Result<Hardware> ParseHardware(const Entry& section);
@@ -170,6 +175,7 @@ class Parser : public ConfigReader {
   // microbatches' default; both given is an error).
   std::optional<int> global_microbatches_;
   std::int64_t global_batch_ = 0;  // training.global_batch_size as given
+  bool moe_given_ = false;         // training.moe in the file
 };
 
 }  // namespace ppb::config_detail

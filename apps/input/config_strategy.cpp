@@ -286,6 +286,12 @@ Status Parser::ParseRecompute(const Entry& rc) {
     if (mode.key == "layers") continue;
     if (std::find(offered.begin(), offered.end(), mode.key) ==
         offered.end()) {
+      if (mode.key == "full" && cfg_.shape.ep_overlap) {
+        return Fail(mode.path,
+                    "must not recompute layers fully with training.moe.overlap_ep_comm "
+                    "(Megatron's --overlap-moe-expert-parallel-comm refuses full "
+                    "recompute; the layers offer " + offered_list + "); got full");
+      }
       return Fail(mode.path,
                   "must name a recompute mode some layer offers (" +
                       offered_list + ") or be layers; got " + mode.key);

@@ -164,7 +164,7 @@ Result<Entries> Parser::TrainingEntries(const Entry& section) {
               "overlap_param_gather", "tp_comm_overlap", "routing_skew",
               "tp_across_nodes", "fp8", "fp4", "fp8_param_gather",
               "first_last_layers_bf16", "data_parallel_sharding", "fsdp",
-              "data_parallel_shard", "reshard_after_forward", "offload"});
+              "data_parallel_shard", "reshard_after_forward", "offload", "moe"});
 }
 
 // training.global_batch_size: m = global / (data_parallel x
@@ -533,6 +533,7 @@ Result<Training> Parser::ParseTraining(const Entry& section) {
     }
     t.routing_skew = *k;
   }
+  if (const Entry* x = Find(e, "moe")) PPB_RETURN_IF_ERROR(ParseMoe(*x, t));
   if (const Entry* x = Find(e, "optimizer")) {
     // adamw keeps the same state as adam (m and v).
     Result<size_t> i = Choice(x->value, x->path, {"adam", "adamw", "sgd"});

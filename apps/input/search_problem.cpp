@@ -43,6 +43,7 @@ SearchProblem BaseProblem(const RunConfig& config) {
   problem.m = config.shape.m;
   problem.comm = config.shape.comm;
   problem.fb_overlap_ppm = config.shape.fb_overlap_ppm;
+  problem.ep_overlap = config.shape.ep_overlap;
   problem.tail = config.shape.tail;
   problem.allow_empty_chunks = config.allow_empty_chunks;
   // The config's own strategy: a first try of every search (issue 32).
@@ -166,6 +167,7 @@ Result<SearchProblem> BuildSearchProblem(const RunConfig& config) {
         choice.v = v;
         choice.params.flavor = config.schedule_params.flavor;
         choice.params.group = schedule == "interleaved" ? g : 0;
+        choice.params.combined_1f1b = config.schedule_params.combined_1f1b;
         if (schedule.rfind("zb-", 0) == 0) {  // pipeline.activation_limit
           if (config.schedule_params.activation_bytes > 0) {
             // One order serves every split (search/search.cpp MakeContext).
