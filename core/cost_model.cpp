@@ -659,7 +659,8 @@ std::string StaticText(const ParamCount& p, const Training& t,
                 " [MLM]) params / tp"
           : "static: " + std::to_string(p.dense) + " params / tp";
   if (p.expert > 0) {
-    s += " + " + std::to_string(p.expert) + " expert params / (tp*ep)";
+    s += " + " + std::to_string(p.expert) +
+         (ExpertTp(t) != t.tp ? " expert params / (etp*ep)" : " expert params / (tp*ep)");
   }
   return s + BytesText(t);
 }

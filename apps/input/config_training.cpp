@@ -557,7 +557,8 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
        "attention_efficiency", "hbm_efficiency", "kernel_floor",
        "collective_efficiency", "collective_half_size", "nvlink_domain",
        "fp8_tflops", "fp4_tflops", "fp8_matmul_efficiency",
-       "fp4_matmul_efficiency", "host_link", "host_optimizer"});
+       "fp4_matmul_efficiency", "host_link", "host_optimizer", "deepep_nvlink_efficiency",
+       "deepep_rdma_efficiency", "hybridep_efficiency_8", "hybridep_efficiency_36"});
   if (!r.ok()) return r.error();
   const Entries& e = *r;
   Hardware h;
@@ -583,7 +584,9 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
           "attention_efficiency", "hbm_efficiency", "kernel_floor",
           "collective_efficiency", "collective_half_size", "nvlink_domain",
           "fp8_tflops", "fp4_tflops", "fp8_matmul_efficiency",
-          "fp4_matmul_efficiency", "host_link", "host_optimizer"}) {
+          "fp4_matmul_efficiency", "host_link", "host_optimizer",
+          "deepep_nvlink_efficiency", "deepep_rdma_efficiency", "hybridep_efficiency_8",
+          "hybridep_efficiency_36"}) {
       if (const Entry* x = Find(e, key)) {
         return Fail(x->path,
                     "is read with hardware.gpu (the step model: a GPU preset, "
@@ -664,6 +667,12 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
   PPB_RETURN_IF_ERROR(share("collective_efficiency", h.gpu.network.collective));
   PPB_RETURN_IF_ERROR(share("fp8_matmul_efficiency", h.gpu.compute.fp8_matmul));
   PPB_RETURN_IF_ERROR(share("fp4_matmul_efficiency", h.gpu.compute.fp4_matmul));
+  // DeepEP's and HybridEP's measured link shares (core/moe.h).
+  EpKernelEfficiency& ek = h.gpu.ep_kernels;
+  PPB_RETURN_IF_ERROR(share("deepep_nvlink_efficiency", ek.deepep_nvlink));
+  PPB_RETURN_IF_ERROR(share("deepep_rdma_efficiency", ek.deepep_rdma));
+  PPB_RETURN_IF_ERROR(share("hybridep_efficiency_8", ek.hybridep_8));
+  PPB_RETURN_IF_ERROR(share("hybridep_efficiency_36", ek.hybridep_36));
   // Low-precision peaks: given over the preset's (0 is none; a share needs a
   // peak to be a share of).
   for (auto [key, out] : {std::pair<const char*, double*>{"fp8_tflops", &h.gpu.fp8_tflops},

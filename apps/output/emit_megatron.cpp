@@ -309,6 +309,37 @@ std::string ShardingFlags(const RunConfig& config) {
   return text;
 }
 
+// The MoE flags of what was simulated (Megatron-LM main d98e8a6,
+// transformer_config.py / arguments.py): the dispatcher always (ppb's
+// default alltoall is not Megatron's allgather), its flex backend, the
+// combined 1F1B, expert TP when it differs from TP, the capacity and its
+// padding, forced balance.
+std::string MoeFlags(const RunConfig& config) {
+  const Training& t = config.training;
+  if (config.architecture.experts == 0 || config.derived.empty()) return "";
+  const MoeSettings& m = t.moe;
+  std::string text = fmt::format("--moe-token-dispatcher-type {}\n", DispatcherName(m.dispatcher));
+  if (m.dispatcher == Dispatcher::Flex) {
+    text += fmt::format("--moe-flex-dispatcher-backend {}\n", FlexBackendName(m.backend));
+  }
+  if (m.overlap_ep_comm) text += "--overlap-moe-expert-parallel-comm\n";
+  if (ExpertTp(t) != t.tp) {
+    text += fmt::format("--expert-tensor-parallel-size {}\n", ExpertTp(t));
+  }
+  if (m.capacity_factor > 0) {
+    text += fmt::format("--moe-expert-capacity-factor {:g}\n", m.capacity_factor);
+    if (m.pad_to_capacity) text += "--moe-pad-expert-input-to-capacity\n";
+  }
+  if (m.force_balance) text += "--moe-router-force-load-balancing\n";
+  if (m.overlap_ep_comm) {
+    // arguments.py: the overlap needs more than one CUDA connection.
+    AddNote(text, "--overlap-moe-expert-parallel-comm needs CUDA_DEVICE_MAX_CONNECTIONS > 1 "
+                  "in the launch environment");
+  }
+  return text;
+}
+
+
 // The job's parallel block for a derived model (issue 33): Megatron-LM core
 // 0.20's flags (megatron/training/arguments.py), switches (store_true)
 // only when on. The data-parallel size is what the world size leaves.
@@ -319,6 +350,7 @@ std::string ParallelBlock(const RunConfig& config) {
   if (t.sp && t.tp > 1) text += "--sequence-parallel\n";
   if (t.cp > 1) text += fmt::format("--context-parallel-size {}\n", t.cp);
   if (t.ep > 1) text += fmt::format("--expert-model-parallel-size {}\n", t.ep);
+  text += MoeFlags(config);
   text += fmt::format("--seq-length {}\n", t.seq);
   text += fmt::format("--micro-batch-size {}\n", t.micro_batch);
   text += fmt::format("--global-batch-size {}\n",
@@ -703,6 +735,13 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
                                        "--sequence-parallel",
                                        "--context-parallel-size",
                                        "--expert-model-parallel-size",
+                                       "--moe-token-dispatcher-type",
+                                       "--moe-flex-dispatcher-backend",
+                                       "--overlap-moe-expert-parallel-comm",
+                                       "--expert-tensor-parallel-size",
+                                       "--moe-expert-capacity-factor",
+                                       "--moe-pad-expert-input-to-capacity",
+                                       "--moe-router-force-load-balancing",
                                        "--seq-length",
                                        "--micro-batch-size",
                                        "--global-batch-size",

@@ -339,6 +339,37 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
       set("parallelism", "enable_sequence_parallel", t.sp && t.tp > 1 ? "True" : "False");
       set("parallelism", "context_parallel_degree", std::to_string(t.cp));
       set("parallelism", "expert_parallel_degree", std::to_string(t.ep));
+      if (config.architecture.experts > 0) {
+        // MoE (torchtitan main b5bcd76, ParallelismConfig and DebugConfig):
+        // expert_tensor_parallel_degree; expert_parallel_comm_backend
+        // standard (all-to-all), deepep or hybridep (not with expert TP);
+        // debug.moe_force_load_balance. Its MoE is dropless and has no
+        // combined 1F1B nor an all-gather dispatcher: said, not written.
+        const MoeSettings& mo = t.moe;
+        if (ExpertTp(t) != t.tp) {
+          set("parallelism", "expert_tensor_parallel_degree", std::to_string(ExpertTp(t)));
+        }
+        if (mo.dispatcher == Dispatcher::Flex && ExpertTp(t) > 1) {
+          AddNote(text, "cannot express the flex dispatcher with expert tensor parallelism: "
+                        "torchtitan's DeepEP and HybridEP refuse expert TP");
+        } else if (mo.dispatcher == Dispatcher::Flex) {
+          set("parallelism", "expert_parallel_comm_backend",
+              fmt::format("\"{}\"", FlexBackendName(mo.backend)));
+        }
+        if (mo.force_balance) set("debug", "moe_force_load_balance", "True");
+        if (mo.dispatcher == Dispatcher::AllGather) {
+          AddNote(text, "cannot express training.moe.dispatcher allgather: torchtitan "
+                        "dispatches by all-to-all (expert_parallel_comm_backend standard)");
+        }
+        if (mo.overlap_ep_comm) {
+          AddNote(text, "cannot express training.moe.overlap_ep_comm: torchtitan has no "
+                        "combined 1F1B; the simulated step hid all-to-alls it will expose");
+        }
+        if (mo.capacity_factor > 0) {
+          AddNote(text, "cannot express training.moe.capacity_factor: torchtitan's MoE is "
+                        "dropless");
+        }
+      }
       // FSDP2 (or HSDP) as simulated; else DDP (TorchtitanDataParallel
       // refused what torchtitan cannot run).
       const Sharding& sh = t.sharding;

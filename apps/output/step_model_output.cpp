@@ -70,6 +70,31 @@ std::string StepModelText(const RunConfig& config) {
       static_cast<double>(g.intra_latency) / 1e3,
       static_cast<double>(g.inter_latency) / 1e3,
       static_cast<double>(h.memory_reserve) / (1 << 30));
+  if (config.architecture.experts > 0) {
+    const EpKernelEfficiency& x = g.ep_kernels;
+    s += fmt::format("    deepep_nvlink_efficiency {:g}, deepep_rdma_efficiency {:g}, "
+                     "hybridep_efficiency_8 {:g}, hybridep_efficiency_36 {:g} (measured "
+                     "shares of NVLink and the NICs: DeepEP README, HybridEP docs; "
+                     "core/moe.h)\n",
+                     x.deepep_nvlink, x.deepep_rdma, x.hybridep_8, x.hybridep_36);
+    const MoeSettings& m = t.moe;
+    s += fmt::format("  moe: dispatcher {}{}, expert TP {}, {}, {}{}\n",
+                     DispatcherName(m.dispatcher),
+                     m.dispatcher == Dispatcher::Flex
+                         ? std::string(" (") + FlexBackendName(m.backend) + ")"
+                         : std::string(),
+                     ExpertTp(t),
+                     m.capacity_factor > 0
+                         ? fmt::format("capacity factor {:g}{}", m.capacity_factor,
+                                       m.pad_to_capacity ? " padded" : "")
+                         : std::string("dropless"),
+                     m.force_balance     ? std::string("routing force-balanced")
+                     : m.loads.given()   ? "measured loads from " + m.loads.file
+                                         : fmt::format("routing skew {:g}", t.routing_skew),
+                     m.overlap_ep_comm ? ", combined 1F1B (dispatcher collectives behind the "
+                                         "other micro-batch's compute)"
+                                       : "");
+  }
   if (h.fraction_given) {
     s += fmt::format(
         "    achievable_fraction {:g} given: GEMMs and attention run at that "
@@ -269,6 +294,22 @@ Json StepModelJson(const RunConfig& config) {
       {"intra_latency_ns", g.intra_latency},
       {"inter_latency_ns", g.inter_latency},
       {"memory_reserve_bytes", h.memory_reserve}};
+  if (config.architecture.experts > 0) {
+    const EpKernelEfficiency& x = g.ep_kernels;
+    j["coefficients"]["deepep_nvlink_efficiency"] = x.deepep_nvlink;
+    j["coefficients"]["deepep_rdma_efficiency"] = x.deepep_rdma;
+    j["coefficients"]["hybridep_efficiency_8"] = x.hybridep_8;
+    j["coefficients"]["hybridep_efficiency_36"] = x.hybridep_36;
+    const MoeSettings& m = config.training.moe;
+    j["moe"] = {{"dispatcher", DispatcherName(m.dispatcher)},
+                {"backend", m.dispatcher == Dispatcher::Flex ? FlexBackendName(m.backend) : ""},
+                {"overlap_ep_comm", m.overlap_ep_comm},
+                {"expert_tensor_parallel", ExpertTp(config.training)},
+                {"capacity_factor", m.capacity_factor},
+                {"pad_to_capacity", m.pad_to_capacity},
+                {"force_balance", m.force_balance},
+                {"expert_loads", m.loads.file}};
+  }
   if (h.fraction_given) j["achievable_fraction"] = h.achievable_fraction;
   auto group = [](const GroupPlacement& p) {
     return Json{{"size", p.size},
