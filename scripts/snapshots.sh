@@ -125,6 +125,11 @@ for base in example interleaved llama3-8b llama3-70b-fsdp; do
     --emit megatron,mindformers,torchtitan,deepspeed
 done
 case_ emit-file-interleaved.txt --config configs/interleaved.yaml --emit megatron --emit-file out/emit.txt
+# MoE (issue 44): the dispatcher, expert TP, combined 1F1B and balance flags.
+case_ emit-megatron-deepseek-v3.txt --config configs/deepseek-v3.yaml --emit megatron
+for fw in megatron torchtitan; do
+  case_ "emit-$fw-gpt-oss-120b.txt" --config configs/gpt-oss-120b.yaml --emit "$fw"
+done
 
 # ---- search under a node limit (and no time limit: a slow build, ASan,
 # must give the same bytes), one thread
@@ -158,6 +163,9 @@ case_ plan-llama3-405b-gb200.txt plan --config configs/llama3-405b-gb200.yaml --
 # Offload as a plan dimension (issue 43): the host's share of 405B's optimizer.
 case_ plan-llama3.1-405b-offload.txt plan --config configs/llama3.1-405b-offload.yaml \
   --node-limit 100 --time-limit 0 --threads 1
+# EP and the MoE dispatcher as plan dimensions (issue 44).
+case_ plan-gpt-oss-120b.txt plan --config configs/gpt-oss-120b.yaml --node-limit 100 \
+  --time-limit 0 --threads 1
 case_ plan-bad-input.txt plan --config configs/example.yaml
 
 # ---- rank

@@ -109,6 +109,10 @@ struct PlanSettings {
   // plan.offload: "none" or a training.offload map, as flow YAML text
   // (empty: the file's own).
   std::vector<std::string> offload;
+  // plan.moe: "none" or a training.moe map (dispatcher, backend,
+  // overlap_ep_comm, expert_tensor_parallel, ...), as flow YAML text
+  // (empty: the file's own).
+  std::vector<std::string> moe;
   DeployTarget target = DeployTarget::Any;
   Nanos time_limit = 60'000'000'000;  // 0: none
   int top = 10;

@@ -55,7 +55,7 @@ Status Parser::ParsePlan(const Entry* section) {
           {"gpus", "tensor_parallel", "context_parallel", "expert_parallel", "pipeline_parallel",
            "micro_batch_size", "schedules", "virtual_stages", "sequence_parallel",
            "distributed_optimizer", "recompute", "target", "time_limit", "top",
-           "precision", "data_parallel_sharding", "offload"});
+           "precision", "data_parallel_sharding", "offload", "moe"});
   if (!r.ok()) return r.error();
   const Entries& e = *r;
   PlanSettings out;
@@ -185,6 +185,40 @@ Status Parser::ParsePlan(const Entry* section) {
         return Fail(item.path, "must list each offload once; got " + text + " again");
       }
       out.offload.push_back(text);
+    }
+  }
+  {
+    // plan.moe: "none" or a training.moe map each (its keys checked here,
+    // its rules by each layout's loader, counted with their reasons).
+    Result<std::vector<Entry>> items = PlanItems(e, "moe");
+    if (!items.ok()) return items.error();
+    for (const Entry& item : *items) {
+      std::string text;
+      if (item.value.IsScalar() && item.value.Scalar() == "none") {
+        text = "none";
+      } else if (item.value.IsMap()) {
+        Result<Entries> keys =
+            Map(item.value, item.path,
+                {"dispatcher", "backend", "overlap_ep_comm", "expert_tensor_parallel",
+                 "capacity_factor", "pad_to_capacity", "force_balance", "expert_loads"});
+        if (!keys.ok()) return keys.error();
+        if (const Entry* d = Find(*keys, "dispatcher")) {
+          Result<size_t> i = Choice(d->value, d->path, {"allgather", "alltoall", "flex"});
+          if (!i.ok()) return i.error();
+        }
+        YAML::Emitter out_yaml;
+        out_yaml.SetMapFormat(YAML::Flow);
+        out_yaml.SetSeqFormat(YAML::Flow);
+        out_yaml << item.value;
+        text = out_yaml.c_str();
+      } else {
+        return Fail(item.path, "must be none or a map of training.moe's keys (dispatcher, "
+                               "backend, overlap_ep_comm, ...); got " + Given(item.value));
+      }
+      if (std::find(out.moe.begin(), out.moe.end(), text) != out.moe.end()) {
+        return Fail(item.path, "must list each moe setting once; got " + text + " again");
+      }
+      out.moe.push_back(text);
     }
   }
   if (cli_.target) {

@@ -257,9 +257,10 @@ Status Parser::ApplyStepModel(const Architecture& a, Training& t,
                     "; set training.tp_across_nodes: true to let its "
                     "all-reduces cross the NICs); got " + std::to_string(t.tp));
   }
-  if ((t.dp * t.cp) % t.ep != 0) {
+  if ((t.dp * t.cp) % t.ep != 0 && ExpertTp(t) == t.tp) {
     // Megatron's expert rank generator: the expert-data-parallel size is
-    // (dp x cp) / ep (parallel_state.py).
+    // (dp x cp) / ep (parallel_state.py); with another expert TP the
+    // folding rule of training.moe.expert_tensor_parallel (CheckMoe).
     return Fail("training.expert_parallel",
                 "must divide data_parallel x context_parallel (" +
                     std::to_string(t.dp) + " x " + std::to_string(t.cp) +

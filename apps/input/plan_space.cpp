@@ -74,7 +74,7 @@ std::int64_t Mul(std::int64_t a, std::int64_t b) {
 
 struct Lists {
   std::vector<int> t, cp, ep, p, mbs, v;
-  std::vector<std::string> schedules, recompute, precision, offload;
+  std::vector<std::string> schedules, recompute, precision, offload, moe;
   std::vector<bool> sp;
   // The data-parallel choices: (distributed optimizer, strategy name or "").
   std::vector<std::pair<bool, std::string>> dp;
@@ -118,6 +118,7 @@ Lists Resolve(const RunConfig& probe, const PlanSettings& s) {
   x.precision = !s.precision.empty() ? s.precision : std::vector<std::string>{""};
   x.sp = !s.sequence_parallel.empty() ? s.sequence_parallel : std::vector<bool>{true};
   x.offload = !s.offload.empty() ? s.offload : std::vector<std::string>{""};
+  x.moe = !s.moe.empty() ? s.moe : std::vector<std::string>{""};
   const Training& t = probe.training;
   if (!s.data_parallel_sharding.empty()) {
     for (const std::string& name : s.data_parallel_sharding) {
@@ -178,7 +179,8 @@ std::string DescribeLayout(const PlanLayout& l) {
                      : l.dist_opt        ? std::string(" dist-opt")
                                          : std::string(),
                      l.precision.empty() ? "" : " " + l.precision,
-                     l.offload.empty() ? "" : " offload " + l.offload);
+                     (l.offload.empty() ? "" : " offload " + l.offload) +
+                         (l.moe.empty() ? "" : " moe " + l.moe));
 }
 
 double PlanSpaceSize(const RunConfig& probe, const PlanSettings& s) {
@@ -188,7 +190,7 @@ double PlanSpaceSize(const RunConfig& probe, const PlanSettings& s) {
   double n = sv;
   for (size_t k : {x.t.size(), x.cp.size(), x.ep.size(), x.p.size(), x.mbs.size(),
                    x.dp.size(), x.recompute.size(), x.precision.size(), x.sp.size(),
-                   x.offload.size()}) {
+                   x.offload.size(), x.moe.size()}) {
     n *= static_cast<double>(k);
   }
   return n;
@@ -222,7 +224,7 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
     return a.t == b.t && a.cp == b.cp && a.ep == b.ep && a.p == b.p && a.mbs == b.mbs &&
            a.sp == b.sp && a.dist_opt == b.dist_opt && a.sharding == b.sharding &&
            a.schedule == b.schedule && a.v == b.v && a.recompute == b.recompute &&
-           precision_of(a) == precision_of(b) && a.offload == b.offload;
+           precision_of(a) == precision_of(b) && a.offload == b.offload && a.moe == b.moe;
   };
   // Which recipes the GPU runs (the file's own, "", always loads as it is).
   std::map<std::string, std::string> precision_refusal;
@@ -241,9 +243,10 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
     for (ScheduleV& p : VsOf(sch, x.v)) sv.push_back(std::move(p));
   }
   const std::int64_t per_sv =
-      Mul(Mul(static_cast<std::int64_t>(x.recompute.size()),
-              static_cast<std::int64_t>(x.precision.size())),
-          static_cast<std::int64_t>(x.offload.size()));
+      Mul(Mul(Mul(static_cast<std::int64_t>(x.recompute.size()),
+                  static_cast<std::int64_t>(x.precision.size())),
+              static_cast<std::int64_t>(x.offload.size())),
+          static_cast<std::int64_t>(x.moe.size()));
   const std::int64_t per_mbs_sp = Mul(Mul(static_cast<std::int64_t>(x.dp.size()),
                                           static_cast<std::int64_t>(sv.size())),
                                       per_sv);
@@ -320,10 +323,12 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
                   for (const std::string& rc : x.recompute) {
                     for (const std::string& prec : x.precision) {
                       if (auto it = precision_refusal.find(prec); it != precision_refusal.end()) {
-                        refuse(it->second, static_cast<std::int64_t>(x.offload.size()));
+                        refuse(it->second, static_cast<std::int64_t>(x.offload.size() *
+                                                                     x.moe.size()));
                         continue;
                       }
                       for (const std::string& off : x.offload) {
+                       for (const std::string& mo : x.moe) {
                         PlanLayout l;
                         l.t = t, l.cp = cp, l.ep = ep, l.p = p, l.d = d, l.mbs = mbs, l.m = m;
                         l.sp = sp, l.dist_opt = dopt, l.schedule = sch, l.v = v,
@@ -331,12 +336,14 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
                         l.precision = prec;
                         l.sharding = sharding;
                         l.offload = off;
+                        l.moe = mo;
                         if (yours != nullptr && same(l, *yours)) {
                           l.yours = true;
                           yours_seen = true;
                         }
                         out.layouts.push_back(std::move(l));
                         ++out.total;
+                       }
                       }
                     }
                   }
@@ -399,10 +406,22 @@ YAML::Node WithLayout(std::string_view text, const PlanLayout& l, int n_layers, 
   // d the file's data_parallel_shard does not divide is refused by the
   // loader).
   if (keep_plan) Remove(tr, "data_parallel_shard");
+  // Nor can it run the combined 1F1B (EP 1) or fold expert TP: the layouts
+  // take the file's own.
+  if (keep_plan && tr["moe"] && tr["moe"].IsMap()) {
+    YAML::Node mo = tr["moe"];
+    Remove(mo, "overlap_ep_comm");
+    Remove(mo, "expert_tensor_parallel");
+  }
   if (l.offload == "none") {
     Remove(tr, "offload");
   } else if (!l.offload.empty()) {
     tr["offload"] = YAML::Load(l.offload);
+  }
+  if (l.moe == "none") {
+    Remove(tr, "moe");
+  } else if (!l.moe.empty()) {
+    tr["moe"] = YAML::Load(l.moe);
   }
   // Only the distributed optimizer gathers parameters: the file's
   // overlap_param_gather (and fp8_param_gather) applies to the layouts that

@@ -81,6 +81,8 @@ struct PlanLayout {
   std::string sharding;
   // training.offload: "" keeps the file's, "none" drops it, else a flow map.
   std::string offload;
+  // training.moe: "" keeps the file's, "none" drops it, else a flow map.
+  std::string moe;
   bool yours = false;                // the job config's own layout
 };
 

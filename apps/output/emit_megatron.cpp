@@ -594,7 +594,8 @@ Result<std::map<std::string, std::string>> ReadFlags(std::string_view text) {
         "--use-torch-fsdp2",      "--no-gradient-accumulation-fusion",
         "--torch-fsdp2-no-reshard-after-forward", "--optimizer-cpu-offload",
         "--use-precision-aware-optimizer", "--overlap-cpu-optimizer-d2h-h2d",
-        "--fine-grained-activation-offloading"};
+        "--fine-grained-activation-offloading", "--overlap-moe-expert-parallel-comm",
+        "--moe-pad-expert-input-to-capacity", "--moe-router-force-load-balancing"};
     if (std::find_if(std::begin(kSwitches), std::end(kSwitches), [&](const char* sw) {
           return tokens[i] == sw;
         }) != std::end(kSwitches)) {

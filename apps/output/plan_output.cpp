@@ -59,6 +59,7 @@ Json EntryJson(const PlanEntry& e) {
   if (!l.precision.empty()) j["precision"] = l.precision;
   if (!l.sharding.empty()) j["data_parallel_sharding"] = l.sharding;
   if (!l.offload.empty()) j["offload"] = l.offload;
+  if (!l.moe.empty()) j["moe"] = l.moe;
   j["iteration_time_ns"] = c.makespan;
   if (e.metrics) {
     j["tokens_per_s_per_gpu"] = e.metrics->tokens_per_s_per_gpu;
@@ -145,6 +146,7 @@ std::string FormatPlanText(const PlanResult& r) {
                        (l.precision.empty() ? "" : "  " + l.precision) +
                            (l.sharding.empty() ? "" : "  " + l.sharding) +
                            (l.offload.empty() ? "" : "  offload " + l.offload) +
+                           (l.moe.empty() ? "" : "  moe " + l.moe) +
                            (e.note.empty() ? "" : "  (" + e.note + ")"));
     }
     const PlanEntry& b = r.top.front();
