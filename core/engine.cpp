@@ -35,11 +35,16 @@ Nanos PairSaving(const PipelineSpec& spec, int s, const Op& next, Nanos* b_share
   const StageCost& nc = spec.stages[next.stage.value];
   const Nanos bdur = nc.recompute + nc.backward_input +
                      (next.kind == OpKind::B ? nc.backward_weight : 0);
-  if (spec.fb_overlap_ppm == 0 && spec.ep_overlap) {
+  if (spec.fb_overlap_ppm == 0 && spec.ep_overlap_ppm > 0) {
     // Combined 1F1B: the F's dispatcher collectives behind the backward's
-    // compute, the backward's behind the F's.
-    const Nanos f_save = std::min(cost.ep_forward, std::max<Nanos>(0, bdur - nc.ep_backward));
-    *b_share = std::min(nc.ep_backward, std::max<Nanos>(0, cost.forward - cost.ep_forward));
+    // compute, the backward's behind the F's; ep_overlap_ppm of what could
+    // hide does.
+    auto share = [&](Nanos x) {
+      return static_cast<Nanos>(static_cast<Int128>(x) * spec.ep_overlap_ppm / 1'000'000);
+    };
+    const Nanos f_save =
+        share(std::min(cost.ep_forward, std::max<Nanos>(0, bdur - nc.ep_backward)));
+    *b_share = share(std::min(nc.ep_backward, std::max<Nanos>(0, cost.forward - cost.ep_forward)));
     return f_save;
   }
   const Nanos shorter = std::min(cost.forward, bdur);

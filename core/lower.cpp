@@ -132,7 +132,7 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
   spec.comm = shape.comm;
   spec.placement = shape.placement;
   spec.fb_overlap_ppm = shape.fb_overlap_ppm;
-  spec.ep_overlap = shape.ep_overlap;
+  spec.ep_overlap_ppm = shape.ep_overlap_ppm;
   spec.tail = shape.tail;
   spec.stage_device = placement;
   spec.device_capacity.resize(p);

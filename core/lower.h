@@ -18,7 +18,7 @@ struct PipelineShape {
   StagePlacement placement = StagePlacement::Loop;  // V: v must be 2
   std::int64_t fb_overlap_ppm = 0;  // PipelineSpec::fb_overlap_ppm
   StepTail tail{};                  // PipelineSpec::tail
-  bool ep_overlap = false;          // PipelineSpec::ep_overlap
+  std::int64_t ep_overlap_ppm = 0;  // PipelineSpec::ep_overlap_ppm
 };
 
 // Megatron-style default split of the layers over p*v stages: embedding

@@ -81,7 +81,7 @@ struct Layer {
   // Of comm_forward and comm_backward: the MoE dispatcher's collectives
   // (all-to-all, DeepEP/HybridEP, expert TP), which Megatron's combined
   // 1F1B hides behind another micro-batch's compute (PipelineSpec::
-  // ep_overlap).
+  // ep_overlap_ppm).
   Nanos ep_forward = 0;
   Nanos ep_backward = 0;
 

@@ -46,7 +46,7 @@ struct StageCost {
   // The stage's parameters all-gathered once per step (Layer::step_gather).
   Nanos step_gather = 0;
   // Of forward and backward_input: the MoE dispatcher's collectives
-  // (Layer::ep_forward), which PipelineSpec::ep_overlap hides.
+  // (Layer::ep_forward), which PipelineSpec::ep_overlap_ppm hides.
   Nanos ep_forward = 0;
   Nanos ep_backward = 0;
 };
@@ -88,8 +88,9 @@ struct PipelineSpec {
   // Megatron's combined 1F1B (--overlap-moe-expert-parallel-comm): in a
   // paired F+B each op's MoE dispatcher collectives (StageCost::ep_forward,
   // ep_backward) run on a communication stream behind the other op's
-  // compute. Used when fb_overlap_ppm is 0.
-  bool ep_overlap = false;
+  // compute, this share of them in parts per million (0: off; the GPU's
+  // ep_overlap_efficiency, core/moe.h). Used when fb_overlap_ppm is 0.
+  std::int64_t ep_overlap_ppm = 0;
   // After the pipeline: gradient sync, optimizer, parameter all-gather
   // (disabled: the step ends with the last op).
   StepTail tail;

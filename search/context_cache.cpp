@@ -96,10 +96,10 @@ Result<ChoiceContext> BeginContext(const SearchProblem& pb, int index) {
     }
   }
   c.spec.fb_overlap_ppm = pb.fb_overlap_ppm;
-  c.spec.ep_overlap = pb.ep_overlap;
+  c.spec.ep_overlap_ppm = pb.ep_overlap_ppm;
   if (paired && pb.fb_overlap_ppm > 0) {
     c.bound_scale = 1.0 - static_cast<double>(pb.fb_overlap_ppm) / 1e6;
-  } else if (paired && pb.ep_overlap) {
+  } else if (paired && pb.ep_overlap_ppm > 0) {
     // A combined F+B saves at most its shorter op (each op's share is at
     // most the other's compute): the pair takes at least half its nominal
     // time.

@@ -56,7 +56,7 @@ struct SearchProblem {
   // pipeline.fb_overlap in parts per million: an overlapped F+B op
   // (dualpipev) saves that share of the shorter half (PipelineSpec).
   std::int64_t fb_overlap_ppm = 0;
-  bool ep_overlap = false;  // PipelineSpec::ep_overlap (combined 1F1B)
+  std::int64_t ep_overlap_ppm = 0;  // PipelineSpec::ep_overlap_ppm (combined 1F1B)
   // The step after the pipeline (core/step_tail.h): every candidate's
   // makespan includes it. Its time is never below the pipeline's, so the
   // bounds on the pipeline's end stay valid.

@@ -188,7 +188,7 @@ TEST_CASE("moe: combined 1F1B on two micro-batches by hand", "[moe]") {
   one.devices = {Device{1'000'000, 1.0}};
   one.links = {Link{}};
   PipelineShape shape{1, 1, 2};
-  shape.ep_overlap = true;
+  shape.ep_overlap_ppm = 1'000'000;
   Result<PipelineSpec> spec = Lower({l}, one, shape, EvenStrategy({l}, 1, 1));
   REQUIRE(spec.ok());
   ScheduleParams params;
@@ -211,12 +211,16 @@ TEST_CASE("moe: combined 1F1B on two micro-batches by hand", "[moe]") {
   // compute: 6; B0 hides its 6 behind F1's 6 of compute: 14; B1 20 (the
   // last backward exposed): 10 + 6 + 14 + 20.
   CHECK(r.makespan == 50);
+  // Half of what could hide (hardware.ep_overlap_efficiency 0.5): F1
+  // saves 2, B0 3.
+  spec->ep_overlap_ppm = 500'000;
+  CHECK(engine.Run(*spec, *program).makespan == 10 + 8 + 17 + 20);
   // Without the overlap the same order runs back to back.
-  spec->ep_overlap = false;
+  spec->ep_overlap_ppm = 0;
   CHECK(engine.Run(*spec, *program).makespan == 60);
   // Interleaved: one more warm-up forward than Megatron's plain table.
   PipelineShape s2{2, 2, 4};
-  s2.ep_overlap = true;
+  s2.ep_overlap_ppm = 1'000'000;
   Result<PipelineSpec> spec2 = Lower({l, l, l, l}, [] {
     Cluster c;
     c.devices = {Device{1'000'000, 1.0}, Device{1'000'000, 1.0}};
@@ -240,7 +244,7 @@ TEST_CASE("moe: combined 1F1B on two micro-batches by hand", "[moe]") {
   REQUIRE(ValidateProgram(*spec2, *combined).ok());
   const SimResult rc = engine.Run(*spec2, *combined);
   CHECK(rc.outcome == Outcome::Ok);
-  spec2->ep_overlap = false;
+  spec2->ep_overlap_ppm = 0;
   CHECK(rc.makespan < engine.Run(*spec2, *plain).makespan);
 }
 
@@ -268,7 +272,7 @@ TEST_CASE("moe: training.moe parses and refuses with the rule", "[moe]") {
   CHECK(m.expert_tp == 1);
   CHECK(m.capacity_factor == 1.25);
   CHECK(m.pad_to_capacity);
-  CHECK(ok->shape.ep_overlap);
+  CHECK(ok->shape.ep_overlap_ppm == 520'000);  // h100-sxm: 0.52
   CHECK(ok->schedule_params.combined_1f1b);
 
   struct Case {

@@ -162,6 +162,9 @@ Status Parser::ParseDerivedModel(const Entry& source, const Entry* training,
                     fmt::format("{:g}", t->routing_skew));
   }
   if (moe_given_) PPB_RETURN_IF_ERROR(CheckMoe(arch, *t));
+  if (t->moe.overlap_ep_comm) {
+    cfg_.shape.ep_overlap_ppm = std::llround(h->gpu.ep_kernels.overlap * 1e6);
+  }
   if (t->offload.on() && !h->step_model) {
     return Fail("training.offload",
                 "must be given with hardware.gpu (a preset with its host link: the step "

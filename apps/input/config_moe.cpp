@@ -112,7 +112,9 @@ Status Parser::ParseMoe(const Entry& x, Training& t) {
                     "combined 1F1B replaces those schedules)",
                     cfg_.schedule);
     }
-    cfg_.shape.ep_overlap = true;
+    // The share hidden is the GPU's ep_overlap_efficiency, set with the
+    // hardware (ParseDerivedModel); full until then.
+    cfg_.shape.ep_overlap_ppm = 1'000'000;
     cfg_.schedule_params.combined_1f1b = true;
   }
   return Status();

@@ -286,7 +286,7 @@ Status Parser::ParseRecompute(const Entry& rc) {
     if (mode.key == "layers") continue;
     if (std::find(offered.begin(), offered.end(), mode.key) ==
         offered.end()) {
-      if (mode.key == "full" && cfg_.shape.ep_overlap) {
+      if (mode.key == "full" && cfg_.shape.ep_overlap_ppm > 0) {
         return Fail(mode.path,
                     "must not recompute layers fully with training.moe.overlap_ep_comm "
                     "(Megatron's --overlap-moe-expert-parallel-comm refuses full "

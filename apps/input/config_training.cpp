@@ -559,7 +559,8 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
        "collective_efficiency", "collective_half_size", "nvlink_domain",
        "fp8_tflops", "fp4_tflops", "fp8_matmul_efficiency",
        "fp4_matmul_efficiency", "host_link", "host_optimizer", "deepep_nvlink_efficiency",
-       "deepep_rdma_efficiency", "hybridep_efficiency_8", "hybridep_efficiency_36"});
+       "deepep_rdma_efficiency", "hybridep_efficiency_8", "hybridep_efficiency_36",
+       "ep_overlap_efficiency"});
   if (!r.ok()) return r.error();
   const Entries& e = *r;
   Hardware h;
@@ -587,7 +588,7 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
           "fp8_tflops", "fp4_tflops", "fp8_matmul_efficiency",
           "fp4_matmul_efficiency", "host_link", "host_optimizer",
           "deepep_nvlink_efficiency", "deepep_rdma_efficiency", "hybridep_efficiency_8",
-          "hybridep_efficiency_36"}) {
+          "hybridep_efficiency_36", "ep_overlap_efficiency"}) {
       if (const Entry* x = Find(e, key)) {
         return Fail(x->path,
                     "is read with hardware.gpu (the step model: a GPU preset, "
@@ -674,6 +675,7 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
   PPB_RETURN_IF_ERROR(share("deepep_rdma_efficiency", ek.deepep_rdma));
   PPB_RETURN_IF_ERROR(share("hybridep_efficiency_8", ek.hybridep_8));
   PPB_RETURN_IF_ERROR(share("hybridep_efficiency_36", ek.hybridep_36));
+  PPB_RETURN_IF_ERROR(share("ep_overlap_efficiency", ek.overlap));
   // Low-precision peaks: given over the preset's (0 is none; a share needs a
   // peak to be a share of).
   for (auto [key, out] : {std::pair<const char*, double*>{"fp8_tflops", &h.gpu.fp8_tflops},

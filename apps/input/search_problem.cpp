@@ -43,7 +43,7 @@ SearchProblem BaseProblem(const RunConfig& config) {
   problem.m = config.shape.m;
   problem.comm = config.shape.comm;
   problem.fb_overlap_ppm = config.shape.fb_overlap_ppm;
-  problem.ep_overlap = config.shape.ep_overlap;
+  problem.ep_overlap_ppm = config.shape.ep_overlap_ppm;
   problem.tail = config.shape.tail;
   problem.allow_empty_chunks = config.allow_empty_chunks;
   // The config's own strategy: a first try of every search (issue 32).

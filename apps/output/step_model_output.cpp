@@ -75,8 +75,9 @@ std::string StepModelText(const RunConfig& config) {
     s += fmt::format("    deepep_nvlink_efficiency {:g}, deepep_rdma_efficiency {:g}, "
                      "hybridep_efficiency_8 {:g}, hybridep_efficiency_36 {:g} (measured "
                      "shares of NVLink and the NICs: DeepEP README, HybridEP docs; "
-                     "core/moe.h)\n",
-                     x.deepep_nvlink, x.deepep_rdma, x.hybridep_8, x.hybridep_36);
+                     "core/moe.h); ep_overlap_efficiency {:g} (the share the combined "
+                     "1F1B hides of what it could)\n",
+                     x.deepep_nvlink, x.deepep_rdma, x.hybridep_8, x.hybridep_36, x.overlap);
     const MoeSettings& m = t.moe;
     s += fmt::format("  moe: dispatcher {}{}, expert TP {}, {}, {}{}\n",
                      DispatcherName(m.dispatcher),
@@ -300,6 +301,7 @@ Json StepModelJson(const RunConfig& config) {
     j["coefficients"]["deepep_rdma_efficiency"] = x.deepep_rdma;
     j["coefficients"]["hybridep_efficiency_8"] = x.hybridep_8;
     j["coefficients"]["hybridep_efficiency_36"] = x.hybridep_36;
+    j["coefficients"]["ep_overlap_efficiency"] = x.overlap;
     const MoeSettings& m = config.training.moe;
     j["moe"] = {{"dispatcher", DispatcherName(m.dispatcher)},
                 {"backend", m.dispatcher == Dispatcher::Flex ? FlexBackendName(m.backend) : ""},
