@@ -82,6 +82,7 @@ double ScanFlopsPerToken(const Architecture& a, Mixer m) {
 
 MixerActivation MixerSaved(const Architecture& a, Mixer m, int bytes) {
   MixerActivation x;
+  if (m != Mixer::Mamba2 && m != Mixer::GatedDeltaNet) return x;
   const I64 e = bytes;
   // The norm's input and its output (the projection's input).
   x.replicated = 2 * e * a.hidden;
@@ -97,8 +98,6 @@ MixerActivation MixerSaved(const Architecture& a, Mixer m, int bytes) {
     // Projections' outputs, the conv's output, the recurrence's output and
     // the gated norm's output; fp32 g and beta.
     x.split = e * (proj + DeltaConvDim(d) + 2 * d.values()) + 2 * 4 * d.value_heads;
-  } else {
-    x.replicated = 0;
   }
   return x;
 }

@@ -18,19 +18,25 @@
 
 namespace ppb::config_detail {
 
-Status Parser::ParseMoe(const Entry& x, Training& t) {
+Result<Entries> Parser::MoeEntries(const Entry& x, Dispatcher* dispatcher) {
   Result<Entries> m = Map(x.value, x.path,
                           {"dispatcher", "backend", "overlap_ep_comm", "expert_tensor_parallel",
                            "capacity_factor", "pad_to_capacity", "force_balance",
                            "expert_loads"});
-  if (!m.ok()) return m.error();
-  MoeSettings& s = t.moe;
-  moe_given_ = true;
+  if (!m.ok()) return m;
   if (const Entry* d = Find(*m, "dispatcher")) {
     Result<size_t> i = Choice(d->value, d->path, {"allgather", "alltoall", "flex"});
     if (!i.ok()) return i.error();
-    s.dispatcher = static_cast<Dispatcher>(*i);
+    if (dispatcher != nullptr) *dispatcher = static_cast<Dispatcher>(*i);
   }
+  return m;
+}
+
+Status Parser::ParseMoe(const Entry& x, Training& t) {
+  MoeSettings& s = t.moe;
+  Result<Entries> m = MoeEntries(x, &s.dispatcher);
+  if (!m.ok()) return m.error();
+  moe_given_ = true;
   if (const Entry* b = Find(*m, "backend")) {
     Result<size_t> i = Choice(b->value, b->path, {"deepep", "hybridep"});
     if (!i.ok()) return i.error();

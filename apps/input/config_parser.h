@@ -4,6 +4,8 @@
 // already "file:line: key: must be ...; got ...". Internal to apps/input.
 #pragma once
 
+#include <functional>
+
 #include "apps/input/candidates.h"
 #include "apps/input/config.h"
 #include "apps/input/config_reader.h"
@@ -84,6 +86,9 @@ class Parser : public ConfigReader {
   // config_moe.cpp: training.moe and its measured loads; the rules that
   // need the model.
   Status ParseMoe(const Entry& x, Training& t);
+  // training.moe's keys, and its dispatcher's name (set in `dispatcher`
+  // when given and not null), as ParseMoe and plan.moe read them.
+  Result<Entries> MoeEntries(const Entry& x, Dispatcher* dispatcher);
   Status ParseExpertLoads(const Entry& x, ExpertLoads& out);
   Status CheckMoe(const Architecture& a, const Training& t);
   Result<double> Fraction(const YAML::Node& node, const std::string& path, double lo,
@@ -139,6 +144,12 @@ class Parser : public ConfigReader {
   Result<Nanos> TimeLimit(const Entry& x);
   Status PlanIntList(const Entries& e, std::string_view name, std::vector<int>& out);
   Status PlanBoolList(const Entries& e, std::string_view name, std::vector<bool>& out);
+  // plan.<name>: "none" or maps, each read by `check` (its errors at their
+  // lines) and kept as flow YAML text, each once; `keys` names the map's
+  // keys and `noun` an item in the errors.
+  Status PlanMaps(const Entries& e, std::string_view name, const std::string& keys,
+                  const std::string& noun, const std::function<Status(const Entry&)>& check,
+                  std::vector<std::string>& out);
   // The items of plan.<name>: a list, or one scalar as a list of one.
   Result<std::vector<Entry>> PlanItems(const Entries& e, std::string_view name);
   template <class T, class Read>

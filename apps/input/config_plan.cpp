@@ -19,6 +19,33 @@ Result<std::vector<Entry>> Parser::PlanItems(const Entries& e, std::string_view 
   return items;
 }
 
+Status Parser::PlanMaps(const Entries& e, std::string_view name, const std::string& keys,
+                        const std::string& noun, const std::function<Status(const Entry&)>& check,
+                        std::vector<std::string>& out) {
+  Result<std::vector<Entry>> items = PlanItems(e, name);
+  if (!items.ok()) return items.error();
+  for (const Entry& item : *items) {
+    std::string text;
+    if (item.value.IsScalar() && item.value.Scalar() == "none") {
+      text = "none";
+    } else if (item.value.IsMap()) {
+      PPB_RETURN_IF_ERROR(check(item));
+      YAML::Emitter out_yaml;
+      out_yaml.SetMapFormat(YAML::Flow);
+      out_yaml.SetSeqFormat(YAML::Flow);
+      out_yaml << item.value;
+      text = out_yaml.c_str();
+    } else {
+      return Fail(item.path, "must be none or a map of " + keys + "; got " + Given(item.value));
+    }
+    if (std::find(out.begin(), out.end(), text) != out.end()) {
+      return Fail(item.path, "must list each " + noun + " once; got " + text + " again");
+    }
+    out.push_back(text);
+  }
+  return Status();
+}
+
 Status Parser::PlanIntList(const Entries& e, std::string_view name, std::vector<int>& out) {
   Result<std::vector<Entry>> items = PlanItems(e, name);
   if (!items.ok()) return items.error();
@@ -159,68 +186,27 @@ Status Parser::ParsePlan(const Entry* section) {
       out.data_parallel_sharding.push_back(*name);
     }
   }
-  {
-    // plan.offload: "none" or a training.offload map each, checked as
-    // training.offload is (its keys at their lines).
-    Result<std::vector<Entry>> items = PlanItems(e, "offload");
-    if (!items.ok()) return items.error();
-    for (const Entry& item : *items) {
-      std::string text;
-      if (item.value.IsScalar() && item.value.Scalar() == "none") {
-        text = "none";
-      } else if (item.value.IsMap()) {
+  // plan.offload: training.offload maps, checked as training.offload is
+  // (its keys at their lines).
+  PPB_RETURN_IF_ERROR(PlanMaps(
+      e, "offload", "training.offload's keys (activations, layers, optimizer)", "offload",
+      [&](const Entry& item) {
         Training probe;
         probe.pp = 1;
-        PPB_RETURN_IF_ERROR(ParseOffload(item, probe));
-        YAML::Emitter out_yaml;
-        out_yaml.SetMapFormat(YAML::Flow);
-        out_yaml.SetSeqFormat(YAML::Flow);
-        out_yaml << item.value;
-        text = out_yaml.c_str();
-      } else {
-        return Fail(item.path, "must be none or a map of training.offload's keys "
-                               "(activations, layers, optimizer); got " + Given(item.value));
-      }
-      if (std::find(out.offload.begin(), out.offload.end(), text) != out.offload.end()) {
-        return Fail(item.path, "must list each offload once; got " + text + " again");
-      }
-      out.offload.push_back(text);
-    }
-  }
-  {
-    // plan.moe: "none" or a training.moe map each (its keys checked here,
-    // its rules by each layout's loader, counted with their reasons).
-    Result<std::vector<Entry>> items = PlanItems(e, "moe");
-    if (!items.ok()) return items.error();
-    for (const Entry& item : *items) {
-      std::string text;
-      if (item.value.IsScalar() && item.value.Scalar() == "none") {
-        text = "none";
-      } else if (item.value.IsMap()) {
-        Result<Entries> keys =
-            Map(item.value, item.path,
-                {"dispatcher", "backend", "overlap_ep_comm", "expert_tensor_parallel",
-                 "capacity_factor", "pad_to_capacity", "force_balance", "expert_loads"});
+        return ParseOffload(item, probe);
+      },
+      out.offload));
+  // plan.moe: training.moe maps (their keys checked here, their rules by
+  // each layout's loader, counted with their reasons).
+  PPB_RETURN_IF_ERROR(PlanMaps(
+      e, "moe", "training.moe's keys (dispatcher, backend, overlap_ep_comm, ...)",
+      "moe setting",
+      [&](const Entry& item) -> Status {
+        Result<Entries> keys = MoeEntries(item, nullptr);
         if (!keys.ok()) return keys.error();
-        if (const Entry* d = Find(*keys, "dispatcher")) {
-          Result<size_t> i = Choice(d->value, d->path, {"allgather", "alltoall", "flex"});
-          if (!i.ok()) return i.error();
-        }
-        YAML::Emitter out_yaml;
-        out_yaml.SetMapFormat(YAML::Flow);
-        out_yaml.SetSeqFormat(YAML::Flow);
-        out_yaml << item.value;
-        text = out_yaml.c_str();
-      } else {
-        return Fail(item.path, "must be none or a map of training.moe's keys (dispatcher, "
-                               "backend, overlap_ep_comm, ...); got " + Given(item.value));
-      }
-      if (std::find(out.moe.begin(), out.moe.end(), text) != out.moe.end()) {
-        return Fail(item.path, "must list each moe setting once; got " + text + " again");
-      }
-      out.moe.push_back(text);
-    }
-  }
+        return Status();
+      },
+      out.moe));
   if (cli_.target) {
     out.target = *cli_.target;
   } else if (const Entry* x = Find(e, "target")) {

@@ -119,6 +119,21 @@ const std::vector<std::string>& KnownTypes() {
   return kTypes;
 }
 
+// DeepSeek's MoE fields, as DeepSeek-V2/V3, Kimi K2 and GLM-4.5 name them:
+// n_routed_experts of moe_intermediate_size, n_shared_experts of the same
+// width, the first first_k_dense_replace layers dense.
+Status ReadRoutedExperts(const Fields& f, Architecture& a) {
+  std::int64_t v = 0;
+  PPB_HF_ASSIGN(v, f.Int("n_routed_experts", 1, std::nullopt));
+  a.experts = static_cast<int>(v);
+  PPB_HF_ASSIGN(a.expert_ffn, f.Int("moe_intermediate_size", 1, std::nullopt));
+  PPB_HF_ASSIGN(v, f.Int("n_shared_experts", 0, 0));
+  a.shared_ffn = v * a.expert_ffn;
+  PPB_HF_ASSIGN(v, f.Int("first_k_dense_replace", 0, 0));
+  a.moe_layout.first_k_dense = static_cast<int>(v);
+  return Status();
+}
+
 Result<Architecture> ParseObject(const Fields& f) {
   Architecture a;
   std::string type;
@@ -251,14 +266,7 @@ Result<Architecture> ParseObject(const Fields& f) {
     PPB_HF_ASSIGN(a.attention_chunk, f.Int("attention_chunk_size", 0, 0));
   } else if (glm) {
     PPB_HF_ASSIGN(a.ffn, f.Int("intermediate_size", 1, std::nullopt));
-    PPB_HF_ASSIGN(v, f.Int("n_routed_experts", 1, std::nullopt));
-    a.experts = static_cast<int>(v);
-    PPB_HF_ASSIGN(a.expert_ffn, f.Int("moe_intermediate_size", 1, std::nullopt));
-    std::int64_t shared = 0;
-    PPB_HF_ASSIGN(shared, f.Int("n_shared_experts", 0, 0));
-    a.shared_ffn = shared * a.expert_ffn;
-    PPB_HF_ASSIGN(v, f.Int("first_k_dense_replace", 0, 0));
-    a.moe_layout.first_k_dense = static_cast<int>(v);
+    if (Status st = ReadRoutedExperts(f, a); !st.ok()) return st.error();
     PPB_HF_ASSIGN(v, f.Int("num_nextn_predict_layers", 0, 0));
     a.mtp_layers = static_cast<int>(v);
     a.router_bias = true;  // e_score_correction_bias [HF]
@@ -283,14 +291,7 @@ Result<Architecture> ParseObject(const Fields& f) {
     a.moe_layout.decoder_sparse_step = static_cast<int>(v);
     // mlp_only_layers (a list) is read by ParseHfConfig.
   } else if (deepseek) {
-    PPB_HF_ASSIGN(v, f.Int("n_routed_experts", 1, std::nullopt));
-    a.experts = static_cast<int>(v);
-    PPB_HF_ASSIGN(a.expert_ffn, f.Int("moe_intermediate_size", 1, std::nullopt));
-    std::int64_t shared = 0;
-    PPB_HF_ASSIGN(shared, f.Int("n_shared_experts", 0, 0));
-    a.shared_ffn = shared * a.expert_ffn;
-    PPB_HF_ASSIGN(v, f.Int("first_k_dense_replace", 0, 0));
-    a.moe_layout.first_k_dense = static_cast<int>(v);
+    if (Status st = ReadRoutedExperts(f, a); !st.ok()) return st.error();
     PPB_HF_ASSIGN(v, f.Int("moe_layer_freq", 1, 1));
     a.moe_layout.moe_layer_freq = static_cast<int>(v);
     PPB_HF_ASSIGN(a.q_lora_rank, f.Int("q_lora_rank", 0, 0));
