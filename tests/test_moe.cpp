@@ -8,6 +8,7 @@
 #include <string>
 
 #include "apps/input/config.h"
+#include "apps/output/emit.h"
 #include "core/cost_model.h"
 #include "core/dp_costs.h"
 #include "core/engine.h"
@@ -316,6 +317,47 @@ TEST_CASE("moe: training.moe parses and refuses with the rule", "[moe]") {
       MoeConfig("    overlap_ep_comm: true\n") + "strategy:\n  recompute: {full: true}\n");
   CHECK(full.find("must not recompute layers fully with training.moe.overlap_ep_comm") !=
         std::string::npos);
+}
+
+TEST_CASE("moe: forms without MoE flags say what they cannot carry", "[moe]") {
+  const std::string moe =
+      "    dispatcher: flex\n    overlap_ep_comm: true\n    expert_tensor_parallel: 1\n"
+      "    force_balance: true\n";
+  // MindFormers on interleaved p = 2; DeepSpeed (no interleaving) at p = 1,
+  // where the combined 1F1B is Megatron's no-pipelining path.
+  const std::pair<Framework, std::string> forms[] = {
+      {Framework::MindFormers, ""},
+      {Framework::DeepSpeed, "  stages: 1\n  schedule: 1f1b\n"}};
+  for (const auto& [f, pipeline] : forms) {
+    Result<RunConfig> c = test::Parse(MoeConfig(moe, pipeline));
+    REQUIRE(c.ok());
+    Result<PreparedRun> run = Prepare(*c);
+    REQUIRE(run.ok());
+    Result<Emission> e = Emit(f, *c, run->program);
+    if (!e.ok()) FAIL(e.error().message);
+    std::string flat;  // the note is wrapped over comment lines
+    for (size_t i = 0; i < e->text.size(); ++i) {
+      if (e->text.compare(i, 7, "\n# ppb:") == 0) {
+        i += 7;
+        flat += ' ';
+        while (i + 1 < e->text.size() && e->text[i + 1] == ' ') ++i;
+        continue;
+      }
+      flat += e->text[i];
+    }
+    INFO(e->text);
+    CHECK(flat.find("cannot express training.moe's the flex dispatcher, expert TP 1, the "
+                    "combined 1F1B (overlap_ep_comm), forced balance") != std::string::npos);
+  }
+  // Nothing to say for Megatron's defaults as ppb simulates them.
+  Result<RunConfig> plain =
+      test::Parse(MoeConfig("    dispatcher: alltoall\n", "  stages: 1\n  schedule: 1f1b\n"));
+  REQUIRE(plain.ok());
+  Result<PreparedRun> run2 = Prepare(*plain);
+  REQUIRE(run2.ok());
+  Result<Emission> e = Emit(Framework::DeepSpeed, *plain, run2->program);
+  REQUIRE(e.ok());
+  CHECK(e->text.find("training.moe") == std::string::npos);
 }
 
 }  // namespace

@@ -174,6 +174,25 @@ void NoteShardingNotEmitted(std::string& text, const RunConfig& config, const ch
   }
 }
 
+void NoteMoeNotEmitted(std::string& text, const RunConfig& config, const char* framework) {
+  const Training& t = config.training;
+  const MoeSettings& m = t.moe;
+  if (config.architecture.experts == 0 || config.derived.empty()) return;
+  std::string what;
+  auto add = [&](const std::string& s) { what += (what.empty() ? "" : ", ") + s; };
+  if (m.dispatcher != Dispatcher::AllToAll) {
+    add(std::string("the ") + DispatcherName(m.dispatcher) + " dispatcher");
+  }
+  if (ExpertTp(t) != t.tp) add(fmt::format("expert TP {}", ExpertTp(t)));
+  if (m.overlap_ep_comm) add("the combined 1F1B (overlap_ep_comm)");
+  if (m.capacity_factor > 0) add(fmt::format("capacity factor {:g}", m.capacity_factor));
+  if (m.force_balance) add("forced balance");
+  if (what.empty()) return;
+  AddNote(text, fmt::format("cannot express training.moe's {}: ppb emits no {} setting for "
+                            "them; set them in the framework by hand",
+                            what, framework));
+}
+
 void AddNote(std::string& text, const std::string& note) {
   const size_t width = 72;
   size_t pos = 0;

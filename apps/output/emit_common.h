@@ -60,6 +60,10 @@ void NoteLowPrecisionNotEmitted(std::string& text, const RunConfig& config,
                                 const char* framework);
 // The same for sharded data parallelism past ZeRO-1 and for offload.
 void NoteShardingNotEmitted(std::string& text, const RunConfig& config, const char* framework);
+// The training.moe settings a form without MoE communication flags (MindFormers,
+// DeepSpeed) cannot carry: the dispatcher, expert TP, the combined 1F1B,
+// the capacity and forced balance, said when simulated.
+void NoteMoeNotEmitted(std::string& text, const RunConfig& config, const char* framework);
 
 // The model has exactly one embedding, first, and one head, last, with the
 // decoder layers and then the MTP layers between them: Megatron-LM's layout

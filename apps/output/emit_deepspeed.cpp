@@ -100,6 +100,7 @@ Result<Emission> emit_detail::EmitDeepSpeed(const RunConfig& config) {
   if (!note.empty()) AddNote(text, note);
   NoteLowPrecisionNotEmitted(text, config, "DeepSpeed");
   NoteShardingNotEmitted(text, config, "DeepSpeed");
+  NoteMoeNotEmitted(text, config, "DeepSpeed");
   return e;
 }
 

@@ -239,6 +239,7 @@ Result<Emission> emit_detail::EmitMindFormers(const RunConfig& config) {
   if (!rc.note.empty()) AddNote(text, rc.note);
   NoteLowPrecisionNotEmitted(text, config, "MindFormers");
   NoteShardingNotEmitted(text, config, "MindFormers");
+  NoteMoeNotEmitted(text, config, "MindFormers");
   return e;
 }
 
