@@ -236,6 +236,9 @@ struct Hardware {
   bool fraction_given = false;
   Gpu gpu;                          // its peak_tflops is peak_tflops
   std::int64_t memory_reserve = 0;  // kept free on every device
+  // The peers one rank's NCCL connects to (core/process_memory.h
+  // CountNcclPeers), set with the step model once the job is placed.
+  NcclPeers nccl_peers;
 };
 
 }  // namespace ppb

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/moe.h"
+#include "core/process_memory.h"
 #include "core/types.h"
 
 namespace ppb {
@@ -104,6 +105,8 @@ struct Gpu {
   CollectiveEfficiency network;
   // DeepEP's and HybridEP's measured share of the links (core/moe.h).
   EpKernelEfficiency ep_kernels;
+  // What a process holds besides its tensors (core/process_memory.h).
+  ProcessMemory process_memory;
   std::string source;               // the datasheet(s) the facts come from
 };
 

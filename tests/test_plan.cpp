@@ -22,8 +22,9 @@ namespace ppb {
 namespace {
 
 // A 4-decoder GPT (embedding and head besides) priced by the step model on
-// A100s; 2.5 GiB of each GPU's 4 GiB kept free leaves 1.5 GiB, so that some
-// layouts fit only with recompute and some not at all.
+// A100s; 2.5 GiB of each GPU's 4 GiB kept free leaves 1.5 GiB (no process
+// memory: core/process_memory.h's coefficients zero), less the default
+// headroom, so that some layouts fit only with recompute and some not at all.
 std::string TinyJob(const std::string& plan, const std::string& training_extra = "") {
   return R"(model:
   name: tiny
@@ -38,10 +39,10 @@ training:
   global_batch_size: 16
   dtype: bf16
 )" + training_extra +
-         R"(hardware:
-  gpu: a100-sxm4-80gb
-  memory: 4GiB
-  memory_reserve: 2560MiB
+         R"(hardware: {gpu: a100-sxm4-80gb, memory: 4GiB,
+  memory_reserve: 2560MiB,
+  memory_fragmentation: 0, memory_nccl_per_peer: 0B, memory_context: 0B,
+  memory_workspace: 0B}
 )" + plan;
 }
 

@@ -160,7 +160,7 @@ TEST_CASE("search block: errors name file, line and key", "[search-cli]") {
       {"search: [1]\n",
        "run.yaml:17: search: must be a map with keys schedules, "
        "virtual_stages, microbatch_groups, time_limit, node_limit, seed, "
-       "threads, top, device_order, target; got a list of 1"},
+       "threads, top, device_order, target, memory_headroom; got a list of 1"},
       {"search:\n  bogus: 1\n",
        "run.yaml:18: search.bogus: unknown key; expected one of schedules,"},
       {"search:\n  schedules: [1f1b, custom]\n",

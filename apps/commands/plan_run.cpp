@@ -218,7 +218,10 @@ Status Load(PlanState& st) {
     if (st.yours && std::int64_t{st.yours->t} * st.yours->cp * st.yours->p * st.yours->d != s.gpus) {
       st.yours.reset();
     }
-    if (st.yours) st.own_config = std::make_shared<RunConfig>(std::move(*own));
+    if (st.yours) {
+      own->search.memory_headroom = s.memory_headroom;  // the plan's, not search's
+      st.own_config = std::make_shared<RunConfig>(std::move(*own));
+    }
   }
   // The first answer: the file's own strategy, before any layout loads.
   if (st.own_config) {
@@ -267,6 +270,7 @@ Status Load(PlanState& st) {
       ++st.done;
       continue;
     }
+    cfg->search.memory_headroom = s.memory_headroom;
     Result<SearchProblem> problem = BuildSearchProblem(*cfg);
     if (!problem.ok()) {
       const std::string why = "the search: " + problem.error().key;

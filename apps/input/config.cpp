@@ -93,14 +93,38 @@ Status Parser::TakeOffCapacity(Bytes amount, Refuse refuse) {
   return Status();
 }
 
-// hardware.memory_reserve (the step model): kept free on every device.
+// hardware.memory_reserve (the step model): kept free on every device;
+// then what the process holds besides its tensors (core/process_memory.h):
+// each device's capacity becomes the tensor bytes whose process fills it.
 Status Parser::ApplyMemoryReserve() {
-  const Bytes r = cfg_.hardware.step_model ? cfg_.hardware.memory_reserve : 0;
-  return TakeOffCapacity(r, [&](Bytes capacity) -> Status {
+  const Hardware& h = cfg_.hardware;
+  if (!h.step_model) return Status();
+  const Bytes r = h.memory_reserve;
+  PPB_RETURN_IF_ERROR(TakeOffCapacity(r, [&](Bytes capacity) -> Status {
     return Fail("hardware.memory_reserve",
                 "must be less than every device's memory (" +
                     std::to_string(capacity) + " B); got " + std::to_string(r) + " B");
-  });
+  }));
+  const ProcessMemory& pm = h.gpu.process_memory;
+  const Bytes fixed = FixedProcessBytes(pm, h.nccl_peers);
+  auto apply = [&](Bytes& capacity) -> Status {
+    const Bytes a = AllocatableBytes(pm, capacity, fixed);
+    if (a <= 0) {
+      return Fail("hardware.memory_context",
+                  "with the workspace and NCCL's buffers (" +
+                      std::to_string(h.nccl_peers.peers + h.nccl_peers.net_peers) +
+                      " peers) must leave room for tensors in the device's " +
+                      std::to_string(capacity) + " B; they take " + std::to_string(fixed) +
+                      " B");
+    }
+    capacity = a;
+    return Status();
+  };
+  for (Device& d : cfg_.cluster.devices) PPB_RETURN_IF_ERROR(apply(d.memory_capacity));
+  if (cfg_.topology) {
+    for (DeviceType& t : cfg_.topology->types) PPB_RETURN_IF_ERROR(apply(t.memory_capacity));
+  }
+  return Status();
 }
 
 // SAPP's stage_const_mem (RunConfig::stage_constant): every stage holds it
@@ -118,6 +142,25 @@ Status Parser::ApplyStageConstant() {
 }  // namespace ppb::config_detail
 
 namespace ppb {
+
+Bytes HeadroomBytes(const RunConfig& config, const MemoryHeadroom& h) {
+  if (h.bytes >= 0) return h.bytes;
+  if (!h.given && !config.hardware.step_model) return 0;
+  Bytes memory = config.hardware.memory_bytes;
+  if (memory <= 0) {
+    for (const Device& d : config.cluster.devices) {
+      if (memory <= 0 || d.memory_capacity < memory) memory = d.memory_capacity;
+    }
+  }
+  return static_cast<Bytes>(h.share * static_cast<double>(memory));
+}
+
+Bytes HeadroomTensorBytes(const RunConfig& config, const MemoryHeadroom& h) {
+  const Bytes b = HeadroomBytes(config, h);
+  if (!config.hardware.step_model) return b;
+  return static_cast<Bytes>(static_cast<double>(b) *
+                            (1.0 - config.hardware.gpu.process_memory.fragmentation));
+}
 
 Result<RunConfig> LoadConfig(const std::string& path,
                              const CliOverrides& overrides) {

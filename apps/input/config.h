@@ -65,6 +65,17 @@ struct CliOverrides {
 // its limits. Lists are validated names / positive values without repeats;
 // which combinations make sense is decided by BuildSearchProblem
 // (apps/input/search_problem.h).
+// search.memory_headroom / plan.memory_headroom: memory every device keeps
+// free beyond what its process holds (core/process_memory.h), as bytes or
+// as a share of the GPU's memory. An answer that needs it is "at risk".
+// Default: 5 % of the GPU's memory with the step model, none without it
+// (docs/model.md "Memory a process really uses" says why 5 %).
+struct MemoryHeadroom {
+  bool given = false;
+  Bytes bytes = -1;    // >= 0: these bytes
+  double share = 0.05; // else this share of the GPU's memory
+};
+
 struct SearchSettings {
   std::vector<std::string> schedules;  // registry names (no "custom");
                                        // empty: pipeline.schedule
@@ -82,6 +93,7 @@ struct SearchSettings {
   // search.target: only strategies this framework's configuration can
   // express (search/deployable.h); any: every per-layer choice.
   DeployTarget target = DeployTarget::Any;
+  MemoryHeadroom memory_headroom;
 };
 
 // The optional `plan:` block (`ppb-sim plan`, apps/commands/plan.cpp): the
@@ -116,6 +128,7 @@ struct PlanSettings {
   DeployTarget target = DeployTarget::Any;
   Nanos time_limit = 60'000'000'000;  // 0: none
   int top = 10;
+  MemoryHeadroom memory_headroom;
 };
 
 struct RunConfig {
@@ -159,6 +172,12 @@ struct RunConfig {
   // map to 0.
   std::map<std::string, int> key_lines;
 };
+
+// The headroom `h` of `config` in device bytes, and in the tensor bytes it
+// takes off the allocatable capacity (its share that is not allocator
+// fragmentation, with the step model).
+Bytes HeadroomBytes(const RunConfig& config, const MemoryHeadroom& h);
+Bytes HeadroomTensorBytes(const RunConfig& config, const MemoryHeadroom& h);
 
 // Reads and validates `path`. `text` overload: parse YAML given as a string
 // (tests), reporting errors against `filename`.

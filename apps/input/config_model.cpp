@@ -5,6 +5,7 @@
 // kMaxLayers layers after expansion. Errors as every config error:
 // "file:line: model.<key>: must be ...; got ...".
 #include "apps/input/config_parser.h"
+#include "core/rank_layout.h"
 
 #include <fmt/format.h>
 
@@ -181,6 +182,9 @@ Status Parser::ParseDerivedModel(const Entry& source, const Entry* training,
   cfg_.architecture = arch;
   cfg_.training = *t;
   cfg_.hardware = *h;
+  // The peers of the communicators this layout creates (the process's
+  // NCCL buffers, core/process_memory.h).
+  if (h->step_model) cfg_.hardware.nccl_peers = CountNcclPeers(*t, PlaceJob(*t, h->gpu));
   for (const DerivedLayer& d : cfg_.derived) cfg_.layers.push_back(d.layer);
   return Status();
 }

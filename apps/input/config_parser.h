@@ -142,6 +142,7 @@ class Parser : public ConfigReader {
   Status ParsePlan(const Entry* section);
   Result<DeployTarget> Target(const Entry& x);
   Result<Nanos> TimeLimit(const Entry& x);
+  Result<MemoryHeadroom> Headroom(const Entry& x);
   Status PlanIntList(const Entries& e, std::string_view name, std::vector<int>& out);
   Status PlanBoolList(const Entries& e, std::string_view name, std::vector<bool>& out);
   // plan.<name>: "none" or maps, each read by `check` (its errors at their

@@ -82,7 +82,7 @@ Status Parser::ParsePlan(const Entry* section) {
           {"gpus", "tensor_parallel", "context_parallel", "expert_parallel", "pipeline_parallel",
            "micro_batch_size", "schedules", "virtual_stages", "sequence_parallel",
            "distributed_optimizer", "recompute", "target", "time_limit", "top",
-           "precision", "data_parallel_sharding", "offload", "moe"});
+           "precision", "data_parallel_sharding", "offload", "moe", "memory_headroom"});
   if (!r.ok()) return r.error();
   const Entries& e = *r;
   PlanSettings out;
@@ -220,6 +220,11 @@ Status Parser::ParsePlan(const Entry* section) {
     Result<Nanos> t = TimeLimit(*x);
     if (!t.ok()) return t.error();
     out.time_limit = *t;
+  }
+  if (const Entry* x = Find(e, "memory_headroom")) {
+    Result<MemoryHeadroom> h = Headroom(*x);
+    if (!h.ok()) return h.error();
+    out.memory_headroom = *h;
   }
   if (cli_.top) {
     out.top = *cli_.top;

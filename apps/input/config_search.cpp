@@ -4,6 +4,8 @@
 // names / positive values without repeats; which combinations make sense is
 // BuildSearchProblem's (apps/input/search_problem.h). Errors as every config error:
 // "file:line: search.<key>: must be ...; got ...".
+#include <charconv>
+
 #include "apps/input/config_parser.h"
 
 namespace ppb::config_detail {
@@ -15,7 +17,8 @@ Status Parser::ParseSearch(const Entry* section) {
     Result<Entries> r =
         Map(section->value, "search",
             {"schedules", "virtual_stages", "microbatch_groups", "time_limit",
-             "node_limit", "seed", "threads", "top", "device_order", "target"});
+             "node_limit", "seed", "threads", "top", "device_order", "target",
+             "memory_headroom"});
     if (!r.ok()) return r.error();
     e = std::move(*r);
   }
@@ -61,6 +64,11 @@ Status Parser::ParseSearch(const Entry* section) {
     if (!t.ok()) return t.error();
     out.target = *t;
   }
+  if (const Entry* x = Find(e, "memory_headroom")) {
+    Result<MemoryHeadroom> h = Headroom(*x);
+    if (!h.ok()) return h.error();
+    out.memory_headroom = *h;
+  }
   if (const Entry* x = Find(e, "device_order")) {
     Result<size_t> i = Choice(x->value, x->path, {"search", "given"});
     if (!i.ok()) return i.error();
@@ -71,6 +79,31 @@ Status Parser::ParseSearch(const Entry* section) {
     out.search_device_order = *i == 0;
   }
   return Status();
+}
+
+// search.memory_headroom, plan.memory_headroom: a size ("6GiB") or a share
+// of the GPU's memory ("5%"), below half of it.
+Result<MemoryHeadroom> Parser::Headroom(const Entry& x) {
+  const std::string want =
+      "must be a size (e.g. 4GiB) or a share of the GPU's memory in [0%, 50%] (e.g. 5%)";
+  MemoryHeadroom h;
+  h.given = true;
+  if (x.value.IsScalar() && !x.value.Scalar().empty() && x.value.Scalar().back() == '%') {
+    const std::string& text = x.value.Scalar();
+    double pct = -1;
+    const char* end = text.data() + text.size() - 1;
+    auto [ptr, ec] = std::from_chars(text.data(), end, pct);
+    if (ec != std::errc() || ptr != end || !(pct >= 0 && pct <= 50)) {
+      return Fail(x.path, want + "; got " + Given(x.value));
+    }
+    h.share = pct / 100.0;
+    return h;
+  }
+  if (!x.value.IsScalar()) return Fail(x.path, want + "; got " + Given(x.value));
+  Result<Bytes> b = Size(x.value, x.path, false);
+  if (!b.ok()) return b.error();
+  h.bytes = *b;
+  return h;
 }
 
 // A framework name (search.target, plan.target).

@@ -7,6 +7,7 @@
 
 #include "core/rank_layout.h"
 
+#include <charconv>
 #include <climits>
 
 namespace ppb::config_detail {
@@ -560,7 +561,8 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
        "fp8_tflops", "fp4_tflops", "fp8_matmul_efficiency",
        "fp4_matmul_efficiency", "host_link", "host_optimizer", "deepep_nvlink_efficiency",
        "deepep_rdma_efficiency", "hybridep_efficiency_8", "hybridep_efficiency_36",
-       "ep_overlap_efficiency"});
+       "ep_overlap_efficiency", "memory_fragmentation", "memory_nccl_per_peer",
+       "memory_nccl_per_net_peer", "memory_context", "memory_workspace"});
   if (!r.ok()) return r.error();
   const Entries& e = *r;
   Hardware h;
@@ -576,9 +578,9 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
     h.peak_tflops = h.gpu.peak_tflops;
     h.memory_bytes = h.gpu.memory;
     hardware_memory_ = h.gpu.memory;
-    // CUDA context, NCCL buffers and the allocator's fragmentation: a
-    // guess to calibrate (docs/model.md "the step model").
-    h.memory_reserve = 2LL << 30;
+    // The CUDA context, NCCL's buffers and the allocator's fragmentation
+    // are the process-memory coefficients (core/process_memory.h);
+    // memory_reserve is kept free on top of them (default none).
   } else {
     for (const char* key :
          {"gpus_per_node", "intra_node", "inter_node", "memory_reserve",
@@ -588,7 +590,9 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
           "fp8_tflops", "fp4_tflops", "fp8_matmul_efficiency",
           "fp4_matmul_efficiency", "host_link", "host_optimizer",
           "deepep_nvlink_efficiency", "deepep_rdma_efficiency", "hybridep_efficiency_8",
-          "hybridep_efficiency_36", "ep_overlap_efficiency"}) {
+          "hybridep_efficiency_36", "ep_overlap_efficiency", "memory_fragmentation",
+          "memory_nccl_per_peer", "memory_nccl_per_net_peer", "memory_context",
+          "memory_workspace"}) {
       if (const Entry* x = Find(e, key)) {
         return Fail(x->path,
                     "is read with hardware.gpu (the step model: a GPU preset, "
@@ -774,6 +778,38 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
       if (!t.ok()) return t.error();
       (std::string_view(key) == "kernel_floor" ? h.gpu.compute.kernel_floor
                                                : h.gpu.compute.matmul_half_time) = *t;
+    }
+  }
+  // What a process holds besides its tensors (core/process_memory.h).
+  ProcessMemory& pm = h.gpu.process_memory;
+  if (const Entry* x = Find(e, "memory_fragmentation")) {
+    double f = -1;
+    if (x->value.IsScalar()) {
+      const std::string& text = x->value.Scalar();
+      const char* end = text.data() + text.size();
+      auto [ptr, ec] = std::from_chars(text.data(), end, f);
+      if (text.empty() || ec != std::errc() || ptr != end) f = -1;
+    }
+    if (!(f >= 0 && f <= 0.9)) {
+      return Fail(x->path, "must be a share of reserved memory in [0, 0.9]; got " +
+                               Given(x->value));
+    }
+    pm.fragmentation = f;
+  }
+  for (auto [key, out] : {std::pair<const char*, Bytes*>{"memory_nccl_per_peer",
+                                                         &pm.nccl_per_peer},
+                          {"memory_nccl_per_net_peer", &pm.nccl_per_net_peer},
+                          {"memory_context", &pm.context},
+                          {"memory_workspace", &pm.workspace}}) {
+    if (const Entry* x = Find(e, key)) {
+      Result<Bytes> b = Size(x->value, x->path, false);
+      if (!b.ok()) return b.error();
+      if (*b >= h.memory_bytes) {
+        return Fail(x->path, "must be less than the device's memory (" +
+                                 std::to_string(h.memory_bytes) + " B); got " +
+                                 x->value.Scalar());
+      }
+      *out = *b;
     }
   }
   for (const char* key : {"memory_reserve", "collective_half_size"}) {

@@ -52,6 +52,14 @@ SearchProblem BaseProblem(const RunConfig& config) {
     problem.topology = *config.topology;
     problem.given_placement = config.placement;
   }
+  // The search keeps the headroom free: an answer that needs it is at
+  // risk (core/process_memory.h), never the search's answer.
+  const Bytes keep = HeadroomTensorBytes(config, config.search.memory_headroom);
+  auto keep_free = [&](Bytes& capacity) { capacity = std::max<Bytes>(1, capacity - keep); };
+  for (Device& d : problem.cluster.devices) keep_free(d.memory_capacity);
+  if (config.topology) {
+    for (DeviceType& t : problem.topology.types) keep_free(t.memory_capacity);
+  }
   return problem;
 }
 

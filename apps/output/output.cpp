@@ -2,6 +2,8 @@
 // (apps/output/output.h).
 #include "apps/output/output.h"
 
+#include "apps/output/memory_report.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -391,10 +393,15 @@ std::string FormatSimText(const RunConfig& config, const PreparedRun& run,
   out += fmt::format("  max peak memory   {} on rank {} (capacity {})\n",
                      FormatBytes(r.devices[peak_rank].peak_memory), peak_rank,
                      FormatBytes(r.devices[peak_rank].capacity));
+  const MemoryReport mem = ReportMemory(config, r);
+  out += FormatMemoryText(config, mem);
+  std::string ok = "ok: every rank fits in memory";
+  if (r.outcome == Outcome::Ok && mem.verdict == MemoryVerdict::AtRisk) {
+    ok = "at risk: " + RanksWith(mem, MemoryVerdict::AtRisk) + " fit but keep less than the " +
+         FormatBytes(mem.headroom) + " headroom free (search.memory_headroom)";
+  }
   out += fmt::format("  outcome           {}\n",
-                     r.outcome == Outcome::Ok
-                         ? std::string("ok: every rank fits in memory")
-                         : "OUT OF MEMORY on rank" + oom_ranks);
+                     r.outcome == Outcome::Ok ? ok : "OUT OF MEMORY on rank" + oom_ranks);
   const BubbleBreakdown& b = r.breakdown;
   const std::string tail_ms =
       spec.tail.enabled ? fmt::format(" + gradient sync {:.3f} + optimizer {:.3f}",
@@ -527,6 +534,7 @@ std::string FormatSimJson(const RunConfig& config, const PreparedRun& run,
   Bytes max_peak = 0;
   for (const auto& d : r.devices) max_peak = std::max(max_peak, d.peak_memory);
   j["max_peak_memory_bytes"] = max_peak;
+  j["memory"] = MemoryJson(config, ReportMemory(config, r));
   j["breakdown_ms"] = {{"ideal", ToMs(r.breakdown.ideal)},
                        {"imbalance", ToMs(r.breakdown.imbalance)},
                        {"recompute", ToMs(r.breakdown.recompute)},

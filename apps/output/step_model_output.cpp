@@ -70,6 +70,16 @@ std::string StepModelText(const RunConfig& config) {
       static_cast<double>(g.intra_latency) / 1e3,
       static_cast<double>(g.inter_latency) / 1e3,
       static_cast<double>(h.memory_reserve) / (1 << 30));
+  const ProcessMemory& pm = g.process_memory;
+  s += fmt::format(
+      "    memory_fragmentation {:g} (the caching allocator's reserved-but-free share: "
+      "GMLake, ASPLOS 2024), memory_nccl_per_peer {:g} MiB (NVIDIA/nccl #1685) x {} "
+      "peers, memory_nccl_per_net_peer {:g} MiB (2 channels per network peer) x {} peers, "
+      "memory_context {:g} MiB, memory_workspace {:g} MiB (cuBLAS and TE, "
+      "32 MiB per stream) (core/process_memory.h)\n",
+      pm.fragmentation, MiB(static_cast<double>(pm.nccl_per_peer)), h.nccl_peers.peers,
+      MiB(static_cast<double>(pm.nccl_per_net_peer)), h.nccl_peers.net_peers,
+      MiB(static_cast<double>(pm.context)), MiB(static_cast<double>(pm.workspace)));
   if (config.architecture.experts > 0) {
     const EpKernelEfficiency& x = g.ep_kernels;
     s += fmt::format("    deepep_nvlink_efficiency {:g}, deepep_rdma_efficiency {:g}, "
@@ -294,7 +304,14 @@ Json StepModelJson(const RunConfig& config) {
       {"collective_half_size_bytes", g.network.collective_half_size},
       {"intra_latency_ns", g.intra_latency},
       {"inter_latency_ns", g.inter_latency},
-      {"memory_reserve_bytes", h.memory_reserve}};
+      {"memory_reserve_bytes", h.memory_reserve},
+      {"memory_fragmentation", g.process_memory.fragmentation},
+      {"memory_nccl_per_peer_bytes", g.process_memory.nccl_per_peer},
+      {"memory_context_bytes", g.process_memory.context},
+      {"memory_workspace_bytes", g.process_memory.workspace},
+      {"memory_nccl_per_net_peer_bytes", g.process_memory.nccl_per_net_peer},
+      {"nccl_peers", h.nccl_peers.peers},
+      {"nccl_net_peers", h.nccl_peers.net_peers}};
   if (config.architecture.experts > 0) {
     const EpKernelEfficiency& x = g.ep_kernels;
     j["coefficients"]["deepep_nvlink_efficiency"] = x.deepep_nvlink;
