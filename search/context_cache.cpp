@@ -35,7 +35,7 @@ Result<ChoiceContext> BeginContext(const SearchProblem& pb, int index) {
   // Template spec: shape, placement, links, capacities; costs filled per
   // evaluation.
   c.spec = PipelineSpec::Uniform(pb.p, ch.v, pb.m, 1, 1);
-  c.spec.comm = pb.comm;
+  c.spec.comm = ChoiceComm(pb, ch);
   c.spec.tail = pb.tail;
   if (info->placement == StagePlacement::V && ch.v == 2) {
     c.spec.placement = StagePlacement::V;

@@ -221,7 +221,7 @@ bool OpenTreeBound::CriticalPathAt(const std::vector<double>& x, Path* P) {
   Strategy st;
   if (!NearestSplit(x, &st.layers_per_stage)) return false;
   st.recompute.assign(cp.pb.layers.size(), 0);
-  auto spec = Lower(cp.pb.layers, cp.pb.cluster, PipelineShape{p, v, cp.c.m, cp.pb.comm, cp.c.spec.placement}, st, false);
+  auto spec = Lower(cp.pb.layers, cp.pb.cluster, PipelineShape{p, v, cp.c.m, cp.c.spec.comm, cp.c.spec.placement}, st, false);
   if (!spec.ok()) return false;
   for (int s = 0; s < S; ++s) {
     double f = x[s] * static_cast<double>(dec.forward);
@@ -264,7 +264,7 @@ OpenTreeBound::Point OpenTreeBound::PointBound(const std::vector<double>& x) {
   // program's longest path, monotone in every op's time.
   st.recompute.assign(cp.pb.layers.size(), 0);
   auto spec = Lower(cp.pb.layers, cp.pb.cluster,
-                    PipelineShape{p, v, cp.c.m, cp.pb.comm, cp.c.spec.placement}, st, false);
+                    PipelineShape{p, v, cp.c.m, cp.c.spec.comm, cp.c.spec.placement}, st, false);
   if (!spec.ok()) return {};
   for (int s = 0; s < S; ++s) {
     const int d = cp.c.spec.stage_device[s].value;

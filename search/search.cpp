@@ -441,7 +441,7 @@ Result<Candidate> Simulate(const SearchProblem& problem, int choice, const Strat
     return Error{"search.schedules", "unknown schedule '" + ch.schedule + "'"};
   }
   auto spec = Lower(problem.layers, placement.empty() ? problem.cluster : placed,
-                    PipelineShape{problem.p, ch.v, problem.m, problem.comm,
+                    PipelineShape{problem.p, ch.v, problem.m, ChoiceComm(problem, ch),
                                   info->placement, problem.fb_overlap_ppm,
                                   problem.tail, problem.ep_overlap_ppm},
                     strategy, problem.allow_empty_chunks);
@@ -485,6 +485,12 @@ namespace ppb {
 
 using search_detail::SearchFixed;
 using search_detail::SearchPlacement;
+
+CommMode ChoiceComm(const SearchProblem& problem, const ScheduleChoice& choice) {
+  if (!problem.comm_by_schedule) return problem.comm;
+  return choice.schedule == "1f1b" || choice.schedule == "gpipe" ? CommMode::Blocking
+                                                                 : CommMode::Overlapped;
+}
 
 int EffectiveGroup(const ScheduleChoice& choice, int p, int m) {
   if (choice.schedule != "interleaved") return 0;

@@ -46,12 +46,21 @@ struct ScheduleChoice {
 // other schedules.
 int EffectiveGroup(const ScheduleChoice& choice, int p, int m);
 
+struct SearchProblem;
+// The pipeline communication `choice` runs with (SearchProblem::comm, or
+// with comm_by_schedule Megatron-LM's rule for its schedule).
+CommMode ChoiceComm(const SearchProblem& problem, const ScheduleChoice& choice);
+
 struct SearchProblem {
   std::vector<Layer> layers;
   Cluster cluster;      // p devices and p links
   int p = 1;            // pipeline ranks
   int m = 1;            // micro-batches
   CommMode comm = CommMode::Overlapped;
+  // Communication not given by the user: each choice takes Megatron-LM's
+  // rule for its schedule (1f1b and gpipe blocking, the others
+  // overlapped; ChoiceComm), not `comm`.
+  bool comm_by_schedule = false;
   std::vector<ScheduleChoice> choices;  // at least one
   // pipeline.fb_overlap in parts per million: an overlapped F+B op
   // (dualpipev) saves that share of the shorter half (PipelineSpec).

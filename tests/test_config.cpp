@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "apps/input/config.h"
+#include "apps/input/search_problem.h"
 #include "core/strategy.h"
 #include "tests/app_helpers.h"
 #include "tests/config_text.h"
@@ -93,6 +94,7 @@ TEST_CASE("config: the full example parses to exact values", "[config]") {
   CHECK(c.shape.m == 8);
   CHECK(c.shape.v == 1);
   CHECK(c.shape.comm == CommMode::Overlapped);
+  CHECK(c.communication_given);
   CHECK(c.schedule == "1f1b");
   CHECK(c.schedule_params.flavor == Flavor::Megatron);
   CHECK(c.schedule_params.group == 0);
@@ -161,7 +163,7 @@ pipeline:
   CHECK(c.layers[0].workspace == 0);
   CHECK(c.layers[0].output_bytes == 0);
   CHECK(c.shape.v == 1);
-  CHECK(c.shape.comm == CommMode::Overlapped);
+  CHECK(c.shape.comm == CommMode::Blocking);  // 1f1b: Megatron's rule
   CHECK(c.schedule == "1f1b");
   CHECK(c.schedule_params.flavor == Flavor::Megatron);
   CHECK(c.schedule_params.group == 0);
@@ -515,4 +517,37 @@ TEST_CASE("bounds keep the simulator's sums in range", "[config]") {
 }
 
 }  // namespace
+TEST_CASE("config: pipeline communication follows Megatron's rule per schedule", "[config]") {
+  // Without pipeline.communication: 1f1b blocking, interleaved overlapped,
+  // in the config and in each choice of a search over both.
+  std::string text(test::kTinySearchConfig);
+  text += "search:\n  schedules: [1f1b, interleaved]\n  virtual_stages: [1, 2]\n";
+  Result<RunConfig> c = Parse(text);
+  REQUIRE(c.ok());
+  CHECK(!c->communication_given);
+  CHECK(c->shape.comm == CommMode::Blocking);
+  Result<SearchProblem> p = BuildSearchProblem(*c);
+  REQUIRE(p.ok());
+  REQUIRE(p->choices.size() == 2);
+  CHECK(p->comm_by_schedule);
+  CHECK(ChoiceComm(*p, p->choices[0]) == CommMode::Blocking);
+  CHECK(ChoiceComm(*p, p->choices[1]) == CommMode::Overlapped);
+  CHECK(DescribeComm(*p) == "blocking for 1f1b/gpipe, overlapped otherwise (Megatron's rule)");
+  Candidate cand;
+  cand.choice = 1;
+  cand.strategy = c->strategy;
+  CHECK(CandidateConfig(*c, *p, cand).shape.comm == CommMode::Overlapped);
+  // Given: every choice takes it.
+  std::string given(test::kTinySearchConfig);
+  given += "  communication: overlapped\n";
+  given += "search:\n  schedules: [1f1b, interleaved]\n  virtual_stages: [1, 2]\n";
+  Result<RunConfig> g = Parse(given);
+  REQUIRE(g.ok());
+  CHECK(g->communication_given);
+  Result<SearchProblem> q = BuildSearchProblem(*g);
+  REQUIRE(q.ok());
+  CHECK(ChoiceComm(*q, q->choices[0]) == CommMode::Overlapped);
+  CHECK(DescribeComm(*q) == "overlapped");
+}
+
 }  // namespace ppb

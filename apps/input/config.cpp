@@ -57,6 +57,18 @@ Status Parser::ParseRoot(const YAML::Node& root) {
   }
   PPB_RETURN_IF_ERROR(ParseModel(model->value, Find(*top, "training"),
                                  Find(*top, "hardware")));
+  if (!communication_given_) {
+    // One default for pipeline communication, Megatron-LM's rule (core
+    // 0.20, arguments.py validate_args and schedules.py): the
+    // non-interleaved schedule sets overlap_p2p_comm = False, so each
+    // step's batched sends and receives are waited on before compute goes
+    // on (blocking); the interleaved schedule keeps overlap_p2p_comm's
+    // default True (sends run beside compute). Other schedules keep
+    // overlapped (torch's PipelineScheduleMulti waits on sends at the end).
+    cfg_.shape.comm = cfg_.schedule == "1f1b" || cfg_.schedule == "gpipe"
+                          ? CommMode::Blocking
+                          : CommMode::Overlapped;
+  }
   const Entry* cluster = Find(*top, "cluster");
   if (cluster == nullptr && !hardware_memory_) {
     return Fail("cluster", "must be given (a map with devices); got nothing");

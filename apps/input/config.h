@@ -165,6 +165,9 @@ struct RunConfig {
   Strategy strategy;         // complete: counts for p*v stages, per-layer
                              // recompute of layers.size()
   bool allow_empty_chunks = false;
+  // pipeline.communication was given (else each schedule takes Megatron's
+  // rule: 1f1b and gpipe blocking, the others overlapped).
+  bool communication_given = false;
   SearchSettings search;
   std::optional<PlanSettings> plan;  // the plan block, when given
   // Line (1-based) of each key seen in the file, e.g. "pipeline.stages";

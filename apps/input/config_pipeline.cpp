@@ -120,6 +120,7 @@ Status Parser::ParsePipeline(const Entry* section) {
   }
   if (const Entry* c = Find(e, "communication")) {
     communication_given_ = true;
+    cfg_.communication_given = true;
     Result<size_t> i = Choice(c->value, c->path, {"overlapped", "blocking"});
     if (!i.ok()) return i.error();
     cfg_.shape.comm = *i == 0 ? CommMode::Overlapped : CommMode::Blocking;

@@ -288,17 +288,6 @@ Status Parser::ApplyStepModel(const Architecture& a, Training& t,
         std::llround(EffectiveBandwidth(g, msg, h.gpu.network)));
   }
   step_links_ = links;
-  if (!communication_given_) {
-    // Megatron-LM core 0.20 (arguments.py validate_args, schedules.py):
-    // the non-interleaved schedule sets overlap_p2p_comm = False, so each
-    // step's batched sends and receives are waited on before compute goes
-    // on (blocking); the interleaved schedule keeps overlap_p2p_comm's
-    // default True (sends run beside compute). Other schedules keep
-    // overlapped (torch's PipelineScheduleMulti waits on sends at the end).
-    cfg_.shape.comm = cfg_.schedule == "1f1b" || cfg_.schedule == "gpipe"
-                          ? CommMode::Blocking
-                          : CommMode::Overlapped;
-  }
   StepTail& tail = cfg_.shape.tail;
   tail.enabled = true;
   tail.overlap_grad_reduce = t.overlap_grad_reduce;

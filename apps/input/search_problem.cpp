@@ -42,6 +42,7 @@ SearchProblem BaseProblem(const RunConfig& config) {
   problem.p = config.shape.p;
   problem.m = config.shape.m;
   problem.comm = config.shape.comm;
+  problem.comm_by_schedule = !config.communication_given;
   problem.fb_overlap_ppm = config.shape.fb_overlap_ppm;
   problem.ep_overlap_ppm = config.shape.ep_overlap_ppm;
   problem.tail = config.shape.tail;
@@ -64,6 +65,18 @@ SearchProblem BaseProblem(const RunConfig& config) {
 }
 
 }  // namespace
+
+std::string DescribeComm(const SearchProblem& problem) {
+  auto name = [](CommMode c) { return c == CommMode::Overlapped ? "overlapped" : "blocking"; };
+  if (problem.choices.empty()) return name(problem.comm);
+  const CommMode first = ChoiceComm(problem, problem.choices.front());
+  for (const ScheduleChoice& c : problem.choices) {
+    if (ChoiceComm(problem, c) != first) {
+      return "blocking for 1f1b/gpipe, overlapped otherwise (Megatron's rule)";
+    }
+  }
+  return name(first);
+}
 
 std::string DescribeChoice(const SearchProblem& problem,
                            const ScheduleChoice& choice) {
@@ -252,6 +265,7 @@ RunConfig CandidateConfig(const RunConfig& config, const SearchProblem& problem,
   out.schedule_csv.clear();
   out.shape.v = choice.v;
   out.schedule_params = choice.params;
+  out.shape.comm = ChoiceComm(problem, choice);
   out.strategy = c.strategy;
   out.allow_empty_chunks = problem.allow_empty_chunks;
   if (!c.placement.empty() && out.topology) {

@@ -50,6 +50,11 @@ RankProblem BuildRankProblem(const RunConfig& config,
 RunConfig CandidateConfig(const RunConfig& config, const SearchProblem& problem,
                           const Candidate& c);
 
+// The problem's pipeline communication: "overlapped", "blocking", or with
+// the choices following Megatron's rule and differing, "blocking for
+// 1f1b/gpipe, overlapped otherwise (Megatron's rule)".
+std::string DescribeComm(const SearchProblem& problem);
+
 // "1f1b", "interleaved v=2 g=8" (g as the schedule will use it): one choice
 // for people.
 std::string DescribeChoice(const SearchProblem& problem,

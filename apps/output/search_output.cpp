@@ -268,8 +268,7 @@ Json Header(const char* schema, const RunConfig& config,
   j["layers"] = problem.layers.size();
   j["stages"] = problem.p;
   j["microbatches"] = problem.m;
-  j["communication"] =
-      problem.comm == CommMode::Overlapped ? "overlapped" : "blocking";
+  j["communication"] = DescribeComm(problem);
   return j;
 }
 
@@ -499,8 +498,7 @@ std::string FormatSearchText(const RunConfig& config,
       "searching {}\n\n",
       config.model_name.empty() ? config.path : config.model_name, problem.p,
       problem.m, problem.layers.size(),
-      problem.comm == CommMode::Overlapped ? "overlapped" : "blocking",
-      choices);
+      DescribeComm(problem), choices);
   if (!config.input_notes.empty()) {
     out.pop_back();  // the notes sit under the header, before the blank line
     for (const std::string& n : config.input_notes) out += "input: " + n + "\n";
