@@ -3,6 +3,7 @@
 // (gradient buckets, optimizer) against hand timelines, the breakdown's
 // sum, the config's refusals and the global batch.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "core/rank_layout.h"
 #include "core/step_metrics.h"
 #include "core/step_tail.h"
+#include "tests/app_helpers.h"
 #include "tests/cost_models.h"
 
 namespace ppb {
@@ -470,6 +472,93 @@ TEST_CASE("calibrate --runs fits the FP8 GEMM share apart from BF16's", "[step][
   CHECK(none.error().message ==
         bf16->path + ": fit: fp8_matmul_efficiency must be fitted to runs that train in FP8 "
                      "(training.fp8 / training.fp4); got none");
+}
+
+namespace {
+
+// The iteration time ppb simulates for `config` (a text) with the hidden
+// coefficients matmul 0.55, collective 0.5, a 20 GB/s NIC.
+Nanos HiddenTime(std::string config) {
+  config.replace(config.find("hardware: {gpu: h100-sxm}"), 25,
+                 "hardware: {gpu: h100-sxm, matmul_efficiency: 0.55, collective_efficiency: "
+                 "0.5, inter_node: {bandwidth: 20GB/s}}");
+  Result<RunConfig> c = test::Parse(config);
+  REQUIRE(c.ok());
+  Result<PreparedRun> run = Prepare(*c);
+  REQUIRE(run.ok());
+  Engine engine;
+  return engine.Run(run->spec, run->program).makespan;
+}
+
+}  // namespace
+
+TEST_CASE("calibrate --runs: leave-one-out on four runs, and what the runs cannot determine",
+          "[step]") {
+  // Four configs of one job (tests/data/step's three and a fourth with TP 4
+  // across DP 8), measured at the hidden coefficients: every three of them
+  // determine the three coefficients, so each run left out is predicted
+  // by the fit to the others within 0.5 %.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "ppb_test_loo";
+  fs::create_directories(dir);
+  const std::string data = std::string(PPB_TEST_DATA_DIR) + "/step/";
+  std::string fourth = test::Slurp(data + "data.yaml");
+  fourth.replace(fourth.find("tensor_parallel: 8"), 18, "tensor_parallel: 4");
+  fourth.replace(fourth.find("data_parallel: 4"), 16, "data_parallel: 8");
+  std::string runs = "runs:\n";
+  for (const char* name : {"compute.yaml", "tensor.yaml", "data.yaml", "fourth.yaml"}) {
+    const std::string text =
+        std::string(name) == "fourth.yaml" ? fourth : test::Slurp(data + name);
+    std::ofstream(dir / name) << text;
+    runs += fmt::format("  - config: {}\n    iteration_time: {}ns\n", name, HiddenTime(text));
+  }
+  std::ofstream(dir / "runs.yaml") << runs;
+  Result<StepRuns> loaded = LoadStepRuns((dir / "runs.yaml").string());
+  REQUIRE(loaded.ok());
+  Result<StepFit> fit = FitStepRuns(*loaded);
+  REQUIRE(fit.ok());
+  REQUIRE(fit->fit.size() == 3);
+  CHECK(fit->after[0] == Approx(0.55).epsilon(0.01));
+  CHECK(fit->after[1] == Approx(0.5).epsilon(0.01));
+  CHECK(fit->after[2] == Approx(20e9).epsilon(0.01));
+  CHECK(fit->loo_runs == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    const double m = static_cast<double>(loaded->runs[i].measured);
+    CHECK(std::abs(static_cast<double>(fit->loo[i]) - m) / m < 0.005);
+  }
+  CHECK(fit->rms_loo < 0.005);
+  // Two runs inside one node (TP 8, no data parallelism across nodes) say
+  // nothing about the NIC: named in `fit`, it is refused; by default it is
+  // left out with a warning.
+  std::string node = test::Slurp(data + "data.yaml");
+  node.replace(node.find("data_parallel: 4"), 16, "data_parallel: 1");
+  node.replace(node.find("global_batch_size: 8"), 20, "global_batch_size: 2");
+  std::string node2 = node;
+  node2.replace(node2.find("tensor_parallel: 8"), 18, "tensor_parallel: 4");
+  std::ofstream(dir / "node.yaml") << node;
+  std::ofstream(dir / "node2.yaml") << node2;
+  std::ofstream(dir / "runs-node.yaml")
+      << fmt::format("runs:\n  - config: node.yaml\n    iteration_time: {}ns\n"
+                     "  - config: node2.yaml\n    iteration_time: {}ns\n"
+                     "fit: [matmul_efficiency, inter_node.bandwidth]\n",
+                     HiddenTime(node), HiddenTime(node2));
+  Result<StepRuns> named = LoadStepRuns((dir / "runs-node.yaml").string());
+  REQUIRE(named.ok());
+  Result<StepFit> refused = FitStepRuns(*named);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message ==
+        (dir / "runs-node.yaml").string() +
+            ": fit: inter_node.bandwidth cannot be determined by these runs: no run's step time "
+            "depends on it; fit it with runs that differ in it, or leave it out");
+  named->fit_given = false;
+  Result<StepFit> dropped = FitStepRuns(*named);
+  REQUIRE(dropped.ok());
+  REQUIRE(dropped->fit.size() == 1);
+  CHECK(dropped->fit[0] == StepCoefficient::MatmulEfficiency);
+  REQUIRE_FALSE(dropped->warnings.empty());
+  CHECK(dropped->warnings[0] ==
+        "inter_node.bandwidth not fitted: no run's step time depends on it");
+  fs::remove_all(dir);
 }
 
 TEST_CASE("calibrate --runs refuses what it cannot fit", "[step]") {

@@ -112,6 +112,7 @@ class StepRunsParser : public ConfigReader {
     out.distinct = seen.size();
     const size_t n = out.distinct;
     if (const Entry* fit = Find(*top, "fit")) {
+      out.fit_given = true;
       Result<std::vector<Entry>> items = List(fit->value, fit->path, "a list of coefficient names");
       if (!items.ok()) return items.error();
       for (const Entry& it : *items) {
@@ -204,6 +205,7 @@ struct Sim {
   Nanos time = 0;
   Bytes peak = 0;
   bool fits = true;
+  Bytes fixed = 0;  // the process's context, workspaces and NCCL buffers
 };
 
 Result<Sim> Simulate(const StepRun& run, const std::vector<StepCoefficient>& fit,
@@ -224,6 +226,7 @@ Result<Sim> Simulate(const StepRun& run, const std::vector<StepCoefficient>& fit
   Sim s;
   s.time = r.makespan;
   s.fits = r.outcome == Outcome::Ok;
+  s.fixed = FixedProcessBytes(cfg->hardware.gpu.process_memory, cfg->hardware.nccl_peers);
   for (const DeviceStats& d : r.devices) s.peak = std::max(s.peak, d.peak_memory);
   return s;
 }
@@ -270,11 +273,19 @@ Result<StepFit> FitStepRuns(const StepRuns& runs) {
     }
   }
   out.gpu = first->hardware.gpu.name;
-  for (StepCoefficient c : runs.fit) out.before.push_back(ValueOf(c, first->hardware));
-  auto cost = [&](const std::vector<double>& values, std::vector<Sim>* sims) -> Result<double> {
+  out.fit = runs.fit;
+  out.fragmentation_before = first->hardware.gpu.process_memory.fragmentation;
+  std::vector<double> start;
+  for (StepCoefficient c : out.fit) start.push_back(ValueOf(c, first->hardware));
+  std::vector<size_t> all(runs.runs.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  // The cost over the runs `idx` (the sum of squared log time ratios).
+  auto cost = [&](const std::vector<StepCoefficient>& fit, const std::vector<size_t>& idx,
+                  const std::vector<double>& values, std::vector<Sim>* sims) -> Result<double> {
     double total = 0;
-    for (const StepRun& run : runs.runs) {
-      Result<Sim> s = Simulate(run, runs.fit, values);
+    for (size_t i : idx) {
+      const StepRun& run = runs.runs[i];
+      Result<Sim> s = Simulate(run, fit, values);
       if (!s.ok()) return s.error();
       ++out.simulations;
       total += LogError(s->time, run.measured);
@@ -282,118 +293,196 @@ Result<StepFit> FitStepRuns(const StepRuns& runs) {
     }
     return total;
   };
-  std::vector<Sim> before;
-  Result<double> c0 = cost(out.before, &before);
-  if (!c0.ok()) return c0.error();
-  // Coordinate descent: golden-section search of each coefficient in its
-  // bounds (efficiencies (0.02, 1], bandwidths 1/20 to 4x the start), in
-  // log space for bandwidths, a step kept only when it lowers the cost;
-  // sweeps until one changes nothing (at most kMaxSweeps).
-  std::vector<double> x = out.before;
-  constexpr double kGolden = 0.6180339887498949;
-  double best = *c0, last = *c0;
-  // Coefficients in search space: bandwidths in log.
-  auto to_u = [&](size_t k, double v) { return IsBandwidth(runs.fit[k]) ? std::log(v) : v; };
-  auto from_u = [&](size_t k, double u) {
-    if (IsBandwidth(runs.fit[k])) {
-      return std::clamp(std::exp(u), out.before[k] / 20, out.before[k] * 4);
+
+  // Which coefficients the runs determine: the sensitivity of each run's
+  // log time to each coefficient's log (a 10 % step), columns taken in
+  // order and kept when they add a direction (Gram-Schmidt).
+  {
+    std::vector<Sim> base;
+    Result<double> c = cost(out.fit, all, start, &base);
+    if (!c.ok()) return c.error();
+    std::vector<std::vector<double>> kept;  // orthonormal columns
+    std::vector<StepCoefficient> fit;
+    std::vector<double> values;
+    for (size_t k = 0; k < out.fit.size(); ++k) {
+      std::vector<double> y = start;
+      y[k] = IsBandwidth(out.fit[k]) ? start[k] * 1.1 : std::min(1.0, start[k] * 1.1);
+      if (y[k] == start[k]) y[k] = start[k] / 1.1;
+      std::vector<Sim> moved;
+      Result<double> m = cost(out.fit, all, y, &moved);
+      if (!m.ok()) return m.error();
+      std::vector<double> col(all.size());
+      double norm = 0;
+      for (size_t i = 0; i < all.size(); ++i) {
+        col[i] = std::log(static_cast<double>(moved[i].time) / static_cast<double>(base[i].time)) /
+                 std::log(y[k] / start[k]);
+        norm += col[i] * col[i];
+      }
+      norm = std::sqrt(norm);
+      std::string why;
+      if (norm < 1e-4) {
+        why = "no run's step time depends on it";
+      } else {
+        std::vector<double> r = col;
+        for (const std::vector<double>& q : kept) {
+          double dot = 0;
+          for (size_t i = 0; i < r.size(); ++i) dot += q[i] * col[i];
+          for (size_t i = 0; i < r.size(); ++i) r[i] -= dot * q[i];
+        }
+        double rn = 0;
+        for (double v : r) rn += v * v;
+        rn = std::sqrt(rn);
+        if (rn < 1e-3 * norm) {
+          std::string names;
+          for (StepCoefficient f : fit) names += (names.empty() ? "" : ", ") + std::string(StepCoefficientName(f));
+          why = "the runs move as it moves exactly as they do with " + names +
+                ": they cannot tell it apart";
+        } else {
+          for (double& v : r) v /= rn;
+          kept.push_back(std::move(r));
+          fit.push_back(out.fit[k]);
+          values.push_back(start[k]);
+          continue;
+        }
+      }
+      if (runs.fit_given) {
+        return Error{"fit", fmt::format("{}: fit: {} cannot be determined by these runs: {}; "
+                                        "fit it with runs that differ in it, or leave it out",
+                                        runs.path, StepCoefficientName(out.fit[k]), why)};
+      }
+      out.warnings.push_back(fmt::format("{} not fitted: {}", StepCoefficientName(out.fit[k]), why));
     }
-    return std::clamp(u, 0.02, 1.0);
-  };
-  for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
-    const std::vector<double> start = x;
-    for (size_t k = 0; k < x.size(); ++k) {
-      const bool bw = IsBandwidth(runs.fit[k]);
-      double lo = bw ? std::log(out.before[k] / 20) : 0.02;
-      double hi = bw ? std::log(out.before[k] * 4) : 1.0;
-      auto at = [&](double u) -> Result<double> {
+    if (fit.empty()) {
+      return Error{"fit", runs.path + ": fit: the runs determine none of the coefficients "
+                                      "(no run's step time moves with them)"};
+    }
+    out.fit = fit;
+    start = values;
+  }
+  out.before = start;
+  const std::vector<StepCoefficient>& F = out.fit;
+
+  // Coordinate descent from `x0` over the runs `idx`: golden-section search
+  // of each coefficient in its bounds (efficiencies (0.02, 1], bandwidths
+  // 1/20 to 4x the start), in log space for bandwidths, a step kept only
+  // when it lowers the cost; sweeps until one changes nothing (at most
+  // kMaxSweeps).
+  auto descend = [&](const std::vector<size_t>& idx,
+                     std::vector<double> x) -> Result<std::vector<double>> {
+    Result<double> c0 = cost(F, idx, x, nullptr);
+    if (!c0.ok()) return c0.error();
+    constexpr double kGolden = 0.6180339887498949;
+    double best = *c0, last = *c0;
+    // Coefficients in search space: bandwidths in log.
+    auto to_u = [&](size_t k, double v) { return IsBandwidth(F[k]) ? std::log(v) : v; };
+    auto from_u = [&](size_t k, double u) {
+      if (IsBandwidth(F[k])) {
+        return std::clamp(std::exp(u), out.before[k] / 20, out.before[k] * 4);
+      }
+      return std::clamp(u, 0.02, 1.0);
+    };
+    for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
+      const std::vector<double> begin = x;
+      for (size_t k = 0; k < x.size(); ++k) {
+        const bool bw = IsBandwidth(F[k]);
+        double lo = bw ? std::log(out.before[k] / 20) : 0.02;
+        double hi = bw ? std::log(out.before[k] * 4) : 1.0;
+        auto at = [&](double u) -> Result<double> {
+          std::vector<double> y = x;
+          y[k] = bw ? std::exp(u) : u;
+          return cost(F, idx, y, nullptr);
+        };
+        double a = hi - kGolden * (hi - lo), b = lo + kGolden * (hi - lo);
+        Result<double> fa = at(a), fb = at(b);
+        if (!fa.ok()) return fa.error();
+        if (!fb.ok()) return fb.error();
+        for (int it = 0; it < 24; ++it) {
+          if (*fa <= *fb) {
+            hi = b;
+            b = a;
+            fb = fa;
+            a = hi - kGolden * (hi - lo);
+            fa = at(a);
+            if (!fa.ok()) return fa.error();
+          } else {
+            lo = a;
+            a = b;
+            fa = fb;
+            b = lo + kGolden * (hi - lo);
+            fb = at(b);
+            if (!fb.ok()) return fb.error();
+          }
+        }
+        const double u = (lo + hi) / 2;
         std::vector<double> y = x;
         y[k] = bw ? std::exp(u) : u;
-        return cost(y, nullptr);
-      };
-      double a = hi - kGolden * (hi - lo), b = lo + kGolden * (hi - lo);
-      Result<double> fa = at(a), fb = at(b);
-      if (!fa.ok()) return fa.error();
-      if (!fb.ok()) return fb.error();
-      for (int it = 0; it < 24; ++it) {
-        if (*fa <= *fb) {
-          hi = b;
-          b = a;
-          fb = fa;
-          a = hi - kGolden * (hi - lo);
-          fa = at(a);
-          if (!fa.ok()) return fa.error();
-        } else {
-          lo = a;
-          a = b;
-          fa = fb;
-          b = lo + kGolden * (hi - lo);
-          fb = at(b);
-          if (!fb.ok()) return fb.error();
+        Result<double> fy = cost(F, idx, y, nullptr);
+        if (!fy.ok()) return fy.error();
+        if (*fy < best) {  // never worse than where the sweep started
+          best = *fy;
+          x = y;
         }
       }
-      const double u = (lo + hi) / 2;
-      std::vector<double> y = x;
-      y[k] = bw ? std::exp(u) : u;
-      Result<double> fy = cost(y, nullptr);
-      if (!fy.ok()) return fy.error();
-      if (*fy < best) {  // never worse than where the sweep started
-        best = *fy;
-        x = y;
-      }
-    }
-    // Then along the sweep's whole move, up to eight times as far (the
-    // coefficients are coupled: one at a time zigzags).
-    if (x.size() > 1 && x != start) {
-      auto along = [&](double t) -> Result<double> {
+      // Then along the sweep's whole move, up to eight times as far (the
+      // coefficients are coupled: one at a time zigzags).
+      if (x.size() > 1 && x != begin) {
+        auto along = [&](double t) -> Result<double> {
+          std::vector<double> y = x;
+          for (size_t k = 0; k < x.size(); ++k) {
+            const double u0 = to_u(k, begin[k]);
+            y[k] = from_u(k, u0 + t * (to_u(k, x[k]) - u0));
+          }
+          return cost(F, idx, y, nullptr);
+        };
+        double lo = 1, hi = 8;
+        double a = hi - kGolden * (hi - lo), b = lo + kGolden * (hi - lo);
+        Result<double> fa = along(a), fb = along(b);
+        if (!fa.ok()) return fa.error();
+        if (!fb.ok()) return fb.error();
+        for (int it = 0; it < 20; ++it) {
+          if (*fa <= *fb) {
+            hi = b, b = a, fb = fa, a = hi - kGolden * (hi - lo);
+            fa = along(a);
+            if (!fa.ok()) return fa.error();
+          } else {
+            lo = a, a = b, fa = fb, b = lo + kGolden * (hi - lo);
+            fb = along(b);
+            if (!fb.ok()) return fb.error();
+          }
+        }
+        const double t = (lo + hi) / 2;
         std::vector<double> y = x;
         for (size_t k = 0; k < x.size(); ++k) {
-          const double u0 = to_u(k, start[k]);
+          const double u0 = to_u(k, begin[k]);
           y[k] = from_u(k, u0 + t * (to_u(k, x[k]) - u0));
         }
-        return cost(y, nullptr);
-      };
-      double lo = 1, hi = 8;
-      double a = hi - kGolden * (hi - lo), b = lo + kGolden * (hi - lo);
-      Result<double> fa = along(a), fb = along(b);
-      if (!fa.ok()) return fa.error();
-      if (!fb.ok()) return fb.error();
-      for (int it = 0; it < 20; ++it) {
-        if (*fa <= *fb) {
-          hi = b, b = a, fb = fa, a = hi - kGolden * (hi - lo);
-          fa = along(a);
-          if (!fa.ok()) return fa.error();
-        } else {
-          lo = a, a = b, fa = fb, b = lo + kGolden * (hi - lo);
-          fb = along(b);
-          if (!fb.ok()) return fb.error();
+        Result<double> fy = cost(F, idx, y, nullptr);
+        if (!fy.ok()) return fy.error();
+        if (*fy < best) {
+          best = *fy;
+          x = y;
         }
       }
-      const double t = (lo + hi) / 2;
-      std::vector<double> y = x;
-      for (size_t k = 0; k < x.size(); ++k) {
-        const double u0 = to_u(k, start[k]);
-        y[k] = from_u(k, u0 + t * (to_u(k, x[k]) - u0));
-      }
-      Result<double> fy = cost(y, nullptr);
-      if (!fy.ok()) return fy.error();
-      if (*fy < best) {
-        best = *fy;
-        x = y;
+      // Stop when a sweep gains under a millionth, or every run is within
+      // about 0.01 % (the sum of squared log ratios under 1e-8 per run).
+      if (best < 1e-8 * static_cast<double>(idx.size())) break;
+      if (best <= last * (1 - 1e-6)) {
+        last = best;
+      } else {
+        break;  // a whole sweep without improvement
       }
     }
-    // Stop when a sweep gains under a millionth, or every run is within
-    // about 0.01 % (the sum of squared log ratios under 1e-8 per run).
-    if (best < 1e-8 * static_cast<double>(runs.runs.size())) break;
-    if (best <= last * (1 - 1e-6)) {
-      last = best;
-    } else {
-      break;  // a whole sweep without improvement
-    }
-  }
-  out.after = x;
+    return x;
+  };
+
+  std::vector<Sim> before;
+  Result<double> c0 = cost(F, all, out.before, &before);
+  if (!c0.ok()) return c0.error();
+  Result<std::vector<double>> fitted = descend(all, out.before);
+  if (!fitted.ok()) return fitted.error();
+  out.after = *fitted;
   std::vector<Sim> after;
-  Result<double> c1 = cost(out.after, &after);
+  Result<double> c1 = cost(F, all, out.after, &after);
   if (!c1.ok()) return c1.error();
   double sb = 0, sa = 0;
   for (size_t i = 0; i < runs.runs.size(); ++i) {
@@ -410,16 +499,61 @@ Result<StepFit> FitStepRuns(const StepRuns& runs) {
   }
   out.rms_before = std::sqrt(sb / static_cast<double>(runs.runs.size()));
   out.rms_after = std::sqrt(sa / static_cast<double>(runs.runs.size()));
+
+  // Leave-one-out: fit to the other runs (from the full fit, so the same
+  // optimum is reached in few sweeps), then predict the one left out. Only
+  // with at least as many other runs as coefficients.
+  out.loo.assign(runs.runs.size(), 0);
+  double sl = 0;
+  for (size_t i = 0; i < runs.runs.size(); ++i) {
+    if (runs.runs.size() - 1 < F.size()) break;
+    std::vector<size_t> others;
+    for (size_t j = 0; j < runs.runs.size(); ++j) {
+      if (j != i) others.push_back(j);
+    }
+    Result<std::vector<double>> x = descend(others, out.after);
+    if (!x.ok()) return x.error();
+    Result<Sim> s = Simulate(runs.runs[i], F, *x);
+    if (!s.ok()) return s.error();
+    ++out.simulations;
+    out.loo[i] = s->time;
+    const double m = static_cast<double>(runs.runs[i].measured);
+    sl += std::pow((static_cast<double>(s->time) - m) / m, 2);
+    ++out.loo_runs;
+  }
+  if (out.loo_runs > 0) out.rms_loo = std::sqrt(sl / out.loo_runs);
+
+  // The allocator's fragmentation from measured peaks: a process holds
+  // tensors / (1 - f) + its fixed bytes, so over the runs with a peak,
+  // f = 1 - sum(tensors) / sum(measured - fixed).
+  double tensors = 0, rest = 0;
+  for (size_t i = 0; i < runs.runs.size(); ++i) {
+    if (!runs.runs[i].peak_memory) continue;
+    ++out.peak_runs;
+    tensors += static_cast<double>(after[i].peak);
+    rest += static_cast<double>(*runs.runs[i].peak_memory - after[i].fixed);
+  }
+  if (out.peak_runs > 0) {
+    const double f = rest > 0 ? 1.0 - tensors / rest : -1.0;
+    if (f >= 0 && f <= 0.5) {
+      out.fragmentation_after = f;
+    } else {
+      out.memory_note = fmt::format(
+          "memory_fragmentation not fitted: the measured peaks ask for {:.2f} (outside [0, "
+          "0.5]): the model's tensors, not the allocator, differ from the runs",
+          f);
+    }
+  }
   // What the fit cannot vouch for.
-  for (size_t k = 0; k < x.size(); ++k) {
-    const bool bw = IsBandwidth(runs.fit[k]);
+  for (size_t k = 0; k < out.after.size(); ++k) {
+    const bool bw = IsBandwidth(F[k]);
     const double lo = bw ? out.before[k] / 20 : 0.02, hi = bw ? out.before[k] * 4 : 1.0;
     const double v = out.after[k];
     if (v <= lo * (1 + 1e-6) || v >= hi * (1 - 1e-6)) {
       out.warnings.push_back(fmt::format(
           "{} ended at the bound of its search ({}): the runs ask for a machine ppb "
           "cannot express; check their measured times and configs",
-          StepCoefficientName(runs.fit[k]),
+          StepCoefficientName(F[k]),
           bw ? fmt::format("{:.3f} GB/s", (v <= lo * (1 + 1e-6) ? lo : hi) / 1e9)
              : fmt::format("{:g}", v <= lo * (1 + 1e-6) ? lo : hi)));
     }

@@ -61,6 +61,7 @@ struct StepRuns {
   // Distinct configs among the runs (one config measured twice is one
   // measurement of the fit's unknowns): at least as many as coefficients.
   size_t distinct = 0;
+  bool fit_given = false;  // the file's `fit:` (else the defaults above)
 };
 
 Result<StepRuns> LoadStepRuns(const std::string& path);
@@ -71,9 +72,24 @@ struct StepRunResult {
   bool fits_after = true;
 };
 struct StepFit {
-  std::vector<double> before, after;  // per StepRuns::fit, in its order
+  // The coefficients fitted: StepRuns::fit, less (for the default list) those
+  // no run's time depends on or that the runs cannot tell apart from an
+  // earlier one (a named `fit:` list with such a coefficient is refused).
+  std::vector<StepCoefficient> fit;
+  std::vector<double> before, after;  // per `fit`, in its order
   std::vector<StepRunResult> runs;
   double rms_before = 0, rms_after = 0;  // of the relative time errors
+  // Leave-one-out: each run predicted by the coefficients fitted to the
+  // others (0 when fewer other runs than coefficients), and its rms.
+  std::vector<Nanos> loo;
+  double rms_loo = 0;
+  int loo_runs = 0;  // runs with a leave-one-out prediction
+  // hardware.memory_fragmentation fitted to the measured peaks (the
+  // process: tensors / (1 - f) + NCCL, context and workspaces), when runs
+  // give peaks and the share lands in [0, 0.5]; -1 otherwise.
+  double fragmentation_before = 0, fragmentation_after = -1;
+  int peak_runs = 0;
+  std::string memory_note;  // why the fragmentation was not fitted
   std::string gpu;                       // every run's preset
   std::int64_t simulations = 0;
   // A coefficient that ended at a bound of its search, or runs the fit
@@ -82,9 +98,14 @@ struct StepFit {
   std::vector<std::string> warnings;
 };
 
-// Fits StepRuns::fit to the measured times. Errors (exit 2) when a run's
-// config does not load, has no hardware.gpu, runs on another GPU preset
-// than the first run (fit each machine on its own), or does not run.
+// Fits StepRuns::fit to the measured times, then each run again without it
+// (leave-one-out), and the allocator's fragmentation to measured peaks.
+// Errors (exit 2) when a run's config does not load, has no hardware.gpu,
+// runs on another GPU preset than the first run (fit each machine on its
+// own), or does not run; and when a named coefficient cannot be determined
+// by the runs (no run's time moves with it, or it moves every run's time
+// as the ones before it do: the runs' sensitivities, d log T / d log c,
+// are linearly dependent), naming it.
 Result<StepFit> FitStepRuns(const StepRuns& runs);
 
 }  // namespace ppb
