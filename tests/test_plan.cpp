@@ -440,5 +440,52 @@ TEST_CASE("plan: --emit megatron writes the best layout, read back by the Megatr
   CHECK(j["gap"] == 0.0);
 }
 
+TEST_CASE("plan: tie groups show different answers, the simplest first; all refused says the rule",
+          "[plan]") {
+  // With uniform recompute choices beside the search, a layout whose
+  // searched best recomputes nothing ties with its "none" twin.
+  const std::string space = kSpace + "  recompute: [search, none, full]\n";
+  Result<PlanResult> plan = RunPlan(TinyJob(space), "job.yaml", PlanOptions{});
+  REQUIRE(plan.ok());
+  REQUIRE(plan->top.size() >= 2);
+  int ties = 0;
+  for (size_t i = 0; i < plan->top.size(); ++i) {
+    const PlanEntry& e = plan->top[i];
+    // Every row is another step: the ties sit inside their group.
+    if (i > 0) CHECK(e.best->makespan > plan->top[i - 1].best->makespan);
+    for (const PlanLayout& t : e.ties) {
+      ++ties;
+      CHECK_FALSE(PlanTiePreference(t, e.layout));  // the lead is the simplest
+    }
+    // The depth mark says how far the row was searched.
+    if (!e.searched) CHECK(PlanDepthMark(e).rfind("first tries only: pruned at its bound", 0) == 0);
+    if (e.searched && e.closed) CHECK(PlanDepthMark(e).empty());
+  }
+  CHECK(ties > 0);  // this space has layouts that simulate to the same step
+  // The preference: fewer model-parallel ranks, then fewer virtual stages,
+  // then the smaller micro-batch.
+  PlanLayout a, b;
+  a.cp = 2;
+  a.mbs = 1;
+  b.cp = 4;
+  b.mbs = 2;
+  CHECK(PlanTiePreference(a, b));
+  CHECK_FALSE(PlanTiePreference(b, a));
+  // A space the rules refuse whole: the rule, not memory, is named.
+  std::string all_refused = TinyJob(kSpace);
+  all_refused.replace(all_refused.find("gpus: 8"), 7, "gpus: 7");
+  Result<PlanResult> none = RunPlan(all_refused, "job.yaml", PlanOptions{});
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->found);
+  const std::string text = FormatPlanText(*none);
+  std::int64_t refused = 0;
+  for (const auto& [why, n] : none->refused) refused += n;
+  CHECK(refused == none->total);
+  INFO(text);
+  CHECK(text.find("no layout can run: the rules refuse all " + std::to_string(refused) +
+                  " (most: ") != std::string::npos);
+  CHECK(text.find("fits") == std::string::npos);
+}
+
 }  // namespace
 }  // namespace ppb

@@ -523,10 +523,27 @@ PlanResult Finish(PlanState& st) {
     order.emplace_back(entries[i].best.value_or(Candidate{}).makespan, i);
   }
   std::stable_sort(order.begin(), order.end());
-  std::vector<PlanEntry> sorted;
+  // Tie groups: layouts whose step is the same to the nanosecond are one
+  // answer, led by the simplest (PlanTiePreference); the top list holds
+  // `top` different answers.
+  std::vector<std::vector<size_t>> groups;
   for (const auto& [mk, i] : order) {
-    if (static_cast<int>(sorted.size()) >= res.settings.top) break;
-    sorted.push_back(std::move(entries[i]));
+    if (!groups.empty() && entries[groups.back().front()].best->makespan == mk &&
+        !entries[i].layout.yours && !entries[groups.back().front()].layout.yours) {
+      groups.back().push_back(i);
+    } else {
+      if (static_cast<int>(groups.size()) >= res.settings.top) break;
+      groups.push_back({i});
+    }
+  }
+  std::vector<PlanEntry> sorted;
+  for (std::vector<size_t>& g : groups) {
+    std::stable_sort(g.begin(), g.end(), [&](size_t a, size_t b) {
+      return PlanTiePreference(entries[a].layout, entries[b].layout);
+    });
+    PlanEntry lead = std::move(entries[g.front()]);
+    for (size_t k = 1; k < g.size(); ++k) lead.ties.push_back(entries[g[k]].layout);
+    sorted.push_back(std::move(lead));
   }
   for (PlanEntry& e : sorted) Describe(e);
   res.top = std::move(sorted);

@@ -38,6 +38,10 @@ Bytes Capacity(const PlanEntry& e) {
 }
 
 
+// A tie group's other member: "t1 cp4 ep1 p2 d8 mbs2 interleaved v4 search"
+// (its recompute choice: "search", "none", or a mode on every layer).
+std::string ShortLayout(const PlanLayout& l) { return DescribeLayout(l); }
+
 Json EntryJson(const PlanEntry& e) {
   const PlanLayout& l = e.layout;
   const Candidate& c = *e.best;
@@ -73,10 +77,15 @@ Json EntryJson(const PlanEntry& e) {
   j["fits"] = c.feasible;
   j["step_breakdown_ms"] = e.parts ? StepPartsJson(*e.parts) : Json(nullptr);
   j["note"] = e.note;
+  j["searched_to"] = PlanDepthMark(e).empty() ? "the end" : PlanDepthMark(e);
+  Json ties = Json::array();
+  for (const PlanLayout& t : e.ties) ties.push_back(ShortLayout(t));
+  j["ties"] = ties;
   return j;
 }
 
 std::string Percent(double x) { return fmt::format("{:.2f} %", 100.0 * x); }
+
 
 }  // namespace
 
@@ -97,6 +106,22 @@ std::string DescribePlanRecompute(const PlanEntry& e) {
     out += fmt::format("{}{} {}", out.empty() ? "" : ", ", count[m], m);
   }
   return out;
+}
+
+bool PlanTiePreference(const PlanLayout& a, const PlanLayout& b) {
+  const long long ma = 1LL * a.t * a.cp * a.ep * a.p, mb = 1LL * b.t * b.cp * b.ep * b.p;
+  if (ma != mb) return ma < mb;
+  if (a.v != b.v) return a.v < b.v;
+  return a.mbs < b.mbs;
+}
+
+std::string PlanDepthMark(const PlanEntry& e) {
+  if (e.layout.yours) return "";
+  if (!e.searched) {
+    return fmt::format("first tries only: pruned at its bound {:.1f} ms", Ms(e.bound));
+  }
+  if (!e.closed) return "search stopped at its limit";
+  return "";
 }
 
 std::string FormatPlanText(const PlanResult& r) {
@@ -121,9 +146,29 @@ std::string FormatPlanText(const PlanResult& r) {
                      r.not_loaded);
   }
   if (!r.found) {
-    o += "no layout fits";
-    o += r.stop_reason == "nothing fits" ? " (proved: every layout was searched or pruned)\n"
-                                         : " within the time limit (not proved)\n";
+    // Memory is named only when memory refused them; else the rule that
+    // refused the most first.
+    const std::int64_t by_memory = r.total - refused;
+    std::string most;
+    std::int64_t most_n = 0;
+    for (const auto& [why, n] : r.refused) {
+      if (n > most_n) most = why, most_n = n;
+    }
+    if (by_memory <= 0 && refused > 0) {
+      o += fmt::format("no layout can run: the rules refuse all {} (most: {}, {}; see "
+                       "refused below)\n",
+                       refused, most, most_n);
+    } else {
+      if (refused > 0) {
+        o += fmt::format("no layout runs: {} refused by the rules (most: {}, {}), ", refused,
+                         most, most_n);
+        o += fmt::format("the other {} do not fit in memory", by_memory);
+      } else {
+        o += "no layout fits in memory";
+      }
+      o += r.stop_reason == "nothing fits" ? " (proved: every layout was searched or pruned)\n"
+                                           : " within the time limit (not proved)\n";
+    }
   } else {
     o += "\n";
     o += fmt::format("  {:>2} {:>3} {:>3} {:>3} {:>3} {:>5} {:>3} {:>5} {:<11} {:>2} {:<24} "
@@ -147,7 +192,13 @@ std::string FormatPlanText(const PlanResult& r) {
                            (l.sharding.empty() ? "" : "  " + l.sharding) +
                            (l.offload.empty() ? "" : "  offload " + l.offload) +
                            (l.moe.empty() ? "" : "  moe " + l.moe) +
-                           (e.note.empty() ? "" : "  (" + e.note + ")"));
+                           (e.note.empty() ? "" : "  (" + e.note + ")") +
+                           (PlanDepthMark(e).empty() ? "" : "  (" + PlanDepthMark(e) + ")"));
+      if (!e.ties.empty()) {
+        std::string t;
+        for (const PlanLayout& x : e.ties) t += (t.empty() ? "" : ", ") + ShortLayout(x);
+        o += fmt::format("       = the same step: {}\n", t);
+      }
     }
     const PlanEntry& b = r.top.front();
     if (b.parts) {

@@ -40,6 +40,10 @@ struct PlanEntry {
   bool searched = false;
   std::optional<Candidate> best;  // its best strategy found (feasible)
   std::string note;               // "your config", "your layout"
+  // Layouts whose best simulates to the same step (to the nanosecond): one
+  // tie group, this entry its simplest member (PlanTiePreference), the
+  // others here in that order.
+  std::vector<PlanLayout> ties;
   // For the entries reported (the top list), its best simulated in full:
   // where the step goes on the rank that ends last (with the step model),
   // and the step's figures (a derived model).
@@ -49,6 +53,15 @@ struct PlanEntry {
   std::shared_ptr<const RunConfig> config;
   std::shared_ptr<const SearchProblem> problem;
 };
+
+// The order of preference inside a tie group, simplest first: fewer model-
+// parallel ranks (t x cp x ep x p), then fewer virtual stages, then the
+// smaller micro-batch, then the order found.
+bool PlanTiePreference(const PlanLayout& a, const PlanLayout& b);
+
+// "(search stopped at its node limit)", "(first tries only: pruned at its
+// bound 3416.1 ms)", or "" for an entry searched to the end.
+std::string PlanDepthMark(const PlanEntry& e);
 
 struct PlanResult {
   PlanSettings settings;
