@@ -61,6 +61,10 @@ struct SearchProblem {
   // rule for its schedule (1f1b and gpipe blocking, the others
   // overlapped; ChoiceComm), not `comm`.
   bool comm_by_schedule = false;
+  // The tensor bytes each device's capacity already keeps free for the
+  // memory headroom (search.memory_headroom): a candidate over capacity by
+  // no more than this fits the GPU but is "at risk" (reports only).
+  Bytes headroom = 0;
   std::vector<ScheduleChoice> choices;  // at least one
   // pipeline.fb_overlap in parts per million: an overlapped F+B op
   // (dualpipev) saves that share of the shorter half (PipelineSpec).

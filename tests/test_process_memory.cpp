@@ -8,6 +8,7 @@
 #include "apps/input/config.h"
 #include "apps/input/search_problem.h"
 #include "apps/output/memory_report.h"
+#include "apps/output/search_output.h"
 #include "core/engine.h"
 #include "core/process_memory.h"
 #include "core/rank_layout.h"
@@ -107,6 +108,18 @@ TEST_CASE("process memory: the loader's capacity and the search's headroom", "[m
   Result<SearchProblem> p = BuildSearchProblem(*c);
   REQUIRE(p.ok());
   for (const Device& d : p->cluster.devices) CHECK(d.memory_capacity == cap - keep);
+  CHECK(p->headroom == keep);
+  // A candidate over the search's capacity by less than the headroom fits
+  // the GPU: the search's tables call it at risk, not OOM.
+  Candidate x;
+  x.devices.resize(2);
+  for (DeviceStats& s : x.devices) s.capacity = cap - keep;
+  x.devices[1].peak_memory = cap - keep / 2;
+  x.devices[1].oom = true;
+  CHECK(Fits(x, p->headroom) == "at risk on rank 1 (inside the memory headroom)");
+  x.devices[1].peak_memory = cap + 1;
+  CHECK(Fits(x, p->headroom) == "OOM on rank 1");
+  CHECK(Fits(x) == "OOM on rank 1");
   // Given as a size, and the coefficients as keys.
   Result<RunConfig> g = test::Parse(std::string(kJob) +
                                     "  memory_fragmentation: 0.1\n"

@@ -409,7 +409,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
           TargetName(t), TargetName(t),
           d->result.proved_optimal ? " (proved)" : " that the search found",
           ToMs(d->result.best.makespan), FormatBytes(d->result.best.max_peak),
-          Fits(d->result.best));
+          Fits(d->result.best, problem->headroom));
     }
     emit->emissions.push_back(std::move(e));
   }

@@ -56,6 +56,7 @@ SearchProblem BaseProblem(const RunConfig& config) {
   // The search keeps the headroom free: an answer that needs it is at
   // risk (core/process_memory.h), never the search's answer.
   const Bytes keep = HeadroomTensorBytes(config, config.search.memory_headroom);
+  problem.headroom = keep;
   auto keep_free = [&](Bytes& capacity) { capacity = std::max<Bytes>(1, capacity - keep); };
   for (Device& d : problem.cluster.devices) keep_free(d.memory_capacity);
   if (config.topology) {

@@ -338,7 +338,7 @@ std::string BaselinesSection(const SearchReport& report) {
     }
     const Candidate& c = b.candidate;
     out += Row({b.name, DescribeChoice(problem, problem.choices[c.choice]), Ms(c.makespan),
-                FormatBytes(c.max_peak), Fits(c), Speedup(*report.result, c)},
+                FormatBytes(c.max_peak), Fits(c, problem.headroom), Speedup(*report.result, c)},
                2, "baseline");
   }
   return out + "</table>\n</section>\n";

@@ -161,11 +161,17 @@ std::string NoCapacityText(const SearchProblem& problem, DeployTarget target) {
 
 }  // namespace
 
-std::string Fits(const Candidate& c) {
+std::string Fits(const Candidate& c, Bytes headroom) {
   if (c.feasible) return "fits";
   const std::vector<int> oom = OomRanks(c);
   if (oom.empty()) return "infeasible (deadlock)";
-  std::string out = oom.size() == 1 ? "OOM on rank" : "OOM on ranks";
+  bool at_risk = headroom > 0;
+  for (int d : oom) {
+    const DeviceStats& s = c.devices[static_cast<size_t>(d)];
+    at_risk = at_risk && s.peak_memory <= s.capacity + headroom;
+  }
+  std::string out = at_risk ? (oom.size() == 1 ? "at risk on rank" : "at risk on ranks")
+                            : (oom.size() == 1 ? "OOM on rank" : "OOM on ranks");
   for (size_t i = 0; i < oom.size();) {
     size_t j = i;
     while (j + 1 < oom.size() && oom[j + 1] == oom[j] + 1) ++j;
@@ -178,7 +184,7 @@ std::string Fits(const Candidate& c) {
       ++i;
     }
   }
-  return out;
+  return at_risk ? out + " (inside the memory headroom)" : out;
 }
 
 namespace {
@@ -411,7 +417,10 @@ std::string BaselinesText(const SearchProblem& problem,
     }
     const Candidate& c = b.candidate;
     // A baseline that does not fit is no alternative: no speedup over it.
-    std::string speedup = c.feasible ? "-" : "- (does not fit)";
+    std::string speedup = c.feasible ? "-"
+                          : Fits(c, problem.headroom).rfind("at risk", 0) == 0
+                              ? "- (keeps no headroom)"
+                              : "- (does not fit)";
     if (result.found && result.best.makespan > 0 && c.feasible) {
       speedup =
           fmt::format("{:.2f}x", static_cast<double>(c.makespan) /
@@ -419,7 +428,7 @@ std::string BaselinesText(const SearchProblem& problem,
     }
     out += fmt::format("  {:<{}}  {:>14.3f}  {:>10}  {:<24}  {}\n", b.name,
                        width, ToMs(c.makespan), FormatBytes(c.max_peak),
-                       Fits(c), speedup);
+                       Fits(c, problem.headroom), speedup);
   }
   return out;
 }
@@ -465,7 +474,7 @@ std::string TargetText(const SearchReport& report) {
       }
     } else {
       what = fmt::format("{:.3f} ms, peak {}, {}{}", ToMs(r.best.makespan),
-                         FormatBytes(r.best.max_peak), Fits(r.best),
+                         FormatBytes(r.best.max_peak), Fits(r.best, report.problem->headroom),
                          d.is_recommendation ? ", the recommendation"
                          : r.proved_optimal  ? ", proved best it can express"
                                              : ", best found (" + r.stop_reason + ")");
@@ -742,7 +751,7 @@ std::string FormatRankText(const RunConfig& config,
                     i + 1, ranked[i].name, name_width,
                     DescribeChoice(problem, problem.choices[c.choice]),
                     choice_width, ToMs(c.makespan), Percent(c.bubble_fraction),
-                    FormatBytes(c.max_peak), Fits(c));
+                    FormatBytes(c.max_peak), Fits(c, problem.headroom));
   }
   return out;
 }

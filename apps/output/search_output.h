@@ -56,7 +56,9 @@ std::string FormatSearchJson(const RunConfig& config,
 
 // "fits", "OOM on rank 3", "OOM on ranks 0, 1, 5-15" (runs of three or
 // more as ranges) or "infeasible (deadlock)".
-std::string Fits(const Candidate& c);
+// With `headroom` (SearchProblem::headroom): "at risk on rank 3 (inside
+// the memory headroom)" when every rank over capacity is within it.
+std::string Fits(const Candidate& c, Bytes headroom = 0);
 
 // The least per-device capacity at which a strategy fits, as the search
 // found it: "X (rank r binds)", "X (binding rank unknown)", or, when its
