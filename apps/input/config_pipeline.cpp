@@ -4,7 +4,6 @@
 // the shapes of the other sections depend on p and v. Errors as every
 // config error: "file:line: pipeline.<key>: must be ...; got ...".
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 #include "apps/input/config_parser.h"
@@ -127,18 +126,9 @@ Status Parser::ParsePipeline(const Entry* section) {
   }
   if (const Entry* o = Find(e, "fb_overlap")) {
     // The share of the shorter half an overlapped F+B (dualpipev) saves.
-    const std::string want = "must be a share in [0, 1]";
-    double x = -1;
-    if (o->value.IsScalar()) {
-      const std::string& s = o->value.Scalar();
-      const char* end = s.data() + s.size();
-      auto [ptr, ec] = std::from_chars(s.data(), end, x);
-      if (s.empty() || ec != std::errc() || ptr != end) x = -1;
-    }
-    if (!(x >= 0.0 && x <= 1.0)) {
-      return Fail(o->path, want + "; got " + Given(o->value));
-    }
-    cfg_.shape.fb_overlap_ppm = std::llround(x * 1e6);
+    Result<double> share = Share(o->value, o->path, 1.0, "a share in [0, 1]");
+    if (!share.ok()) return share.error();
+    cfg_.shape.fb_overlap_ppm = std::llround(*share * 1e6);
   }
   if (const Entry* a = Find(e, "activation_limit")) {
     if (Status s = ParseActivationLimit(*a); !s.ok()) return s;

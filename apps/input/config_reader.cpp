@@ -288,6 +288,21 @@ Result<double> ConfigReader::PositiveNumber(const YAML::Node& node,
   return x;
 }
 
+Result<double> ConfigReader::Share(const YAML::Node& node, const std::string& path,
+                                   double max, std::string_view expected) {
+  double x = -1;
+  if (node.IsScalar()) {
+    const std::string& s = node.Scalar();
+    const char* end = s.data() + s.size();
+    auto [ptr, ec] = std::from_chars(s.data(), end, x);
+    if (s.empty() || ec != std::errc() || ptr != end) x = -1;
+  }
+  if (!(x >= 0.0 && x <= max)) {
+    return Fail(path, "must be " + std::string(expected) + "; got " + Given(node));
+  }
+  return x;
+}
+
 Result<double> ConfigReader::Speed(const YAML::Node& node,
                                    const std::string& path) {
   Result<double> x = PositiveNumber(node, path);

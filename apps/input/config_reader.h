@@ -169,6 +169,9 @@ class ConfigReader {
   Result<bool> Bool(const YAML::Node& node, const std::string& path);
   Result<double> PositiveNumber(const YAML::Node& node,
                                 const std::string& path);
+  // A number in [0, max]; errors say "must be <expected>; got ...".
+  Result<double> Share(const YAML::Node& node, const std::string& path, double max,
+                       std::string_view expected);
   // A relative device speed in [kMinSpeed, kMaxSpeed].
   Result<double> Speed(const YAML::Node& node, const std::string& path);
   // A unit value parsed by `parse`; positive or non-negative; at most

@@ -7,7 +7,6 @@
 
 #include "core/rank_layout.h"
 
-#include <charconv>
 #include <climits>
 
 namespace ppb::config_detail {
@@ -772,18 +771,9 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
   // What a process holds besides its tensors (core/process_memory.h).
   ProcessMemory& pm = h.gpu.process_memory;
   if (const Entry* x = Find(e, "memory_fragmentation")) {
-    double f = -1;
-    if (x->value.IsScalar()) {
-      const std::string& text = x->value.Scalar();
-      const char* end = text.data() + text.size();
-      auto [ptr, ec] = std::from_chars(text.data(), end, f);
-      if (text.empty() || ec != std::errc() || ptr != end) f = -1;
-    }
-    if (!(f >= 0 && f <= 0.9)) {
-      return Fail(x->path, "must be a share of reserved memory in [0, 0.9]; got " +
-                               Given(x->value));
-    }
-    pm.fragmentation = f;
+    Result<double> f = Share(x->value, x->path, 0.9, "a share of reserved memory in [0, 0.9]");
+    if (!f.ok()) return f.error();
+    pm.fragmentation = *f;
   }
   for (auto [key, out] : {std::pair<const char*, Bytes*>{"memory_nccl_per_peer",
                                                          &pm.nccl_per_peer},
