@@ -243,14 +243,16 @@ void Engine::RunInto(const PipelineSpec& spec, const Program& program,
   // message to s+1 (activation) and to s-1 (gradient w.r.t. s's input, of
   // stage s-1's output size), each with its link occupancy.
   stage_run_.resize(num_stages);
+  // The framework's work per pass that a synchronizing exchange exposes.
+  const Nanos overhead = blocking && p > 1 ? spec.op_overhead : 0;
   for (int s = 0; s < num_stages; ++s) {
     const StageCost& c = spec.stages[s];
     StageRun& r = stage_run_[s];
     const int d = spec.stage_device[s].value;
-    r.forward = c.forward;
+    r.forward = c.forward + overhead;
     r.recompute = c.recompute;
-    r.b_dur = c.recompute + c.backward_input + c.backward_weight;
-    r.i_dur = c.recompute + c.backward_input;
+    r.b_dur = c.recompute + c.backward_input + c.backward_weight + overhead;
+    r.i_dur = c.recompute + c.backward_input + overhead;
     r.w_dur = c.backward_weight;
     r.activation = c.activation;
     r.f_during = c.activation + c.forward_transient;

@@ -57,6 +57,31 @@ struct ComputeEfficiency {
   // ~75 GB/s, about 2.7e9 parameters/s at full bandwidth, of which torch's
   // multi-tensor CPU Adam reaches a fraction: 0.5e9.
   double host_optimizer = 0.5e9;
+  // The host's side of a layer (guesses to calibrate; `ppb-sim calibrate
+  // --runs` fits both). `launch_overhead`: CPU time to issue one kernel
+  // from PyTorch eager code: the Python call, the autograd and ATen
+  // dispatchers and cudaLaunchKernel, 5-25 us per op on current stacks
+  // (the dispatch chain of torch 2.x measured op by op). A layer's pass
+  // takes at least its kernels times this (the GPU cannot run kernels it
+  // has not been given): max(GPU time, host time), which small layers,
+  // small micro-batches and fast GPUs reach.
+  Nanos launch_overhead = 10'000;
+  // Host work per layer and pass that the GPU waits for whatever the
+  // launches (a synchronizing call inside the layer: activation-
+  // checkpoint bookkeeping, a .item(), a blocking copy), added to each
+  // layer's forward and input-gradient backward. Megatron-Core's layers
+  // make no such call: 0; BLOOM-176B's DeepSpeed runs fit 3-4 ms
+  // (docs/benchmarks.md "Costs per micro-batch").
+  Nanos layer_overhead = 0;
+  // The framework's time per micro-batch pass (each F and each B or I op
+  // of a stage) that the GPU waits for when the pipeline's sends block:
+  // Megatron-LM's 1F1B exchanges through batch_isend_irecv and then calls
+  // torch.cuda.synchronize() (megatron/core/pipeline_parallel/
+  // p2p_communication.py, batch_p2p_sync default True in
+  // model_parallel_config.py, core 0.14), which drains the GPU's queue, so
+  // the schedule's Python, the p2p setup and the next pass's first
+  // launches run with the GPU idle. A guess: 200 us.
+  Nanos microbatch_overhead = 200'000;
 };
 
 // The low-precision shares against BF16's `matmul` (see fp8_matmul above):

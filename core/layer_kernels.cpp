@@ -554,6 +554,39 @@ KernelTimes PriceKernels(const LayerKernels& k, const Training& t,
       gemm + attention_bwd + elem_bwd + out.comm_backward + quantize.backward;
   // NVFP4 transforms the output gradient for the wgrad GEMM.
   out.backward_weight = gemm + quantize.hadamard_grad;
+  // The host issues each kernel: a GEMM entry is one launch (a grouped
+  // GEMM for local experts), the attention core one (FlashAttention's
+  // forward; its backward one), each collective one per use.
+  const Nanos launch = h.gpu.compute.launch_overhead;
+  if (launch > 0) {
+    const auto gemms = static_cast<Nanos>(k.gemms.size());
+    const Nanos attn = k.attention_flops > 0 ? 1 : 0;
+    Nanos comm_f = 0, comm_b = 0;
+    for (const CommOp& c : k.comms) {
+      comm_f += c.forward;
+      comm_b += c.backward;
+    }
+    if (k.cp_block_bytes > 0 && groups.cp.size > 1) {
+      comm_f += groups.cp.size - 1;
+      comm_b += groups.cp.size - 1;
+    }
+    out.host_forward = launch * (gemms + attn + k.elementwise_kernels + comm_f);
+    out.host_backward_input = launch * (gemms + attn + 2 * k.elementwise_kernels + comm_b);
+    out.host_backward_weight = launch * gemms;
+    auto bound = [&](Nanos& gpu, Nanos host) {
+      if (host > gpu) {
+        out.host_exposed += host - gpu;
+        gpu = host;
+      }
+    };
+    bound(out.forward, out.host_forward);
+    bound(out.backward_input, out.host_backward_input);
+    bound(out.backward_weight, out.host_backward_weight);
+  }
+  // The framework's synchronizing work in the layer, in each pass.
+  out.forward += h.gpu.compute.layer_overhead;
+  out.backward_input += h.gpu.compute.layer_overhead;
+  out.host_exposed += 2 * h.gpu.compute.layer_overhead;
   return out;
 }
 

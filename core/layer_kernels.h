@@ -18,6 +18,9 @@
 //   low precision  linears of low-precision layers at the recipe's peak
 //                and share (core/precision.h), the quantize kernels priced
 //                as element-wise by the bytes they move
+//   host         each pass takes at least its kernel launches x the
+//                host's launch_overhead (the GPU runs only what the CPU
+//                has issued): max(GPU time, host time)
 //   collectives  on the critical path in the pass that runs them, unless
 //                training.tp_comm_overlap hides TP ones behind the pass's
 //                GEMMs (exposed: what exceeds them); CP's ring exposes per
@@ -118,6 +121,11 @@ struct KernelTimes {
   Nanos quantize_wgrad = 0;
   Nanos quantize_weight_step = 0;
   Nanos low_gemm_forward = 0;
+  // The host's time to issue each pass's kernels (kernels x
+  // launch_overhead, core/gpu.h), and what of it the GPU waits for
+  // (included above: a pass takes max(GPU time, host time)).
+  Nanos host_forward = 0, host_backward_input = 0, host_backward_weight = 0;
+  Nanos host_exposed = 0;  // forward + backward_input + backward_weight
 };
 
 Nanos GemmTime(const Gemm& g, const Hardware& h);

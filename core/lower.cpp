@@ -133,6 +133,7 @@ Result<PipelineSpec> Lower(const std::vector<Layer>& layers,
   spec.placement = shape.placement;
   spec.fb_overlap_ppm = shape.fb_overlap_ppm;
   spec.ep_overlap_ppm = shape.ep_overlap_ppm;
+  spec.op_overhead = shape.op_overhead;
   spec.tail = shape.tail;
   spec.stage_device = placement;
   spec.device_capacity.resize(p);

@@ -19,6 +19,7 @@ struct PipelineShape {
   std::int64_t fb_overlap_ppm = 0;  // PipelineSpec::fb_overlap_ppm
   StepTail tail{};                  // PipelineSpec::tail
   std::int64_t ep_overlap_ppm = 0;  // PipelineSpec::ep_overlap_ppm
+  Nanos op_overhead = 0;            // PipelineSpec::op_overhead
 };
 
 // Megatron-style default split of the layers over p*v stages: embedding

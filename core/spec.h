@@ -91,6 +91,11 @@ struct PipelineSpec {
   // compute, this share of them in parts per million (0: off; the GPU's
   // ep_overlap_efficiency, core/moe.h). Used when fb_overlap_ppm is 0.
   std::int64_t ep_overlap_ppm = 0;
+  // The framework's time per micro-batch pass when the pipeline's sends
+  // block (comm Blocking, p > 1): added to every F, B and I op (not W),
+  // the host work the GPU waits for after each synchronizing exchange
+  // (core/gpu.h ComputeEfficiency::microbatch_overhead). 0: none.
+  Nanos op_overhead = 0;
   // After the pipeline: gradient sync, optimizer, parameter all-gather
   // (disabled: the step ends with the last op).
   StepTail tail;

@@ -97,6 +97,7 @@ Result<ChoiceContext> BeginContext(const SearchProblem& pb, int index) {
   }
   c.spec.fb_overlap_ppm = pb.fb_overlap_ppm;
   c.spec.ep_overlap_ppm = pb.ep_overlap_ppm;
+  c.spec.op_overhead = pb.op_overhead;
   if (paired && pb.fb_overlap_ppm > 0) {
     c.bound_scale = 1.0 - static_cast<double>(pb.fb_overlap_ppm) / 1e6;
   } else if (paired && pb.ep_overlap_ppm > 0) {

@@ -443,7 +443,8 @@ Result<Candidate> Simulate(const SearchProblem& problem, int choice, const Strat
   auto spec = Lower(problem.layers, placement.empty() ? problem.cluster : placed,
                     PipelineShape{problem.p, ch.v, problem.m, ChoiceComm(problem, ch),
                                   info->placement, problem.fb_overlap_ppm,
-                                  problem.tail, problem.ep_overlap_ppm},
+                                  problem.tail, problem.ep_overlap_ppm,
+                                  problem.op_overhead},
                     strategy, problem.allow_empty_chunks);
   if (!spec.ok()) return spec.error();
   std::shared_ptr<const Program> made;

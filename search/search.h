@@ -70,6 +70,7 @@ struct SearchProblem {
   // (dualpipev) saves that share of the shorter half (PipelineSpec).
   std::int64_t fb_overlap_ppm = 0;
   std::int64_t ep_overlap_ppm = 0;  // PipelineSpec::ep_overlap_ppm (combined 1F1B)
+  Nanos op_overhead = 0;            // PipelineSpec::op_overhead (blocking sends)
   // The step after the pipeline (core/step_tail.h): every candidate's
   // makespan includes it. Its time is never below the pipeline's, so the
   // bounds on the pipeline's end stay valid.

@@ -444,7 +444,11 @@ TEST_CASE("a low-precision job loads, reports and emits", "[precision]") {
   for (const Gemm& g : b->derived[2].kernels.gemms) bf16_gemms += GemmTime(g, b->hardware);
   CHECK(fp4.low_gemm_forward < bf16_gemms);
   CHECK(fp4.low_gemm_forward + fp4.quantize_forward > bf16_gemms);
-  CHECK(f->derived[2].layer.forward > b->derived[2].layer.forward);
+  // Both forwards are bound by their launches on this small a layer (the
+  // host issues each kernel in 10 us; docs/model.md "Costs per
+  // micro-batch"): NVFP4 gains nothing.
+  CHECK(b->derived[2].layer.forward == b->derived[2].times.host_forward);
+  CHECK(f->derived[2].layer.forward >= b->derived[2].layer.forward);
   CHECK(f->derived[2].layer.static_memory > b->derived[2].layer.static_memory);
   CHECK(f->derived[2].layer.activation < b->derived[2].layer.activation);
 }

@@ -82,7 +82,7 @@ TEST_CASE("config: hf_config errors name the key and the field", "[cost]") {
   CHECK(c.error().message.find("hardware: must be given") != std::string::npos);
 }
 
-TEST_CASE("ppb-sim model: text and json; simulate runs", "[cost][cli]") {
+TEST_CASE("ppb-sim model: text and json, simulate runs", "[cost][cli]") {
   const std::string run = Configs("llama3-8b.yaml");
   CliRun r = Cli({"model", "--config", run});
   INFO(r.err);

@@ -440,7 +440,7 @@ TEST_CASE("plan: --emit megatron writes the best layout, read back by the Megatr
   CHECK(j["gap"] == 0.0);
 }
 
-TEST_CASE("plan: tie groups show different answers, the simplest first; all refused says the rule",
+TEST_CASE("plan: tie groups show different answers, the simplest first, all refused says the rule",
           "[plan]") {
   // With uniform recompute choices beside the search, a layout whose
   // searched best recomputes nothing ties with its "none" twin.

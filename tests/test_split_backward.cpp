@@ -71,7 +71,7 @@ Cluster OneDevice(int p) {
   return c;
 }
 
-TEST_CASE("Lower sums each layer's release; recompute holds its stash",
+TEST_CASE("Lower sums each layer's release, recompute holds its stash",
           "[lower][memory]") {
   const std::vector<Layer> layers = {SplitLayer(100, 30),
                                      SplitLayer(100, std::nullopt),

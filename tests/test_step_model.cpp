@@ -246,7 +246,7 @@ TEST_CASE("the step's tail: buckets in the last backward's window", "[step]") {
   CHECK(t[1].end == 1870);
 }
 
-TEST_CASE("the engine ends the step after the tail; the parts add up", "[step]") {
+TEST_CASE("the engine ends the step after the tail, the parts add up", "[step]") {
   PipelineSpec spec = PipelineSpec::Uniform(2, 1, 4, 100, 200);
   spec.tail.enabled = true;
   spec.tail.dp = 2;
@@ -319,7 +319,7 @@ std::string JobYaml(const std::string& training, const std::string& extra = "") 
          "pipeline: {stages: 2" + extra + "}\n";
 }
 
-TEST_CASE("the global batch sets m; the job's refusals", "[step]") {
+TEST_CASE("the global batch sets m, the job's refusals", "[step]") {
   Result<RunConfig> ok = ParseConfig(
       JobYaml("micro_batch_size: 2, global_batch_size: 64, data_parallel: 4, "
               "tensor_parallel: 4"),
@@ -329,8 +329,17 @@ TEST_CASE("the global batch sets m; the job's refusals", "[step]") {
   CHECK(ok->hardware.step_model);
   CHECK(ok->shape.tail.enabled);
   CHECK(ok->shape.tail.dp == 4);
-  // 80 GiB less the 2 GiB reserve.
-  CHECK(ok->cluster.devices[0].memory_capacity == 78LL << 30);
+  // What the process leaves for tensors (core/process_memory.h): 80 GiB
+  // less the context (512 MiB), workspaces (128 MiB) and NCCL's buffers
+  // for 5 peers (448 MiB each: TP 4's other 3 ranks, DP's ring neighbours
+  // 2), 15 % of the rest fragmentation.
+  const ProcessMemory& pm = ok->hardware.gpu.process_memory;
+  CHECK(ok->hardware.nccl_peers.peers == 5);
+  const Bytes fixed = (512LL + 128 + 5 * 448) << 20;
+  CHECK(FixedProcessBytes(pm, ok->hardware.nccl_peers) == fixed);
+  CHECK(ok->cluster.devices[0].memory_capacity == AllocatableBytes(pm, 80LL << 30, fixed));
+  CHECK(ok->cluster.devices[0].memory_capacity ==
+        Approx(static_cast<double>((80LL << 30) - fixed) * 0.85).epsilon(1e-9));
   struct Bad {
     std::string yaml, message;
   };
@@ -579,7 +588,8 @@ TEST_CASE("calibrate --runs refuses what it cannot fit", "[step]") {
       {"runs:\n  - config: " + compute + "\n    iteration_time: 1s\nfit: [speed]\n",
        path + ":4: fit[0]: must be one of matmul_efficiency, attention_efficiency, "
               "hbm_efficiency, collective_efficiency, intra_node.bandwidth, "
-              "inter_node.bandwidth, fp8_matmul_efficiency, fp4_matmul_efficiency; got "
+              "inter_node.bandwidth, fp8_matmul_efficiency, fp4_matmul_efficiency, "
+              "launch_overhead, layer_overhead, microbatch_overhead; got "
               "speed"},
   };
   for (const Case& c : cases) {

@@ -187,7 +187,7 @@ TEST_CASE("sweep: each point equals the separate simulate run", "[sweep]") {
   }
 }
 
-TEST_CASE("sweep: shards 1/3, 2/3, 3/3 merged equal the whole run; merge reports gaps", "[sweep]") {
+TEST_CASE("sweep: shards 1/3, 2/3, 3/3 merged equal the whole run, merge reports gaps", "[sweep]") {
   const fs::path dir = TempDir("shards");
   Write(dir / "base.yaml", TinyConfig());
   Write(dir / "grid.yaml", kGrid);
@@ -451,7 +451,7 @@ TEST_CASE(
 namespace ppb::test {
 namespace {
 
-TEST_CASE("sweep: points in cross-product order, runs innermost; rows round-trip", "[sweep]") {
+TEST_CASE("sweep: points in cross-product order, runs innermost, rows round-trip", "[sweep]") {
   Result<Grid> grid = ParseGrid(
       "vary:\n  pipeline.stages: [1, 2]\n  pipeline.microbatches: [4, 8, x3]\n"
       "run: [simulate, search]\n",

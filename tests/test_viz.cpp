@@ -839,7 +839,7 @@ Nanos WrittenNs(const std::string& text) {
 // one ends, the written ts + dur of the one equals the written ts of the
 // next. Under the old doubles, llama3.1-405b's trace had 30 such pairs that
 // overlapped by 2e-12 µs as written and heterogeneous.yaml's one.
-TEST_CASE("trace: times are written exactly; back-to-back slices meet as written",
+TEST_CASE("trace: times are written exactly, back-to-back slices meet as written",
           "[viz][trace]") {
   size_t all_adjacent = 0;
   for (const char* name : {"llama3.1-405b.yaml", "heterogeneous.yaml", "interleaved.yaml",

@@ -163,6 +163,9 @@ Status Parser::ParseDerivedModel(const Entry& source, const Entry* training,
                     fmt::format("{:g}", t->routing_skew));
   }
   if (moe_given_) PPB_RETURN_IF_ERROR(CheckMoe(arch, *t));
+  // The framework's per-pass work, exposed where the sends block (the
+  // engine applies it then: core/spec.h PipelineSpec::op_overhead).
+  if (h->step_model) cfg_.shape.op_overhead = h->gpu.compute.microbatch_overhead;
   if (t->moe.overlap_ep_comm) {
     cfg_.shape.ep_overlap_ppm = std::llround(h->gpu.ep_kernels.overlap * 1e6);
   }

@@ -550,7 +550,8 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
        "fp4_matmul_efficiency", "host_link", "host_optimizer", "deepep_nvlink_efficiency",
        "deepep_rdma_efficiency", "hybridep_efficiency_8", "hybridep_efficiency_36",
        "ep_overlap_efficiency", "memory_fragmentation", "memory_nccl_per_peer",
-       "memory_nccl_per_net_peer", "memory_context", "memory_workspace"});
+       "memory_nccl_per_net_peer", "memory_context", "memory_workspace",
+       "launch_overhead", "layer_overhead", "microbatch_overhead"});
   if (!r.ok()) return r.error();
   const Entries& e = *r;
   Hardware h;
@@ -580,7 +581,8 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
           "deepep_nvlink_efficiency", "deepep_rdma_efficiency", "hybridep_efficiency_8",
           "hybridep_efficiency_36", "ep_overlap_efficiency", "memory_fragmentation",
           "memory_nccl_per_peer", "memory_nccl_per_net_peer", "memory_context",
-          "memory_workspace"}) {
+          "memory_workspace", "launch_overhead", "layer_overhead",
+          "microbatch_overhead"}) {
       if (const Entry* x = Find(e, key)) {
         return Fail(x->path,
                     "is read with hardware.gpu (the step model: a GPU preset, "
@@ -767,6 +769,23 @@ Result<Hardware> Parser::ParseHardware(const Entry& section) {
       (std::string_view(key) == "kernel_floor" ? h.gpu.compute.kernel_floor
                                                : h.gpu.compute.matmul_half_time) = *t;
     }
+  }
+  // The host's side (core/gpu.h): a kernel's launch at most 1 ms, the
+  // framework's work per layer or per micro-batch pass at most 1 s.
+  if (const Entry* x = Find(e, "launch_overhead")) {
+    Result<Nanos> t = Duration(x->value, x->path, false, 1'000'000, "1ms");
+    if (!t.ok()) return t.error();
+    h.gpu.compute.launch_overhead = *t;
+  }
+  if (const Entry* x = Find(e, "layer_overhead")) {
+    Result<Nanos> t = Duration(x->value, x->path, false, 1'000'000'000, "1s");
+    if (!t.ok()) return t.error();
+    h.gpu.compute.layer_overhead = *t;
+  }
+  if (const Entry* x = Find(e, "microbatch_overhead")) {
+    Result<Nanos> t = Duration(x->value, x->path, false, 1'000'000'000, "1s");
+    if (!t.ok()) return t.error();
+    h.gpu.compute.microbatch_overhead = *t;
   }
   // What a process holds besides its tensors (core/process_memory.h).
   ProcessMemory& pm = h.gpu.process_memory;

@@ -45,6 +45,7 @@ SearchProblem BaseProblem(const RunConfig& config) {
   problem.comm_by_schedule = !config.communication_given;
   problem.fb_overlap_ppm = config.shape.fb_overlap_ppm;
   problem.ep_overlap_ppm = config.shape.ep_overlap_ppm;
+  problem.op_overhead = config.shape.op_overhead;
   problem.tail = config.shape.tail;
   problem.allow_empty_chunks = config.allow_empty_chunks;
   // The config's own strategy: a first try of every search (issue 32).

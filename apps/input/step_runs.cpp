@@ -30,8 +30,24 @@ const char* StepCoefficientName(StepCoefficient c) {
       return "fp8_matmul_efficiency";
     case StepCoefficient::Fp4MatmulEfficiency:
       return "fp4_matmul_efficiency";
+    case StepCoefficient::LaunchOverhead:
+      return "launch_overhead";
+    case StepCoefficient::LayerOverhead:
+      return "layer_overhead";
+    case StepCoefficient::MicrobatchOverhead:
+      return "microbatch_overhead";
   }
   return "?";
+}
+
+bool IsDuration(StepCoefficient c) {
+  return c == StepCoefficient::LaunchOverhead || c == StepCoefficient::LayerOverhead ||
+         c == StepCoefficient::MicrobatchOverhead;
+}
+
+// The config's own limits (config_training.cpp): 1 ms and 1 s.
+double DurationCeiling(StepCoefficient c) {
+  return c == StepCoefficient::LaunchOverhead ? 1e6 : 1e9;
 }
 
 bool IsBandwidth(StepCoefficient c) {
@@ -45,7 +61,9 @@ constexpr StepCoefficient kAll[] = {
     StepCoefficient::MatmulEfficiency,   StepCoefficient::AttentionEfficiency,
     StepCoefficient::HbmEfficiency,      StepCoefficient::CollectiveEfficiency,
     StepCoefficient::IntraNodeBandwidth, StepCoefficient::InterNodeBandwidth,
-    StepCoefficient::Fp8MatmulEfficiency, StepCoefficient::Fp4MatmulEfficiency};
+    StepCoefficient::Fp8MatmulEfficiency, StepCoefficient::Fp4MatmulEfficiency,
+    StepCoefficient::LaunchOverhead,     StepCoefficient::LayerOverhead,
+    StepCoefficient::MicrobatchOverhead};
 
 class StepRunsParser : public ConfigReader {
  public:
@@ -120,7 +138,9 @@ class StepRunsParser : public ConfigReader {
                                   {"matmul_efficiency", "attention_efficiency",
                                    "hbm_efficiency", "collective_efficiency",
                                    "intra_node.bandwidth", "inter_node.bandwidth",
-                                   "fp8_matmul_efficiency", "fp4_matmul_efficiency"});
+                                   "fp8_matmul_efficiency", "fp4_matmul_efficiency",
+                                   "launch_overhead", "layer_overhead",
+                                   "microbatch_overhead"});
         if (!i.ok()) return i.error();
         if (std::find(out.fit.begin(), out.fit.end(), kAll[*i]) != out.fit.end()) {
           return Fail(it.path, "must name each coefficient once; got " +
@@ -185,6 +205,12 @@ double ValueOf(StepCoefficient c, const Hardware& h) {
       return h.gpu.compute.fp8_matmul;
     case StepCoefficient::Fp4MatmulEfficiency:
       return h.gpu.compute.fp4_matmul;
+    case StepCoefficient::LaunchOverhead:
+      return static_cast<double>(h.gpu.compute.launch_overhead);
+    case StepCoefficient::LayerOverhead:
+      return static_cast<double>(h.gpu.compute.layer_overhead);
+    case StepCoefficient::MicrobatchOverhead:
+      return static_cast<double>(h.gpu.compute.microbatch_overhead);
   }
   return 0;
 }
@@ -196,6 +222,10 @@ void Apply(YAML::Node& root, StepCoefficient c, double value) {
     const char* key = c == StepCoefficient::IntraNodeBandwidth ? "intra_node" : "inter_node";
     if (!hw[key].IsMap()) hw[key] = YAML::Node(YAML::NodeType::Map);
     hw[key]["bandwidth"] = fmt::format("{:.0f}B/s", value);
+    return;
+  }
+  if (IsDuration(c)) {
+    hw[StepCoefficientName(c)] = fmt::format("{:.0f}ns", std::max(0.0, value));
     return;
   }
   hw[StepCoefficientName(c)] = fmt::format("{:.6f}", value);
@@ -306,8 +336,13 @@ Result<StepFit> FitStepRuns(const StepRuns& runs) {
     std::vector<double> values;
     for (size_t k = 0; k < out.fit.size(); ++k) {
       std::vector<double> y = start;
-      y[k] = IsBandwidth(out.fit[k]) ? start[k] * 1.1 : std::min(1.0, start[k] * 1.1);
+      y[k] = IsBandwidth(out.fit[k]) || IsDuration(out.fit[k]) ? start[k] * 1.1
+                                                             : std::min(1.0, start[k] * 1.1);
       if (y[k] == start[k]) y[k] = start[k] / 1.1;
+      // A host time at 0 moves to a twentieth of its ceiling (its
+      // sensitivity is then per that step, not per 10 %).
+      const bool from_zero = IsDuration(out.fit[k]) && start[k] <= 0;
+      if (from_zero) y[k] = DurationCeiling(out.fit[k]) / 20;
       std::vector<Sim> moved;
       Result<double> m = cost(out.fit, all, y, &moved);
       if (!m.ok()) return m.error();
@@ -315,7 +350,7 @@ Result<StepFit> FitStepRuns(const StepRuns& runs) {
       double norm = 0;
       for (size_t i = 0; i < all.size(); ++i) {
         col[i] = std::log(static_cast<double>(moved[i].time) / static_cast<double>(base[i].time)) /
-                 std::log(y[k] / start[k]);
+                 (from_zero ? 1.0 : std::log(y[k] / start[k]));
         norm += col[i] * col[i];
       }
       norm = std::sqrt(norm);
@@ -364,7 +399,8 @@ Result<StepFit> FitStepRuns(const StepRuns& runs) {
 
   // Coordinate descent from `x0` over the runs `idx`: golden-section search
   // of each coefficient in its bounds (efficiencies (0.02, 1], bandwidths
-  // 1/20 to 4x the start), in log space for bandwidths, a step kept only
+  // 1/20 to 4x the start, host times 0 to the config's ceiling), in log
+  // space for bandwidths, a step kept only
   // when it lowers the cost; sweeps until one changes nothing (at most
   // kMaxSweeps).
   auto descend = [&](const std::vector<size_t>& idx,
@@ -379,14 +415,16 @@ Result<StepFit> FitStepRuns(const StepRuns& runs) {
       if (IsBandwidth(F[k])) {
         return std::clamp(std::exp(u), out.before[k] / 20, out.before[k] * 4);
       }
+      if (IsDuration(F[k])) return std::clamp(u, 0.0, DurationCeiling(F[k]));
       return std::clamp(u, 0.02, 1.0);
     };
     for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
       const std::vector<double> begin = x;
       for (size_t k = 0; k < x.size(); ++k) {
         const bool bw = IsBandwidth(F[k]);
-        double lo = bw ? std::log(out.before[k] / 20) : 0.02;
-        double hi = bw ? std::log(out.before[k] * 4) : 1.0;
+        const bool dur = IsDuration(F[k]);
+        double lo = bw ? std::log(out.before[k] / 20) : dur ? 0.0 : 0.02;
+        double hi = bw ? std::log(out.before[k] * 4) : dur ? DurationCeiling(F[k]) : 1.0;
         auto at = [&](double u) -> Result<double> {
           std::vector<double> y = x;
           y[k] = bw ? std::exp(u) : u;
@@ -547,8 +585,18 @@ Result<StepFit> FitStepRuns(const StepRuns& runs) {
   // What the fit cannot vouch for.
   for (size_t k = 0; k < out.after.size(); ++k) {
     const bool bw = IsBandwidth(F[k]);
-    const double lo = bw ? out.before[k] / 20 : 0.02, hi = bw ? out.before[k] * 4 : 1.0;
     const double v = out.after[k];
+    if (IsDuration(F[k])) {
+      // No host time (0) is a machine ppb expresses; its ceiling is not.
+      if (v >= DurationCeiling(F[k]) * (1 - 1e-6)) {
+        out.warnings.push_back(fmt::format(
+            "{} ended at the bound of its search ({:g} ns): the runs ask for a machine ppb "
+            "cannot express; check their measured times and configs",
+            StepCoefficientName(F[k]), DurationCeiling(F[k])));
+      }
+      continue;
+    }
+    const double lo = bw ? out.before[k] / 20 : 0.02, hi = bw ? out.before[k] * 4 : 1.0;
     if (v <= lo * (1 + 1e-6) || v >= hi * (1 - 1e-6)) {
       out.warnings.push_back(fmt::format(
           "{} ended at the bound of its search ({}): the runs ask for a machine ppb "

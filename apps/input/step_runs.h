@@ -38,10 +38,16 @@ enum class StepCoefficient {
   InterNodeBandwidth,   // hardware.inter_node.bandwidth
   Fp8MatmulEfficiency,  // hardware.fp8_matmul_efficiency (low-precision GEMMs)
   Fp4MatmulEfficiency,  // hardware.fp4_matmul_efficiency
+  LaunchOverhead,       // hardware.launch_overhead (ns)
+  LayerOverhead,        // hardware.layer_overhead (ns)
+  MicrobatchOverhead,   // hardware.microbatch_overhead (ns)
 };
 const char* StepCoefficientName(StepCoefficient c);
 // A link bandwidth (fitted in log space, printed in GB/s) rather than a share.
 bool IsBandwidth(StepCoefficient c);
+// A host time in ns (fitted linearly from 0 up to DurationCeiling).
+bool IsDuration(StepCoefficient c);
+double DurationCeiling(StepCoefficient c);
 
 struct StepRun {
   std::string config;  // as written

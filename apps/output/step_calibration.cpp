@@ -17,6 +17,7 @@ double Err(Nanos predicted, Nanos measured) {
          static_cast<double>(measured);
 }
 std::string Value(StepCoefficient c, double v) {
+  if (IsDuration(c)) return fmt::format("{:.1f}us", v / 1e3);
   return IsBandwidth(c) ? fmt::format("{:.3f}GB/s", v / 1e9) : fmt::format("{:.4f}", v);
 }
 

@@ -70,6 +70,14 @@ std::string StepModelText(const RunConfig& config) {
       static_cast<double>(g.intra_latency) / 1e3,
       static_cast<double>(g.inter_latency) / 1e3,
       static_cast<double>(h.memory_reserve) / (1 << 30));
+  s += fmt::format(
+      "    launch_overhead {:g} us per kernel (host dispatch: a pass takes at least its "
+      "launches), layer_overhead {:g} us per layer and pass (synchronizing host work), "
+      "microbatch_overhead {:g} us per F and B pass where the pipeline's "
+      "sends block (Megatron's torch.cuda.synchronize after each exchange; core/gpu.h)\n",
+      static_cast<double>(g.compute.launch_overhead) / 1e3,
+      static_cast<double>(g.compute.layer_overhead) / 1e3,
+      static_cast<double>(g.compute.microbatch_overhead) / 1e3);
   const ProcessMemory& pm = g.process_memory;
   s += fmt::format(
       "    memory_fragmentation {:g} (the caching allocator's reserved-but-free share: "
@@ -191,6 +199,10 @@ std::string StepModelText(const RunConfig& config) {
                      "backward{}\n",
                      Ms(d->times.comm_forward), Ms(d->times.comm_backward),
                      t.tp_comm_overlap ? " (tp_comm_overlap: beyond the GEMMs)" : "");
+    s += fmt::format("  host launches {:.3f} ms forward, {:.3f} ms backward (I), {:.3f} ms "
+                     "(W); the GPU waits {:.3f} ms of them\n",
+                     Ms(d->times.host_forward), Ms(d->times.host_backward_input),
+                     Ms(d->times.host_backward_weight), Ms(d->times.host_exposed));
     if (d->sharded_forward + d->sharded_backward + d->layer.step_gather > 0 ||
         t.sharding.per_unit()) {
       const UnitTraffic u = UnitTrafficOf(ShardingOf(t), t.pp);
@@ -300,6 +312,9 @@ Json StepModelJson(const RunConfig& config) {
       {"attention_efficiency", g.compute.attention},
       {"hbm_efficiency", g.compute.hbm},
       {"kernel_floor_ns", g.compute.kernel_floor},
+      {"launch_overhead_ns", g.compute.launch_overhead},
+      {"layer_overhead_ns", g.compute.layer_overhead},
+      {"microbatch_overhead_ns", g.compute.microbatch_overhead},
       {"collective_efficiency", g.network.collective},
       {"collective_half_size_bytes", g.network.collective_half_size},
       {"intra_latency_ns", g.intra_latency},
@@ -381,6 +396,10 @@ Json StepModelJson(const RunConfig& config) {
     }
     lj["collectives"] = std::move(comms);
     lj["exposed_comm_forward_ns"] = d->times.comm_forward;
+    lj["host_forward_ns"] = d->times.host_forward;
+    lj["host_backward_input_ns"] = d->times.host_backward_input;
+    lj["host_backward_weight_ns"] = d->times.host_backward_weight;
+    lj["host_exposed_ns"] = d->times.host_exposed;
     lj["exposed_comm_backward_ns"] = d->times.comm_backward;
     lj["grad_bytes"] = d->layer.grad_bytes;
     lj["expert_grad_bytes"] = d->layer.expert_grad_bytes;
