@@ -171,6 +171,12 @@ case_ plan-bad-input.txt plan --config configs/example.yaml
 # ---- rank
 case_ rank-example.txt rank --config configs/example.yaml --candidates data/snapshots/inputs/candidates.yaml
 case_ rank-example.json rank --config configs/example.yaml --candidates data/snapshots/inputs/candidates.yaml --format json
+# Ranking with its uncertainty (issue 45): 32 drawn machines, seed 1.
+case_ rank-megatron-145b-uncertainty.txt rank --config configs/megatron-145b-a100.yaml \
+  --candidates data/snapshots/inputs/candidates-145b.yaml --uncertainty 10%
+case_ rank-megatron-145b-uncertainty.json rank --config configs/megatron-145b-a100.yaml \
+  --candidates data/snapshots/inputs/candidates-145b.yaml --uncertainty 10% \
+  --uncertainty-samples 8 --uncertainty-seed 3 --format json
 
 # ---- compare: text, JSON, CSV
 for fmt in text json csv; do
@@ -184,6 +190,8 @@ case_ compare-llama3-70b-fp8-recipes.txt compare --config configs/llama3-70b-fp8
 # The step model: the GPU and the data-parallel size (m from the global batch at each point).
 case_ compare-megatron-145b-vary.txt compare --config configs/megatron-145b-a100.yaml \
   --schedules 1f1b --vary hardware.gpu=a100-sxm4-80gb,h100-sxm --vary training.data_parallel=12,24
+case_ compare-megatron-145b-uncertainty.txt compare --config configs/megatron-145b-a100.yaml \
+  --schedules 1f1b,interleaved --vary training.micro_batch_size=1,2 --uncertainty 10%
 
 # ---- model: every HF-derived shipped config
 for cfg in "$ROOT"/configs/*.yaml; do

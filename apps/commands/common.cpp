@@ -255,6 +255,51 @@ std::optional<CliOverrides> RunOverrides(const po::variables_map& vm,
   return ov;
 }
 
+void AddUncertaintyOptions(po::options_description& opts) {
+  opts.add_options()
+      ("uncertainty", po::value<std::string>(),
+       "rank on machines drawn around the model: each step-model coefficient uniform "
+       "within +-SPREAD of its value (10% or 0.1; needs hardware.gpu)")
+      ("uncertainty-samples", po::value<std::string>(),
+       "machines drawn for --uncertainty (default 32, 2 to 4096)")
+      ("uncertainty-seed", po::value<std::string>(),
+       "seed of the draws for --uncertainty (default 1; printed)");
+}
+
+std::optional<UncertaintyRequest> UncertaintyFlags(const po::variables_map& vm,
+                                                   std::ostream& err) {
+  UncertaintyRequest q;
+  if (!vm.count("uncertainty")) {
+    for (const char* flag : {"uncertainty-samples", "uncertainty-seed"}) {
+      if (vm.count(flag)) {
+        err << "ppb-sim: --" << flag << ": needs --uncertainty SPREAD; got it alone\n";
+        return std::nullopt;
+      }
+    }
+    return q;
+  }
+  Result<double> spread = ParseSpread(vm["uncertainty"].as<std::string>(), "--uncertainty");
+  if (!spread.ok()) {
+    err << "ppb-sim: " << spread.error().message << "\n";
+    return std::nullopt;
+  }
+  q.spread = *spread;
+  if (vm.count("uncertainty-samples")) {
+    auto n = IntFlag<int>("--uncertainty-samples", vm["uncertainty-samples"].as<std::string>(),
+                          2, "an integer from 2 to 4096");
+    if (n.ok() && *n > 4096) n = Error{"--uncertainty-samples", "expected an integer from 2 to 4096; got '" + vm["uncertainty-samples"].as<std::string>() + "'"};
+    if (!Check(n, err)) return std::nullopt;
+    q.samples = *n;
+  }
+  if (vm.count("uncertainty-seed")) {
+    auto s = IntFlag<std::uint64_t>("--uncertainty-seed", vm["uncertainty-seed"].as<std::string>(),
+                                    0, "a non-negative integer");
+    if (!Check(s, err)) return std::nullopt;
+    q.seed = *s;
+  }
+  return q;
+}
+
 std::optional<RunConfig> Load(const po::variables_map& vm,
                               const CliOverrides& ov, std::ostream& err) {
   auto config = LoadConfig(vm["config"].as<std::string>(), ov);

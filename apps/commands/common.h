@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "apps/input/config.h"
+#include "apps/input/uncertainty.h"
 #include "apps/output/emit.h"
 #include "apps/output/report.h"
 #include "core/result.h"
@@ -72,6 +73,14 @@ Result<T> IntFlag(const std::string& flag, const std::string& text, T min,
 }
 
 Result<int> PositiveInt(const std::string& flag, const std::string& text);
+
+// --uncertainty SPREAD, --uncertainty-samples N (default 32, 2 to 4096)
+// and --uncertainty-seed S (default 1): apps/input/uncertainty.h. The
+// request's spread is 0 when --uncertainty is absent; nullopt (the error
+// written) on a bad value or a sample/seed flag without --uncertainty.
+void AddUncertaintyOptions(po::options_description& opts);
+std::optional<UncertaintyRequest> UncertaintyFlags(const po::variables_map& vm,
+                                                   std::ostream& err);
 
 // A comma-separated list of positive integers ("1,2,4").
 Result<std::vector<int>> PositiveIntList(const std::string& flag,

@@ -14,6 +14,8 @@
 
 #include "apps/commands/common.h"
 #include "apps/commands/compare_run.h"
+#include "apps/input/json_text.h"
+#include "apps/output/uncertainty_output.h"
 
 namespace ppb::commands {
 
@@ -39,10 +41,18 @@ int RunCompare(const std::vector<std::string>& args, std::ostream& out,
        "most ops one simulation may run (default 2000000; see --help of simulate)")
       ("format", po::value<std::string>()->default_value("text"), "output: text | json | csv");
   // clang-format on
+  AddUncertaintyOptions(opts);
   po::variables_map vm;
   if (auto done = ParseArgs(args, opts, vm, out, err, true)) return *done;
   const std::optional<CliOverrides> ov = RunOverrides(vm, err);
   if (!ov) return kExitBadInput;
+  const std::optional<UncertaintyRequest> uncertainty = UncertaintyFlags(vm, err);
+  if (!uncertainty) return kExitBadInput;
+  if (uncertainty->spread > 0 && vm["format"].as<std::string>() == "csv") {
+    err << "ppb-sim: --uncertainty: needs --format text or json (the CSV holds one row per "
+           "candidate); got csv\n";
+    return kExitBadInput;
+  }
   CompareRequest request;
   request.overrides = *ov;
   if (vm.count("schedules")) {
@@ -76,9 +86,30 @@ int RunCompare(const std::vector<std::string>& args, std::ostream& out,
     return kExitBadInput;
   }
   const std::string format = vm["format"].as<std::string>();
-  out << (format == "json"   ? FormatCompareJson(*table)
-          : format == "csv" ? FormatCompareCsv(*table)
-                            : FormatCompareText(*table));
+  std::optional<UncertaintySummary> summary;
+  if (uncertainty->spread > 0) {
+    Result<UncertaintySummary> s = CompareUncertainty(text.str(), path, request, *table,
+                                                      *uncertainty);
+    if (!s.ok()) {
+      err << "ppb-sim: " << s.error().message << "\n";
+      return kExitBadInput;
+    }
+    summary = std::move(*s);
+  }
+  if (format == "json") {
+    std::string json = FormatCompareJson(*table);
+    if (summary) {
+      nlohmann::ordered_json j = nlohmann::ordered_json::parse(json);
+      j["uncertainty"] = UncertaintyJson(*summary);
+      json = JsonText(j, 2) + "\n";
+    }
+    out << json;
+  } else if (format == "csv") {
+    out << FormatCompareCsv(*table);
+  } else {
+    out << FormatCompareText(*table);
+    if (summary) out << "\n" << FormatUncertaintyText(*summary);
+  }
   return kExitOk;
 }
 

@@ -425,3 +425,55 @@ Result<CompareTable> Compare(std::string_view text, std::string_view filename,
 }
 
 }  // namespace ppb
+
+namespace ppb {
+
+Result<UncertaintySummary> CompareUncertainty(std::string_view text, std::string_view filename,
+                                              const CompareRequest& request,
+                                              const CompareTable& nominal,
+                                              const UncertaintyRequest& uncertainty) {
+  CliOverrides base_cli = request.overrides;
+  base_cli.virtual_stages.reset();
+  const YAML::Node root = YAML::Load(std::string(text));
+  // The machine's coefficients come from the config's hardware block; a
+  // strategy that does not fit the overrides does not matter here.
+  Result<YAML::Node> bare = VariantDocument(text, {}, Strip::kSplitAndRecompute);
+  if (!bare.ok()) return bare.error();
+  Result<RunConfig> base = ParseConfigYaml(*bare, filename, base_cli);
+  if (!base.ok()) return base.error();
+  if (!base->hardware.step_model) {
+    return Error{"--uncertainty",
+                 "--uncertainty: needs hardware.gpu (it draws the step model's coefficients); "
+                 "got a config without it"};
+  }
+  auto time_of = [](const CompareRow& r) {
+    return r.ran && r.outcome == Outcome::Ok ? r.iteration_time : Nanos{0};
+  };
+  std::vector<std::string> names;
+  std::vector<Nanos> times0;
+  for (const CompareRow& r : nominal.rows) {
+    std::string name = r.schedule;
+    if (r.v > 1) name += fmt::format(" v{}", r.v);
+    for (size_t k = 0; k < nominal.vary.size(); ++k) {
+      name += fmt::format(" {}={}", nominal.vary[k].key, nominal.variants[r.variant][k]);
+    }
+    names.push_back(std::move(name));
+    times0.push_back(time_of(r));
+  }
+  std::vector<std::vector<Nanos>> times;
+  for (const DrawnMachine& m : DrawMachines(uncertainty)) {
+    YAML::Node drawn = YAML::Clone(root);
+    ApplyMachine(drawn, base->hardware, m);
+    YAML::Emitter emit;
+    emit << drawn;
+    Result<CompareTable> t = Compare(emit.c_str(), filename, request);
+    if (!t.ok()) return t.error();
+    std::vector<Nanos> row;
+    for (const CompareRow& r : t->rows) row.push_back(time_of(r));
+    row.resize(names.size(), 0);
+    times.push_back(std::move(row));
+  }
+  return Summarize(uncertainty, names, times0, times);
+}
+
+}  // namespace ppb

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "apps/input/config.h"
+#include "apps/input/uncertainty.h"
 #include "apps/input/vary.h"
 #include "apps/output/compare_output.h"
 #include "core/result.h"
@@ -45,5 +46,15 @@ struct CompareRequest {
 //   factor like x0.5; got 'fast'
 Result<CompareTable> Compare(std::string_view text, std::string_view filename,
                              const CompareRequest& request);
+
+// --uncertainty: the same table on each drawn machine (the config's
+// hardware block edited, apps/input/uncertainty.h), summarized per row of
+// `nominal` (named "schedule[ vN][ key=value ...]"). A coefficient a --vary
+// axis sets is taken as the axis gives it. Errors: a config without
+// hardware.gpu (key "--uncertainty").
+Result<UncertaintySummary> CompareUncertainty(std::string_view text, std::string_view filename,
+                                              const CompareRequest& request,
+                                              const CompareTable& nominal,
+                                              const UncertaintyRequest& uncertainty);
 
 }  // namespace ppb

@@ -13,10 +13,22 @@
 #include "apps/commands/common.h"
 #include "apps/input/candidates.h"
 #include "apps/input/search_problem.h"
+#include "apps/input/json_text.h"
 #include "apps/output/search_output.h"
+#include "apps/output/uncertainty_output.h"
 #include "search/search.h"
 
 namespace ppb::commands {
+namespace {
+
+// A candidate that runs on the GPU: it fits, or only the headroom is short
+// (at risk); out of memory and deadlocked ones have no time to rank.
+bool Runs(const Candidate& c, Bytes headroom) {
+  const std::string fits = Fits(c, headroom);
+  return fits == "fits" || fits.rfind("at risk", 0) == 0;
+}
+
+}  // namespace
 
 int RunRank(const std::vector<std::string>& args, std::ostream& out,
             std::ostream& err) {
@@ -24,6 +36,7 @@ int RunRank(const std::vector<std::string>& args, std::ostream& out,
   AddRunOptions(opts);
   opts.add_options()("candidates", po::value<std::string>(),
                      "candidates file (YAML, `candidates:` list); required");
+  AddUncertaintyOptions(opts);
   po::variables_map vm;
   if (auto done = ParseArgs(args, opts, vm, out, err)) return *done;
   if (!vm.count("candidates")) {
@@ -32,8 +45,15 @@ int RunRank(const std::vector<std::string>& args, std::ostream& out,
   }
   const std::optional<CliOverrides> ov = RunOverrides(vm, err);
   if (!ov) return kExitBadInput;
+  const std::optional<UncertaintyRequest> uncertainty = UncertaintyFlags(vm, err);
+  if (!uncertainty) return kExitBadInput;
   const std::optional<RunConfig> config = Load(vm, *ov, err);
   if (!config) return kExitBadInput;
+  if (uncertainty->spread > 0 && !config->hardware.step_model) {
+    err << "ppb-sim: --uncertainty: needs hardware.gpu (it draws the step model's "
+           "coefficients); got a config without it\n";
+    return kExitBadInput;
+  }
   const std::string path = vm["candidates"].as<std::string>();
   const auto candidates = LoadCandidates(path, *config);
   if (!candidates.ok()) {
@@ -59,10 +79,62 @@ int RunRank(const std::vector<std::string>& args, std::ostream& out,
                    [](const RankedCandidate& a, const RankedCandidate& b) {
                      return Better(a.candidate, b.candidate);
                    });
+  std::optional<UncertaintySummary> summary;
+  if (uncertainty->spread > 0) {
+    // Each candidate on every drawn machine: the config reloaded with the
+    // drawn coefficients, the candidates file read against it.
+    const std::string config_path = vm["config"].as<std::string>();
+    const YAML::Node doc = YAML::LoadFile(config_path);
+    std::vector<std::vector<Nanos>> times;
+    for (const DrawnMachine& m : DrawMachines(*uncertainty)) {
+      YAML::Node drawn = YAML::Clone(doc);
+      ApplyMachine(drawn, config->hardware, m);
+      Result<RunConfig> cfg = ParseConfigYaml(drawn, config_path, *ov);
+      if (!cfg.ok()) {
+        err << "ppb-sim: --uncertainty: a drawn machine does not load: "
+            << cfg.error().message << "\n";
+        return kExitBadInput;
+      }
+      const auto cands = LoadCandidates(path, *cfg);
+      if (!cands.ok()) {
+        err << cands.error().message << "\n";
+        return kExitBadInput;
+      }
+      const RankProblem drawn_rank = BuildRankProblem(*cfg, *cands);
+      std::vector<Nanos> row(cands->size(), 0);
+      for (size_t i = 0; i < cands->size(); ++i) {
+        Result<Candidate> eval =
+            Evaluate(drawn_rank.problem, drawn_rank.choice_of[i], (*cands)[i].strategy);
+        if (eval.ok() && Runs(*eval, drawn_rank.problem.headroom)) row[i] = eval->makespan;
+      }
+      times.push_back(std::move(row));
+    }
+    // Rows in the ranked (nominal) order.
+    std::vector<std::string> names;
+    std::vector<Nanos> nominal;
+    std::vector<std::vector<Nanos>> ordered(times.size());
+    std::vector<bool> used(candidates->size(), false);
+    for (const RankedCandidate& r : ranked) {
+      size_t i = 0;
+      while (used[i] || (*candidates)[i].name != r.name) ++i;
+      used[i] = true;
+      names.push_back(r.name);
+      nominal.push_back(Runs(r.candidate, rank.problem.headroom) ? r.candidate.makespan : 0);
+      for (size_t k = 0; k < times.size(); ++k) ordered[k].push_back(times[k][i]);
+    }
+    summary = Summarize(*uncertainty, names, nominal, ordered);
+  }
   if (vm["format"].as<std::string>() == "json") {
-    out << FormatRankJson(*config, rank.problem, ranked);
+    std::string text = FormatRankJson(*config, rank.problem, ranked);
+    if (summary) {
+      nlohmann::ordered_json j = nlohmann::ordered_json::parse(text);
+      j["uncertainty"] = UncertaintyJson(*summary);
+      text = JsonText(j, 2) + "\n";
+    }
+    out << text;
   } else {
     out << FormatRankText(*config, rank.problem, ranked);
+    if (summary) out << "\n" << FormatUncertaintyText(*summary);
   }
   return kExitOk;
 }

@@ -182,12 +182,16 @@ Result<StepRuns> LoadStepRuns(const std::string& path) {
   return parser.Parse(text);
 }
 
-namespace {
+std::vector<StepCoefficient> AllStepCoefficients() {
+  return {StepCoefficient::MatmulEfficiency,    StepCoefficient::AttentionEfficiency,
+          StepCoefficient::HbmEfficiency,       StepCoefficient::CollectiveEfficiency,
+          StepCoefficient::IntraNodeBandwidth,  StepCoefficient::InterNodeBandwidth,
+          StepCoefficient::Fp8MatmulEfficiency, StepCoefficient::Fp4MatmulEfficiency,
+          StepCoefficient::LaunchOverhead,      StepCoefficient::LayerOverhead,
+          StepCoefficient::MicrobatchOverhead};
+}
 
-constexpr int kMaxSweeps = 60;
-
-// The value of `c` in a loaded config.
-double ValueOf(StepCoefficient c, const Hardware& h) {
+double StepCoefficientValue(StepCoefficient c, const Hardware& h) {
   switch (c) {
     case StepCoefficient::MatmulEfficiency:
       return h.gpu.compute.matmul;
@@ -215,8 +219,7 @@ double ValueOf(StepCoefficient c, const Hardware& h) {
   return 0;
 }
 
-// Writes `value` into the config document's hardware block.
-void Apply(YAML::Node& root, StepCoefficient c, double value) {
+void ApplyStepCoefficient(YAML::Node& root, StepCoefficient c, double value) {
   YAML::Node hw = root["hardware"];
   if (IsBandwidth(c)) {
     const char* key = c == StepCoefficient::IntraNodeBandwidth ? "intra_node" : "inter_node";
@@ -231,6 +234,10 @@ void Apply(YAML::Node& root, StepCoefficient c, double value) {
   hw[StepCoefficientName(c)] = fmt::format("{:.6f}", value);
 }
 
+namespace {
+
+constexpr int kMaxSweeps = 60;
+
 struct Sim {
   Nanos time = 0;
   Bytes peak = 0;
@@ -241,7 +248,7 @@ struct Sim {
 Result<Sim> Simulate(const StepRun& run, const std::vector<StepCoefficient>& fit,
                      const std::vector<double>& values) {
   YAML::Node doc = YAML::Clone(run.document);
-  for (size_t i = 0; i < fit.size(); ++i) Apply(doc, fit[i], values[i]);
+  for (size_t i = 0; i < fit.size(); ++i) ApplyStepCoefficient(doc, fit[i], values[i]);
   Result<RunConfig> cfg = ParseConfigYaml(doc, run.path, {});
   if (!cfg.ok()) return cfg.error();
   Result<PreparedRun> prepared = Prepare(*cfg);
@@ -306,7 +313,7 @@ Result<StepFit> FitStepRuns(const StepRuns& runs) {
   out.fit = runs.fit;
   out.fragmentation_before = first->hardware.gpu.process_memory.fragmentation;
   std::vector<double> start;
-  for (StepCoefficient c : out.fit) start.push_back(ValueOf(c, first->hardware));
+  for (StepCoefficient c : out.fit) start.push_back(StepCoefficientValue(c, first->hardware));
   std::vector<size_t> all(runs.runs.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
   // The cost over the runs `idx` (the sum of squared log time ratios).

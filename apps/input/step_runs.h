@@ -23,6 +23,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "core/architecture.h"
 #include "core/result.h"
 #include "core/types.h"
 
@@ -48,6 +49,13 @@ bool IsBandwidth(StepCoefficient c);
 // A host time in ns (fitted linearly from 0 up to DurationCeiling).
 bool IsDuration(StepCoefficient c);
 double DurationCeiling(StepCoefficient c);
+// Every coefficient, in the order above.
+std::vector<StepCoefficient> AllStepCoefficients();
+// Its value in a loaded config (bandwidths in B/s, host times in ns).
+double StepCoefficientValue(StepCoefficient c, const Hardware& h);
+// Writes `value` as the coefficient's key into a config document's
+// hardware block (which must exist).
+void ApplyStepCoefficient(YAML::Node& root, StepCoefficient c, double value);
 
 struct StepRun {
   std::string config;  // as written

@@ -1,0 +1,144 @@
+// Ranking with its uncertainty (issue 45, apps/input/uncertainty.h): the
+// seeded draws, the summary's bands, shares, robust choice and flips on
+// hand-made samples, the drawn machine written into a config, and the
+// flags' refusals on compare and rank.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "apps/input/uncertainty.h"
+#include "tests/app_helpers.h"
+
+namespace ppb {
+
+TEST_CASE("uncertainty: the spread's syntax", "[uncertainty]") {
+  CHECK(*ParseSpread("10%", "--uncertainty") == Approx(0.1));
+  CHECK(*ParseSpread("0.25", "--uncertainty") == Approx(0.25));
+  CHECK(*ParseSpread("50%", "--uncertainty") == Approx(0.5));
+  for (const char* bad : {"0", "60%", "-0.1", "abc", "", "10%%"}) {
+    Result<double> r = ParseSpread(bad, "--uncertainty");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message ==
+          std::string("--uncertainty: expected the coefficients' spread, a share in (0, 0.5] "
+                      "like 10% or 0.1; got '") +
+              bad + "'");
+  }
+}
+
+TEST_CASE("uncertainty: draws are seeded, bounded and centred", "[uncertainty]") {
+  UncertaintyRequest q;
+  q.spread = 0.1;
+  q.samples = 256;
+  q.seed = 7;
+  const std::vector<DrawnMachine> a = DrawMachines(q);
+  const std::vector<DrawnMachine> b = DrawMachines(q);
+  REQUIRE(a.size() == 256);
+  const size_t n = AllStepCoefficients().size();
+  double sum = 0;
+  for (size_t k = 0; k < a.size(); ++k) {
+    REQUIRE(a[k].factor.size() == n);
+    CHECK(a[k].factor == b[k].factor);
+    for (double f : a[k].factor) {
+      CHECK(f >= 0.9);
+      CHECK(f < 1.1);
+      sum += f;
+    }
+  }
+  // The mean of 2,816 uniform draws on [0.9, 1.1): sd 0.0011.
+  CHECK(sum / static_cast<double>(256 * n) == Approx(1.0).margin(0.005));
+  q.seed = 8;
+  CHECK(DrawMachines(q)[0].factor != a[0].factor);
+}
+
+TEST_CASE("uncertainty: bands, shares, the robust choice and flips by hand", "[uncertainty]") {
+  UncertaintyRequest q;
+  q.spread = 0.1;
+  q.samples = 10;
+  // A is nominally faster (100 against 101) but B wins 6 of 10 machines;
+  // C is out of memory (no time); D is always slowest.
+  std::vector<std::vector<Nanos>> t;
+  for (int k = 0; k < 10; ++k) {
+    const Nanos a = 100 + k;             // 100 .. 109
+    const Nanos b = k < 6 ? a - 1 : a + 1;  // beats A on machines 0..5
+    t.push_back({a, b, 0, 200 + k});
+  }
+  UncertaintySummary s = Summarize(q, {"A", "B", "C", "D"}, {100, 101, 0, 200}, t);
+  REQUIRE(s.rows.size() == 4);
+  CHECK(s.rows[0].p_fastest == Approx(0.4));
+  CHECK(s.rows[1].p_fastest == Approx(0.6));
+  CHECK(s.rows[3].p_fastest == 0);
+  CHECK_FALSE(s.rows[2].ranked);
+  CHECK(s.rows[2].p_fastest == 0);
+  // Nearest-rank quantiles of A's 100 .. 109: p10 the 1st, median the
+  // 5th, p90 the 9th.
+  CHECK(s.rows[0].p10 == 100);
+  CHECK(s.rows[0].p50 == 104);
+  CHECK(s.rows[0].p90 == 108);
+  CHECK(s.nominal_best == 0);
+  CHECK(s.robust == 1);
+  REQUIRE(s.flips.size() == 1);
+  CHECK(s.flips[0].faster == 0);
+  CHECK(s.flips[0].slower == 1);
+  CHECK(s.flips[0].share == Approx(0.6));
+  // A tie shares the machine; a pair reversed on under a tenth is no flip.
+  t = {{100, 100, 0, 200}, {100, 101, 0, 200}, {100, 101, 0, 200}};
+  s = Summarize(q, {"A", "B", "C", "D"}, {100, 101, 0, 200}, t);
+  CHECK(s.rows[0].p_fastest == Approx(2.5 / 3));
+  CHECK(s.rows[1].p_fastest == Approx(0.5 / 3));
+  CHECK(s.robust == 0);
+  CHECK(s.flips.empty());
+}
+
+TEST_CASE("uncertainty: a drawn machine in the config's hardware block", "[uncertainty]") {
+  const std::string text = test::Slurp(std::string(PPB_TEST_DATA_DIR) + "/bloom/pp12-mbs1.yaml");
+  Result<RunConfig> c = test::Parse(text);
+  REQUIRE(c.ok());
+  YAML::Node doc = YAML::Load(text);
+  DrawnMachine m;
+  m.factor.assign(AllStepCoefficients().size(), 1.1);
+  m.factor[0] = 1.5;  // matmul_efficiency 0.7 x 1.5: held at 1
+  ApplyMachine(doc, c->hardware, m);
+  YAML::Emitter e;
+  e << doc;
+  Result<RunConfig> drawn = test::Parse(e.c_str());
+  REQUIRE(drawn.ok());
+  const ComputeEfficiency& x = drawn->hardware.gpu.compute;
+  CHECK(x.matmul == 1.0);
+  CHECK(x.attention == Approx(c->hardware.gpu.compute.attention * 1.1).epsilon(1e-5));
+  CHECK(drawn->hardware.gpu.nic_bytes_per_s == Approx(6.25e9 * 1.1).epsilon(1e-9));
+  CHECK(x.microbatch_overhead == 220000);
+  CHECK(x.launch_overhead == 11000);
+  CHECK(x.layer_overhead == 0);  // 0 stays 0
+}
+
+TEST_CASE("uncertainty: the flags' refusals", "[uncertainty][cli]") {
+  const std::string example = std::string(PPB_CONFIGS_DIR) + "/example.yaml";
+  const std::string cands = std::string(PPB_TEST_DATA_DIR) + "/snapshots/inputs/candidates.yaml";
+  test::CliRun r = test::Cli({"rank", "--config", example, "--candidates", cands,
+                              "--uncertainty", "10%"});
+  CHECK(r.status == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err ==
+        "ppb-sim: --uncertainty: needs hardware.gpu (it draws the step model's coefficients); "
+        "got a config without it\n");
+  r = test::Cli({"compare", "--config", example, "--uncertainty-seed", "3"});
+  CHECK(r.status == 2);
+  CHECK(r.err == "ppb-sim: --uncertainty-seed: needs --uncertainty SPREAD; got it alone\n");
+  r = test::Cli({"compare", "--config", example, "--uncertainty", "10%", "--format", "csv"});
+  CHECK(r.status == 2);
+  CHECK(r.err ==
+        "ppb-sim: --uncertainty: needs --format text or json (the CSV holds one row per "
+        "candidate); got csv\n");
+  r = test::Cli({"compare", "--config", example, "--uncertainty", "10%"});
+  CHECK(r.status == 2);
+  CHECK(r.err ==
+        "ppb-sim: --uncertainty: needs hardware.gpu (it draws the step model's coefficients); "
+        "got a config without it\n");
+  r = test::Cli({"compare", "--config", example, "--uncertainty", "5%",
+                 "--uncertainty-samples", "1"});
+  CHECK(r.status == 2);
+  CHECK(r.err == "ppb-sim: --uncertainty-samples: expected an integer from 2 to 4096; got '1'\n");
+}
+
+}  // namespace ppb
