@@ -144,6 +144,9 @@ case_ search-example-closed.txt search --config configs/example.yaml --node-limi
 # The step model: the search's objective is the whole step (tail included).
 case_ search-megatron-145b-a100.txt search --config configs/megatron-145b-a100.yaml \
   --node-limit 300 --time-limit 0 --threads 1
+case_ search-megatron-145b-uncertainty.json search --config configs/megatron-145b-a100.yaml \
+  --node-limit 100 --time-limit 0 --threads 1 --uncertainty 10% --uncertainty-samples 16 \
+  --format json
 case_ search-example-multi.json search --config configs/example.yaml --node-limit 200 \
   --time-limit 0 --threads 1 --format json --schedules 1f1b,interleaved --virtual-stages-list 2,4
 
@@ -167,6 +170,9 @@ case_ plan-llama3.1-405b-offload.txt plan --config configs/llama3.1-405b-offload
 case_ plan-gpt-oss-120b.txt plan --config configs/gpt-oss-120b.yaml --node-limit 100 \
   --time-limit 0 --threads 1
 case_ plan-bad-input.txt plan --config configs/example.yaml
+# The plan's top layouts on drawn machines (issue 45).
+case_ plan-llama3-8b-uncertainty.txt plan --config configs/plan-llama3-8b.yaml --node-limit 100 \
+  --time-limit 0 --threads 1 --uncertainty 10%
 
 # ---- rank
 case_ rank-example.txt rank --config configs/example.yaml --candidates data/snapshots/inputs/candidates.yaml

@@ -122,6 +122,11 @@ TEST_CASE("uncertainty: the flags' refusals", "[uncertainty][cli]") {
   CHECK(r.err ==
         "ppb-sim: --uncertainty: needs hardware.gpu (it draws the step model's coefficients); "
         "got a config without it\n");
+  r = test::Cli({"search", "--config", example, "--node-limit", "10", "--uncertainty", "0.1"});
+  CHECK(r.status == 2);
+  CHECK(r.err ==
+        "ppb-sim: --uncertainty: needs hardware.gpu (it draws the step model's coefficients); "
+        "got a config without it\n");
   r = test::Cli({"compare", "--config", example, "--uncertainty-seed", "3"});
   CHECK(r.status == 2);
   CHECK(r.err == "ppb-sim: --uncertainty-seed: needs --uncertainty SPREAD; got it alone\n");

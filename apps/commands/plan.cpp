@@ -19,10 +19,12 @@
 #include "apps/commands/search_mpi.h"
 #include "apps/commands/sweep_mpi.h"
 #include "apps/input/config_reader.h"
+#include "apps/input/json_text.h"
 #include "apps/input/search_problem.h"
 #include "apps/output/output.h"
 #include "apps/output/plan_output.h"
 #include "apps/output/report.h"
+#include "apps/output/uncertainty_output.h"
 #include "core/engine.h"
 #include "schedules/schedule.h"
 #include "search/deployable.h"
@@ -119,6 +121,7 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       ("progress", "report progress on stderr even when it is not a terminal");
   // clang-format on
   AddEmitOptions(opts);
+  AddUncertaintyOptions(opts);
   po::variables_map vm;
   if (auto done = ParseArgs(args, opts, vm, out, err)) return *done;
   const std::string format = vm["format"].as<std::string>();
@@ -126,6 +129,8 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     err << "ppb-sim: --format: expected text or json; got '" << format << "'\n";
     return kExitBadInput;
   }
+  const std::optional<UncertaintyRequest> uncertainty = UncertaintyFlags(vm, err);
+  if (!uncertainty) return kExitBadInput;
   PlanOptions options;
   CliOverrides& ov = options.overrides;
   auto str = [&](const char* name) { return vm[name].as<std::string>(); };
@@ -221,10 +226,27 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
     emit->emissions.push_back(std::move(em));
   }
+  // --uncertainty: the reported layouts on drawn machines.
+  std::optional<UncertaintySummary> summary;
+  if (uncertainty->spread > 0) {
+    Result<UncertaintySummary> s = PlanUncertainty(text, path, *plan, *uncertainty);
+    if (!s.ok()) {
+      err << "ppb-sim: " << s.error().message << "\n";
+      return kExitBadInput;
+    }
+    summary = std::move(*s);
+  }
   if (format == "json") {
-    out << EmitJson(FormatPlanJson(*plan), *emit);
+    std::string json = FormatPlanJson(*plan);
+    if (summary) {
+      nlohmann::ordered_json j = nlohmann::ordered_json::parse(json);
+      j["uncertainty"] = UncertaintyJson(*summary);
+      json = JsonText(j, 2) + "\n";
+    }
+    out << EmitJson(json, *emit);
   } else {
     out << FormatPlanText(*plan);
+    if (summary) out << "\n" << FormatUncertaintyText(*summary);
     out << EmitText(*emit);
   }
   if (!emit->file.empty() && !emit->emissions.empty() &&

@@ -37,6 +37,7 @@
 #include <string_view>
 
 #include "apps/input/config.h"
+#include "apps/input/uncertainty.h"
 #include "apps/output/plan_output.h"
 #include "core/result.h"
 #include "search/search.h"
@@ -90,6 +91,16 @@ Nanos PlanCheapBound(const SearchProblem& problem);
 // The run config of entry `e`'s best (the file's own for "your config"),
 // ready for Prepare: what is emitted and drawn. REQUIRES: e.best.
 RunConfig EntryConfig(const PlanEntry& e);
+
+// --uncertainty on the plan: each reported layout's best strategy
+// simulated again on every drawn machine (apps/input/uncertainty.h), the
+// job's text edited and each layout loaded from it as the plan loads it.
+// Rows in the table's order, named by DescribeLayout ("your config" for
+// the file's own). Errors: a job without hardware.gpu (key
+// "--uncertainty").
+Result<UncertaintySummary> PlanUncertainty(std::string_view text, std::string_view filename,
+                                           const PlanResult& plan,
+                                           const UncertaintyRequest& request);
 
 // The plan of the job config `text` (read from `filename`); errors carry a
 // complete message (bad input, exit 2).

@@ -19,16 +19,6 @@
 #include "search/search.h"
 
 namespace ppb::commands {
-namespace {
-
-// A candidate that runs on the GPU: it fits, or only the headroom is short
-// (at risk); out of memory and deadlocked ones have no time to rank.
-bool Runs(const Candidate& c, Bytes headroom) {
-  const std::string fits = Fits(c, headroom);
-  return fits == "fits" || fits.rfind("at risk", 0) == 0;
-}
-
-}  // namespace
 
 int RunRank(const std::vector<std::string>& args, std::ostream& out,
             std::ostream& err) {
@@ -105,7 +95,7 @@ int RunRank(const std::vector<std::string>& args, std::ostream& out,
       for (size_t i = 0; i < cands->size(); ++i) {
         Result<Candidate> eval =
             Evaluate(drawn_rank.problem, drawn_rank.choice_of[i], (*cands)[i].strategy);
-        if (eval.ok() && Runs(*eval, drawn_rank.problem.headroom)) row[i] = eval->makespan;
+        if (eval.ok() && RunsOnGpu(*eval, drawn_rank.problem.headroom)) row[i] = eval->makespan;
       }
       times.push_back(std::move(row));
     }
@@ -119,7 +109,7 @@ int RunRank(const std::vector<std::string>& args, std::ostream& out,
       while (used[i] || (*candidates)[i].name != r.name) ++i;
       used[i] = true;
       names.push_back(r.name);
-      nominal.push_back(Runs(r.candidate, rank.problem.headroom) ? r.candidate.makespan : 0);
+      nominal.push_back(RunsOnGpu(r.candidate, rank.problem.headroom) ? r.candidate.makespan : 0);
       for (size_t k = 0; k < times.size(); ++k) ordered[k].push_back(times[k][i]);
     }
     summary = Summarize(*uncertainty, names, nominal, ordered);

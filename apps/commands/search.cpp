@@ -20,10 +20,12 @@
 #include "apps/commands/common.h"
 #include "apps/commands/search_mpi.h"
 #include "apps/commands/sweep_mpi.h"
+#include "apps/input/json_text.h"
 #include "apps/input/search_problem.h"
 #include "apps/output/output.h"
 #include "apps/output/report.h"
 #include "apps/output/search_output.h"
+#include "apps/output/uncertainty_output.h"
 #include "core/engine.h"
 #include "search/first_tries.h"
 #include "search/search.h"
@@ -237,6 +239,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
        "g values to search for interleaved, comma-separated (overrides search.microbatch_groups)")
       ("progress", "report progress on stderr even when it is not a terminal");
   AddPictureOptions(opts);
+  AddUncertaintyOptions(opts);
   // clang-format on
   AddEmitOptions(opts);
   po::variables_map vm;
@@ -251,8 +254,15 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
   if (!ov || !SearchOverrides(vm, *ov, err)) return kExitBadInput;
   std::optional<EmitRequest> emit = ReadEmitFlags(vm, err);
   if (!emit) return kExitBadInput;
+  const std::optional<UncertaintyRequest> uncertainty = UncertaintyFlags(vm, err);
+  if (!uncertainty) return kExitBadInput;
   const std::optional<RunConfig> config = Load(vm, *ov, err);
   if (!config) return kExitBadInput;
+  if (uncertainty->spread > 0 && !config->hardware.step_model) {
+    err << "ppb-sim: --uncertainty: needs hardware.gpu (it draws the step model's "
+           "coefficients); got a config without it\n";
+    return kExitBadInput;
+  }
   const Result<SearchProblem> problem = BuildSearchProblem(*config);
   if (!problem.ok()) {
     err << problem.error().message << "\n";
@@ -413,10 +423,59 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
     }
     emit->emissions.push_back(std::move(e));
   }
+  // --uncertainty: the answer and the baselines on drawn machines.
+  std::optional<UncertaintySummary> summary;
+  if (uncertainty->spread > 0) {
+    std::vector<std::string> names;
+    std::vector<const Candidate*> rows;
+    if (result->found) {
+      names.push_back("ppb's answer");
+      rows.push_back(&result->best);
+    }
+    for (const Baseline& b : report.baselines) {
+      if (!b.applicable) continue;
+      names.push_back(b.name);
+      rows.push_back(&b.candidate);
+    }
+    std::vector<Nanos> nominal;
+    for (const Candidate* c : rows) {
+      // As the search compares them: only what keeps the memory headroom.
+      nominal.push_back(c->feasible ? c->makespan : 0);
+    }
+    const std::string config_path = vm["config"].as<std::string>();
+    const YAML::Node doc = YAML::LoadFile(config_path);
+    std::vector<std::vector<Nanos>> times;
+    for (const DrawnMachine& m : DrawMachines(*uncertainty)) {
+      YAML::Node drawn = YAML::Clone(doc);
+      ApplyMachine(drawn, config->hardware, m);
+      Result<RunConfig> cfg = ParseConfigYaml(drawn, config_path, *ov);
+      Result<SearchProblem> p = cfg.ok() ? BuildSearchProblem(*cfg)
+                                         : Result<SearchProblem>(cfg.error());
+      if (!p.ok()) {
+        err << "ppb-sim: --uncertainty: a drawn machine does not load: " << p.error().message
+            << "\n";
+        return kExitBadInput;
+      }
+      std::vector<Nanos> row;
+      for (const Candidate* c : rows) {
+        Result<Candidate> e = Evaluate(*p, c->choice, c->strategy, c->placement);
+        row.push_back(e.ok() && e->feasible ? e->makespan : 0);
+      }
+      times.push_back(std::move(row));
+    }
+    summary = Summarize(*uncertainty, names, nominal, times);
+  }
   if (vm["format"].as<std::string>() == "json") {
-    out << EmitJson(FormatSearchJson(*config, report), *emit);
+    std::string json = FormatSearchJson(*config, report);
+    if (summary) {
+      nlohmann::ordered_json j = nlohmann::ordered_json::parse(json);
+      j["uncertainty"] = UncertaintyJson(*summary);
+      json = JsonText(j, 2) + "\n";
+    }
+    out << EmitJson(json, *emit);
   } else {
     out << FormatSearchText(*config, report);
+    if (summary) out << "\n" << FormatUncertaintyText(*summary);
     out << EmitText(*emit);
   }
   if (!emit->file.empty() && !emit->emissions.empty() &&

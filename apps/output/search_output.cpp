@@ -187,6 +187,11 @@ std::string Fits(const Candidate& c, Bytes headroom) {
   return at_risk ? out + " (inside the memory headroom)" : out;
 }
 
+bool RunsOnGpu(const Candidate& c, Bytes headroom) {
+  const std::string fits = Fits(c, headroom);
+  return fits == "fits" || fits.rfind("at risk", 0) == 0;
+}
+
 namespace {
 
 int PeakRank(const Candidate& c) {

@@ -59,6 +59,9 @@ std::string FormatSearchJson(const RunConfig& config,
 // With `headroom` (SearchProblem::headroom): "at risk on rank 3 (inside
 // the memory headroom)" when every rank over capacity is within it.
 std::string Fits(const Candidate& c, Bytes headroom = 0);
+// Whether `c` runs on the GPU: it fits, or only the headroom is short (at
+// risk); out of memory and deadlocked candidates do not.
+bool RunsOnGpu(const Candidate& c, Bytes headroom);
 
 // The least per-device capacity at which a strategy fits, as the search
 // found it: "X (rank r binds)", "X (binding rank unknown)", or, when its
