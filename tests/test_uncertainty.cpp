@@ -115,35 +115,36 @@ TEST_CASE("uncertainty: a drawn machine in the config's hardware block", "[uncer
 TEST_CASE("uncertainty: the flags' refusals", "[uncertainty][cli]") {
   const std::string example = std::string(PPB_CONFIGS_DIR) + "/example.yaml";
   const std::string cands = std::string(PPB_TEST_DATA_DIR) + "/snapshots/inputs/candidates.yaml";
-  test::CliRun r = test::Cli({"rank", "--config", example, "--candidates", cands,
-                              "--uncertainty", "10%"});
-  CHECK(r.status == 2);
-  CHECK(r.out.empty());
-  CHECK(r.err ==
-        "ppb-sim: --uncertainty: needs hardware.gpu (it draws the step model's coefficients); "
-        "got a config without it\n");
-  r = test::Cli({"search", "--config", example, "--node-limit", "10", "--uncertainty", "0.1"});
-  CHECK(r.status == 2);
-  CHECK(r.err ==
-        "ppb-sim: --uncertainty: needs hardware.gpu (it draws the step model's coefficients); "
-        "got a config without it\n");
-  r = test::Cli({"compare", "--config", example, "--uncertainty-seed", "3"});
-  CHECK(r.status == 2);
-  CHECK(r.err == "ppb-sim: --uncertainty-seed: needs --uncertainty SPREAD; got it alone\n");
-  r = test::Cli({"compare", "--config", example, "--uncertainty", "10%", "--format", "csv"});
-  CHECK(r.status == 2);
-  CHECK(r.err ==
-        "ppb-sim: --uncertainty: needs --format text or json (the CSV holds one row per "
-        "candidate); got csv\n");
-  r = test::Cli({"compare", "--config", example, "--uncertainty", "10%"});
-  CHECK(r.status == 2);
-  CHECK(r.err ==
-        "ppb-sim: --uncertainty: needs hardware.gpu (it draws the step model's coefficients); "
-        "got a config without it\n");
-  r = test::Cli({"compare", "--config", example, "--uncertainty", "5%",
-                 "--uncertainty-samples", "1"});
-  CHECK(r.status == 2);
-  CHECK(r.err == "ppb-sim: --uncertainty-samples: expected an integer from 2 to 4096; got '1'\n");
+  const std::string no_gpu =
+      "ppb-sim: --uncertainty: needs hardware.gpu (it draws the step model's coefficients); "
+      "got a config without it\n";
+  struct Case {
+    std::vector<std::string> args;
+    std::string err;
+  };
+  const Case cases[] = {
+      {{"rank", "--candidates", cands, "--uncertainty", "10%"}, no_gpu},
+      {{"search", "--node-limit", "10", "--uncertainty", "0.1"}, no_gpu},
+      {{"compare", "--uncertainty", "10%"}, no_gpu},
+      {{"compare", "--uncertainty-seed", "3"},
+       "ppb-sim: --uncertainty-seed: needs --uncertainty SPREAD; got it alone\n"},
+      {{"compare", "--uncertainty", "10%", "--format", "csv"},
+       "ppb-sim: --uncertainty: needs --format text or json (the CSV holds one row per "
+       "candidate); got csv\n"},
+      {{"compare", "--uncertainty", "5%", "--uncertainty-samples", "1"},
+       "ppb-sim: --uncertainty-samples: expected an integer from 2 to 4096; got '1'\n"},
+      {{"compare", "--uncertainty", "5%", "--uncertainty-samples", "5000"},
+       "ppb-sim: --uncertainty-samples: expected an integer from 2 to 4096; got '5000'\n"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = c.args;
+    args.insert(args.begin() + 1, {"--config", example});
+    INFO(args[0] << " " << args.back());
+    const test::CliRun r = test::Cli(args);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == c.err);
+  }
 }
 
 }  // namespace ppb

@@ -97,13 +97,7 @@ int RunCompare(const std::vector<std::string>& args, std::ostream& out,
     summary = std::move(*s);
   }
   if (format == "json") {
-    std::string json = FormatCompareJson(*table);
-    if (summary) {
-      nlohmann::ordered_json j = nlohmann::ordered_json::parse(json);
-      j["uncertainty"] = UncertaintyJson(*summary);
-      json = JsonText(j, 2) + "\n";
-    }
-    out << json;
+    out << WithUncertaintyJson(FormatCompareJson(*table), summary);
   } else if (format == "csv") {
     out << FormatCompareCsv(*table);
   } else {

@@ -237,13 +237,7 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     summary = std::move(*s);
   }
   if (format == "json") {
-    std::string json = FormatPlanJson(*plan);
-    if (summary) {
-      nlohmann::ordered_json j = nlohmann::ordered_json::parse(json);
-      j["uncertainty"] = UncertaintyJson(*summary);
-      json = JsonText(j, 2) + "\n";
-    }
-    out << EmitJson(json, *emit);
+    out << EmitJson(WithUncertaintyJson(FormatPlanJson(*plan), summary), *emit);
   } else {
     out << FormatPlanText(*plan);
     if (summary) out << "\n" << FormatUncertaintyText(*summary);

@@ -73,31 +73,27 @@ int RunRank(const std::vector<std::string>& args, std::ostream& out,
   if (uncertainty->spread > 0) {
     // Each candidate on every drawn machine: the config reloaded with the
     // drawn coefficients, the candidates file read against it.
-    const std::string config_path = vm["config"].as<std::string>();
-    const YAML::Node doc = YAML::LoadFile(config_path);
     std::vector<std::vector<Nanos>> times;
-    for (const DrawnMachine& m : DrawMachines(*uncertainty)) {
-      YAML::Node drawn = YAML::Clone(doc);
-      ApplyMachine(drawn, config->hardware, m);
-      Result<RunConfig> cfg = ParseConfigYaml(drawn, config_path, *ov);
-      if (!cfg.ok()) {
-        err << "ppb-sim: --uncertainty: a drawn machine does not load: "
-            << cfg.error().message << "\n";
-        return kExitBadInput;
-      }
-      const auto cands = LoadCandidates(path, *cfg);
-      if (!cands.ok()) {
-        err << cands.error().message << "\n";
-        return kExitBadInput;
-      }
-      const RankProblem drawn_rank = BuildRankProblem(*cfg, *cands);
-      std::vector<Nanos> row(cands->size(), 0);
-      for (size_t i = 0; i < cands->size(); ++i) {
-        Result<Candidate> eval =
-            Evaluate(drawn_rank.problem, drawn_rank.choice_of[i], (*cands)[i].strategy);
-        if (eval.ok() && RunsOnGpu(*eval, drawn_rank.problem.headroom)) row[i] = eval->makespan;
-      }
-      times.push_back(std::move(row));
+    const Status drawn = ForEachDrawnConfig(
+        vm["config"].as<std::string>(), config->hardware, *uncertainty, *ov,
+        [&](const RunConfig& cfg) -> Status {
+          const auto cands = LoadCandidates(path, cfg);
+          if (!cands.ok()) return cands.error();
+          const RankProblem drawn_rank = BuildRankProblem(cfg, *cands);
+          std::vector<Nanos> row(cands->size(), 0);
+          for (size_t i = 0; i < cands->size(); ++i) {
+            Result<Candidate> eval =
+                Evaluate(drawn_rank.problem, drawn_rank.choice_of[i], (*cands)[i].strategy);
+            if (eval.ok() && RunsOnGpu(*eval, drawn_rank.problem.headroom)) {
+              row[i] = eval->makespan;
+            }
+          }
+          times.push_back(std::move(row));
+          return Status{};
+        });
+    if (!drawn.ok()) {
+      err << "ppb-sim: " << drawn.error().message << "\n";
+      return kExitBadInput;
     }
     // Rows in the ranked (nominal) order.
     std::vector<std::string> names;
@@ -115,13 +111,7 @@ int RunRank(const std::vector<std::string>& args, std::ostream& out,
     summary = Summarize(*uncertainty, names, nominal, ordered);
   }
   if (vm["format"].as<std::string>() == "json") {
-    std::string text = FormatRankJson(*config, rank.problem, ranked);
-    if (summary) {
-      nlohmann::ordered_json j = nlohmann::ordered_json::parse(text);
-      j["uncertainty"] = UncertaintyJson(*summary);
-      text = JsonText(j, 2) + "\n";
-    }
-    out << text;
+    out << WithUncertaintyJson(FormatRankJson(*config, rank.problem, ranked), summary);
   } else {
     out << FormatRankText(*config, rank.problem, ranked);
     if (summary) out << "\n" << FormatUncertaintyText(*summary);

@@ -442,37 +442,31 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
       // As the search compares them: only what keeps the memory headroom.
       nominal.push_back(c->feasible ? c->makespan : 0);
     }
-    const std::string config_path = vm["config"].as<std::string>();
-    const YAML::Node doc = YAML::LoadFile(config_path);
     std::vector<std::vector<Nanos>> times;
-    for (const DrawnMachine& m : DrawMachines(*uncertainty)) {
-      YAML::Node drawn = YAML::Clone(doc);
-      ApplyMachine(drawn, config->hardware, m);
-      Result<RunConfig> cfg = ParseConfigYaml(drawn, config_path, *ov);
-      Result<SearchProblem> p = cfg.ok() ? BuildSearchProblem(*cfg)
-                                         : Result<SearchProblem>(cfg.error());
-      if (!p.ok()) {
-        err << "ppb-sim: --uncertainty: a drawn machine does not load: " << p.error().message
-            << "\n";
-        return kExitBadInput;
-      }
-      std::vector<Nanos> row;
-      for (const Candidate* c : rows) {
-        Result<Candidate> e = Evaluate(*p, c->choice, c->strategy, c->placement);
-        row.push_back(e.ok() && e->feasible ? e->makespan : 0);
-      }
-      times.push_back(std::move(row));
+    const Status drawn = ForEachDrawnConfig(
+        vm["config"].as<std::string>(), config->hardware, *uncertainty, *ov,
+        [&](const RunConfig& cfg) -> Status {
+          Result<SearchProblem> p = BuildSearchProblem(cfg);
+          if (!p.ok()) {
+            return Error{"--uncertainty", "--uncertainty: a drawn machine does not load: " +
+                                              p.error().message};
+          }
+          std::vector<Nanos> row;
+          for (const Candidate* c : rows) {
+            Result<Candidate> e = Evaluate(*p, c->choice, c->strategy, c->placement);
+            row.push_back(e.ok() && e->feasible ? e->makespan : 0);
+          }
+          times.push_back(std::move(row));
+          return Status{};
+        });
+    if (!drawn.ok()) {
+      err << "ppb-sim: " << drawn.error().message << "\n";
+      return kExitBadInput;
     }
     summary = Summarize(*uncertainty, names, nominal, times);
   }
   if (vm["format"].as<std::string>() == "json") {
-    std::string json = FormatSearchJson(*config, report);
-    if (summary) {
-      nlohmann::ordered_json j = nlohmann::ordered_json::parse(json);
-      j["uncertainty"] = UncertaintyJson(*summary);
-      json = JsonText(j, 2) + "\n";
-    }
-    out << EmitJson(json, *emit);
+    out << EmitJson(WithUncertaintyJson(FormatSearchJson(*config, report), summary), *emit);
   } else {
     out << FormatSearchText(*config, report);
     if (summary) out << "\n" << FormatUncertaintyText(*summary);

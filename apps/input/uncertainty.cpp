@@ -73,6 +73,28 @@ void ApplyMachine(YAML::Node& root, const Hardware& base, const DrawnMachine& ma
   }
 }
 
+Status ForEachDrawnConfig(const std::string& path, const Hardware& base,
+                          const UncertaintyRequest& request, const CliOverrides& overrides,
+                          const std::function<Status(const RunConfig&)>& each) {
+  YAML::Node doc;
+  try {
+    doc = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    return Error{"--uncertainty", "--uncertainty: " + path + ": " + e.what()};
+  }
+  for (const DrawnMachine& m : DrawMachines(request)) {
+    YAML::Node drawn = YAML::Clone(doc);
+    ApplyMachine(drawn, base, m);
+    Result<RunConfig> cfg = ParseConfigYaml(drawn, path, overrides);
+    if (!cfg.ok()) {
+      return Error{"--uncertainty",
+                   "--uncertainty: a drawn machine does not load: " + cfg.error().message};
+    }
+    if (Status s = each(*cfg); !s.ok()) return s;
+  }
+  return Status{};
+}
+
 UncertaintySummary Summarize(const UncertaintyRequest& request,
                              const std::vector<std::string>& names,
                              const std::vector<Nanos>& nominal,

@@ -16,12 +16,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
 
+#include "apps/input/config.h"
 #include "apps/input/step_runs.h"
 #include "core/architecture.h"
 #include "core/result.h"
@@ -48,6 +50,14 @@ std::vector<DrawnMachine> DrawMachines(const UncertaintyRequest& request);
 // Writes the drawn values (base value x factor, clamped) into a config
 // document's hardware block. `base` is the loaded config's hardware.
 void ApplyMachine(YAML::Node& root, const Hardware& base, const DrawnMachine& machine);
+
+// Loads the config file `path` once per drawn machine (its hardware block
+// drawn from `base`, `overrides` applied) and calls `each` on it, in draw
+// order; the first error (a drawn config that does not load, or `each`'s)
+// ends it, its message starting "--uncertainty: ".
+Status ForEachDrawnConfig(const std::string& path, const Hardware& base,
+                          const UncertaintyRequest& request, const CliOverrides& overrides,
+                          const std::function<Status(const RunConfig&)>& each);
 
 struct UncertainRow {
   std::string name;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "apps/input/json_text.h"
+
 namespace ppb {
 namespace {
 
@@ -99,6 +101,14 @@ nlohmann::ordered_json UncertaintyJson(const UncertaintySummary& s) {
   }
   j["flips"] = flips;
   return j;
+}
+
+std::string WithUncertaintyJson(const std::string& json,
+                                const std::optional<UncertaintySummary>& s) {
+  if (!s) return json;
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(json);
+  j["uncertainty"] = UncertaintyJson(*s);
+  return JsonText(j, 2) + "\n";
 }
 
 }  // namespace ppb
