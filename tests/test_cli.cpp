@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -199,6 +200,27 @@ TEST_CASE("write failures exit 1 with the path and the system's reason",
            "--output", full});
   CHECK(cal.status == 1);
   CHECK(cal.err == enospc);
+}
+
+TEST_CASE("an output's missing folder is made and said", "[cli]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "ppb_test_mkdir";
+  fs::remove_all(dir);
+  const std::string html = (dir / "out" / "report.html").string();
+  const CliRun r = Cli({"--config", Config("example.yaml"), "--report", html});
+  CHECK(r.status == 0);
+  CHECK(fs::exists(html));
+  CHECK(r.err == "ppb-sim: created the folder " + (dir / "out").string() + " for " + html + "\n");
+  // A file where the folder should be: exit 1, the path and why.
+  fs::create_directories(dir);
+  std::ofstream(dir / "file") << "x";
+  const std::string blocked = (dir / "file" / "report.html").string();
+  const CliRun b = Cli({"--config", Config("example.yaml"), "--report", blocked});
+  CHECK(b.status == 1);
+  CHECK(b.err.rfind("ppb-sim: cannot write " + blocked + ": cannot create the folder " +
+                        (dir / "file").string() + ": ",
+                    0) == 0);
+  fs::remove_all(dir);
 }
 
 namespace {

@@ -953,9 +953,12 @@ TEST_CASE("cli: --svg and --report write their files", "[viz][cli]") {
 
   SECTION("unwritable paths exit 1 and say which") {
     for (const char* flag : {"--svg", "--report"}) {
-      const CliRun bad = Cli({"--config", Config("example.yaml"), flag, "/nonexistent-ppb-dir/x"});
+      // Under a file, no folder can be made (root makes any other).
+      const CliRun bad = Cli({"--config", Config("example.yaml"), flag, "/dev/null/x"});
       CHECK(bad.status == 1);
-      CHECK(bad.err == "ppb-sim: cannot write /nonexistent-ppb-dir/x: No such file or directory\n");
+      CHECK(bad.err ==
+            "ppb-sim: cannot write /dev/null/x: cannot create the folder /dev/null: Not a "
+            "directory\n");
     }
   }
 }
@@ -1003,9 +1006,11 @@ TEST_CASE("cli: search --svg and --report draw the recommendation", "[viz][cli][
   }
   SECTION("unwritable path exits 1") {
     const CliRun bad = Cli({"search", "--config", config, "--threads", "1", "--time-limit", "20",
-                            "--report", "/nonexistent-ppb-dir/r.html"});
+                            "--report", "/dev/null/r.html"});
     CHECK(bad.status == 1);
-    CHECK(bad.err == "ppb-sim: cannot write /nonexistent-ppb-dir/r.html: No such file or directory\n");
+    CHECK(bad.err ==
+          "ppb-sim: cannot write /dev/null/r.html: cannot create the folder /dev/null: Not a "
+          "directory\n");
   }
 }
 

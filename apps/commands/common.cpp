@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -74,6 +75,17 @@ bool WriteFile(const std::string& path, const std::string& text,
                std::ostream& err) {
   // A full device fails only when the buffer reaches it: the stream is
   // judged after close(), and errno then holds the system's reason.
+  // A missing folder on the way is made (as `mkdir -p`), and said.
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
+    if (!std::filesystem::create_directories(parent, ec) || ec) {
+      err << "ppb-sim: cannot write " << path << ": cannot create the folder "
+          << parent.string() << ": " << (ec ? ec.message() : "it could not be made") << "\n";
+      return false;
+    }
+    err << "ppb-sim: created the folder " << parent.string() << " for " << path << "\n";
+  }
   errno = 0;
   std::ofstream f(path, std::ios::binary);
   if (f) f << text;
