@@ -134,6 +134,29 @@ TEST_CASE("the framework's per-pass work where the sends block: (m+p-1)(F+B+2o)"
   }
 }
 
+TEST_CASE("the per-pass cost decides the micro-batch size, by hand", "[engine][host]") {
+  // One job of 4 samples per pipeline on 2 stages: micro-batch 1 (m 4, F
+  // 10, B 20) or micro-batch 2 (m 2, F 20, B 40). Without per-pass work the
+  // smaller micro-batch fills the pipeline better: (4+1) x 30 = 150 against
+  // (2+1) x 60 = 180. At 15 per pass where the sends block it pays twice as
+  // many passes: (4+1) x (30+30) = 300 against (2+1) x (60+30) = 270.
+  auto run = [](int m, Nanos f, Nanos b, Nanos o) {
+    PipelineSpec spec = PipelineSpec::Uniform(2, 1, m, f, b);
+    spec.comm = CommMode::Blocking;
+    spec.op_overhead = o;
+    Result<Program> program = Generate1F1B(spec, {});
+    REQUIRE(program.ok());
+    return Engine().Run(spec, *program).makespan;
+  };
+  CHECK(run(4, 10, 20, 0) == 150);
+  CHECK(run(2, 20, 40, 0) == 180);
+  CHECK(run(4, 10, 20, 15) == 300);
+  CHECK(run(2, 20, 40, 15) == 270);
+  // The two tie at o = 7.5: (5)(30 + 2o) = (3)(60 + 2o).
+  CHECK(run(4, 10, 20, 7) < run(2, 20, 40, 7));
+  CHECK(run(4, 10, 20, 8) > run(2, 20, 40, 8));
+}
+
 TEST_CASE("BLOOM's micro-batch study: fitted on PP 12, ordered and predicted on PP 6",
           "[step][host][calibrate]") {
   const std::string dir = std::string(PPB_TEST_DATA_DIR) + "/bloom/";

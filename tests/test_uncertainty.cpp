@@ -4,8 +4,12 @@
 // flags' refusals on compare and rank.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "apps/input/uncertainty.h"
 #include "tests/app_helpers.h"
@@ -110,6 +114,55 @@ TEST_CASE("uncertainty: a drawn machine in the config's hardware block", "[uncer
   CHECK(x.microbatch_overhead == 220000);
   CHECK(x.launch_overhead == 11000);
   CHECK(x.layer_overhead == 0);  // 0 stays 0
+}
+
+TEST_CASE("uncertainty: two layouts whose order flips inside the range", "[uncertainty][cli]") {
+  // BLOOM's PP 12 job with the coefficients calibrate fits to its runs
+  // (tests/data/bloom, docs/benchmarks.md): micro-batch 8 is nominally
+  // 0.3 % faster than micro-batch 2; the two trade the pipeline's fill
+  // against the host's per-micro-batch work, so +-30 % on the coefficients
+  // reverses them on most machines, and the robust choice is the other.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "ppb_test_flip";
+  fs::create_directories(dir);
+  std::string text = test::Slurp(std::string(PPB_TEST_DATA_DIR) + "/bloom/pp12-mbs4.yaml");
+  const std::string key = "hardware: {gpu: a100-sxm4-80gb,";
+  text.replace(text.find(key), key.size(),
+               key + " layer_overhead: 3050.3us, microbatch_overhead: 187.1us, "
+                     "matmul_efficiency: 0.6978,");
+  std::ofstream(dir / "job.yaml") << text;
+  const test::CliRun r =
+      test::Cli({"compare", "--config", (dir / "job.yaml").string(), "--schedules", "1f1b",
+                 "--vary", "training.micro_batch_size=2,8", "--uncertainty", "30%",
+                 "--format", "json"});
+  REQUIRE(r.status == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out)["uncertainty"];
+  REQUIRE(j["candidates"].size() == 2);
+  const nlohmann::json& mbs2 = j["candidates"][0];
+  const nlohmann::json& mbs8 = j["candidates"][1];
+  CHECK(mbs8["nominal_ns"].get<Nanos>() < mbs2["nominal_ns"].get<Nanos>());
+  // Each is the fastest on some machines, and the shares add up to 1.
+  CHECK(mbs2["p_fastest"].get<double>() > 0.5);
+  CHECK(mbs8["p_fastest"].get<double>() > 0.2);
+  CHECK(mbs2["p_fastest"].get<double>() + mbs8["p_fastest"].get<double>() == Approx(1.0));
+  // Their bands overlap: p10 below the other's median both ways.
+  CHECK(mbs2["p10_ns"].get<Nanos>() < mbs8["median_ns"].get<Nanos>());
+  CHECK(mbs8["p10_ns"].get<Nanos>() < mbs2["median_ns"].get<Nanos>());
+  CHECK(j["nominal_best"] == "1f1b training.micro_batch_size=8");
+  CHECK(j["robust_choice"] == "1f1b training.micro_batch_size=2");
+  REQUIRE(j["flips"].size() == 1);
+  CHECK(j["flips"][0]["faster"] == "1f1b training.micro_batch_size=8");
+  CHECK(j["flips"][0]["reversed_share"].get<double>() == mbs2["p_fastest"].get<double>());
+  // At +-1 % the nominal order holds on every machine.
+  const test::CliRun tight =
+      test::Cli({"compare", "--config", (dir / "job.yaml").string(), "--schedules", "1f1b",
+                 "--vary", "training.micro_batch_size=2,8", "--uncertainty", "1%",
+                 "--format", "json"});
+  REQUIRE(tight.status == 0);
+  const nlohmann::json t = nlohmann::json::parse(tight.out)["uncertainty"];
+  CHECK(t["candidates"][1]["p_fastest"].get<double>() == 1.0);
+  CHECK(t["flips"].empty());
+  fs::remove_all(dir);
 }
 
 TEST_CASE("uncertainty: the flags' refusals", "[uncertainty][cli]") {
