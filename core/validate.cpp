@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <boost/graph/adjacency_list.hpp>
+#include <cstdint>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <boost/graph/depth_first_search.hpp>
 #include <iomanip>
 #include <sstream>
@@ -17,8 +18,11 @@ namespace {
 
 std::string Str(long long x) { return std::to_string(x); }
 
-using Graph =
-    boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+// Built only for a program that has a cycle, to name it (ValidateProgram
+// first orders the ops by Kahn's rule on plain arrays: a program of
+// thousands of ops is validated on every Prepare, e.g. each step of
+// calibrate's fit).
+using Graph = boost::compressed_sparse_row_graph<boost::directedS>;
 using Vertex = boost::graph_traits<Graph>::vertex_descriptor;
 
 // DFS visitor that records tree parents and the first back edge (a cycle).
@@ -180,15 +184,16 @@ Status ValidateProgram(const PipelineSpec& spec, const Program& program) {
   for (int s = 0; s < stages; ++s) {
     for (int j = 0; j < spec.m; ++j) {
       const auto& c = count[static_cast<size_t>(s) * spec.m + j];
+      const int f = c[0], b = c[1], i = c[2], w = c[3];
+      const bool fused = b == 1 && i == 0 && w == 0;
+      const bool split = b == 0 && i == 1 && w == 1;
+      if (f == 1 && (fused || split)) continue;
       const std::string at =
           " for stage " + Str(s) + ", microbatch " + Str(j);
-      const int f = c[0], b = c[1], i = c[2], w = c[3];
       if (f != 1) {
         return Error{"schedule", "expected exactly one F" + at + "; got " +
                                      Str(f)};
       }
-      const bool fused = b == 1 && i == 0 && w == 0;
-      const bool split = b == 0 && i == 1 && w == 1;
       if (!fused && !split) {
         return Error{"schedule", "expected exactly one B, or one I and one W" +
                                      at + "; got " + Str(b) + " B, " + Str(i) +
@@ -199,7 +204,9 @@ Status ValidateProgram(const PipelineSpec& spec, const Program& program) {
 
   // Deadlock: program order plus data dependencies must be acyclic.
   const internal::OpIndex ix = internal::OpIndex::Build(spec, program);
-  Graph g(static_cast<size_t>(ix.offset.back()));
+  const size_t n = static_cast<size_t>(ix.offset.back());
+  std::vector<std::pair<std::int32_t, std::int32_t>> edges;
+  edges.reserve(3 * n);
   std::vector<Op> ops_by_vertex(ix.offset.back());
   std::vector<int> device_of(ix.offset.back());
   for (int d = 0; d < spec.p; ++d) {
@@ -207,13 +214,39 @@ Status ValidateProgram(const PipelineSpec& spec, const Program& program) {
       const std::int32_t v = ix.offset[d] + static_cast<std::int32_t>(k);
       ops_by_vertex[v] = program.ops[d][k];
       device_of[v] = d;
-      if (k > 0) boost::add_edge(v - 1, v, g);
+      if (k > 0) edges.emplace_back(v - 1, v);
       internal::ForEachOpDependency(spec, ix, program.ops[d], k, v,
                                     [&](std::int32_t u, std::int32_t w) {
-                                      boost::add_edge(u, w, g);
+                                      edges.emplace_back(u, w);
                                     });
     }
   }
+  // Kahn's order over compressed rows: every op reached means no cycle (the
+  // common case, cheap); otherwise a depth-first search names one.
+  {
+    std::vector<std::int32_t> start(n + 1, 0), indegree(n, 0), next(edges.size());
+    for (const auto& [u, w] : edges) {
+      ++start[static_cast<size_t>(u) + 1];
+      ++indegree[static_cast<size_t>(w)];
+    }
+    for (size_t v = 0; v < n; ++v) start[v + 1] += start[v];
+    std::vector<std::int32_t> fill(start.begin(), start.end() - 1);
+    for (const auto& [u, w] : edges) next[static_cast<size_t>(fill[static_cast<size_t>(u)]++)] = w;
+    std::vector<std::int32_t> ready;
+    ready.reserve(n);
+    for (size_t v = 0; v < n; ++v) {
+      if (indegree[v] == 0) ready.push_back(static_cast<std::int32_t>(v));
+    }
+    for (size_t head = 0; head < ready.size(); ++head) {
+      const auto u = static_cast<size_t>(ready[head]);
+      for (std::int32_t e = start[u]; e < start[u + 1]; ++e) {
+        const auto w = static_cast<size_t>(next[static_cast<size_t>(e)]);
+        if (--indegree[w] == 0) ready.push_back(static_cast<std::int32_t>(w));
+      }
+    }
+    if (ready.size() == n) return {};
+  }
+  const Graph g(boost::edges_are_unsorted_multi_pass, edges.begin(), edges.end(), n);
   std::vector<Vertex> parent(boost::num_vertices(g));
   for (size_t i = 0; i < parent.size(); ++i) parent[i] = i;
   std::pair<Vertex, Vertex> back{0, 0};

@@ -551,7 +551,7 @@ Result<StepFit> FitStepRuns(const StepRuns& runs) {
   out.loo.assign(runs.runs.size(), 0);
   double sl = 0;
   for (size_t i = 0; i < runs.runs.size(); ++i) {
-    if (runs.runs.size() - 1 < F.size()) break;
+    if (!runs.leave_one_out || runs.runs.size() - 1 < F.size()) break;
     std::vector<size_t> others;
     for (size_t j = 0; j < runs.runs.size(); ++j) {
       if (j != i) others.push_back(j);

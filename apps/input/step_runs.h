@@ -76,6 +76,9 @@ struct StepRuns {
   // measurement of the fit's unknowns): at least as many as coefficients.
   size_t distinct = 0;
   bool fit_given = false;  // the file's `fit:` (else the defaults above)
+  // Refit without each run in turn to predict it (StepFit::loo): one more
+  // fit per run. A caller that wants the fit alone (a test) turns it off.
+  bool leave_one_out = true;
 };
 
 Result<StepRuns> LoadStepRuns(const std::string& path);
