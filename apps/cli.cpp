@@ -35,7 +35,7 @@ int RunCommand(int argc, const char* const* argv, std::ostream& out,
   err << "ppb-sim: unknown command '" << command
       << "'; expected simulate (the default), search, rank, compare, model, "
          "calibrate, sweep or plan\n"
-      << commands::kUsage;
+      << commands::Usage();
   return commands::kExitBadInput;
 }
 

@@ -4,6 +4,7 @@
 // and the time limit kept.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,8 @@
 #include "apps/input/step_runs.h"
 #include "apps/output/plan_output.h"
 #include "apps/output/step_calibration.h"
+#include "core/gpu.h"
+#include "schedules/schedule.h"
 
 namespace ppb {
 namespace {
@@ -279,4 +282,39 @@ TEST_CASE("hardening: calibrate --runs counts distinct configs and says what it 
 }
 
 }  // namespace
+}  // namespace ppb
+
+namespace ppb {
+
+TEST_CASE("every command's help: its own usage, and the registries' names", "[hardening][cli]") {
+  for (const char* command :
+       {"simulate", "search", "rank", "compare", "model", "calibrate", "sweep", "plan"}) {
+    INFO(command);
+    const test::CliRun help = Cli({command, "--help"});
+    CHECK(help.status == 0);
+    CHECK(help.err.empty());
+    // The command's own usage first, not the global one.
+    const std::string own = std::string(command) == "simulate"
+                                ? "usage: ppb-sim [simulate] --config"
+                                : "usage: ppb-sim " + std::string(command) + " ";
+    CHECK(help.out.rfind(own, 0) == 0);
+    CHECK(help.out.find(std::string(command) + " options") != std::string::npos);
+    // Every schedule the loader takes and every GPU preset, by name.
+    for (const ScheduleInfo& s : ScheduleRegistry()) {
+      CHECK(help.out.find(std::string(s.name) + ",") != std::string::npos);
+    }
+    CHECK(help.out.find("custom (pipeline.schedule_csv)") != std::string::npos);
+    for (const std::string& g : GpuNames()) CHECK(help.out.find(g) != std::string::npos);
+  }
+  // Each schedule is in the list once: eleven names in all.
+  const test::CliRun search = Cli({"search", "--help"});
+  const size_t from = search.out.find("schedules (pipeline.schedule):");
+  const size_t to = search.out.find("GPU presets");
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to != std::string::npos);
+  const std::string list = search.out.substr(from, to - from);
+  CHECK(std::count(list.begin(), list.end(), ',') == 10);
+  CHECK(ScheduleRegistry().size() == 10);
+}
+
 }  // namespace ppb

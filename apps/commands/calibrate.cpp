@@ -72,9 +72,7 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
     return 2;
   }
   if (vm.count("help")) {
-    out << "usage: ppb-sim calibrate --measurements FILE [options]\n"
-           "       ppb-sim calibrate --runs FILE [--format text|json] [-o hardware.yaml]\n"
-        << opts;
+    out << CommandHelp("calibrate") << opts;
     return 0;
   }
   const std::string format = vm["format"].as<std::string>();

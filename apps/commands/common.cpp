@@ -13,6 +13,8 @@
 
 #include "apps/input/units.h"
 #include "apps/output/svg.h"
+#include "core/gpu.h"
+#include "schedules/schedule.h"
 
 namespace ppb::commands {
 
@@ -97,6 +99,96 @@ bool WriteFile(const std::string& path, const std::string& text,
   return true;
 }
 
+namespace {
+
+constexpr CommandInfo kCommands[] = {
+    {"simulate", "ppb-sim [simulate] --config FILE [options]\n",
+     "simulate: simulates one training iteration of a pipeline-parallel\n"
+     "  schedule and reports iteration time, bubble and peak memory per device.\n"},
+    {"search", "ppb-sim search --config FILE [options]\n",
+     "search: finds the layers per (chunk, rank) and the recompute per layer\n"
+     "  (and on a cluster of device types and nodes, the device of each rank)\n"
+     "  with the shortest simulated iteration that fits in memory.\n"},
+    {"rank", "ppb-sim rank --config FILE --candidates FILE [options]\n",
+     "rank: simulates the strategies of a candidates file and ranks them.\n"},
+    {"compare", "ppb-sim compare --config FILE [--schedules A,B] [--vary KEY=V1,V2]\n",
+     "compare: one table of time, bubble, peak memory and OOM per schedule\n"
+     "  and per variant of numeric config keys (--vary).\n"},
+    {"model", "ppb-sim model --config FILE [--format text|json]\n",
+     "model: the per-layer costs derived from model.hf_config or\n"
+     "  model.architecture (with training and hardware), with sources.\n"},
+    {"calibrate",
+     "ppb-sim calibrate --measurements FILE [options]\n"
+     "ppb-sim calibrate --runs FILE [--format text|json] [-o hardware.yaml]\n",
+     "calibrate: fits per-layer costs to measured per-stage memory/time, or\n"
+     "  the step model's coefficients to measured steps (--runs).\n"},
+    {"sweep",
+     "ppb-sim sweep --config FILE --grid FILE [--output FILE] [options]\n"
+     "ppb-sim sweep merge FILE... --output FILE\n",
+     "sweep: simulates, searches or compares every point of a grid of config\n"
+     "  values (resumable; threads, --shard K/N or mpirun), with a summary.\n"},
+    {"plan", "ppb-sim plan --config FILE [--format text|json] [--emit megatron]\n",
+     "plan: the fastest TP x CP x EP x PP x DP layout, micro-batch, schedule,\n"
+     "  recompute and split of a training job on N GPUs, with its proof or gap.\n"},
+};
+
+// "a, b, c" wrapped after `indent` at 72 columns.
+std::string WrapList(const std::vector<std::string>& names, size_t indent) {
+  std::string out, line(indent, ' ');
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string word = names[i] + (i + 1 < names.size() ? "," : "");
+    if (line.size() > indent && line.size() + 1 + word.size() > 72) {
+      out += line + "\n";
+      line.assign(indent, ' ');
+    }
+    if (line.size() > indent) line += ' ';
+    line += word;
+  }
+  return out + line + "\n";
+}
+
+}  // namespace
+
+std::span<const CommandInfo> CommandTable() { return kCommands; }
+
+const std::string& Usage() {
+  static const std::string text = [] {
+    std::string t;
+    for (const CommandInfo& c : kCommands) {
+      std::string_view lines = c.usage;
+      while (!lines.empty()) {
+        const size_t nl = lines.find('\n');
+        t += (t.empty() ? "usage: " : "       ") + std::string(lines.substr(0, nl + 1));
+        lines.remove_prefix(nl + 1);
+      }
+    }
+    t += "\n";
+    for (const CommandInfo& c : kCommands) t += c.summary;
+    return t + "'ppb-sim COMMAND --help' lists a command's options.\n";
+  }();
+  return text;
+}
+
+std::string CommandHelp(std::string_view name) {
+  std::string t;
+  for (const CommandInfo& c : kCommands) {
+    if (c.name != name) continue;
+    std::string_view lines = c.usage;
+    while (!lines.empty()) {
+      const size_t nl = lines.find('\n');
+      t += (t.empty() ? "usage: " : "       ") + std::string(lines.substr(0, nl + 1));
+      lines.remove_prefix(nl + 1);
+    }
+    t += "\n" + std::string(c.summary) + "\n";
+  }
+  std::vector<std::string> schedules;
+  for (const ScheduleInfo& s : ScheduleRegistry()) schedules.emplace_back(s.name);
+  schedules.push_back("custom (pipeline.schedule_csv)");
+  t += "schedules (pipeline.schedule):\n" + WrapList(schedules, 2);
+  t += "GPU presets (hardware.gpu):\n" + WrapList(GpuNames(), 2);
+  return t + "\n";
+}
+
 std::string SystemReason() {
   return errno != 0 ? std::strerror(errno) : "the write failed";
 }
@@ -107,7 +199,7 @@ void AddRunOptions(po::options_description& opts) {
       ("help,h", "show this help")
       ("config,c", po::value<std::string>(), "run config (YAML); required")
       ("schedule", po::value<std::string>(),
-       "schedule: gpipe | 1f1b | interleaved | custom (overrides pipeline.schedule)")
+       "schedule, one of those listed above (overrides pipeline.schedule)")
       ("stages", po::value<std::string>(), "pipeline stages p (overrides pipeline.stages)")
       ("microbatches", po::value<std::string>(), "micro-batches m (overrides pipeline.microbatches)")
       ("virtual-stages", po::value<std::string>(), "chunks per rank v (overrides pipeline.virtual_stages)")
@@ -141,7 +233,7 @@ bool WritePictures(const po::variables_map& vm, const SimulatedRun& sim,
   return !vm.count("report") || WriteFile(vm["report"].as<std::string>(), report_html, err);
 }
 
-std::optional<int> ParseArgs(const std::vector<std::string>& args,
+std::optional<int> ParseArgs(std::string_view command, const std::vector<std::string>& args,
                              const po::options_description& opts,
                              po::variables_map& vm, std::ostream& out,
                              std::ostream& err, bool csv) {
@@ -149,16 +241,16 @@ std::optional<int> ParseArgs(const std::vector<std::string>& args,
     po::store(po::command_line_parser(args).options(opts).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    err << "ppb-sim: " << e.what() << "\n" << kUsage;
+    err << "ppb-sim: " << e.what() << "\n" << Usage();
     return kExitBadInput;
   }
   if (vm.count("help")) {
-    out << kUsage << "\n" << opts;
+    out << CommandHelp(command) << opts;
     return kExitOk;
   }
   if (!vm.count("config")) {
     err << "ppb-sim: --config: required; give the run config (YAML); got nothing\n"
-        << kUsage;
+        << Usage();
     return kExitBadInput;
   }
   const std::string format = vm["format"].as<std::string>();

@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 #include <charconv>
 #include <optional>
+#include <span>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -29,33 +30,23 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitIo = 1;
 inline constexpr int kExitBadInput = 2;
 
-inline constexpr const char* kUsage =
-    "usage: ppb-sim [simulate] --config FILE [options]\n"
-    "       ppb-sim search --config FILE [options]\n"
-    "       ppb-sim rank --config FILE --candidates FILE [options]\n"
-    "       ppb-sim compare --config FILE [--schedules A,B] [--vary KEY=V1,V2]\n"
-    "       ppb-sim model --config FILE [--format text|json]\n"
-    "       ppb-sim calibrate --measurements FILE [options]\n"
-    "       ppb-sim sweep --config FILE --grid FILE [--output FILE] [options]\n"
-    "       ppb-sim plan --config FILE [--format text|json] [--emit megatron]\n"
-    "\n"
-    "simulate: simulates one training iteration of a pipeline-parallel\n"
-    "  schedule and reports iteration time, bubble and peak memory per "
-    "device.\n"
-    "search: finds the layers per (chunk, rank) and the recompute per layer\n"
-    "  (and on a cluster of device types and nodes, the device of each rank)\n"
-    "  with the shortest simulated iteration that fits in memory.\n"
-    "rank: simulates the strategies of a candidates file and ranks them.\n"
-    "compare: one table of time, bubble, peak memory and OOM per schedule\n"
-    "  and per variant of numeric config keys (--vary).\n"
-    "model: the per-layer costs derived from model.hf_config or\n"
-    "  model.architecture (with training and hardware), with sources.\n"
-    "calibrate: fits per-layer costs to measured per-stage memory/time.\n"
-    "sweep: simulates, searches or compares every point of a grid of config\n"
-    "  values (resumable; threads, --shard K/N or mpirun), with a summary.\n"
-    "plan: the fastest TP x CP x EP x PP x DP layout, micro-batch, schedule,\n"
-    "  recompute and split of a training job on N GPUs, with its proof or gap.\n"
-    "'ppb-sim COMMAND --help' lists a command's options.\n";
+// A command of ppb-sim: its usage lines and what it does (apps/cli.cpp
+// dispatches on `name`).
+struct CommandInfo {
+  const char* name;
+  const char* usage;    // one or more "ppb-sim NAME ..." lines, each ending in \n
+  const char* summary;  // "NAME: ..." wrapped at 72 columns, ending in \n
+};
+// Every command, in the usage's order.
+std::span<const CommandInfo> CommandTable();
+// The usage of all commands, printed with a command-line error: each
+// command's lines, then each summary.
+const std::string& Usage();
+// The head of `ppb-sim NAME --help`: the command's usage lines and summary,
+// then the names the config accepts, read from the registries (every
+// pipeline.schedule, every hardware.gpu preset), so the help never lists
+// fewer than the loader takes.
+std::string CommandHelp(std::string_view name);
 
 
 // An integer option value in [min, max], or an error naming the flag.
@@ -122,7 +113,7 @@ bool WritePictures(const po::variables_map& vm, const SimulatedRun& sim,
 
 // Parses `args` into `vm`. Returns an exit status when the command is done
 // (help printed, or bad input reported), nullopt to go on.
-std::optional<int> ParseArgs(const std::vector<std::string>& args,
+std::optional<int> ParseArgs(std::string_view command, const std::vector<std::string>& args,
                              const po::options_description& opts,
                              po::variables_map& vm, std::ostream& out,
                              std::ostream& err, bool csv = false);

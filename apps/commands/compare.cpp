@@ -27,7 +27,8 @@ int RunCompare(const std::vector<std::string>& args, std::ostream& out,
       ("help,h", "show this help")
       ("config,c", po::value<std::string>(), "run config (YAML); required")
       ("schedules", po::value<std::string>(),
-       "schedules to compare, comma-separated (default: gpipe,1f1b,interleaved)")
+       "schedules to compare, comma-separated, from those listed above (default: "
+       "gpipe,1f1b,interleaved)")
       ("vary", po::value<std::vector<std::string>>()->composing(),
        "KEY=V1,V2,...: a numeric config key and its values (units as in the "
        "file, or factors x0.5); repeatable (rows: the cross product)")
@@ -43,7 +44,7 @@ int RunCompare(const std::vector<std::string>& args, std::ostream& out,
   // clang-format on
   AddUncertaintyOptions(opts);
   po::variables_map vm;
-  if (auto done = ParseArgs(args, opts, vm, out, err, true)) return *done;
+  if (auto done = ParseArgs("compare", args, opts, vm, out, err, true)) return *done;
   const std::optional<CliOverrides> ov = RunOverrides(vm, err);
   if (!ov) return kExitBadInput;
   const std::optional<UncertaintyRequest> uncertainty = UncertaintyFlags(vm, err);

@@ -17,7 +17,7 @@ int RunModel(const std::vector<std::string>& args, std::ostream& out,
   po::options_description opts("model options");
   AddRunOptions(opts);
   po::variables_map vm;
-  if (auto done = ParseArgs(args, opts, vm, out, err)) return *done;
+  if (auto done = ParseArgs("model", args, opts, vm, out, err)) return *done;
   const std::optional<CliOverrides> ov = RunOverrides(vm, err);
   if (!ov) return kExitBadInput;
   const std::optional<RunConfig> config = Load(vm, *ov, err);

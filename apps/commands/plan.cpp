@@ -123,7 +123,7 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   AddEmitOptions(opts);
   AddUncertaintyOptions(opts);
   po::variables_map vm;
-  if (auto done = ParseArgs(args, opts, vm, out, err)) return *done;
+  if (auto done = ParseArgs("plan", args, opts, vm, out, err)) return *done;
   const std::string format = vm["format"].as<std::string>();
   if (format != "text" && format != "json") {
     err << "ppb-sim: --format: expected text or json; got '" << format << "'\n";

@@ -28,7 +28,7 @@ int RunRank(const std::vector<std::string>& args, std::ostream& out,
                      "candidates file (YAML, `candidates:` list); required");
   AddUncertaintyOptions(opts);
   po::variables_map vm;
-  if (auto done = ParseArgs(args, opts, vm, out, err)) return *done;
+  if (auto done = ParseArgs("rank", args, opts, vm, out, err)) return *done;
   if (!vm.count("candidates")) {
     err << "ppb-sim: --candidates: required; give the candidates file (YAML)\n";
     return kExitBadInput;

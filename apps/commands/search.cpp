@@ -232,7 +232,8 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
        "search only what this framework can deploy: any, megatron, mindformers, torchtitan, "
        "deepspeed (overrides search.target; default any)")
       ("schedules", po::value<std::string>(),
-       "schedules to search, comma-separated: gpipe, 1f1b, interleaved (overrides search.schedules)")
+       "schedules to search, comma-separated, from those listed above (overrides "
+       "search.schedules)")
       ("virtual-stages-list", po::value<std::string>(),
        "v values to search for interleaved, comma-separated (overrides search.virtual_stages)")
       ("microbatch-groups", po::value<std::string>(),
@@ -243,7 +244,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
   // clang-format on
   AddEmitOptions(opts);
   po::variables_map vm;
-  if (auto done = ParseArgs(args, opts, vm, out, err)) return *done;
+  if (auto done = ParseArgs("search", args, opts, vm, out, err)) return *done;
   // Under mpirun every rank searches its share; rank 0 reports.
   const std::optional<MpiWorld> started = StartMpiOrReport(err);
   if (!started) return kExitBadInput;

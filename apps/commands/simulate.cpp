@@ -32,7 +32,7 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
   // clang-format on
   AddEmitOptions(opts);
   po::variables_map vm;
-  if (auto done = ParseArgs(args, opts, vm, out, err)) return *done;
+  if (auto done = ParseArgs("simulate", args, opts, vm, out, err)) return *done;
   const std::optional<CliOverrides> ov = RunOverrides(vm, err);
   if (!ov) return kExitBadInput;
   std::optional<EmitRequest> emit = ReadEmitFlags(vm, err);

@@ -141,13 +141,11 @@ int RunSweep(const std::vector<std::string>& args, std::ostream& out, std::ostre
     po::store(po::command_line_parser(args).options(opts).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    err << "ppb-sim: " << e.what() << "\n" << kUsage;
+    err << "ppb-sim: " << e.what() << "\n" << Usage();
     return kExitBadInput;
   }
   if (vm.count("help")) {
-    out << kUsage << "\n"
-        << "       ppb-sim sweep merge FILE... --output FILE\n\n"
-        << opts;
+    out << CommandHelp("sweep") << opts;
     return kExitOk;
   }
   for (const char* required : {"config", "grid"}) {
@@ -156,7 +154,7 @@ int RunSweep(const std::vector<std::string>& args, std::ostream& out, std::ostre
           << (std::string(required) == "config" ? "give the base run config (YAML)"
                                                 : "give the grid file (YAML)")
           << "\n"
-          << kUsage;
+          << Usage();
       return kExitBadInput;
     }
   }
