@@ -328,4 +328,40 @@ TEST_CASE("the README's worked example is what simulate prints", "[cli][docs]") 
   CHECK(readme.find("```text\n" + out + "```") != std::string::npos);
 }
 
+TEST_CASE("a search with a time limit searches the frameworks first and answers the same",
+          "[cli][search]") {
+  // Under a time limit (target any, one process) each framework's deployable
+  // search comes before the recommendation's, which then gets all the time
+  // left. On a problem every search proves, the answers are those of the
+  // search without a limit (which searches the frameworks after, and only
+  // where the recommendation is not deployable): here three of the four.
+  const std::string config = std::string(PPB_CONFIGS_DIR) + "/tight-memory.yaml";
+  auto run = [&](const char* limit) {
+    const test::CliRun r = Cli({"search", "--config", config, "--time-limit", limit,
+                                "--threads", "1", "--format", "json"});
+    REQUIRE(r.status == 0);
+    return nlohmann::json::parse(r.out);
+  };
+  nlohmann::json none = run("0"), timed = run("60");
+  REQUIRE(timed.contains("frameworks_search_s"));
+  CHECK(timed["frameworks_search_s"].get<double>() > 0);
+  CHECK_FALSE(none.contains("frameworks_search_s"));
+  int searched_apart = 0;
+  for (const auto& [name, d] : none["deployable"].items()) {
+    INFO(name);
+    searched_apart += d["is_recommendation"].get<bool>() ? 0 : 1;
+    CHECK(d["proved"].get<bool>());
+  }
+  CHECK(searched_apart == 3);
+  // Everything but the clock's figures is the same.
+  for (nlohmann::json* j : {&none, &timed}) {
+    j->erase("frameworks_search_s");
+    j->erase("solve_time_s");
+    j->erase("time_limit_s");
+    j->erase("anytime");
+    j->erase("bound_time_s");
+  }
+  CHECK(none.dump(1) == timed.dump(1));
+}
+
 }  // namespace ppb

@@ -28,6 +28,7 @@
 #include "apps/output/uncertainty_output.h"
 #include "core/engine.h"
 #include "search/first_tries.h"
+#include "search/context_cache.h"
 #include "search/search.h"
 
 namespace ppb::commands {
@@ -289,58 +290,20 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
       }
     };
   }
-  const SearchOptions main_options = MainShare(options, start);
-  const Result<SearchResult> result = world.size > 1
-                                          ? SearchLead(*problem, main_options, world, start)
-                                          : Search(*problem, main_options);
-  if (tty && reported) err << "\r\x1b[K" << std::flush;
-  if (!result.ok()) {
-    err << "ppb-sim: search: " << result.error().message << "\n";
-    return kExitBadInput;
-  }
-
-  SearchReport report;
-  report.processes = world.size;
-  report.problem = &*problem;
-  report.options = &options;
-  report.result = &*result;
-  // A baseline must end one simulation's time before the limit: the
-  // report and freeing what was built come after.
-  const auto one_simulation = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(result->simulation_s));
-  report.baselines = Baselines(*problem, result->found ? result->best.choice : 0,
-                               end == std::chrono::steady_clock::time_point::max()
-                                   ? end
-                                   : end - one_simulation,
-                               result->simulation_s, result->first_tries);
-  // Target any: each framework's best deployable strategy beside the
-  // recommendation (the recommendation itself where it is deployable), in
-  // equal shares of the time left; --emit of a framework not covered there
-  // searches its target the same way.
-  auto deployable_best = [&](DeployTarget t, int shares) {
+  // Each framework's best deployable strategy, searched by itself until
+  // `until` (its own target's search; under a time limit, an equal share of
+  // what is left over the `shares` still to come).
+  auto search_target = [&](DeployTarget t, int shares,
+                           std::chrono::steady_clock::time_point until) {
     DeployableBest d;
     d.target = t;
-    const ScheduleChoice* ch = result->found ? &problem->choices[result->best.choice] : nullptr;
-    if (ch != nullptr &&
-        Deployable(t, problem->layers, result->best.strategy, problem->p, ch->v,
-                   PlacementOf(ch->schedule, ch->v) == StagePlacement::V)) {
-      d.searched = true;
-      d.is_recommendation = true;
-      d.result = *result;
-      return d;
-    }
-    if (ch != nullptr) {
-      d.split_refusal =
-          SplitRefusal(t, problem->layers, result->best.strategy.layers_per_stage, problem->p,
-                       ch->v, PlacementOf(ch->schedule, ch->v) == StagePlacement::V);
-    }
     SearchOptions o = options;
     o.target = t;
     o.progress = nullptr;
     if (options.time_limit_s > 0) {
+      o.deadline = std::min(options.deadline, until);
       const double left =
-          std::chrono::duration<double>(options.deadline - std::chrono::steady_clock::now())
-              .count();
+          std::chrono::duration<double>(o.deadline - std::chrono::steady_clock::now()).count();
       if (left <= 0.01) return d;
       o.time_limit_s = left / std::max(1, shares);
     }
@@ -374,6 +337,95 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out,
                         FormatBytes(w.peak_memory), worst, FormatBytes(w.capacity)));
       }
       if (d.result.found) d.defaults_tried.clear();
+    }
+    return d;
+  };
+  // Target any under a time limit, in one process: the frameworks'
+  // searches come first, in 40 % of the time (what one does not use flows
+  // to the next), and the recommendation's search gets all that is left,
+  // less the baselines' simulations. Searched after it (as without a
+  // limit), they would have to be given their 40 % before knowing whether
+  // the recommendation needs them, and it would sit idle when it does not
+  // (issue 46: a 30 s search stopped after 14.4 s). Without a limit, or
+  // under mpirun (the other processes start the recommendation's search at
+  // once), they follow it, and only where it is not deployable.
+  const bool frameworks_first =
+      options.target == DeployTarget::Any && options.time_limit_s > 0 && world.size == 1;
+  std::vector<DeployableBest> searched_first;
+  double frameworks_s = 0;
+  SearchOptions main_options = MainShare(options, start);
+  if (frameworks_first) {
+    using Dur = std::chrono::steady_clock::duration;
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto until =
+        t0 + std::chrono::duration_cast<Dur>(0.4 * (options.deadline - std::min(options.deadline, t0)));
+    const std::vector<DeployTarget>& all = FrameworkTargets();
+    for (size_t k = 0; k < all.size(); ++k) {
+      searched_first.push_back(search_target(all[k], static_cast<int>(all.size() - k), until));
+    }
+    const auto now = std::chrono::steady_clock::now();
+    frameworks_s = std::chrono::duration<double>(now - t0).count();
+    // The baselines (about eight simulations) follow the recommendation.
+    const double sim = options.contexts->SimulationSeconds(*problem);
+    main_options = options;
+    main_options.deadline =
+        options.deadline - std::chrono::duration_cast<Dur>(std::chrono::duration<double>(8 * sim));
+    main_options.time_limit_s =
+        std::max(1e-3, std::chrono::duration<double>(main_options.deadline - now).count());
+  }
+  const Result<SearchResult> result = world.size > 1
+                                          ? SearchLead(*problem, main_options, world, start)
+                                          : Search(*problem, main_options);
+  if (tty && reported) err << "\r\x1b[K" << std::flush;
+  if (!result.ok()) {
+    err << "ppb-sim: search: " << result.error().message << "\n";
+    return kExitBadInput;
+  }
+
+  SearchReport report;
+  report.processes = world.size;
+  report.problem = &*problem;
+  report.options = &options;
+  report.result = &*result;
+  report.frameworks_first_s = frameworks_s;
+  // A baseline must end one simulation's time before the limit: the
+  // report and freeing what was built come after.
+  const auto one_simulation = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(result->simulation_s));
+  report.baselines = Baselines(*problem, result->found ? result->best.choice : 0,
+                               end == std::chrono::steady_clock::time_point::max()
+                                   ? end
+                                   : end - one_simulation,
+                               result->simulation_s, result->first_tries);
+  // Target any: each framework's best deployable strategy beside the
+  // recommendation (the recommendation itself where it is deployable): the
+  // one searched first, else searched now in equal shares of the time left;
+  // --emit of a framework not covered there searches its target the same
+  // way.
+  auto deployable_best = [&](DeployTarget t, int shares) {
+    DeployableBest d;
+    d.target = t;
+    const ScheduleChoice* ch = result->found ? &problem->choices[result->best.choice] : nullptr;
+    if (ch != nullptr &&
+        Deployable(t, problem->layers, result->best.strategy, problem->p, ch->v,
+                   PlacementOf(ch->schedule, ch->v) == StagePlacement::V)) {
+      d.searched = true;
+      d.is_recommendation = true;
+      d.result = *result;
+      return d;
+    }
+    bool found_first = false;
+    for (DeployableBest& x : searched_first) {
+      if (x.target == t) {
+        d = std::move(x);
+        found_first = true;
+      }
+    }
+    if (!found_first) d = search_target(t, shares, options.deadline);
+    if (ch != nullptr) {
+      d.split_refusal =
+          SplitRefusal(t, problem->layers, result->best.strategy.layers_per_stage, problem->p,
+                       ch->v, PlacementOf(ch->schedule, ch->v) == StagePlacement::V);
     }
     return d;
   };

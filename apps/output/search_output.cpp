@@ -576,8 +576,12 @@ std::string FormatSearchText(const RunConfig& config,
             : MinCapacityText(result));
   }
   out += TargetText(report);
-  out += fmt::format("search: {} nodes, {} evaluations, {:.2f} s, seed {}{}\n",
+  out += fmt::format("search: {} nodes, {} evaluations, {:.2f} s{}, seed {}{}\n",
                      result.nodes, result.evaluations, result.solve_time_s,
+                     report.frameworks_first_s > 0
+                         ? fmt::format(" (after {:.2f} s of the frameworks' deployable searches)",
+                                       report.frameworks_first_s)
+                         : std::string(),
                      report.options->seed,
                      report.processes > 1
                          ? fmt::format(", shared by {} MPI processes", report.processes)
@@ -666,6 +670,7 @@ std::string FormatSearchJson(const RunConfig& config,
   j["nodes"] = result.nodes;
   j["evaluations"] = result.evaluations;
   j["solve_time_s"] = result.solve_time_s;
+  if (report.frameworks_first_s > 0) j["frameworks_search_s"] = report.frameworks_first_s;
   // The anytime profile: each time the best strategy improved.
   Json anytime = Json::array();
   for (const auto& [t, makespan] : result.incumbents) {

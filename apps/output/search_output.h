@@ -41,6 +41,10 @@ struct SearchReport {
   // Target any: each framework's best deployable strategy (empty under a
   // framework target, whose result is already deployable).
   std::vector<DeployableBest> deployable;
+  // Seconds the frameworks' deployable searches took before the
+  // recommendation's (target any under a time limit; 0: they came after or
+  // not at all). Shown beside the search's own time.
+  double frameworks_first_s = 0;
 };
 
 // The recommendation (split as a [chunk][rank] table and a Megatron layout,
