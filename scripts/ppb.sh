@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ppb's one entry point for people and CI on a Debian machine.
-#   scripts/ppb.sh run    install what is missing, build, simulate configs/example.yaml
+#   scripts/ppb.sh run    install what is missing, build, simulate configs/llama3-8b.yaml
 #   scripts/ppb.sh test   install what is missing, build (warnings are errors), run every test
 #   scripts/ppb.sh asan   the tests again under AddressSanitizer + UBSan
 #   scripts/ppb.sh bench  Release build and the Google Benchmark figures
@@ -42,7 +42,7 @@ case "${1:-run}" in
   run)
     install_deps
     build build-release -DCMAKE_BUILD_TYPE=Release -DPPB_BUILD_TESTS=OFF -DPPB_BUILD_BENCH=OFF -DPPB_MPI=ON
-    ./build-release/apps/ppb-sim --config configs/example.yaml "${@:2}"
+    ./build-release/apps/ppb-sim --config configs/llama3-8b.yaml "${@:2}"
     ;;
   test)
     install_deps

@@ -328,6 +328,22 @@ TEST_CASE("the README's worked example is what simulate prints", "[cli][docs]") 
   CHECK(readme.find("```text\n" + out + "```") != std::string::npos);
 }
 
+TEST_CASE("the README's first run is what scripts/ppb.sh run prints", "[cli][docs]") {
+  // scripts/ppb.sh run simulates configs/llama3-8b.yaml; the README shows its
+  // stdout (the snapshot simulate-llama3-8b.txt) in full.
+  const std::string snap = Slurp(std::string(PPB_TEST_DATA_DIR) + "/snapshots/simulate-llama3-8b.txt");
+  const std::string readme = Slurp(std::string(PPB_CONFIGS_DIR) + "/../README.md");
+  const std::string script = Slurp(std::string(PPB_CONFIGS_DIR) + "/../scripts/ppb.sh");
+  CHECK(script.find("apps/ppb-sim --config configs/llama3-8b.yaml") != std::string::npos);
+  const size_t a = snap.find("### stdout\n");
+  const size_t b = snap.find("### stderr\n");
+  REQUIRE(a != std::string::npos);
+  REQUIRE(b != std::string::npos);
+  const std::string out = snap.substr(a + 11, b - a - 11);
+  REQUIRE(out.find("tokens            406436 tokens/s") != std::string::npos);
+  CHECK(readme.find("```text\n" + out + "```") != std::string::npos);
+}
+
 TEST_CASE("a search with a time limit searches the frameworks first and answers the same",
           "[cli][search]") {
   // Under a time limit (target any, one process) each framework's deployable

@@ -13,6 +13,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "app_helpers.h"
@@ -410,7 +411,10 @@ pipeline:
 std::string WriteMix(const std::string& extra) {
   const auto dir = std::filesystem::temp_directory_path() / "ppb-test-search-target";
   std::filesystem::create_directories(dir);
-  const auto path = dir / "mix.yaml";
+  // One file per process and call: ctest runs the cases of this file in
+  // parallel processes, which must not rewrite each other's config.
+  static int calls = 0;
+  const auto path = dir / ("mix-" + std::to_string(::getpid()) + "-" + std::to_string(calls++) + ".yaml");
   std::ofstream(path) << kMixConfig << extra;
   return path.string();
 }
@@ -444,10 +448,12 @@ TEST_CASE(
     REQUIRE(k.status == 0);
     nlohmann::json jk = nlohmann::json::parse(k.out);
     jk["solve_time_s"] = j["solve_time_s"];
+    jk["config"] = j["config"];  // each call writes its own file
     // The anytime profile's times depend on the clock; its times of
     // iteration must agree.
     REQUIRE(jk["anytime"].size() == j["anytime"].size());
     for (size_t a = 0; a < j["anytime"].size(); ++a) jk["anytime"][a]["time_s"] = j["anytime"][a]["time_s"];
+    INFO("flag:\n" << j.dump(1) << "\nkey:\n" << jk.dump(1));
     CHECK(jk == j);
   }
   test::CliRun bad = test::Cli({"search", "--config", config, "--target", "nemo"});

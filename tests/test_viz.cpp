@@ -451,7 +451,7 @@ TEST_CASE("breakdown: an uneven split's loss is not booked as fill and drain",
 // runs about 125 ms slower than the even layout; the report names the two
 // stages and the part of warm-up/drain they cause.
 TEST_CASE("breakdown: GPT-3's two 4-layer stages are named", "[viz][breakdown]") {
-  std::string text = Slurp(Config("gpt3-175b.yaml"));
+  std::string text = Slurp(std::string(PPB_TEST_DATA_DIR) + "/viz/gpt3-175b-flat.yaml");
   text.replace(text.find("hf_config: hf/"), 14, "hf_config: " + Config("hf/"));
   text.replace(text.find("  schedule: 1f1b"), 16, "  schedule: interleaved\n  virtual_stages: 4");
   const std::string layout = "\n  layout: \"Et*2|(t*3|)*14t*4|t*4|(t*3|)*14t*2L\"\n";
