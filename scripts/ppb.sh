@@ -45,8 +45,9 @@ case "${1:-run}" in
     ./build-release/apps/ppb-sim --config configs/llama3-8b.yaml "${@:2}"
     ;;
   test)
+    PACKAGES+=(pybind11-dev python3-dev python3-pytest)
     install_deps
-    build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPB_WERROR=ON -DPPB_MPI=ON
+    build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPB_WERROR=ON -DPPB_MPI=ON -DPPB_PYTHON=ON
     (cd build && ctest --output-on-failure -j"$JOBS")
     ;;
   asan)

@@ -14,6 +14,7 @@
 
 #include "apps/commands/common.h"
 #include "apps/commands/compare_run.h"
+#include "apps/input/config_reader.h"
 #include "apps/input/json_text.h"
 #include "apps/output/uncertainty_output.h"
 
@@ -72,15 +73,14 @@ int RunCompare(const std::vector<std::string>& args, std::ostream& out,
     }
   }
   const std::string path = vm["config"].as<std::string>();
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (in) text << in.rdbuf();
-  if (!in) {
+  std::string text;
+  errno = 0;
+  if (!config_detail::ReadFile(path, text)) {
     err << path << ": must be a readable config file; got "
-        << std::strerror(errno) << "\n";
+        << (errno != 0 ? std::strerror(errno) : "read error") << "\n";
     return kExitBadInput;
   }
-  const Result<CompareTable> table = Compare(text.str(), path, request);
+  const Result<CompareTable> table = Compare(text, path, request);
   if (!table.ok()) {
     const bool flag = table.error().key.rfind("--", 0) == 0;
     err << (flag ? "ppb-sim: " : "") << table.error().message << "\n";
@@ -89,7 +89,7 @@ int RunCompare(const std::vector<std::string>& args, std::ostream& out,
   const std::string format = vm["format"].as<std::string>();
   std::optional<UncertaintySummary> summary;
   if (uncertainty->spread > 0) {
-    Result<UncertaintySummary> s = CompareUncertainty(text.str(), path, request, *table,
+    Result<UncertaintySummary> s = CompareUncertainty(text, path, request, *table,
                                                       *uncertainty);
     if (!s.ok()) {
       err << "ppb-sim: " << s.error().message << "\n";

@@ -188,6 +188,25 @@ Result<RunConfig> LoadConfig(const std::string& path,
                              const CliOverrides& overrides);
 Result<RunConfig> ParseConfig(std::string_view text, std::string_view filename,
                               const CliOverrides& overrides);
+// A config given as text rather than a file (the Python module's dict or
+// YAML string): while the guard lives, every loader that reads `path`
+// (LoadConfig, the plan's own read) gets `text` instead, so the config's
+// relative paths (hf_config, schedule_csv) resolve against the folder of
+// `path` and its errors name `path` and the text's lines. The guard holds
+// on the thread that made it (where a command reads its config), so
+// threads may each give a text at one path; on one thread, one guard per
+// path.
+class ScopedConfigText {
+ public:
+  ScopedConfigText(std::string path, std::string text);
+  ~ScopedConfigText();
+  ScopedConfigText(const ScopedConfigText&) = delete;
+  ScopedConfigText& operator=(const ScopedConfigText&) = delete;
+
+ private:
+  std::string path_;
+};
+
 // The same for a YAML document already loaded (and possibly edited, as
 // `ppb-sim compare --vary` does); errors are placed at the marks of its
 // nodes (edited or added nodes without a mark take their parent key's line).

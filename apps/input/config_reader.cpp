@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace ppb {
@@ -103,9 +104,25 @@ std::string Lower(std::string s) {
   return s;
 }
 
+namespace {
+
+// The texts of this thread's live ScopedConfigText guards, by path: a
+// command reads its config on the thread that runs it, so two threads may
+// each give a text at the same path.
+std::map<std::string, std::string>& Texts() {
+  thread_local std::map<std::string, std::string> texts;
+  return texts;
+}
+
+}  // namespace
+
 // Reads a whole file; false (errno set) when it cannot be read. A
 // directory opens as a stream that reads nothing: refused as EISDIR.
 bool ReadFile(const std::string& path, std::string& out) {
+  if (const auto it = Texts().find(path); it != Texts().end()) {
+    out = it->second;
+    return true;
+  }
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     errno = EISDIR;
@@ -334,4 +351,11 @@ Result<BytesPerSec> ConfigReader::Bandwidth(const YAML::Node& node,
 }
 
 }  // namespace config_detail
+
+ScopedConfigText::ScopedConfigText(std::string path, std::string text) : path_(std::move(path)) {
+  config_detail::Texts()[path_] = std::move(text);
+}
+
+ScopedConfigText::~ScopedConfigText() { config_detail::Texts().erase(path_); }
+
 }  // namespace ppb
