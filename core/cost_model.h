@@ -3,7 +3,8 @@
 // the ordered layer list of core/model.h that the simulator and the search
 // take. Pure arithmetic; no I/O.
 //
-// Sources, cited next to each formula in cost_model.cpp:
+// Sources, cited next to each formula in cost_model.cpp, layer_params.cpp
+// and layer_memory.cpp:
 //   [K22]  Korthikanti et al., "Reducing Activation Recomputation in Large
 //          Transformer Models", 2022 (activation memory, §4, Table 2).
 //   [N21]  Narayanan et al., "Efficient Large-Scale Language Model Training

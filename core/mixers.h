@@ -1,7 +1,7 @@
 // The token mixers beside softmax attention over every earlier key, and
 // attention's narrower spans: what each costs per layer (parameters,
-// FLOPs, saved activations, kernels). core/cost_model.cpp and
-// core/layer_kernels.cpp take a layer's block (core/architecture.h
+// FLOPs, saved activations, kernels). core/cost_model.cpp (with
+// layer_params.cpp, layer_memory.cpp) and core/layer_kernels.cpp take a layer's block (core/architecture.h
 // LayerBlock) and ask here for the parts that differ from a full-attention
 // layer.
 //
@@ -53,7 +53,7 @@ std::int64_t MixerWeights(const Architecture& a, Mixer m);
 double ScanFlopsPerToken(const Architecture& a, Mixer m);
 
 // Bytes per token the mixer saves for its backward, split as
-// core/cost_model.cpp's terms: `replicated` (the norm's input and output,
+// core/layer_memory.cpp's terms: `replicated` (the norm's input and output,
 // the whole hidden width on every TP rank without sequence parallelism)
 // and `split` (divided by t: the projections' outputs, the conv's output,
 // the scan's output, the gated norm's output, fp32 gates) [MSSM, GDN].
