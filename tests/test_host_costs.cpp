@@ -9,8 +9,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "apps/input/config.h"
 #include "apps/input/step_runs.h"
@@ -155,6 +160,45 @@ TEST_CASE("the per-pass cost decides the micro-batch size, by hand", "[engine][h
   // The two tie at o = 7.5: (5)(30 + 2o) = (3)(60 + 2o).
   CHECK(run(4, 10, 20, 7) < run(2, 20, 40, 7));
   CHECK(run(4, 10, 20, 8) > run(2, 20, 40, 8));
+}
+
+TEST_CASE("the model report says the per-layer host work apart from the launches",
+          "[step][host][cli]") {
+  // BLOOM's PP 12 config (architecture inline) with 3 ms of host work per
+  // layer and pass: the launch line's exposed part stays the launches' own,
+  // and the per-layer work gets its line (it is in host_exposed twice).
+  std::string text = test::Slurp(std::string(PPB_TEST_DATA_DIR) + "/bloom/pp12-mbs1.yaml");
+  const std::string key = "hardware: {gpu: a100-sxm4-80gb,";
+  auto model = [&](const std::string& extra) {
+    std::string t = text;
+    t.replace(t.find(key), key.size(), key + extra);
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("ppb-host-costs-" + std::to_string(::getpid()) + ".yaml"))
+                                 .string();
+    std::ofstream(path) << t;
+    const test::CliRun r = test::Cli({"model", "--config", path});
+    std::remove(path.c_str());
+    REQUIRE(r.status == 0);
+    return r.out;
+  };
+  const std::string with = model(" layer_overhead: 3ms,");
+  const std::string without = model("");
+  const std::string line =
+      "  host work per layer (layer_overhead) 3.000 ms forward, 3.000 ms backward (I): the GPU "
+      "waits for it\n";
+  CHECK(with.find(line) != std::string::npos);
+  CHECK(without.find("host work per layer") == std::string::npos);
+  // The launch lines are the same with and without it.
+  auto launches = [](const std::string& out) {
+    std::string all;
+    for (size_t at = out.find("  host launches"); at != std::string::npos;
+         at = out.find("  host launches", at + 1)) {
+      all += out.substr(at, out.find('\n', at) - at + 1);
+    }
+    return all;
+  };
+  CHECK_FALSE(launches(with).empty());
+  CHECK(launches(with) == launches(without));
 }
 
 TEST_CASE("BLOOM's micro-batch study: fitted on PP 12, ordered and predicted on PP 6",

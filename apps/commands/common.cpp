@@ -75,8 +75,6 @@ Result<Nanos> TimeLimitFlag(const std::string& flag, const std::string& text) {
 
 bool WriteFile(const std::string& path, const std::string& text,
                std::ostream& err) {
-  // A full device fails only when the buffer reaches it: the stream is
-  // judged after close(), and errno then holds the system's reason.
   // A missing folder on the way is made (as `mkdir -p`), and said.
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   std::error_code ec;
@@ -88,6 +86,8 @@ bool WriteFile(const std::string& path, const std::string& text,
     }
     err << "ppb-sim: created the folder " << parent.string() << " for " << path << "\n";
   }
+  // A full device fails only when the buffer reaches it: the stream is
+  // judged after close(), and errno then holds the system's reason.
   errno = 0;
   std::ofstream f(path, std::ios::binary);
   if (f) f << text;
@@ -390,8 +390,7 @@ std::optional<UncertaintyRequest> UncertaintyFlags(const po::variables_map& vm,
   q.spread = *spread;
   if (vm.count("uncertainty-samples")) {
     auto n = IntFlag<int>("--uncertainty-samples", vm["uncertainty-samples"].as<std::string>(),
-                          2, "an integer from 2 to 4096");
-    if (n.ok() && *n > 4096) n = Error{"--uncertainty-samples", "expected an integer from 2 to 4096; got '" + vm["uncertainty-samples"].as<std::string>() + "'"};
+                          2, "an integer from 2 to 4096", 4096);
     if (!Check(n, err)) return std::nullopt;
     q.samples = *n;
   }

@@ -8,6 +8,7 @@
 
 #include <boost/program_options.hpp>
 #include <charconv>
+#include <limits>
 #include <optional>
 #include <span>
 #include <ostream>
@@ -49,14 +50,15 @@ const std::string& Usage();
 std::string CommandHelp(std::string_view name);
 
 
-// An integer option value in [min, max], or an error naming the flag.
+// An integer option value in [min, max] (max: the type's largest), or an
+// error naming the flag and `expected`.
 template <class T>
 Result<T> IntFlag(const std::string& flag, const std::string& text, T min,
-                  std::string_view expected) {
+                  std::string_view expected, T max = std::numeric_limits<T>::max()) {
   T value = 0;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end || value < min) {
+  if (text.empty() || ec != std::errc() || ptr != end || value < min || value > max) {
     return Error{flag,
                  "expected " + std::string(expected) + "; got '" + text + "'"};
   }

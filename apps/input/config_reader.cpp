@@ -280,6 +280,17 @@ Result<size_t> ConfigReader::Choice(
   return Fail(path, want + "; got " + Given(node));
 }
 
+Result<size_t> ConfigReader::Choice(const YAML::Node& node, const std::string& path,
+                                   const std::vector<std::string>& choices) {
+  const std::string want = "must be one of " + Join(choices);
+  if (!node.IsScalar()) return Fail(path, want + "; got " + Given(node));
+  const std::string value = Lower(node.Scalar());
+  for (size_t i = 0; i < choices.size(); ++i) {
+    if (choices[i] == value) return i;
+  }
+  return Fail(path, want + "; got " + Given(node));
+}
+
 Result<bool> ConfigReader::Bool(const YAML::Node& node,
                                 const std::string& path) {
   if (node.IsScalar()) {

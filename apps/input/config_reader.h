@@ -166,6 +166,9 @@ class ConfigReader {
   // The index of the value in `choices` (the value lowercased).
   Result<size_t> Choice(const YAML::Node& node, const std::string& path,
                         std::initializer_list<std::string_view> choices);
+  // The same over names known only at run time (a registry's).
+  Result<size_t> Choice(const YAML::Node& node, const std::string& path,
+                        const std::vector<std::string>& choices);
   Result<bool> Bool(const YAML::Node& node, const std::string& path);
   Result<double> PositiveNumber(const YAML::Node& node,
                                 const std::string& path);

@@ -57,14 +57,6 @@ bool IsBandwidth(StepCoefficient c) {
 namespace config_detail {
 namespace {
 
-constexpr StepCoefficient kAll[] = {
-    StepCoefficient::MatmulEfficiency,   StepCoefficient::AttentionEfficiency,
-    StepCoefficient::HbmEfficiency,      StepCoefficient::CollectiveEfficiency,
-    StepCoefficient::IntraNodeBandwidth, StepCoefficient::InterNodeBandwidth,
-    StepCoefficient::Fp8MatmulEfficiency, StepCoefficient::Fp4MatmulEfficiency,
-    StepCoefficient::LaunchOverhead,     StepCoefficient::LayerOverhead,
-    StepCoefficient::MicrobatchOverhead};
-
 class StepRunsParser : public ConfigReader {
  public:
   explicit StepRunsParser(const std::string& path)
@@ -133,20 +125,18 @@ class StepRunsParser : public ConfigReader {
       out.fit_given = true;
       Result<std::vector<Entry>> items = List(fit->value, fit->path, "a list of coefficient names");
       if (!items.ok()) return items.error();
+      // The names and their order: AllStepCoefficients, one list.
+      const std::vector<StepCoefficient> all = AllStepCoefficients();
+      std::vector<std::string> names;
+      for (StepCoefficient c : all) names.emplace_back(StepCoefficientName(c));
       for (const Entry& it : *items) {
-        Result<size_t> i = Choice(it.value, it.path,
-                                  {"matmul_efficiency", "attention_efficiency",
-                                   "hbm_efficiency", "collective_efficiency",
-                                   "intra_node.bandwidth", "inter_node.bandwidth",
-                                   "fp8_matmul_efficiency", "fp4_matmul_efficiency",
-                                   "launch_overhead", "layer_overhead",
-                                   "microbatch_overhead"});
+        Result<size_t> i = Choice(it.value, it.path, names);
         if (!i.ok()) return i.error();
-        if (std::find(out.fit.begin(), out.fit.end(), kAll[*i]) != out.fit.end()) {
+        if (std::find(out.fit.begin(), out.fit.end(), all[*i]) != out.fit.end()) {
           return Fail(it.path, "must name each coefficient once; got " +
                                    it.value.Scalar() + " twice");
         }
-        out.fit.push_back(kAll[*i]);
+        out.fit.push_back(all[*i]);
       }
       if (out.fit.empty() || out.fit.size() > n) {
         return Fail(fit->path,

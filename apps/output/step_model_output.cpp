@@ -199,10 +199,19 @@ std::string StepModelText(const RunConfig& config) {
                      "backward{}\n",
                      Ms(d->times.comm_forward), Ms(d->times.comm_backward),
                      t.tp_comm_overlap ? " (tp_comm_overlap: beyond the GEMMs)" : "");
+    // host_exposed holds the launches the GPU waits for and, once in the
+    // forward and once in I, hardware.layer_overhead: said apart.
+    const Nanos per_layer = 2 * h.gpu.compute.layer_overhead;
     s += fmt::format("  host launches {:.3f} ms forward, {:.3f} ms backward (I), {:.3f} ms "
                      "(W); the GPU waits {:.3f} ms of them\n",
                      Ms(d->times.host_forward), Ms(d->times.host_backward_input),
-                     Ms(d->times.host_backward_weight), Ms(d->times.host_exposed));
+                     Ms(d->times.host_backward_weight),
+                     Ms(d->times.host_exposed - per_layer));
+    if (per_layer > 0) {
+      s += fmt::format("  host work per layer (layer_overhead) {:.3f} ms forward, {:.3f} ms "
+                       "backward (I): the GPU waits for it\n",
+                       Ms(h.gpu.compute.layer_overhead), Ms(h.gpu.compute.layer_overhead));
+    }
     if (d->sharded_forward + d->sharded_backward + d->layer.step_gather > 0 ||
         t.sharding.per_unit()) {
       const UnitTraffic u = UnitTrafficOf(ShardingOf(t), t.pp);
