@@ -313,35 +313,35 @@ TEST_CASE("docs/config.md shows the config format file verbatim", "[cli][docs]")
   CHECK(doc.find("```yaml\n" + format) != std::string::npos);
 }
 
-TEST_CASE("the README's worked example is what simulate prints", "[cli][docs]") {
-  // The snapshot holds ppb-sim's stdout on configs/example.yaml between its
-  // "### stdout" and "### stderr" lines; the README shows it in its first
-  // text block.
-  const std::string snap = Slurp(std::string(PPB_TEST_DATA_DIR) + "/snapshots/simulate-example.txt");
-  const std::string readme = Slurp(std::string(PPB_CONFIGS_DIR) + "/../README.md");
+// A snapshot's stdout: between its "### stdout" and "### stderr" lines.
+static std::string SnapshotStdout(const std::string& name) {
+  const std::string snap = Slurp(std::string(PPB_TEST_DATA_DIR) + "/snapshots/" + name);
   const size_t a = snap.find("### stdout\n");
   const size_t b = snap.find("### stderr\n");
   REQUIRE(a != std::string::npos);
   REQUIRE(b != std::string::npos);
-  const std::string out = snap.substr(a + 11, b - a - 11);
+  return snap.substr(a + 11, b - a - 11);
+}
+
+TEST_CASE("the README's worked example is what simulate prints", "[cli][docs]") {
+  // ppb-sim's stdout on configs/example.yaml, shown in a README text block.
+  const std::string readme = Slurp(std::string(PPB_CONFIGS_DIR) + "/../README.md");
+  const std::string out = SnapshotStdout("simulate-example.txt");
   REQUIRE(out.find("iteration time    1394.453 ms") != std::string::npos);
   CHECK(readme.find("```text\n" + out + "```") != std::string::npos);
 }
 
 TEST_CASE("the README's first run is what scripts/ppb.sh run prints", "[cli][docs]") {
   // scripts/ppb.sh run simulates configs/llama3-8b.yaml; the README shows its
-  // stdout (the snapshot simulate-llama3-8b.txt) in full.
-  const std::string snap = Slurp(std::string(PPB_TEST_DATA_DIR) + "/snapshots/simulate-llama3-8b.txt");
+  // stdout (the snapshot simulate-llama3-8b.txt) in full, first.
   const std::string readme = Slurp(std::string(PPB_CONFIGS_DIR) + "/../README.md");
   const std::string script = Slurp(std::string(PPB_CONFIGS_DIR) + "/../scripts/ppb.sh");
   CHECK(script.find("apps/ppb-sim --config configs/llama3-8b.yaml") != std::string::npos);
-  const size_t a = snap.find("### stdout\n");
-  const size_t b = snap.find("### stderr\n");
-  REQUIRE(a != std::string::npos);
-  REQUIRE(b != std::string::npos);
-  const std::string out = snap.substr(a + 11, b - a - 11);
+  const std::string out = SnapshotStdout("simulate-llama3-8b.txt");
   REQUIRE(out.find("tokens            406436 tokens/s") != std::string::npos);
-  CHECK(readme.find("```text\n" + out + "```") != std::string::npos);
+  const size_t at = readme.find("```text\n" + out + "```");
+  CHECK(at != std::string::npos);
+  CHECK(at < readme.find("```text\n" + SnapshotStdout("simulate-example.txt")));
 }
 
 TEST_CASE("a search with a time limit searches the frameworks first and answers the same",
