@@ -101,6 +101,14 @@ bool WriteFile(const std::string& path, const std::string& text,
 
 namespace {
 
+// A command of ppb-sim: its usage lines and what it does (apps/cli.cpp
+// picks the command by the same names).
+struct CommandInfo {
+  const char* name;
+  const char* usage;    // one or more "ppb-sim NAME ..." lines, each ending in \n
+  const char* summary;  // "NAME: ..." wrapped at 72 columns, ending in \n
+};
+
 constexpr CommandInfo kCommands[] = {
     {"simulate", "ppb-sim [simulate] --config FILE [options]\n",
      "simulate: simulates one training iteration of a pipeline-parallel\n"
@@ -147,21 +155,23 @@ std::string WrapList(const std::vector<std::string>& names, size_t indent) {
   return out + line + "\n";
 }
 
-}  // namespace
+// A command's usage lines onto `t`: the first of `t` after "usage: ",
+// the others aligned under it.
+void AppendUsage(const CommandInfo& c, std::string& t) {
+  std::string_view lines = c.usage;
+  while (!lines.empty()) {
+    const size_t nl = lines.find('\n');
+    t += (t.empty() ? "usage: " : "       ") + std::string(lines.substr(0, nl + 1));
+    lines.remove_prefix(nl + 1);
+  }
+}
 
-std::span<const CommandInfo> CommandTable() { return kCommands; }
+}  // namespace
 
 const std::string& Usage() {
   static const std::string text = [] {
     std::string t;
-    for (const CommandInfo& c : kCommands) {
-      std::string_view lines = c.usage;
-      while (!lines.empty()) {
-        const size_t nl = lines.find('\n');
-        t += (t.empty() ? "usage: " : "       ") + std::string(lines.substr(0, nl + 1));
-        lines.remove_prefix(nl + 1);
-      }
-    }
+    for (const CommandInfo& c : kCommands) AppendUsage(c, t);
     t += "\n";
     for (const CommandInfo& c : kCommands) t += c.summary;
     return t + "'ppb-sim COMMAND --help' lists a command's options.\n";
@@ -173,12 +183,7 @@ std::string CommandHelp(std::string_view name) {
   std::string t;
   for (const CommandInfo& c : kCommands) {
     if (c.name != name) continue;
-    std::string_view lines = c.usage;
-    while (!lines.empty()) {
-      const size_t nl = lines.find('\n');
-      t += (t.empty() ? "usage: " : "       ") + std::string(lines.substr(0, nl + 1));
-      lines.remove_prefix(nl + 1);
-    }
+    AppendUsage(c, t);
     t += "\n" + std::string(c.summary) + "\n";
   }
   std::vector<std::string> schedules;

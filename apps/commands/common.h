@@ -10,7 +10,6 @@
 #include <charconv>
 #include <limits>
 #include <optional>
-#include <span>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -31,15 +30,6 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitIo = 1;
 inline constexpr int kExitBadInput = 2;
 
-// A command of ppb-sim: its usage lines and what it does (apps/cli.cpp
-// dispatches on `name`).
-struct CommandInfo {
-  const char* name;
-  const char* usage;    // one or more "ppb-sim NAME ..." lines, each ending in \n
-  const char* summary;  // "NAME: ..." wrapped at 72 columns, ending in \n
-};
-// Every command, in the usage's order.
-std::span<const CommandInfo> CommandTable();
 // The usage of all commands, printed with a command-line error: each
 // command's lines, then each summary.
 const std::string& Usage();

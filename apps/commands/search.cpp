@@ -27,8 +27,8 @@
 #include "apps/output/search_output.h"
 #include "apps/output/uncertainty_output.h"
 #include "core/engine.h"
-#include "search/first_tries.h"
 #include "search/context_cache.h"
+#include "search/first_tries.h"
 #include "search/search.h"
 
 namespace ppb::commands {

@@ -269,15 +269,7 @@ Result<std::string> ConfigReader::String(const YAML::Node& node,
 Result<size_t> ConfigReader::Choice(
     const YAML::Node& node, const std::string& path,
     std::initializer_list<std::string_view> choices) {
-  const std::string want = "must be one of " + Join(choices);
-  if (!node.IsScalar()) return Fail(path, want + "; got " + Given(node));
-  const std::string value = Lower(node.Scalar());
-  size_t i = 0;
-  for (std::string_view c : choices) {
-    if (c == value) return i;
-    ++i;
-  }
-  return Fail(path, want + "; got " + Given(node));
+  return Choice(node, path, std::vector<std::string>(choices.begin(), choices.end()));
 }
 
 Result<size_t> ConfigReader::Choice(const YAML::Node& node, const std::string& path,
