@@ -263,6 +263,7 @@ DerivedLayer DecoderLike(const Architecture& a, const Training& t,
 std::vector<DerivedLayer> DeriveLayers(const Architecture& a,
                                        const Training& t, const Hardware& h) {
   std::vector<DerivedLayer> out;
+  out.reserve(static_cast<size_t>(a.layers) + static_cast<size_t>(a.mtp_layers) + 2);
   // Where the job's groups sit (the step model), once for every layer.
   const JobGroups groups = h.step_model ? PlaceJob(t, h.gpu) : JobGroups{};
   const bool sp = t.sp && t.tp > 1;

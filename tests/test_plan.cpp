@@ -15,6 +15,7 @@
 #include "apps/commands/plan_run.h"
 #include "apps/input/search_problem.h"
 #include "apps/output/emit.h"
+#include "apps/output/plan_output.h"
 #include "brute_force.h"
 #include "search/first_tries.h"
 
@@ -179,6 +180,40 @@ TEST_CASE("plan: memory binds: fewer layouts fit, the answer still equals brute 
   std::string job = TinyJob(kSpace);
   job.replace(job.find("memory_reserve: 2560MiB"), 23, "memory_reserve: 3000MiB");
   CheckAgainstBruteForce(job);
+}
+
+TEST_CASE("plan: under a node limit the answer is the same on 1 2 and 3 threads", "[plan]") {
+  // A space of more layouts than one round (8) whose searches stop at the
+  // node limit, so that an incumbent found in a round bounds the next.
+  const std::string text = TinyJob(R"(plan:
+  gpus: 8
+  tensor_parallel: [1, 2]
+  context_parallel: [1]
+  pipeline_parallel: [1, 2, 4]
+  micro_batch_size: [1, 2, 4]
+  schedules: [1f1b, interleaved, zb-v]
+  virtual_stages: [2, 3]
+  recompute: [search, none, selective, full]
+  time_limit: 0s
+)");
+  std::vector<std::string> json;
+  std::int64_t searched = 0;
+  for (int threads : {1, 2, 3}) {
+    PlanOptions o;
+    o.node_limit = 5;
+    o.threads = threads;
+    Result<PlanResult> plan = RunPlan(text, "job.yaml", o);
+    REQUIRE(plan.ok());
+    REQUIRE(plan->found);
+    searched = plan->searched;
+    nlohmann::json j = nlohmann::json::parse(FormatPlanJson(*plan));
+    for (const char* k : {"solve_time_s", "first_answer_s", "incumbents"}) j.erase(k);
+    json.push_back(j.dump(1));
+  }
+  INFO(json[0]);
+  CHECK(searched > 8);  // more than one round searched
+  CHECK(json[1] == json[0]);
+  CHECK(json[2] == json[0]);
 }
 
 TEST_CASE("plan: a time limit that comes while loading proves nothing and says so", "[plan]") {

@@ -109,7 +109,7 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
        "stop after this long: 30s, 500ms or seconds (default plan.time_limit, 60s; 0: none)")
       ("top", po::value<std::string>(), "layouts to report (default plan.top, 10)")
       ("threads", po::value<std::string>(),
-       "threads of each layout's search (default search.threads, else every hardware thread)")
+       "layouts loaded and searched at once (default search.threads, else every hardware thread)")
       ("node-limit", po::value<std::string>(),
        "branch-and-bound nodes per layout's search (default none)")
       ("target", po::value<std::string>(),

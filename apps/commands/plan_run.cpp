@@ -6,6 +6,8 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <atomic>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -97,6 +99,25 @@ int Rank(const std::string& outcome) {
   return 0;
 }
 
+// Runs job(0) ... job(n - 1), each once, on up to `threads` threads (the
+// calling thread one of them).
+template <class Job>
+void ForEachOnThreads(size_t n, int threads, Job job) {
+  const size_t workers = std::min<size_t>(n, static_cast<size_t>(std::max(1, threads)));
+  if (workers <= 1) {
+    for (size_t k = 0; k < n; ++k) job(k);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k = next++; k < n; k = next++) job(k);
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+}
+
 // Everything one plan holds between its phases.
 struct PlanState {
   std::string text, filename;
@@ -110,6 +131,7 @@ struct PlanState {
   std::shared_ptr<const SearchProblem> own_problem;  // built once, with own_config
   std::vector<Working> work;  // in order of the cheap bound
   int done = 0, n_layouts = 0;
+  int threads = 1;  // the plan's threads (PlanOptions::threads, else the search's)
   Nanos incumbent = kNoBound;
   std::map<std::string, Nanos> free_known;
 
@@ -172,6 +194,68 @@ struct PlanState {
   }
 };
 
+// One layout of the plan loaded: the job's document with the layout written
+// into it, its search problem, memory floor and cheap bound; or why not.
+struct Loaded {
+  bool not_loaded = false;  // past the time limit
+  std::string refused, example;  // the loader's or the search's key, message
+  bool no_fit = false;           // its memory floor does not fit
+  std::optional<Working> working;
+};
+
+Loaded LoadLayout(const PlanState& st, const RunConfig& probe, const PlanLayout& l) {
+  Loaded out;
+  // Past the time limit the rest is not even loaded: open, unbounded.
+  if (st.Past()) {
+    out.not_loaded = true;
+    return out;
+  }
+  const PlanSettings& s = st.res.settings;
+  Result<RunConfig> cfg = ParseConfigYaml(LayoutDocument(st.text, l), st.filename, CliOverrides{});
+  const int n_layers = static_cast<int>(probe.layers.size());
+  if (!cfg.ok() && cfg.error().key == "model.layers" && n_layers >= l.p * l.v) {
+    // The default even split leaves a chunk empty: load with the most even
+    // counts instead (the search chooses the split).
+    cfg = ParseConfigYaml(LayoutDocument(st.text, l, n_layers), st.filename, CliOverrides{});
+  }
+  if (!cfg.ok()) {
+    out.refused = "the loader: " + cfg.error().key;
+    out.example = cfg.error().message;
+    return out;
+  }
+  cfg->search.memory_headroom = s.memory_headroom;
+  Result<SearchProblem> problem = BuildSearchProblem(*cfg);
+  if (!problem.ok()) {
+    out.refused = "the search: " + problem.error().key;
+    out.example = problem.error().message;
+    return out;
+  }
+  Working w;
+  w.entry.layout = l;
+  w.entry.note = l.yours ? "your layout" : "";
+  w.options = MakeSearchOptions(cfg->search);
+  w.options.target = s.target;
+  w.options.setting = SettingOf(l, s.target);
+  w.options.min_capacity = false;
+  w.options.open_tree_bound = true;
+  w.options.top_k = 1;
+  w.options.time_limit_s = 0;
+  w.options.node_limit = st.opt.node_limit;
+  w.options.threads = st.threads;
+  w.options.deadline = st.deadline;
+  w.options.contexts = NewContextCache();
+  auto pp = std::make_shared<SearchProblem>(std::move(*problem));
+  w.entry.config = std::make_shared<RunConfig>(std::move(*cfg));
+  w.entry.problem = pp;
+  if (!PlanFloorFits(*pp, w.options.setting)) {
+    out.no_fit = true;
+    return out;
+  }
+  w.entry.bound = PlanCheapBound(*pp);
+  out.working = std::move(w);
+  return out;
+}
+
 // Parses the job, enumerates the space, loads every layout with its memory
 // floor and cheap bound, and simulates the file's own strategy.
 Status Load(PlanState& st) {
@@ -206,6 +290,7 @@ Status Load(PlanState& st) {
   res.seq = probe->training.seq;
   res.global_batch = probe->training.global_batch;
   const PlanSettings& s = res.settings;
+  st.threads = st.opt.threads > 0 ? st.opt.threads : MakeSearchOptions(probe->search).threads;
   st.limit = s.time_limit;
   if (st.limit > 0) st.deadline = st.t0 + std::chrono::nanoseconds(st.limit);
 
@@ -250,59 +335,28 @@ Status Load(PlanState& st) {
   // Combinations the time limit left unlooked-at bound nothing.
   res.not_loaded += space.not_enumerated;
   st.n_layouts = static_cast<int>(space.layouts.size());
-  for (PlanLayout& l : space.layouts) {
-    // Past the time limit the rest is not even loaded: open, unbounded.
-    if (st.Past()) {
+  // Every layout loaded on the plan's threads, each on its own (the job's
+  // text, its layout); what they give is taken in enumeration order.
+  std::vector<Loaded> loaded(space.layouts.size());
+  const Clock::time_point load_t0 = Clock::now();
+  ForEachOnThreads(space.layouts.size(), st.threads, [&](size_t k) {
+    loaded[k] = LoadLayout(st, *probe, space.layouts[k]);
+  });
+  res.load_s = Since(load_t0);
+  for (Loaded& x : loaded) {
+    res.loaded += !x.not_loaded;
+    if (x.not_loaded) {
       ++res.not_loaded;
-      continue;
-    }
-    Result<RunConfig> cfg = ParseConfigYaml(LayoutDocument(st.text, l), filename, CliOverrides{});
-    const int n_layers = static_cast<int>(probe->layers.size());
-    if (!cfg.ok() && cfg.error().key == "model.layers" && n_layers >= l.p * l.v) {
-      // The default even split leaves a chunk empty: load with the most even
-      // counts instead (the search chooses the split).
-      cfg = ParseConfigYaml(LayoutDocument(st.text, l, n_layers), filename, CliOverrides{});
-    }
-    if (!cfg.ok()) {
-      const std::string why = "the loader: " + cfg.error().key;
-      res.refused[why]++;
-      res.refused_example.try_emplace(why, cfg.error().message);
+    } else if (!x.refused.empty()) {
+      res.refused[x.refused]++;
+      res.refused_example.try_emplace(x.refused, x.example);
       ++st.done;
-      continue;
-    }
-    cfg->search.memory_headroom = s.memory_headroom;
-    Result<SearchProblem> problem = BuildSearchProblem(*cfg);
-    if (!problem.ok()) {
-      const std::string why = "the search: " + problem.error().key;
-      res.refused[why]++;
-      res.refused_example.try_emplace(why, problem.error().message);
-      ++st.done;
-      continue;
-    }
-    Working w;
-    w.entry.layout = l;
-    w.entry.note = l.yours ? "your layout" : "";
-    w.options = MakeSearchOptions(cfg->search);
-    w.options.target = s.target;
-    w.options.setting = SettingOf(l, s.target);
-    w.options.min_capacity = false;
-    w.options.open_tree_bound = true;
-    w.options.top_k = 1;
-    w.options.time_limit_s = 0;
-    w.options.node_limit = st.opt.node_limit;
-    if (st.opt.threads > 0) w.options.threads = st.opt.threads;
-    w.options.deadline = st.deadline;
-    w.options.contexts = NewContextCache();
-    auto pp = std::make_shared<SearchProblem>(std::move(*problem));
-    w.entry.config = std::make_shared<RunConfig>(std::move(*cfg));
-    w.entry.problem = pp;
-    if (!PlanFloorFits(*pp, w.options.setting)) {
+    } else if (x.no_fit) {
       ++res.pruned_by_memory;
       ++st.done;
-      continue;
+    } else {
+      st.work.push_back(std::move(*x.working));
     }
-    w.entry.bound = PlanCheapBound(*pp);
-    st.work.push_back(std::move(w));
   }
   // Most promising first (by the cheap bound); ties in enumeration order.
   std::stable_sort(st.work.begin(), st.work.end(), [](const Working& a, const Working& b) {
@@ -346,13 +400,84 @@ void FirstAnswers(PlanState& st) {
   st.Report();
 }
 
-// One layout's search, with the incumbent as cutoff and 1/open of the
-// time left.
-void SearchOne(PlanState& st, Working& w, size_t open) {
+// Layouts settled at once (Explore's rounds): each round's layouts are
+// bounded and searched against the incumbent of the round's start, on up
+// to this many threads, and what they learn is taken in their order after
+// the round; so the answer, under a node limit, is the same on any number
+// of threads (policy, not physics: more layouts per round keep more cores
+// busy and search more of them against an older incumbent).
+constexpr size_t kPlanRound = 8;
+
+// What one layout's turn in a round found, taken in order after the round.
+struct Turn {
+  size_t k = 0;       // its index in PlanState::work
+  bool learn = false; // its bound is known (PlanState::Learn)
+  std::optional<Result<SearchResult>> search;
+};
+
+// A turn's time: the time left over the rounds that the `waiting` layouts
+// take on `par` threads.
+double TurnShareS(const PlanState& st, size_t waiting, size_t par) {
+  const double rounds = std::ceil(static_cast<double>(waiting) / static_cast<double>(par));
+  return std::max(1e-3, st.LeftS() / std::max(1.0, rounds));
+}
+
+SearchOptions SearchOf(const Working& w, Nanos cut, double share_s, int threads) {
   SearchOptions o = w.options;
-  if (st.limit > 0) o.time_limit_s = std::max(1e-3, st.LeftS() / static_cast<double>(open));
-  o.cutoff = st.incumbent < kNoBound ? st.incumbent : -1;
-  Result<SearchResult> r = Search(*w.entry.problem, o);
+  o.threads = threads;
+  if (share_s > 0) o.time_limit_s = share_s;
+  o.cutoff = cut < kNoBound ? cut : -1;
+  return o;
+}
+
+// One layout's turn, on a worker: its bound (the root bound, and the
+// open-tree bound below `cut`; a uniform recompute choice's raised to what
+// bounds its per-layer search, `known`), then its search with `cut` as
+// cutoff when the bound is below it. Writes only `w` and `t`.
+void BoundAndSearch(const PlanState& st, Working& w, Nanos cut,
+                    const std::map<std::string, Nanos>& known, double share_s, int threads,
+                    Turn& t) {
+  SearchOptions bo = w.options;
+  bo.threads = threads;
+  if (st.limit > 0) {
+    bo.deadline = std::min(st.deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                           std::chrono::duration<double>(share_s / 2)));
+  }
+  Result<Nanos> b = LowerBound(*w.entry.problem, bo, cut < kNoBound ? cut : -1);
+  if (!b.ok()) {
+    w.outcome = "refused: the schedule: " + b.error().key;
+    w.entry.closed = true;
+    return;
+  }
+  // A uniform choice's strategies are some of the per-layer search's:
+  // what bounds that (searched before it) bounds it too.
+  Nanos bound = *b;
+  if (bound < kNoBound && bo.setting) {
+    if (auto it = known.find(FreeKey(w.entry.layout)); it != known.end()) {
+      bound = std::max(bound, it->second);
+    }
+  }
+  t.learn = true;
+  if (bound >= kNoBound) {
+    w.outcome = "memory";  // no split the target can run fits
+    w.entry.closed = true;
+    w.entry.bound = kNoBound;
+    return;
+  }
+  w.entry.bound = std::max(w.entry.bound, bound);
+  if (w.entry.bound >= cut) {
+    w.outcome = "bound";
+    w.entry.closed = true;
+    return;
+  }
+  if (st.Past()) return;
+  SearchOptions o = SearchOf(w, cut, st.limit > 0 ? share_s : 0, threads);
+  t.search = Search(*w.entry.problem, o);
+}
+
+// A search's outcome, taken in order: its strategies offered, the layout
+// closed when its search closed its tree.
+void TakeSearch(PlanState& st, Working& w, const Result<SearchResult>& r) {
   w.outcome = "searched";
   if (!r.ok()) {
     w.outcome = "refused: the search: " + r.error().key;
@@ -370,71 +495,66 @@ void SearchOne(PlanState& st, Working& w, size_t open) {
   if (!w.entry.closed && st.res.stop_reason.empty()) st.res.stop_reason = r->stop_reason;
 }
 
-// The layouts in order of the cheap bound: the root bound (and the
-// open-tree bound below the incumbent) just before each search; then the
-// layouts left open searched again while time is left.
+// The threads of a round of `n` layouts: the plan's threads over its
+// layouts, what is left over inside each search.
+std::pair<size_t, int> RoundThreads(const PlanState& st, size_t n) {
+  const size_t par = std::max<size_t>(1, std::min<size_t>(n, static_cast<size_t>(st.threads)));
+  return {par, std::max(1, st.threads / static_cast<int>(par))};
+}
+
+// The layouts in order of the cheap bound, in rounds of kPlanRound: the
+// root bound (and the open-tree bound below the incumbent) just before each
+// search; then the layouts left open searched again while time is left.
 void Explore(PlanState& st) {
   FirstAnswers(st);
   std::vector<Working>& work = st.work;
-  for (size_t i = 0; i < work.size(); ++i) {
-    Working& w = work[i];
+  size_t i = 0;
+  while (i < work.size()) {
     st.Exchange();
-    if (w.entry.bound >= st.incumbent) {
-      // Every layout from here on has a cheap bound at least this one's.
-      for (size_t k = i; k < work.size(); ++k) {
-        if (work[k].outcome.empty()) work[k].outcome = "bound";
-        work[k].entry.closed = true;
-      }
-      st.done += static_cast<int>(work.size() - i);
-      break;
-    }
     if (st.Past()) break;
-    if (st.opt.share != nullptr && !st.opt.share->claim(static_cast<std::int64_t>(i))) continue;
-    w.claimed = true;
-    ++st.done;
-    // Within a share of the time left.
+    // The round: the next layouts (claimed, under MPI) bounded below the
+    // incumbent; past the first that is not, every later one is pruned
+    // (their cheap bounds are at least its).
+    std::vector<size_t> round;
     size_t waiting = 0;
     for (size_t k = i; k < work.size() && work[k].entry.bound < st.incumbent; ++k) ++waiting;
-    SearchOptions bo = w.options;
-    if (st.limit > 0) {
-      const double share = std::max(1e-3, st.LeftS() / static_cast<double>(waiting) / 2);
-      bo.deadline = std::min(st.deadline,
-                             Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                std::chrono::duration<double>(share)));
+    while (i < work.size() && round.size() < kPlanRound) {
+      Working& w = work[i];
+      if (w.entry.bound >= st.incumbent) {
+        for (size_t k = i; k < work.size(); ++k) {
+          if (work[k].outcome.empty()) work[k].outcome = "bound";
+          work[k].entry.closed = true;
+        }
+        st.done += static_cast<int>(work.size() - i);
+        i = work.size();
+        break;
+      }
+      ++i;
+      if (st.opt.share != nullptr && !st.opt.share->claim(static_cast<std::int64_t>(i - 1))) {
+        continue;
+      }
+      w.claimed = true;
+      ++st.done;
+      round.push_back(i - 1);
     }
-    Result<Nanos> b = LowerBound(*w.entry.problem, bo, st.incumbent < kNoBound ? st.incumbent : -1);
-    if (!b.ok()) {
-      w.outcome = "refused: the schedule: " + b.error().key;
-      w.entry.closed = true;
-      continue;
-    }
-    // A uniform choice's strategies are some of the per-layer search's:
-    // what bounds that (searched before it) bounds it too.
-    Nanos bound = *b;
-    if (bound < kNoBound && bo.setting) {
-      if (auto it = st.free_known.find(FreeKey(w.entry.layout)); it != st.free_known.end()) {
-        bound = std::max(bound, it->second);
+    if (round.empty()) continue;
+    const Nanos cut = st.incumbent;
+    const std::map<std::string, Nanos> known = st.free_known;
+    const auto [par, inner] = RoundThreads(st, round.size());
+    const double share = st.limit > 0 ? TurnShareS(st, std::max(waiting, round.size()), par) : 0;
+    std::vector<Turn> turns(round.size());
+    ForEachOnThreads(round.size(), static_cast<int>(par), [&](size_t n) {
+      turns[n].k = round[n];
+      BoundAndSearch(st, work[round[n]], cut, known, share, inner, turns[n]);
+    });
+    for (const Turn& t : turns) {
+      Working& w = work[t.k];
+      if (t.learn) st.Learn(w);
+      if (t.search) {
+        TakeSearch(st, w, *t.search);
+        st.Report();
       }
     }
-    if (bound >= kNoBound) {
-      w.outcome = "memory";  // no split the target can run fits
-      w.entry.closed = true;
-      w.entry.bound = kNoBound;
-      st.Learn(w);
-      continue;
-    }
-    w.entry.bound = std::max(w.entry.bound, bound);
-    st.Learn(w);
-    if (w.entry.bound >= st.incumbent) {
-      w.outcome = "bound";
-      w.entry.closed = true;
-      continue;
-    }
-    if (st.Past()) break;
-    size_t open = 0;
-    for (size_t k = i; k < work.size() && work[k].entry.bound < st.incumbent; ++k) ++open;
-    SearchOne(st, w, open);
-    st.Report();
   }
   // Time left: the layouts this process searched whose search stopped at
   // its share, searched again (most promising first) with the better
@@ -453,11 +573,23 @@ void Explore(PlanState& st) {
     std::stable_sort(again.begin(), again.end(), [&](size_t a, size_t b) {
       return work[a].entry.bound < work[b].entry.bound;
     });
-    for (size_t n = 0; n < again.size() && !st.Past(); ++n) {
-      Working& w = work[again[n]];
-      if (w.entry.bound >= st.incumbent) continue;
-      SearchOne(st, w, again.size() - n);
-      st.Report();
+    for (size_t n = 0; n < again.size() && !st.Past(); n += kPlanRound) {
+      std::vector<size_t> round;
+      for (size_t k = n; k < again.size() && round.size() < kPlanRound; ++k) {
+        if (work[again[k]].entry.bound < st.incumbent) round.push_back(again[k]);
+      }
+      if (round.empty()) continue;
+      const Nanos cut = st.incumbent;
+      const auto [par, inner] = RoundThreads(st, round.size());
+      const double share = TurnShareS(st, again.size() - n, par);
+      std::vector<std::optional<Result<SearchResult>>> found(round.size());
+      ForEachOnThreads(round.size(), static_cast<int>(par), [&](size_t r) {
+        found[r] = Search(*work[round[r]].entry.problem, SearchOf(work[round[r]], cut, share, inner));
+      });
+      for (size_t r = 0; r < round.size(); ++r) {
+        TakeSearch(st, work[round[r]], *found[r]);
+        st.Report();
+      }
     }
   }
 }

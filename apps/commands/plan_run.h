@@ -22,7 +22,10 @@
 //      incumbent is pruned by bound (so are all after it); the others are
 //      searched with the incumbent as cutoff and an equal share of the time
 //      left. A layout is closed when its search closed its tree (found its
-//      best, or proved nothing below the cutoff or nothing fits).
+//      best, or proved nothing below the cutoff or nothing fits). They go in
+//      rounds of 8 on `threads` threads, each against the incumbent of its
+//      round's start, taken in order after the round: the same answer on
+//      any number of threads.
 //   4. The plan's lower bound is the least of the incumbent and every open
 //      layout's bound (the larger of its own and its search's); it is proved
 //      optimal when every layout is closed or pruned.
@@ -57,7 +60,10 @@ struct PlanOptions {
   // Branch-and-bound nodes each layout's search may take (0: none); with
   // no time limit the plan is then deterministic and bounded.
   std::int64_t node_limit = 0;
-  int threads = 0;  // each search's threads (0: search.threads of the file)
+  // Layouts loaded and searched at once (contract 3's rounds; what a round
+  // leaves goes inside each search). 0: search.threads of the file, else
+  // every hardware thread.
+  int threads = 0;
   // Under mpirun (apps/commands/search_mpi.h): the layouts are numbered in
   // order of the cheap bound, the same in every process; a process settles
   // a layout only when share->claim grants it, and share->exchange gives

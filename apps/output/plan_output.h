@@ -84,6 +84,11 @@ struct PlanResult {
   double solve_time_s = 0;
   int processes = 1;  // MPI processes that shared the layouts
   double first_answer_s = -1;  // when the first incumbent came (-1: none)
+  // Loading: the layouts loaded (each a run config, its search problem,
+  // memory floor and cheap bound) and the seconds that took (bench/
+  // bench_plan.cpp; not printed).
+  std::int64_t loaded = 0;
+  double load_s = 0;
   std::vector<std::pair<double, Nanos>> incumbents;  // each improvement
   // The job config's own layout and strategy, simulated (when it has
   // plan.gpus GPUs and loads): its time and whether it fits.
