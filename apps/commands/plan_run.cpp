@@ -1,12 +1,12 @@
 #include "apps/commands/plan_run.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
-#include <atomic>
 #include <thread>
 
 #include <fmt/format.h>
@@ -440,8 +440,9 @@ void BoundAndSearch(const PlanState& st, Working& w, Nanos cut,
   SearchOptions bo = w.options;
   bo.threads = threads;
   if (st.limit > 0) {
-    bo.deadline = std::min(st.deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                           std::chrono::duration<double>(share_s / 2)));
+    const auto half = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(share_s / 2));
+    bo.deadline = std::min(st.deadline, Clock::now() + half);
   }
   Result<Nanos> b = LowerBound(*w.entry.problem, bo, cut < kNoBound ? cut : -1);
   if (!b.ok()) {
@@ -584,7 +585,8 @@ void Explore(PlanState& st) {
       const double share = TurnShareS(st, again.size() - n, par);
       std::vector<std::optional<Result<SearchResult>>> found(round.size());
       ForEachOnThreads(round.size(), static_cast<int>(par), [&](size_t r) {
-        found[r] = Search(*work[round[r]].entry.problem, SearchOf(work[round[r]], cut, share, inner));
+        const Working& w = work[round[r]];
+        found[r] = Search(*w.entry.problem, SearchOf(w, cut, share, inner));
       });
       for (size_t r = 0; r < round.size(); ++r) {
         TakeSearch(st, work[round[r]], *found[r]);
