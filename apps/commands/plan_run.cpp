@@ -497,8 +497,14 @@ void TakeSearch(PlanState& st, Working& w, const Result<SearchResult>& r) {
 }
 
 // The threads of a round of `n` layouts: the plan's threads over its
-// layouts, what is left over inside each search.
-std::pair<size_t, int> RoundThreads(const PlanState& st, size_t n) {
+// layouts (`par`), what is left over inside each search (`inner`). (A
+// struct, not a pair: clang before 16 cannot capture structured bindings
+// in the round's lambda.)
+struct RoundSplit {
+  size_t par = 1;
+  int inner = 1;
+};
+RoundSplit RoundThreads(const PlanState& st, size_t n) {
   const size_t par = std::max<size_t>(1, std::min<size_t>(n, static_cast<size_t>(st.threads)));
   return {par, std::max(1, st.threads / static_cast<int>(par))};
 }
@@ -541,7 +547,9 @@ void Explore(PlanState& st) {
     if (round.empty()) continue;
     const Nanos cut = st.incumbent;
     const std::map<std::string, Nanos> known = st.free_known;
-    const auto [par, inner] = RoundThreads(st, round.size());
+    const RoundSplit rt = RoundThreads(st, round.size());
+    const size_t par = rt.par;
+    const int inner = rt.inner;
     const double share = st.limit > 0 ? TurnShareS(st, std::max(waiting, round.size()), par) : 0;
     std::vector<Turn> turns(round.size());
     ForEachOnThreads(round.size(), static_cast<int>(par), [&](size_t n) {
@@ -581,7 +589,9 @@ void Explore(PlanState& st) {
       }
       if (round.empty()) continue;
       const Nanos cut = st.incumbent;
-      const auto [par, inner] = RoundThreads(st, round.size());
+      const RoundSplit rt = RoundThreads(st, round.size());
+      const size_t par = rt.par;
+      const int inner = rt.inner;
       const double share = TurnShareS(st, again.size() - n, par);
       std::vector<std::optional<Result<SearchResult>>> found(round.size());
       ForEachOnThreads(round.size(), static_cast<int>(par), [&](size_t r) {
