@@ -410,8 +410,7 @@ constexpr size_t kPlanRound = 8;
 
 // What one layout's turn in a round found, taken in order after the round.
 struct Turn {
-  size_t k = 0;       // its index in PlanState::work
-  bool learn = false; // its bound is known (PlanState::Learn)
+  bool learn = false;  // its bound is known (PlanState::Learn)
   std::optional<Result<SearchResult>> search;
 };
 
@@ -553,11 +552,11 @@ void Explore(PlanState& st) {
     const double share = st.limit > 0 ? TurnShareS(st, std::max(waiting, round.size()), par) : 0;
     std::vector<Turn> turns(round.size());
     ForEachOnThreads(round.size(), static_cast<int>(par), [&](size_t n) {
-      turns[n].k = round[n];
       BoundAndSearch(st, work[round[n]], cut, known, share, inner, turns[n]);
     });
-    for (const Turn& t : turns) {
-      Working& w = work[t.k];
+    for (size_t n = 0; n < round.size(); ++n) {
+      const Turn& t = turns[n];
+      Working& w = work[round[n]];
       if (t.learn) st.Learn(w);
       if (t.search) {
         TakeSearch(st, w, *t.search);
@@ -582,17 +581,18 @@ void Explore(PlanState& st) {
     std::stable_sort(again.begin(), again.end(), [&](size_t a, size_t b) {
       return work[a].entry.bound < work[b].entry.bound;
     });
-    for (size_t n = 0; n < again.size() && !st.Past(); n += kPlanRound) {
+    // Each once a pass: `n` goes past every layout a round took or skipped.
+    for (size_t n = 0; n < again.size() && !st.Past();) {
       std::vector<size_t> round;
-      for (size_t k = n; k < again.size() && round.size() < kPlanRound; ++k) {
-        if (work[again[k]].entry.bound < st.incumbent) round.push_back(again[k]);
+      for (; n < again.size() && round.size() < kPlanRound; ++n) {
+        if (work[again[n]].entry.bound < st.incumbent) round.push_back(again[n]);
       }
       if (round.empty()) continue;
       const Nanos cut = st.incumbent;
       const RoundSplit rt = RoundThreads(st, round.size());
       const size_t par = rt.par;
       const int inner = rt.inner;
-      const double share = TurnShareS(st, again.size() - n, par);
+      const double share = TurnShareS(st, again.size() - n + round.size(), par);
       std::vector<std::optional<Result<SearchResult>>> found(round.size());
       ForEachOnThreads(round.size(), static_cast<int>(par), [&](size_t r) {
         const Working& w = work[round[r]];
