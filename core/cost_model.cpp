@@ -203,6 +203,40 @@ Bytes LowWeightBytes(const LayerKernels& k, const Training& t,
   return static_cast<Bytes>(std::llround(k.quantize_weight * copy));
 }
 
+// What a decoder layer's derivation reads of its index i: its block, whether
+// it is MoE, whether its linears run in low precision (the bf16 first and
+// last layers), whether its activations go to the host (offload.layers),
+// and which row of measured expert loads it takes. Layers equal in these
+// derive equal layers, bar the name (DecoderLike, DecoderKernels,
+// DecoderLayerParams, DecoderLayerFlops and ApplyActivationOffload read i
+// for nothing else).
+struct DecoderClass {
+  LayerBlock block;
+  bool moe = false;
+  bool low = false;
+  bool offloaded = false;
+  int moe_row = -1;
+  bool operator==(const DecoderClass& o) const {
+    return block.mixer == o.block.mixer && block.span == o.block.span &&
+           block.mlp == o.block.mlp && moe == o.moe && low == o.low &&
+           offloaded == o.offloaded && moe_row == o.moe_row;
+  }
+};
+
+DecoderClass DecoderClassOf(const Architecture& a, const Training& t, int i) {
+  DecoderClass c;
+  c.block = a.Block(i);
+  c.moe = a.IsMoeLayer(i);
+  c.low = LowPrecisionLayer(t.low, i, a.layers);
+  c.offloaded = t.offload.layers > 0 && i < t.offload.layers;
+  // MoeKernels: the measured loads' row is the count of MoE layers before.
+  if (c.moe && t.moe.loads.given()) {
+    c.moe_row = 0;
+    for (int j = 0; j < i; ++j) c.moe_row += a.IsMoeLayer(j) ? 1 : 0;
+  }
+  return c;
+}
+
 DerivedLayer DecoderLike(const Architecture& a, const Training& t,
                          const Hardware& h, std::string name, LayerKind kind,
                          const ParamCount& params, const Flops& flops,
@@ -291,7 +325,21 @@ std::vector<DerivedLayer> DeriveLayers(const Architecture& a,
                    (sp ? "/tp" : "");
     out.push_back(std::move(d));
   }
+  // Decoder layers of one class (DecoderClassOf) derive alike: the first
+  // of each class is derived, the others are its copies renamed. (A plan
+  // derives thousands of layouts; GPT-3's 96 layers are one class.)
+  std::vector<std::pair<DecoderClass, size_t>> classes;
   for (int i = 0; i < a.layers; ++i) {
+    const DecoderClass c = DecoderClassOf(a, t, i);
+    auto same = std::find_if(classes.begin(), classes.end(),
+                             [&](const auto& k) { return k.first == c; });
+    if (same != classes.end()) {
+      DerivedLayer d = out[same->second];
+      d.layer.name = "decoder." + std::to_string(i);
+      out.push_back(std::move(d));
+      continue;
+    }
+    classes.emplace_back(c, out.size());
     const bool moe = a.IsMoeLayer(i);
     out.push_back(DecoderLike(a, t, h, "decoder." + std::to_string(i),
                               moe ? LayerKind::Moe : LayerKind::Decoder,

@@ -175,6 +175,50 @@ TEST_CASE("moe: the busiest rank from measured loads and capacity", "[moe]") {
   }
 }
 
+// DeriveLayers derives one layer per class of what the index changes and
+// copies it to the others (core/cost_model.cpp DecoderClass): each index
+// must still get its own row of loads, its precision and its offload.
+TEST_CASE("moe: DeriveLayers keeps what each decoder index changes", "[moe]") {
+  const Architecture a = test::Mixtral_8x7B();  // 32 layers, every one MoE
+  Training t = MoeTraining(1, 4, 8);
+  t.moe.loads.layers = {{10, 0, 0, 2, 4, 4, 4, 4}, {1, 1, 1, 1, 1, 1, 1, 1}};
+  t.low.recipe = Recipe::Fp8Blockwise;
+  t.low.bf16_end = 1;    // layer 31 in BF16
+  t.offload.layers = 3;  // layers 0..2 send their activations to the host
+  const Hardware h = test::StepHardware("h100-sxm");
+  REQUIRE(ValidateCostInputs(a, t, h).ok());
+  const std::vector<DerivedLayer> d = DeriveLayers(a, t, h);
+  REQUIRE(d.size() == 34);
+  auto at = [&](int i) -> const DerivedLayer& { return d[static_cast<size_t>(i) + 1]; };
+  for (int i = 0; i < 32; ++i) CHECK(at(i).layer.name == "decoder." + std::to_string(i));
+  // Layer 0 takes the skewed row (busiest rank 10/7 of the mean), 1.. the
+  // balanced one (past the rows: the last).
+  CHECK(Find(at(0).kernels, "moe dispatch all-to-all").skew == Approx(10.0 / 7));
+  CHECK(Find(at(1).kernels, "moe dispatch all-to-all").skew == 1.0);
+  CHECK(Find(at(30).kernels, "moe dispatch all-to-all").skew == 1.0);
+  CHECK(at(0).times.forward > at(1).times.forward);
+  CHECK(at(1).layer.forward == at(2).layer.forward);
+  // Offloaded layers keep nothing on the device; layer 3 keeps its own.
+  CHECK(at(2).layer.activation == 0);
+  CHECK(at(2).offloaded > 0);
+  CHECK(at(3).layer.activation > 0);
+  CHECK(at(3).offloaded == 0);
+  CHECK(at(3).layer.activation == at(2).offloaded);
+  // 3..30 are one class.
+  for (int i = 4; i < 31; ++i) {
+    CHECK(at(i).layer.forward == at(3).layer.forward);
+    CHECK(at(i).layer.backward() == at(3).layer.backward());
+    CHECK(at(i).layer.activation == at(3).layer.activation);
+    CHECK(at(i).layer.static_memory == at(3).layer.static_memory);
+    CHECK(at(i).provenance == at(3).provenance);
+  }
+  // The BF16 last layer: no FP8 weight copies, slower GEMMs.
+  CHECK(at(31).kernels.recipe == Recipe::None);
+  CHECK(at(30).kernels.recipe == Recipe::Fp8Blockwise);
+  CHECK(at(31).layer.static_memory < at(30).layer.static_memory);
+  CHECK(at(31).layer.forward > at(30).layer.forward);
+}
+
 TEST_CASE("moe: combined 1F1B on two micro-batches by hand", "[moe]") {
   // One stage, F 10 (4 of it all-to-all), B 20 (6 of it all-to-all).
   Layer l;

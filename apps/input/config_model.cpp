@@ -1,6 +1,7 @@
 // model.*: the layers of the model, from one of model.layers (costs written
 // out, with `repeat`), model.hf_config / model.architecture (derived by the
-// cost model with training and hardware, config_training.cpp) or
+// cost model with training and hardware, config_training.cpp and
+// config_hardware.cpp) or
 // model.sapp_layers (SAPP's per-layer numbers, apps/input/sapp.h). At most
 // kMaxLayers layers after expansion. Errors as every config error:
 // "file:line: model.<key>: must be ...; got ...".
@@ -188,6 +189,7 @@ Status Parser::ParseDerivedModel(const Entry& source, const Entry* training,
   // The peers of the communicators this layout creates (the process's
   // NCCL buffers, core/process_memory.h).
   if (h->step_model) cfg_.hardware.nccl_peers = CountNcclPeers(*t, PlaceJob(*t, h->gpu));
+  cfg_.layers.reserve(cfg_.layers.size() + cfg_.derived.size());
   for (const DerivedLayer& d : cfg_.derived) cfg_.layers.push_back(d.layer);
   return Status();
 }
