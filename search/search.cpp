@@ -10,14 +10,13 @@
 #include "search/search.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include "core/validate.h"
 #include "search/driver.h"
+#include "search/parallel_for.h"
 #include "search/searcher.h"
 
 namespace ppb::search_detail {
@@ -295,18 +294,7 @@ Result<SearchResult> SearchFixed(const SearchProblem& problem,
       remember(*searchers[i]);
     }
   };
-  if (threads == 1) {
-    for (size_t i = 0; i < searchers.size(); ++i) run(i);
-  } else {
-    std::vector<std::thread> pool;
-    std::atomic<size_t> next{0};
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&]() {
-        for (size_t i = next++; i < searchers.size(); i = next++) run(i);
-      });
-    }
-    for (auto& th : pool) th.join();
-  }
+  ForEachOnThreads(searchers.size(), threads, run);
   std::vector<std::unique_ptr<Searcher>> skipped;
   for (size_t i = searchers.size(); i-- > 0;) {
     if (!mine[i]) {

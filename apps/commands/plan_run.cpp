@@ -1,13 +1,11 @@
 #include "apps/commands/plan_run.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
-#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -19,6 +17,7 @@
 #include "schedules/schedule.h"
 #include "search/deployable.h"
 #include "search/first_tries.h"
+#include "search/parallel_for.h"
 
 namespace ppb {
 
@@ -97,25 +96,6 @@ int Rank(const std::string& outcome) {
   if (outcome == "bound") return 2;
   if (!outcome.empty()) return 1;  // refused
   return 0;
-}
-
-// Runs job(0) ... job(n - 1), each once, on up to `threads` threads (the
-// calling thread one of them).
-template <class Job>
-void ForEachOnThreads(size_t n, int threads, Job job) {
-  const size_t workers = std::min<size_t>(n, static_cast<size_t>(std::max(1, threads)));
-  if (workers <= 1) {
-    for (size_t k = 0; k < n; ++k) job(k);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t k = next++; k < n; k = next++) job(k);
-  };
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
 }
 
 // Everything one plan holds between its phases.

@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -33,6 +32,7 @@
 #include "apps/commands/sweep_results.h"
 #include "apps/input/grid_plan.h"
 #include "apps/output/sweep_output_summary.h"
+#include "search/parallel_for.h"
 
 namespace ppb::commands {
 
@@ -343,17 +343,9 @@ int RunSweep(const std::vector<std::string>& args, std::ostream& out, std::ostre
       if (row.ok()) finished(std::move(*row));
     });
   } else if (ok) {
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t k; (k = next.fetch_add(1)) < todo.size();) {
-        finished(EvaluatePoint(*plan, PointAt(*plan, todo[k])));
-      }
-    };
-    const int n = std::min<int>(threads, static_cast<int>(std::max<size_t>(1, todo.size())));
-    std::vector<std::thread> pool;
-    for (int t = 1; t < n; ++t) pool.emplace_back(work);
-    work();
-    for (std::thread& t : pool) t.join();
+    ForEachOnThreads(todo.size(), threads, [&](size_t k) {
+      finished(EvaluatePoint(*plan, PointAt(*plan, todo[k])));
+    });
   }
   if (!ok) return status;
   progress.Finish();

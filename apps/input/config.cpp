@@ -5,7 +5,7 @@
 // Errors leave this file as Error{key, message} where message is already the
 // complete "file:line: key: expected; got given" text (FormatError). The
 // sections are read in config_pipeline.cpp, config_model.cpp,
-// config_training.cpp, config_cluster.cpp, config_strategy.cpp and
+// config_training.cpp, config_hardware.cpp, config_cluster.cpp, config_strategy.cpp and
 // config_search.cpp, with the shared reader of config_reader.h.
 #include "apps/input/config_parser.h"
 

@@ -70,7 +70,8 @@ class Parser : public ConfigReader {
   Status ParseLayerRecompute(const Entry& rc, const Entry* activation,
                              Layer& layer);
 
-  // config_training.cpp: model.architecture, training.*, hardware.*
+  // config_training.cpp: model.architecture, training.*;
+  // config_hardware.cpp: hardware.*
   Result<std::int64_t> ArchInt(const Entries& e, std::string_view key,
                                const std::string& parent, std::int64_t min,
                                std::optional<std::int64_t> fallback);
@@ -93,6 +94,7 @@ class Parser : public ConfigReader {
   Status CheckMoe(const Architecture& a, const Training& t);
   Result<double> Fraction(const YAML::Node& node, const std::string& path, double lo,
                           double hi, const std::string& what);
+  // config_hardware.cpp
   Result<Hardware> ParseHardware(const Entry& section);
   // The micro-batches training.global_batch_size gives (before the
   // pipeline section is read).

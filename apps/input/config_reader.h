@@ -5,7 +5,7 @@
 //   file:line: key: must be <expected>; got <given>
 // (FormatError, apps/input/config.h). yaml-cpp's exceptions stop at WithYaml.
 // A new config key is read with these helpers in its section's file
-// (config_pipeline.cpp, config_model.cpp, config_training.cpp,
+// (config_pipeline.cpp, config_model.cpp, config_training.cpp, config_hardware.cpp,
 // config_cluster.cpp, config_strategy.cpp, config_search.cpp); its errors
 // then need no formatting of their own. Internal to apps/input.
 #pragma once

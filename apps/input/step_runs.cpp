@@ -45,7 +45,7 @@ bool IsDuration(StepCoefficient c) {
          c == StepCoefficient::MicrobatchOverhead;
 }
 
-// The config's own limits (config_training.cpp): 1 ms and 1 s.
+// The config's own limits (config_hardware.cpp): 1 ms and 1 s.
 double DurationCeiling(StepCoefficient c) {
   return c == StepCoefficient::LaunchOverhead ? 1e6 : 1e9;
 }

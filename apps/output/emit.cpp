@@ -3,7 +3,8 @@
 // Emit (which runs the framework's emitter, then reads its text back and
 // refuses a mismatch), ParseEmission, and the text and JSON forms of the
 // emissions. The emitters live in emit_megatron.cpp, emit_mindformers.cpp,
-// emit_torchtitan.cpp and emit_deepspeed.cpp.
+// emit_torchtitan.cpp and emit_deepspeed.cpp; Megatron's flags are read
+// back in megatron_args.cpp.
 #include "apps/output/emit.h"
 
 #include <fmt/format.h>

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -100,6 +101,16 @@ inline constexpr const char* kCsvName = "ppb-schedule.csv";
 
 // The emitters, one per framework (emit_<framework>.cpp); Emit (emit.cpp)
 // checks what they write by reading it back.
+// Megatron-LM's uneven split of `layers` over p ranks and v chunks with
+// --decoder-first/last-pipeline-num-layers (emit_megatron.cpp says the
+// rule): layers per global stage, or why Megatron would refuse it.
+Result<std::vector<int>> MegatronUnevenSplit(const std::vector<Layer>& layers, int p, int v,
+                                             std::optional<int> first, std::optional<int> last);
+// The recompute mode Megatron gives an MTP layer under --recompute-granularity
+// `granularity` and --recompute-method `method` ("" for none).
+std::string MtpRecompute(const Layer& layer, const std::string& granularity,
+                         const std::string& method);
+
 Result<Emission> EmitMegatron(const RunConfig& config);
 Result<Emission> EmitMindFormers(const RunConfig& config);
 Result<Emission> EmitTorchtitan(Framework f, const RunConfig& config, const Program& program);
