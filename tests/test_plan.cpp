@@ -216,6 +216,53 @@ TEST_CASE("plan: under a node limit the answer is the same on 1 2 and 3 threads"
   CHECK(json[2] == json[0]);
 }
 
+TEST_CASE("plan: a space that loads a sample first keeps its proved answer and its threads", "[plan]") {
+  // Every space here loads its sample first (every 16th layout, its even
+  // splits tried before the rest loads): the proved optimum is the same as
+  // without, and under a node limit the answer is the same on any threads.
+  PlanOptions whole;
+  PlanOptions sampled;
+  sampled.sample_from = 1;
+  Result<PlanResult> a = RunPlan(TinyJob(kSpace), "job.yaml", whole);
+  Result<PlanResult> b = RunPlan(TinyJob(kSpace), "job.yaml", sampled);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  REQUIRE(a->proved_optimal);
+  CHECK(b->proved_optimal);
+  REQUIRE(a->found);
+  REQUIRE(b->found);
+  CHECK(b->top.front().best->makespan == a->top.front().best->makespan);
+  CHECK(b->lower_bound == a->lower_bound);
+  CHECK(b->loaded == a->loaded);
+  CHECK(DescribeLayout(b->top.front().layout) == DescribeLayout(a->top.front().layout));
+
+  const std::string text = TinyJob(R"(plan:
+  gpus: 8
+  tensor_parallel: [1, 2]
+  pipeline_parallel: [1, 2, 4]
+  micro_batch_size: [1, 2]
+  schedules: [1f1b, interleaved, zb-v]
+  virtual_stages: [2]
+  recompute: [search, none, full]
+  time_limit: 0s
+)");
+  std::vector<std::string> json;
+  for (int threads : {1, 2, 3}) {
+    PlanOptions o = sampled;
+    o.node_limit = 5;
+    o.threads = threads;
+    Result<PlanResult> plan = RunPlan(text, "job.yaml", o);
+    REQUIRE(plan.ok());
+    REQUIRE(plan->found);
+    nlohmann::json j = nlohmann::json::parse(FormatPlanJson(*plan));
+    for (const char* k : {"solve_time_s", "first_answer_s", "incumbents"}) j.erase(k);
+    json.push_back(j.dump(1));
+  }
+  INFO(json[0]);
+  CHECK(json[1] == json[0]);
+  CHECK(json[2] == json[0]);
+}
+
 TEST_CASE("plan: a time limit that comes while loading proves nothing and says so", "[plan]") {
   std::string job = TinyJob(kSpace);
   job.replace(job.find("time_limit: 0s"), 14, "time_limit: 1ns");

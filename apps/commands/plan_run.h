@@ -17,7 +17,11 @@
 //      recompute choice (for "search": none, then each mode on every layer
 //      that offers it, the first that fits) is simulated, within the first
 //      tenth of the time; the job config's own strategy too (when it has
-//      plan.gpus GPUs). These are incumbents.
+//      plan.gpus GPUs). These are incumbents. A space of at least
+//      PlanOptions::sample_from layouts loads a sample first, every 16th
+//      layout in enumeration order, and tries the sample's even splits the
+//      same way (for a twentieth of the time once loaded) before the rest
+//      loads: a first answer while a large space loads.
 //   3. Then the layouts in order of bound: one whose bound is not below the
 //      incumbent is pruned by bound (so are all after it); the others are
 //      searched with the incumbent as cutoff and an equal share of the time
@@ -33,6 +37,7 @@
 // stop at different points on another machine.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
@@ -64,6 +69,10 @@ struct PlanOptions {
   // leaves goes inside each search). 0: search.threads of the file, else
   // every hardware thread.
   int threads = 0;
+  // Spaces of at least this many layouts load and try a sample first
+  // (contract 2; policy: spaces whose loading takes more than about a
+  // tenth of a second on one core). Tests set it lower.
+  std::size_t sample_from = 2048;
   // Under mpirun (apps/commands/search_mpi.h): the layouts are numbered in
   // order of the cheap bound, the same in every process; a process settles
   // a layout only when share->claim grants it, and share->exchange gives
