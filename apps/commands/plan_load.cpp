@@ -1,0 +1,287 @@
+// Loading a plan's space (plan_state.h Load): the job parsed, its own
+// layout simulated, the space enumerated, every layout loaded as a run
+// config of its own with its memory floor and cheap bound (a large space's
+// sample first), and the first answers (contract 2 of plan_run.h).
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "apps/commands/plan_state.h"
+#include "apps/input/search_problem.h"
+#include "apps/output/output.h"
+#include "schedules/schedule.h"
+#include "search/parallel_for.h"
+
+namespace ppb::plan_detail {
+
+// The largest space a plan enumerates: 1e12 combinations (the lists'
+// product), past which even counting them outlasts any time limit.
+constexpr double kMaxPlanSpace = 1e12;
+
+namespace {
+
+// One layout of the plan loaded: the job's document with the layout written
+// into it, its search problem, memory floor and cheap bound; or why not.
+struct Loaded {
+  bool not_loaded = false;  // past the time limit
+  std::string refused, example;  // the loader's or the search's key, message
+  bool no_fit = false;           // its memory floor does not fit
+  std::optional<Working> working;
+};
+
+Loaded LoadLayout(const PlanState& st, const RunConfig& probe, const PlanLayout& l) {
+  Loaded out;
+  // Past the time limit the rest is not even loaded: open, unbounded.
+  if (st.Past()) {
+    out.not_loaded = true;
+    return out;
+  }
+  const PlanSettings& s = st.res.settings;
+  Result<RunConfig> cfg = ParseConfigYaml(LayoutDocument(st.text, l), st.filename, CliOverrides{});
+  const int n_layers = static_cast<int>(probe.layers.size());
+  if (!cfg.ok() && cfg.error().key == "model.layers" && n_layers >= l.p * l.v) {
+    // The default even split leaves a chunk empty: load with the most even
+    // counts instead (the search chooses the split).
+    cfg = ParseConfigYaml(LayoutDocument(st.text, l, n_layers), st.filename, CliOverrides{});
+  }
+  if (!cfg.ok()) {
+    out.refused = "the loader: " + cfg.error().key;
+    out.example = cfg.error().message;
+    return out;
+  }
+  cfg->search.memory_headroom = s.memory_headroom;
+  Result<SearchProblem> problem = BuildSearchProblem(*cfg);
+  if (!problem.ok()) {
+    out.refused = "the search: " + problem.error().key;
+    out.example = problem.error().message;
+    return out;
+  }
+  Working w;
+  w.entry.layout = l;
+  w.entry.note = l.yours ? "your layout" : "";
+  w.options = MakeSearchOptions(cfg->search);
+  w.options.target = s.target;
+  w.options.setting = SettingOf(l, s.target);
+  w.options.min_capacity = false;
+  w.options.open_tree_bound = true;
+  w.options.top_k = 1;
+  w.options.time_limit_s = 0;
+  w.options.node_limit = st.opt.node_limit;
+  w.options.threads = st.threads;
+  w.options.deadline = st.deadline;
+  w.options.contexts = NewContextCache();
+  auto pp = std::make_shared<SearchProblem>(std::move(*problem));
+  w.entry.config = std::make_shared<RunConfig>(std::move(*cfg));
+  w.entry.problem = pp;
+  if (!PlanFloorFits(*pp, w.options.setting)) {
+    out.no_fit = true;
+    return out;
+  }
+  w.entry.bound = PlanCheapBound(*pp);
+  out.working = std::move(w);
+  return out;
+}
+
+// Each of `ws` in turn (most promising first): its even split with its
+// recompute choice (no recompute, then each mode the layers offer, for a
+// per-layer choice), the first that fits kept; until `end`, or a layout
+// bounded at the incumbent.
+void TryEvenSplits(PlanState& st, const std::vector<Working*>& ws, Clock::time_point end) {
+  const PlanSettings& s = st.res.settings;
+  for (Working* wp : ws) {
+    Working& w = *wp;
+    if (Clock::now() >= end || w.entry.bound >= st.incumbent) break;
+    w.tried_even = true;
+    const SearchProblem& pr = *w.entry.problem;
+    const int v = pr.choices.front().v;
+    std::vector<std::string> modes;
+    if (w.entry.layout.recompute == "search") {
+      modes.push_back("");
+      for (const std::string& m : RecomputeModeNames(pr.layers)) modes.push_back(m);
+    } else {
+      modes.push_back(w.entry.layout.recompute == "none" ? "" : w.entry.layout.recompute);
+    }
+    for (const std::string& mode : modes) {
+      const Strategy strategy = EvenWith(pr, v, mode);
+      if (s.target != DeployTarget::Any &&
+          !Deployable(s.target, pr.layers, strategy, pr.p, v,
+                      PlacementOf(pr.choices.front().schedule, v) == StagePlacement::V)) {
+        continue;
+      }
+      Result<Candidate> c = Evaluate(pr, 0, strategy, Placement{}, end);
+      if (!c.ok()) break;
+      if (c->feasible) {
+        st.Keep(w.entry, *c);
+        break;
+      }
+    }
+  }
+}
+
+// The sample a large space (PlanOptions::sample_from) loads and tries
+// first (Load): every kSampleStride-th layout (policy: a sixteenth).
+constexpr size_t kSampleStride = 16;
+
+}  // namespace
+
+// Parses the job, enumerates the space, loads every layout with its memory
+// floor and cheap bound, and simulates the file's own strategy.
+Status Load(PlanState& st) {
+  st.t0 = Clock::now();
+  const std::string& filename = st.filename;
+  YAML::Node root;
+  try {
+    root = YAML::Load(st.text);
+  } catch (const YAML::Exception& e) {
+    return Error{"", filename + ":" + std::to_string(e.mark.line + 1) +
+                         ": must be valid YAML; got a syntax error (" + e.msg + ")"};
+  }
+  if (!root.IsMap() || !root["plan"]) {
+    return Error{"plan", filename +
+                             ": plan: must be given (a map with gpus and the lists to search); "
+                             "got nothing"};
+  }
+  if (!root["training"] || !root["training"].IsMap() ||
+      !root["training"]["global_batch_size"]) {
+    const YAML::Node t = root["training"];
+    return Error{"training.global_batch_size",
+                 filename + (t ? ":" + std::to_string(t.Mark().line + 1) : std::string()) +
+                     ": training.global_batch_size: must be given for a plan (m = "
+                     "global_batch_size / (d x micro_batch_size) at each layout); got nothing"};
+  }
+  Result<RunConfig> probe = ParseConfigYaml(ProbeDocument(st.text), filename, st.opt.overrides);
+  if (!probe.ok()) return probe.error();
+  PlanResult& res = st.res;
+  res.settings = *probe->plan;
+  res.model_name = probe->model_name;
+  res.gpu = probe->hardware.step_model ? probe->hardware.gpu.name : "";
+  res.seq = probe->training.seq;
+  res.global_batch = probe->training.global_batch;
+  const PlanSettings& s = res.settings;
+  st.threads = st.opt.threads > 0 ? st.opt.threads : MakeSearchOptions(probe->search).threads;
+  st.limit = s.time_limit;
+  if (st.limit > 0) st.deadline = st.t0 + std::chrono::nanoseconds(st.limit);
+
+  // The file's own layout and strategy ("your config").
+  Result<RunConfig> own = ParseConfigYaml(root, filename, CliOverrides{});
+  // A file with a pipeline section of its own says what it would run.
+  if (!own.ok() && root["pipeline"]) res.yours_error = own.error().message;
+  if (own.ok()) {
+    st.yours = OwnLayout(*own);
+    if (st.yours && std::int64_t{st.yours->t} * st.yours->cp * st.yours->p * st.yours->d != s.gpus) {
+      st.yours.reset();
+    }
+    if (st.yours) {
+      own->search.memory_headroom = s.memory_headroom;  // the plan's, not search's
+      st.own_config = std::make_shared<RunConfig>(std::move(*own));
+    }
+  }
+  // The first answer: the file's own strategy, before any layout loads.
+  if (st.own_config) {
+    if (Result<SearchProblem> own_problem = BuildSearchProblem(*st.own_config); own_problem.ok()) {
+      st.own_problem = std::make_shared<SearchProblem>(std::move(*own_problem));
+      Result<Candidate> c =
+          Evaluate(*st.own_problem, 0, st.own_config->strategy, Placement{}, st.deadline);
+      if (c.ok()) {
+        res.yours = *c;
+        res.yours_layout = DescribeLayout(*st.yours);
+        st.Offer(*c);
+      }
+    }
+  }
+  // A space no plan could look at is refused before it is enumerated.
+  if (const double size = PlanSpaceSize(*probe, s); size > kMaxPlanSpace) {
+    return Error{"plan", FormatError(*probe, Error{"plan", fmt::format(
+                                         "must make at most {:g} combinations (the product "
+                                         "of its lists' sizes); got about {:.3g}",
+                                         kMaxPlanSpace, size)})};
+  }
+  PlanSpace space = EnumeratePlan(*probe, s, st.yours ? &*st.yours : nullptr,
+                                  [&st] { return st.Past(); });
+  res.total = space.total;
+  res.refused = space.refused;
+  // Combinations the time limit left unlooked-at bound nothing.
+  res.not_loaded += space.not_enumerated;
+  st.n_layouts = static_cast<int>(space.layouts.size());
+  // Every layout loaded on the plan's threads, each on its own (the job's
+  // text, its layout); what they give is taken in enumeration order.
+  std::vector<Loaded> loaded(space.layouts.size());
+  const Clock::time_point load_t0 = Clock::now();
+  // A large space first loads a sample, every kSampleStride-th layout in
+  // enumeration order (so every t, p, ... of the space is in it), and
+  // tries the sample's even splits: a first answer, and an incumbent that
+  // prunes, before the rest loads (DeepSeek-V3 on 1,024 GPUs loads 14,000
+  // layouts). The sample is fixed by the space alone, so the answer under
+  // a node limit stays the same on any number of threads.
+  const size_t n = space.layouts.size();
+  const size_t sampled = n >= std::max<size_t>(1, st.opt.sample_from)
+                             ? (n + kSampleStride - 1) / kSampleStride
+                             : 0;
+  if (sampled > 0) {
+    ForEachOnThreads(sampled, st.threads, [&](size_t i) {
+      const size_t k = i * kSampleStride;
+      loaded[k] = LoadLayout(st, *probe, space.layouts[k]);
+    });
+    std::vector<Working*> ws;
+    for (size_t i = 0; i < sampled; ++i) {
+      Loaded& x = loaded[i * kSampleStride];
+      if (x.working) ws.push_back(&*x.working);
+    }
+    std::stable_sort(ws.begin(), ws.end(), [](const Working* a, const Working* b) {
+      return a->entry.bound < b->entry.bound;
+    });
+    // A twentieth of the time from when the sample has loaded.
+    TryEvenSplits(st, ws,
+                  st.limit > 0 ? std::min(st.deadline,
+                                          Clock::now() + std::chrono::nanoseconds(st.limit / 20))
+                               : Clock::time_point::max());
+    st.Report();
+  }
+  ForEachOnThreads(n - sampled, st.threads, [&](size_t i) {
+    // The i-th layout outside the sample.
+    const size_t k = sampled == 0 ? i : i + i / (kSampleStride - 1) + 1;
+    loaded[k] = LoadLayout(st, *probe, space.layouts[k]);
+  });
+  res.load_s = Since(load_t0);
+  for (Loaded& x : loaded) {
+    res.loaded += !x.not_loaded;
+    if (x.not_loaded) {
+      ++res.not_loaded;
+    } else if (!x.refused.empty()) {
+      res.refused[x.refused]++;
+      res.refused_example.try_emplace(x.refused, x.example);
+      ++st.done;
+    } else if (x.no_fit) {
+      ++res.pruned_by_memory;
+      ++st.done;
+    } else {
+      st.work.push_back(std::move(*x.working));
+    }
+  }
+  // Most promising first (by the cheap bound); ties in enumeration order.
+  std::stable_sort(st.work.begin(), st.work.end(), [](const Working& a, const Working& b) {
+    return a.entry.bound < b.entry.bound;
+  });
+  return Status();
+}
+
+// First answers: each layout's even split (TryEvenSplits), in order of
+// bound, within the first tenth of the time; those the sample of a large
+// space tried while loading are not tried again.
+void FirstAnswers(PlanState& st) {
+  const auto first_end = st.limit > 0 ? st.t0 + std::chrono::nanoseconds(st.limit / 10)
+                                      : Clock::time_point::max();
+  std::vector<Working*> ws;
+  for (Working& w : st.work) {
+    if (!w.tried_even) ws.push_back(&w);
+  }
+  TryEvenSplits(st, ws, first_end);
+  st.Report();
+}
+
+}  // namespace ppb::plan_detail
