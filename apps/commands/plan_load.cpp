@@ -64,6 +64,9 @@ Loaded LoadLayout(const PlanState& st, const RunConfig& probe, const PlanLayout&
   Working w;
   w.entry.layout = l;
   w.entry.note = l.yours ? "your layout" : "";
+  // (The plan's threads: MakeSearchOptions asks the system for its
+  // hardware threads only when the file gives none.)
+  cfg->search.threads = st.threads;
   w.options = MakeSearchOptions(cfg->search);
   w.options.target = s.target;
   w.options.setting = SettingOf(l, s.target);
@@ -212,6 +215,7 @@ Status Load(PlanState& st) {
   // text, its layout); what they give is taken in enumeration order.
   std::vector<Loaded> loaded(space.layouts.size());
   const Clock::time_point load_t0 = Clock::now();
+  double tries_s = 0;
   // A large space first loads a sample, every kSampleStride-th layout in
   // enumeration order (so every t, p, ... of the space is in it), and
   // tries the sample's even splits: a first answer, and an incumbent that
@@ -235,19 +239,22 @@ Status Load(PlanState& st) {
     std::stable_sort(ws.begin(), ws.end(), [](const Working* a, const Working* b) {
       return a->entry.bound < b->entry.bound;
     });
-    // A twentieth of the time from when the sample has loaded.
+    // A twentieth of the time from when the sample has loaded (not counted
+    // in the load time).
+    const Clock::time_point tries_t0 = Clock::now();
     TryEvenSplits(st, ws,
                   st.limit > 0 ? std::min(st.deadline,
                                           Clock::now() + std::chrono::nanoseconds(st.limit / 20))
                                : Clock::time_point::max());
     st.Report();
+    tries_s = Since(tries_t0);
   }
   ForEachOnThreads(n - sampled, st.threads, [&](size_t i) {
     // The i-th layout outside the sample.
     const size_t k = sampled == 0 ? i : i + i / (kSampleStride - 1) + 1;
     loaded[k] = LoadLayout(st, *probe, space.layouts[k]);
   });
-  res.load_s = Since(load_t0);
+  res.load_s = Since(load_t0) - tries_s;
   for (Loaded& x : loaded) {
     res.loaded += !x.not_loaded;
     if (x.not_loaded) {

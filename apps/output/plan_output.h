@@ -85,8 +85,8 @@ struct PlanResult {
   int processes = 1;  // MPI processes that shared the layouts
   double first_answer_s = -1;  // when the first incumbent came (-1: none)
   // Loading: the layouts loaded (each a run config, its search problem,
-  // memory floor and cheap bound) and the seconds that took (bench/
-  // bench_plan.cpp; not printed).
+  // memory floor and cheap bound) and the seconds that took, less the
+  // sample's even-split tries (bench/bench_plan.cpp; not printed).
   std::int64_t loaded = 0;
   double load_s = 0;
   std::vector<std::pair<double, Nanos>> incumbents;  // each improvement
