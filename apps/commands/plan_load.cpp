@@ -3,7 +3,10 @@
 // config of its own with its memory floor and cheap bound (a large space's
 // sample first), and the first answers (contract 2 of plan_run.h).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <map>
+#include <memory>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,6 +15,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "apps/commands/plan_state.h"
+#include "apps/input/apply_layout.h"
 #include "apps/input/search_problem.h"
 #include "apps/output/output.h"
 #include "schedules/schedule.h"
@@ -32,9 +36,26 @@ struct Loaded {
   std::string refused, example;  // the loader's or the search's key, message
   bool no_fit = false;           // its memory floor does not fit
   std::optional<Working> working;
+  // What the loader gave for it, from its own document with the default
+  // even split: the layouts that differ from it only in schedule and v
+  // apply theirs to it (apps/input/apply_layout.h). Kept while they load.
+  std::shared_ptr<const RunConfig> base;
 };
 
-Loaded LoadLayout(const PlanState& st, const RunConfig& probe, const PlanLayout& l) {
+// The layouts that differ only in schedule and v share a key (the layout
+// without those two).
+std::string ScheduleFreeKey(PlanLayout l) {
+  l.schedule.clear();
+  l.v = 0;
+  l.yours = false;
+  return DescribeLayout(l);
+}
+
+// Loads `l`: from `base` (the loader's config of a layout that differs
+// from it only in schedule and v) where ApplyScheduleV can, else from its
+// own document.
+Loaded LoadLayout(const PlanState& st, const RunConfig& probe, const PlanLayout& l,
+                  const RunConfig* base = nullptr) {
   Loaded out;
   // Past the time limit the rest is not even loaded: open, unbounded.
   if (st.Past()) {
@@ -42,11 +63,17 @@ Loaded LoadLayout(const PlanState& st, const RunConfig& probe, const PlanLayout&
     return out;
   }
   const PlanSettings& s = st.res.settings;
-  Result<RunConfig> cfg = ParseConfigYaml(LayoutDocument(st.text, l), st.filename, CliOverrides{});
+  std::optional<RunConfig> applied;
+  if (base != nullptr) applied = ApplyScheduleV(*base, l.schedule, l.v);
+  bool own_document = !applied;
+  Result<RunConfig> cfg = applied ? Result<RunConfig>(std::move(*applied))
+                                  : ParseConfigYaml(LayoutDocument(st.text, l), st.filename,
+                                                    CliOverrides{});
   const int n_layers = static_cast<int>(probe.layers.size());
   if (!cfg.ok() && cfg.error().key == "model.layers" && n_layers >= l.p * l.v) {
     // The default even split leaves a chunk empty: load with the most even
     // counts instead (the search chooses the split).
+    own_document = false;
     cfg = ParseConfigYaml(LayoutDocument(st.text, l, n_layers), st.filename, CliOverrides{});
   }
   if (!cfg.ok()) {
@@ -55,7 +82,12 @@ Loaded LoadLayout(const PlanState& st, const RunConfig& probe, const PlanLayout&
     return out;
   }
   cfg->search.memory_headroom = s.memory_headroom;
-  Result<SearchProblem> problem = BuildSearchProblem(*cfg);
+  // (The plan's threads: MakeSearchOptions asks the system for its
+  // hardware threads only when the file gives none.)
+  cfg->search.threads = st.threads;
+  auto config = std::make_shared<RunConfig>(std::move(*cfg));
+  if (own_document && AppliesScheduleV(*config)) out.base = config;
+  Result<SearchProblem> problem = BuildSearchProblem(*config);
   if (!problem.ok()) {
     out.refused = "the search: " + problem.error().key;
     out.example = problem.error().message;
@@ -64,10 +96,7 @@ Loaded LoadLayout(const PlanState& st, const RunConfig& probe, const PlanLayout&
   Working w;
   w.entry.layout = l;
   w.entry.note = l.yours ? "your layout" : "";
-  // (The plan's threads: MakeSearchOptions asks the system for its
-  // hardware threads only when the file gives none.)
-  cfg->search.threads = st.threads;
-  w.options = MakeSearchOptions(cfg->search);
+  w.options = MakeSearchOptions(config->search);
   w.options.target = s.target;
   w.options.setting = SettingOf(l, s.target);
   w.options.min_capacity = false;
@@ -79,7 +108,7 @@ Loaded LoadLayout(const PlanState& st, const RunConfig& probe, const PlanLayout&
   w.options.deadline = st.deadline;
   w.options.contexts = NewContextCache();
   auto pp = std::make_shared<SearchProblem>(std::move(*problem));
-  w.entry.config = std::make_shared<RunConfig>(std::move(*cfg));
+  w.entry.config = config;
   w.entry.problem = pp;
   if (!PlanFloorFits(*pp, w.options.setting)) {
     out.no_fit = true;
@@ -249,11 +278,40 @@ Status Load(PlanState& st) {
     st.Report();
     tries_s = Since(tries_t0);
   }
-  ForEachOnThreads(n - sampled, st.threads, [&](size_t i) {
-    // The i-th layout outside the sample.
-    const size_t k = sampled == 0 ? i : i + i / (kSampleStride - 1) + 1;
+  // The rest: first the first layout (in enumeration order) of each group
+  // that differs only in schedule and v, from its own document; then the
+  // others of the group from it (ApplyScheduleV), or from their own
+  // documents where it cannot.
+  std::vector<size_t> leader(n);
+  {
+    std::map<std::string, size_t> first;
+    for (size_t k = 0; k < n; ++k) {
+      leader[k] = first.try_emplace(ScheduleFreeKey(space.layouts[k]), k).first->second;
+    }
+  }
+  auto in_sample = [&](size_t k) { return sampled > 0 && k % kSampleStride == 0; };
+  std::vector<size_t> leaders, others;
+  for (size_t k = 0; k < n; ++k) {
+    if (in_sample(k)) continue;
+    (leader[k] == k ? leaders : others).push_back(k);
+  }
+  ForEachOnThreads(leaders.size(), st.threads, [&](size_t i) {
+    const size_t k = leaders[i];
     loaded[k] = LoadLayout(st, *probe, space.layouts[k]);
   });
+  // A group's members one after another, and its base let go when the
+  // last has loaded (the loaded configs of a large space are most of the
+  // plan's memory).
+  std::stable_sort(others.begin(), others.end(),
+                   [&](size_t a, size_t b) { return leader[a] < leader[b]; });
+  std::vector<std::atomic<int>> left(n);
+  for (size_t k : others) left[leader[k]].fetch_add(1);
+  ForEachOnThreads(others.size(), st.threads, [&](size_t i) {
+    const size_t k = others[i];
+    loaded[k] = LoadLayout(st, *probe, space.layouts[k], loaded[leader[k]].base.get());
+    if (left[leader[k]].fetch_sub(1) == 1) loaded[leader[k]].base.reset();
+  });
+  for (Loaded& x : loaded) x.base.reset();
   res.load_s = Since(load_t0) - tries_s;
   for (Loaded& x : loaded) {
     res.loaded += !x.not_loaded;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -131,6 +132,35 @@ struct PlanSettings {
   MemoryHeadroom memory_headroom;
 };
 
+// One immutable vector that a copy shares rather than copies, read as a
+// const std::vector<T>: a run config copied (a plan's layouts that differ
+// only in schedule and v, apps/input/apply_layout.h; a search's
+// candidates) shares its derived layers, whose copy would cost more than
+// everything else the config holds.
+template <class T>
+class SharedVector {
+ public:
+  SharedVector() = default;
+  SharedVector(std::vector<T> v)  // NOLINT: set from a vector
+      : p_(std::make_shared<const std::vector<T>>(std::move(v))) {}
+  const std::vector<T>& get() const { return p_ ? *p_ : Empty(); }
+  operator const std::vector<T>&() const { return get(); }  // NOLINT
+  typename std::vector<T>::const_iterator begin() const { return get().begin(); }
+  typename std::vector<T>::const_iterator end() const { return get().end(); }
+  size_t size() const { return get().size(); }
+  bool empty() const { return get().empty(); }
+  const T& operator[](size_t i) const { return get()[i]; }
+  const T& front() const { return get().front(); }
+  const T& back() const { return get().back(); }
+
+ private:
+  static const std::vector<T>& Empty() {
+    static const std::vector<T> empty;
+    return empty;
+  }
+  std::shared_ptr<const std::vector<T>> p_;
+};
+
 struct RunConfig {
   std::string path;  // the config file as given
   std::string model_name;
@@ -139,7 +169,7 @@ struct RunConfig {
   // resolved), and the derived layers with their sources (the same layers
   // as `layers`, plus params, FLOPs and provenance). Empty otherwise.
   std::string hf_config;
-  std::vector<DerivedLayer> derived;
+  SharedVector<DerivedLayer> derived;
   // With derived layers: what they were derived from.
   Architecture architecture;
   Training training;
