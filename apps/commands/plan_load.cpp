@@ -240,8 +240,9 @@ Status Load(PlanState& st) {
   // Combinations the time limit left unlooked-at bound nothing.
   res.not_loaded += space.not_enumerated;
   st.n_layouts = static_cast<int>(space.layouts.size());
-  // Every layout loaded on the plan's threads, each on its own (the job's
-  // text, its layout); what they give is taken in enumeration order.
+  // Every layout loaded on the plan's threads, each from the job's text and
+  // its layout or from the loaded config of a layout that differs only in
+  // schedule and v (below); what they give is taken in enumeration order.
   std::vector<Loaded> loaded(space.layouts.size());
   const Clock::time_point load_t0 = Clock::now();
   double tries_s = 0;
