@@ -48,6 +48,7 @@ struct LayerBlock {
   Mixer mixer = Mixer::Attention;
   Span span = Span::Full;
   MlpKind mlp = MlpKind::Auto;
+  bool operator==(const LayerBlock&) const = default;
 };
 
 // Mamba-2 mixer shapes [HF modeling_nemotron_h.py NemotronHMamba2Mixer;
@@ -127,6 +128,9 @@ struct Architecture {
 
   bool mla() const { return kv_lora_rank > 0; }
   bool IsMoeLayer(int i) const;  // 0-based decoder layer index
+  // The MoE layers among decoder layers 0 .. i-1 (i past the last: all):
+  // the row of measured expert loads layer i takes (core/moe.h).
+  int MoeLayersBefore(int i) const;
   // Layer i's block (the default for i outside `blocks`: the MTP layer).
   LayerBlock Block(int i) const {
     if (i >= 0 && i < static_cast<int>(blocks.size())) return blocks[i];

@@ -216,11 +216,7 @@ struct DecoderClass {
   bool low = false;
   bool offloaded = false;
   int moe_row = -1;
-  bool operator==(const DecoderClass& o) const {
-    return block.mixer == o.block.mixer && block.span == o.block.span &&
-           block.mlp == o.block.mlp && moe == o.moe && low == o.low &&
-           offloaded == o.offloaded && moe_row == o.moe_row;
-  }
+  bool operator==(const DecoderClass&) const = default;
 };
 
 DecoderClass DecoderClassOf(const Architecture& a, const Training& t, int i) {
@@ -229,11 +225,8 @@ DecoderClass DecoderClassOf(const Architecture& a, const Training& t, int i) {
   c.moe = a.IsMoeLayer(i);
   c.low = LowPrecisionLayer(t.low, i, a.layers);
   c.offloaded = t.offload.layers > 0 && i < t.offload.layers;
-  // MoeKernels: the measured loads' row is the count of MoE layers before.
-  if (c.moe && t.moe.loads.given()) {
-    c.moe_row = 0;
-    for (int j = 0; j < i; ++j) c.moe_row += a.IsMoeLayer(j) ? 1 : 0;
-  }
+  // MoeKernels: the row of measured loads.
+  if (c.moe && t.moe.loads.given()) c.moe_row = a.MoeLayersBefore(i);
   return c;
 }
 

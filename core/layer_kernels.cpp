@@ -194,10 +194,7 @@ I64 MoeKernels(const Architecture& a, const Training& t, int layer, Recipe recip
   const I64 gate = a.gated_mlp ? 2 : 1;
   const I64 rank_tokens = t.sp && tp > 1 ? Div(T, tp) : T;
   // The MoE layers before this one: the row of measured loads it takes.
-  int moe_index = 0;
-  if (t.moe.loads.given()) {
-    for (int i = 0; i < std::min(layer, a.layers); ++i) moe_index += a.IsMoeLayer(i) ? 1 : 0;
-  }
+  const int moe_index = t.moe.loads.given() ? a.MoeLayersBefore(layer) : 0;
   const double share = BusiestShare(t.moe, t.routing_skew, t.ep, moe_index);
   k.gemms.push_back({"router", rank_tokens, a.experts, h});
   const I64 local = Div(a.experts, ep);

@@ -13,6 +13,12 @@
 
 namespace ppb {
 
+int Architecture::MoeLayersBefore(int i) const {
+  int n = 0;
+  for (int j = 0; j < std::min(i, layers); ++j) n += IsMoeLayer(j) ? 1 : 0;
+  return n;
+}
+
 bool Architecture::IsMoeLayer(int i) const {
   if (experts <= 0) return false;
   const MlpKind kind = Block(i).mlp;

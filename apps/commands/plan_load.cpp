@@ -82,9 +82,6 @@ Loaded LoadLayout(const PlanState& st, const RunConfig& probe, const PlanLayout&
     return out;
   }
   cfg->search.memory_headroom = s.memory_headroom;
-  // (The plan's threads: MakeSearchOptions asks the system for its
-  // hardware threads only when the file gives none.)
-  cfg->search.threads = st.threads;
   auto config = std::make_shared<RunConfig>(std::move(*cfg));
   if (own_document && AppliesScheduleV(*config)) out.base = config;
   Result<SearchProblem> problem = BuildSearchProblem(*config);

@@ -253,9 +253,10 @@ SearchOptions MakeSearchOptions(const SearchSettings& settings) {
   options.seed = settings.seed;
   options.top_k = settings.top;
   options.target = settings.target;
-  options.threads = settings.threads > 0
-                        ? settings.threads
-                        : std::max(1u, std::thread::hardware_concurrency());
+  // The hardware threads, asked of the system once (it reads /sys on each
+  // call; a plan makes search options for thousands of layouts).
+  static const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  options.threads = settings.threads > 0 ? settings.threads : hardware;
   return options;
 }
 
