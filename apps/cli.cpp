@@ -5,12 +5,15 @@
 #include "apps/cli.h"
 
 #include <cerrno>
+#include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "apps/commands/commands.h"
 #include "apps/commands/common.h"
+#include "apps/commands/from_launch.h"
 
 namespace ppb {
 
@@ -23,6 +26,12 @@ int RunCommand(int argc, const char* const* argv, std::ostream& out,
   if (!args.empty() && !args[0].empty() && args[0][0] != '-') {
     command = args[0];
     args.erase(args.begin());
+  }
+  // --from FRAMEWORK FILE: the run given as its framework's launch.
+  std::unique_ptr<ScopedConfigText> from;
+  if (command == "simulate" || command == "search" || command == "model" ||
+      command == "plan") {
+    if (std::optional<int> status = commands::TakeFrom(args, from, out, err)) return *status;
   }
   if (command == "simulate") return commands::RunSimulate(args, out, err);
   if (command == "search") return commands::RunSearch(args, out, err);

@@ -245,6 +245,21 @@ case_ calibrate-mf_mem.txt calibrate --measurements data/sapp/mf_mem.yaml --memo
 case_ calibrate-mf_mem.json calibrate --measurements data/sapp/mf_mem.yaml --memory-unit 1MiB --no-constant \
   --format json
 
+# ---- --from megatron (issue 47): Megatron-LM's launch and log as input
+M=configs/megatron
+case_ guide-10-from-megatron.txt --from megatron $M/train_llama3_8b_h100_fp8.sh --cluster $M/h100.yaml \
+  --show-config
+case_ from-megatron-simulate.txt --from megatron $M/train_llama3_8b_h100_fp8.sh \
+  --cluster $M/h100.yaml
+case_ from-megatron-log.json --from megatron $M/llama3_8b_h100_fp8.log --cluster $M/h100.yaml \
+  --format json
+case_ from-megatron-gpt3-world.txt --from megatron data/megatron/train_gpt3_175b_distributed.sh \
+  --cluster $M/h100.yaml   # refused: TP 8 x PP 16 on the script's 8 GPUs
+case_ from-megatron-gpt3-1024.txt model --from megatron data/megatron/train_gpt3_175b_distributed.sh \
+  --cluster $M/h100.yaml --gpus 1024
+case_ from-megatron-no-cluster.txt --from megatron $M/train_llama3_8b_h100_fp8.sh   # refused
+case_ calibrate-megatron-log.txt calibrate --runs $M/runs-log.yaml
+
 # ---- sweep: the rows in point order (two threads), the summary and the file
 # (one thread: the file's order follows completion), a bad grid
 case_ sweep-models.jsonl sweep --config configs/llama3-8b.yaml --grid configs/sweep/models.yaml \

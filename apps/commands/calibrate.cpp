@@ -6,11 +6,14 @@
 #include "apps/commands/commands.h"
 
 #include <boost/program_options.hpp>
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "apps/commands/common.h"
+#include "apps/commands/from_launch.h"
 #include "apps/input/measurements.h"
 #include "apps/input/units.h"
 #include "apps/output/calibration.h"
@@ -28,6 +31,29 @@ int RunStepCalibration(const std::string& path, const std::string& format,
   if (!runs.ok()) {
     err << runs.error().message << "\n";
     return 2;
+  }
+  // Runs given as Megatron-LM logs: their configs from the arguments.
+  for (StepRun& run : runs->runs) {
+    if (!run.from_log) continue;
+    LaunchInputs in;
+    in.cluster_path = run.log_cluster;
+    in.gpus = run.log_gpus;
+    std::string text;
+    if (!ReadTextFile(run.path, text) || !ReadTextFile(run.log_cluster, in.cluster_text)) {
+      err << path << ":" << run.line << ": " << run.config
+          << ": must name a readable log and cluster file; got an unreadable file\n";
+      return 2;
+    }
+    Result<LaunchConfig> launch = ReadLaunchConfig(run.path, text, in);
+    if (!launch.ok()) {
+      err << launch.error().message << "\n";
+      return 2;
+    }
+    run.document = YAML::Load(launch->yaml);
+    err << "ppb-sim calibrate: " << run.path << ": measured "
+        << fmt::format("{:.1f}", static_cast<double>(run.measured) / 1e6)
+        << " ms a step (the median of " << run.log_iterations
+        << " logged iterations after the warm-up)\n";
   }
   Result<StepFit> fit = FitStepRuns(*runs);
   if (!fit.ok()) {

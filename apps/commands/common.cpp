@@ -140,6 +140,12 @@ constexpr CommandInfo kCommands[] = {
      "  recompute and split of a training job on N GPUs, with its proof or gap.\n"},
 };
 
+// The run given as its framework's launch (apps/commands/from_launch.h).
+constexpr const char* kFromHelp =
+    "simulate, search, model and plan read a Megatron-LM launch script or\n"
+    "  training log in place of --config: --from megatron FILE --cluster FILE\n"
+    "  (its hardware: block) [--gpus N] [--show-config: print the config read].\n";
+
 // "a, b, c" wrapped after `indent` at 72 columns.
 std::string WrapList(const std::vector<std::string>& names, size_t indent) {
   std::string out, line(indent, ' ');
@@ -174,7 +180,7 @@ const std::string& Usage() {
     for (const CommandInfo& c : kCommands) AppendUsage(c, t);
     t += "\n";
     for (const CommandInfo& c : kCommands) t += c.summary;
-    return t + "'ppb-sim COMMAND --help' lists a command's options.\n";
+    return t + kFromHelp + "'ppb-sim COMMAND --help' lists a command's options.\n";
   }();
   return text;
 }
@@ -185,6 +191,9 @@ std::string CommandHelp(std::string_view name) {
     if (c.name != name) continue;
     AppendUsage(c, t);
     t += "\n" + std::string(c.summary) + "\n";
+    if (name == "simulate" || name == "search" || name == "model" || name == "plan") {
+      t += std::string(kFromHelp) + "\n";
+    }
   }
   std::vector<std::string> schedules;
   for (const ScheduleInfo& s : ScheduleRegistry()) schedules.emplace_back(s.name);

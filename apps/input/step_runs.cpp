@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "apps/input/config.h"
+#include "apps/input/megatron_launch.h"
 #include "apps/input/config_reader.h"
 #include "core/engine.h"
 
@@ -67,6 +68,67 @@ class StepRunsParser : public ConfigReader {
   }
 
  private:
+  // A run given as its Megatron-LM log: the measured step is the median of
+  // the logged iterations after the first `warmup` (default 2: the first
+  // iterations of a job allocate memory and compile kernels). The config is
+  // read from the log by the command (StepRun::log_cluster).
+  Status ReadLogRun(const Entries& f, const Entry& log, const std::string& item,
+                    const std::filesystem::path& dir, StepRun& run) {
+    for (const char* key : {"config", "iteration_time"}) {
+      if (const Entry* x = Find(f, key)) {
+        return Fail(x->path, "must not be given with log (the log gives the run and its "
+                             "times); got both");
+      }
+    }
+    Result<std::string> name = String(log.value, log.path, "a file name");
+    if (!name.ok()) return name.error();
+    run.config = *name;
+    run.path = (dir / *name).string();
+    run.line = log.value.Mark().line >= 0 ? log.value.Mark().line + 1 : 0;
+    run.from_log = true;
+    const Entry* cluster = Find(f, "cluster");
+    if (cluster == nullptr) {
+      return Fail(item + ".cluster", "must be given with log (a YAML file with the hardware: "
+                                     "block the run used); got nothing");
+    }
+    Result<std::string> c = String(cluster->value, cluster->path, "a file name");
+    if (!c.ok()) return c.error();
+    run.log_cluster = (dir / *c).string();
+    if (const Entry* g = Find(f, "gpus")) {
+      Result<int> n = PositiveInt(g->value, g->path);
+      if (!n.ok()) return n.error();
+      run.log_gpus = *n;
+    }
+    int warmup = 2;
+    if (const Entry* w = Find(f, "warmup")) {
+      Result<std::int64_t> n = Integer(w->value, w->path, 0, 1'000'000'000,
+                                       "a non-negative integer (iterations skipped)");
+      if (!n.ok()) return n.error();
+      warmup = static_cast<int>(*n);
+    }
+    std::string text;
+    if (!ReadFile(run.path, text)) {
+      return Fail(log.path, "must name a readable Megatron-LM log; got " + run.path);
+    }
+    Result<std::vector<LoggedIteration>> its = ReadMegatronIterations(run.path, text);
+    if (!its.ok()) return its.error();
+    std::vector<double> ms;
+    for (const LoggedIteration& it : *its) {
+      if (it.iteration > warmup) ms.push_back(it.ms);
+    }
+    if (ms.empty()) {
+      return Fail(log.path, fmt::format("must log an iteration after the first {} (warmup); got "
+                                        "{} iteration lines in {}",
+                                        warmup, its->size(), run.path));
+    }
+    std::sort(ms.begin(), ms.end());
+    const size_t n = ms.size();
+    const double median = n % 2 == 1 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+    run.measured = static_cast<Nanos>(std::llround(median * 1e6));
+    run.log_iterations = static_cast<int>(n);
+    return Status();
+  }
+
   Result<StepRuns> Read(const YAML::Node& root) {
     Result<Entries> top = Map(root, "", {"runs", "fit"});
     if (!top.ok()) return top.error();
@@ -76,34 +138,48 @@ class StepRunsParser : public ConfigReader {
     if (!runs.ok()) return runs.error();
     const std::filesystem::path dir = std::filesystem::path(path_).parent_path();
     for (const Entry& item : *runs) {
-      Result<Entries> f = Map(item.value, item.path, {"config", "iteration_time", "peak_memory"});
+      Result<Entries> f = Map(item.value, item.path,
+                              {"config", "iteration_time", "peak_memory", "log", "cluster",
+                               "gpus", "warmup"});
       if (!f.ok()) return f.error();
       StepRun run;
-      const Entry* c = Find(*f, "config");
-      const Entry* t = Find(*f, "iteration_time");
-      if (c == nullptr || t == nullptr) {
-        return Fail(item.path + (c == nullptr ? ".config" : ".iteration_time"),
-                    c == nullptr ? "must be given (the run's config file); got nothing"
-                                 : "must be given (the measured step time, e.g. 21.3s); got nothing");
+      if (const Entry* log = Find(*f, "log")) {
+        PPB_RETURN_IF_ERROR(ReadLogRun(*f, *log, item.path, dir, run));
+      } else {
+        for (const char* key : {"cluster", "gpus", "warmup"}) {
+          if (const Entry* x = Find(*f, key)) {
+            return Fail(x->path, "must go with log (a Megatron-LM training log); got it with "
+                                 "config");
+          }
+        }
+        const Entry* c = Find(*f, "config");
+        const Entry* t = Find(*f, "iteration_time");
+        if (c == nullptr || t == nullptr) {
+          return Fail(item.path + (c == nullptr ? ".config" : ".iteration_time"),
+                      c == nullptr
+                          ? "must be given (the run's config file, or log: its Megatron-LM "
+                            "log); got nothing"
+                          : "must be given (the measured step time, e.g. 21.3s); got nothing");
+        }
+        Result<std::string> name = String(c->value, c->path, "a file name");
+        if (!name.ok()) return name.error();
+        run.config = *name;
+        run.path = (dir / *name).string();
+        run.line = c->value.Mark().line >= 0 ? c->value.Mark().line + 1 : 0;
+        std::string text;
+        if (!ReadFile(run.path, text)) {
+          return Fail(c->path, "must name a readable config file; got " + run.path);
+        }
+        try {
+          run.document = YAML::Load(text);
+        } catch (const YAML::Exception& e) {
+          return Fail(c->path, "must name a YAML config; " + run.path + ":" +
+                                   std::to_string(e.mark.line + 1) + ": " + e.msg);
+        }
+        Result<Nanos> ns = Duration(t->value, t->path, true);
+        if (!ns.ok()) return ns.error();
+        run.measured = *ns;
       }
-      Result<std::string> name = String(c->value, c->path, "a file name");
-      if (!name.ok()) return name.error();
-      run.config = *name;
-      run.path = (dir / *name).string();
-      run.line = c->value.Mark().line >= 0 ? c->value.Mark().line + 1 : 0;
-      std::string text;
-      if (!ReadFile(run.path, text)) {
-        return Fail(c->path, "must name a readable config file; got " + run.path);
-      }
-      try {
-        run.document = YAML::Load(text);
-      } catch (const YAML::Exception& e) {
-        return Fail(c->path, "must name a YAML config; " + run.path + ":" +
-                                 std::to_string(e.mark.line + 1) + ": " + e.msg);
-      }
-      Result<Nanos> ns = Duration(t->value, t->path, true);
-      if (!ns.ok()) return ns.error();
-      run.measured = *ns;
       if (const Entry* m = Find(*f, "peak_memory")) {
         Result<Bytes> b = Size(m->value, m->path, true);
         if (!b.ok()) return b.error();

@@ -10,6 +10,10 @@
 //     - config: tp4-pp8.yaml       # relative to this file
 //       iteration_time: 21.3s
 //       peak_memory: 61GiB         # optional: reported beside the model's
+//     - log: run.log               # or a Megatron-LM training log: its
+//       cluster: h100.yaml         # arguments block is the run (with this
+//       warmup: 2                  # hardware: block); its iteration lines
+//                                  # after `warmup` give the time (median)
 //   fit: [matmul_efficiency, collective_efficiency]   # optional
 //
 // FP8 and FP4 runs fit their own GEMM share (fp8_matmul_efficiency,
@@ -64,6 +68,14 @@ struct StepRun {
   YAML::Node document; // the config, loaded
   Nanos measured = 0;
   std::optional<Bytes> peak_memory;
+  // A run given as a Megatron-LM log (`log: FILE`, with `cluster: FILE`
+  // and optionally `gpus: N`, `warmup: N`): `measured` is the median of
+  // its logged iterations after the warm-up; `document` is left for the
+  // command to fill from the log's arguments (apps/commands/from_launch.h).
+  bool from_log = false;
+  std::string log_cluster;  // resolved against the runs file
+  std::optional<int> log_gpus;
+  int log_iterations = 0;   // iterations the median is over
 };
 
 struct StepRuns {

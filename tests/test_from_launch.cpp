@@ -1,0 +1,338 @@
+// --from megatron (issue 47): the bash subset of launch scripts
+// (apps/input/launch_script.h), Megatron-LM's arguments read as a ppb
+// config (apps/input/megatron_launch.h) and the whole path with the split
+// (apps/commands/from_launch.h). Megatron-LM's own example launches
+// (tests/data/megatron/ and configs/megatron/, commit d98e8a6) simulate the same as the same runs
+// written by hand; refusals name the line and the flag.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "apps/commands/from_launch.h"
+#include "apps/input/config.h"
+#include "apps/input/launch_script.h"
+#include "apps/input/megatron_launch.h"
+#include "apps/input/step_runs.h"
+#include "apps/output/output.h"
+#include "core/engine.h"
+
+namespace ppb {
+namespace {
+
+std::string Data(const std::string& name) {
+  return std::string(PPB_TEST_DATA_DIR) + "/megatron/" + name;
+}
+
+// The shipped example (configs/megatron/): Megatron's Llama-3-8B launch,
+// its log, the machine and the calibrate runs file.
+std::string Shipped(const std::string& name) {
+  return std::string(PPB_TEST_DATA_DIR) + "/../../configs/megatron/" + name;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+LaunchInputs H100(std::optional<int> gpus = std::nullopt) {
+  LaunchInputs in;
+  in.cluster_path = Shipped("h100.yaml");
+  in.cluster_text = Slurp(in.cluster_path);
+  in.gpus = gpus;
+  return in;
+}
+
+// The simulation's JSON report with the names that differ between a
+// launch and a hand-written config (path, model name, input notes) made
+// equal.
+std::string SimJson(RunConfig c) {
+  c.path = "run";
+  c.model_name = "model";
+  c.hf_config.clear();
+  c.input_notes.clear();
+  c.key_lines.clear();
+  Result<PreparedRun> run = Prepare(c);
+  REQUIRE(run.ok());
+  Engine engine;
+  const SimResult r = engine.Run(run->spec, run->program, SimOptions{});
+  return FormatSimJson(c, *run, r, nullptr);
+}
+
+std::string LaunchJson(const std::string& path, const LaunchInputs& in) {
+  Result<commands::LaunchConfig> launch = commands::ReadLaunchConfig(path, Slurp(path), in);
+  if (!launch.ok()) FAIL(launch.error().message);
+  Result<RunConfig> c = ParseConfig(launch->yaml, path, CliOverrides());
+  REQUIRE(c.ok());
+  return SimJson(*c);
+}
+
+std::string ConfigJson(const std::string& file) {
+  Result<RunConfig> c = LoadConfig(Data(file), CliOverrides());
+  if (!c.ok()) FAIL(c.error().message);
+  return SimJson(*c);
+}
+
+std::vector<std::string> Texts(const std::vector<LaunchWord>& words) {
+  std::vector<std::string> out;
+  for (const LaunchWord& w : words) out.push_back(w.text);
+  return out;
+}
+
+// A launch of `args` (one per line after the torchrun line), with the
+// fixed parts every test needs.
+std::string Script(const std::string& args, int gpus = 8) {
+  return "#!/bin/bash\n"
+         "torchrun --nproc_per_node " +
+         std::to_string(gpus) +
+         " pretrain_gpt.py \\\n"
+         "  --num-layers 4 --hidden-size 256 --num-attention-heads 8 \\\n"
+         "  --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size 1 \\\n"
+         "  --vocab-size 1000 --bf16 \\\n" +
+         args + "\n";
+}
+
+Result<commands::LaunchConfig> FromText(const std::string& text,
+                                        std::optional<int> gpus = std::nullopt) {
+  return commands::ReadLaunchConfig("run.sh", text, H100(gpus));
+}
+
+}  // namespace
+
+TEST_CASE("launch script: assignments, arrays, tests, case and arithmetic as bash does") {
+  const std::string text =
+      "#!/bin/bash\n"                                   // 1
+      "# a comment\n"                                   // 2
+      "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"          // 3
+      "GPUS=${GPUS_PER_NODE:-4}\n"                      // 4
+      "NODES=2\n"                                       // 5
+      "WORLD=$(($GPUS*$NODES))\n"                       // 6
+      "TP=${1:-2}\n"                                    // 7
+      "HALF=$(( (WORLD + 2) / 4 ))\n"                   // 8
+      "unset NODES\n"                                   // 9
+      "NAME=\"a b\"\n"                                  // 10
+      "ARGS=(\n"                                        // 11
+      "    --num-layers 4   # four\n"                   // 12
+      "    \"--hidden-size 64\"\n"                      // 13
+      ")\n"                                             // 14
+      "ARGS+=(--tp $TP)\n"                              // 15
+      "if [[ \"$TP\" == \"2\" ]] || [[ -z \"$X\" ]]; then\n"  // 16
+      "    ARGS+=(--yes)\n"                             // 17
+      "elif [ \"$TP\" -gt 3 ]; then\n"                  // 18
+      "    ARGS+=(--no)\n"                              // 19
+      "else\n"                                          // 20
+      "    ARGS+=(--never)\n"                           // 21
+      "fi\n"                                            // 22
+      "while [[ $# -gt 0 ]]; do\n"                      // 23
+      "  case $1 in\n"                                  // 24
+      "    --x) shift 2 ;;\n"                           // 25
+      "    *) exit 1 ;;\n"                              // 26
+      "  esac\n"                                        // 27
+      "done\n"                                          // 28
+      "case \"$TP\" in\n"                               // 29
+      "  1|3) ARGS+=(--odd) ;;\n"                       // 30
+      "  2) ARGS+=(--two) ;;\n"                         // 31
+      "esac\n"                                          // 32
+      "mkdir -p \"$(dirname \"$NAME\")\"\n"             // 33
+      "if [ ! -f \"pretrain_gpt.py\" ]; then\n"         // 34
+      "  exit 1\n"                                      // 35
+      "fi\n"                                            // 36
+      "torchrun --nproc_per_node $GPUS --nnodes ${NODES:-3} pretrain_gpt.py \\\n"  // 37
+      "    ${ARGS[@]} \\\n"                             // 38
+      "    --world $WORLD --half $HALF --name \"$NAME\" --count ${#ARGS[@]}\n";  // 39
+  Result<LaunchCommand> c = ReadLaunchScript("t.sh", text);
+  if (!c.ok()) FAIL(c.error().message);
+  CHECK(c->line == 37);
+  CHECK(c->script == "pretrain_gpt.py");
+  CHECK(Texts(c->launcher) ==
+        std::vector<std::string>{"torchrun", "--nproc_per_node", "4", "--nnodes", "3"});
+  // The quoted element "--hidden-size 64" splits when ${ARGS[@]} is
+  // unquoted; "$NAME" stays one word; ARGS holds 7 elements.
+  CHECK(Texts(c->args) ==
+        std::vector<std::string>{"--num-layers", "4", "--hidden-size", "64", "--tp", "2",
+                                 "--yes", "--two", "--world", "8", "--half", "2", "--name",
+                                 "a b", "--count", "7"});
+  // Array elements keep the line where they were written.
+  CHECK(c->args[0].line == 12);
+  CHECK(c->args[2].line == 13);
+  CHECK(c->args[4].line == 15);
+  CHECK(c->args[6].line == 17);
+  CHECK(c->args[8].line == 39);
+  // Read while unset: the environment's GPUS_PER_NODE, and NODES after
+  // its unset; X is never read ([[ ]] || stops at the first true test).
+  CHECK(c->environment == std::vector<std::string>{"GPUS_PER_NODE", "NODES"});
+}
+
+TEST_CASE("launch script: what ppb cannot evaluate is refused at its line") {
+  auto refused = [](const std::string& text) {
+    Result<LaunchCommand> c = ReadLaunchScript("t.sh", text);
+    REQUIRE_FALSE(c.ok());
+    return c.error().message;
+  };
+  const std::string launch = "torchrun pretrain_gpt.py --num-layers 2\n";
+  CHECK(refused("A=1\nfor i in 1 2; do\n  A=2\ndone\n" + launch) ==
+        "t.sh:2: a for loop: must not be used in a launch ppb reads");
+  CHECK(refused("f() {\n  echo\n}\n" + launch) ==
+        "t.sh:1: a function definition: must not be used in a launch ppb reads");
+  CHECK(refused("\nsource env.sh\n" + launch) ==
+        "t.sh:2: source: must not be run in a launch ppb reads (ppb runs nothing)");
+  CHECK(refused("N=1\nwhile [[ $N -gt 0 ]]; do\n  N=0\ndone\n" + launch) ==
+        "t.sh:2: a loop: must not run its body in a launch ppb reads; got a condition that "
+        "holds on the first pass");
+  CHECK(refused("X=$(hostname)\nif [[ \"$X\" == a ]]; then\n  Y=1\nfi\n" + launch) ==
+        "t.sh:2: a test: must use values the script sets; got the output of a command ppb does "
+        "not run");
+  CHECK(refused("echo hi\n") ==
+        "t.sh:2: the launch: must run a training script (torchrun ... pretrain_*.py ARGS); got "
+        "no such command");
+  CHECK(refused("exit 0\n" + launch) ==
+        "t.sh:3: the launch: must run a training script (torchrun ... pretrain_*.py ARGS); got "
+        "no such command before the script exits at line 1");
+  CHECK(refused(launch + launch) ==
+        "t.sh:2: the launch: must be one command; got a second at line 2 (the first at line 1)");
+  CHECK(refused("A=${B/x/y}\n" + launch).rfind("t.sh:1: ${B/x/y}: must be a form ppb evaluates",
+                                               0) == 0);
+  CHECK(refused("A=$((1/0))\n" + launch) == "t.sh:1: $((...)): must not divide by zero");
+  CHECK(refused("A=\"abc\n" + launch).rfind("t.sh:1: quote: must be closed", 0) == 0);
+}
+
+TEST_CASE("from megatron: the example launches simulate as the same runs written by hand") {
+  // examples/llama/train_llama3_8b_h100_fp8.sh: 8 GPUs from torchrun.
+  CHECK(LaunchJson(Shipped("train_llama3_8b_h100_fp8.sh"), H100()) ==
+        ConfigJson("llama3_8b_h100_fp8.yaml"));
+  // examples/mixtral/...: its NNODES comes from SLURM_NNODES, so --gpus.
+  CHECK(LaunchJson(Data("train_mixtral_8x7b_distributed.sh"), H100(64)) ==
+        ConfigJson("mixtral_8x7b_64.yaml"));
+  // examples/gpt3/...: TP 8 x PP 16 needs --gpus past the script's 8.
+  CHECK(LaunchJson(Data("train_gpt3_175b_distributed.sh"), H100(1024)) ==
+        ConfigJson("gpt3_175b_1024.yaml"));
+  // The log of the Llama run is the same run.
+  CHECK(LaunchJson(Shipped("llama3_8b_h100_fp8.log"), H100()) == ConfigJson("llama3_8b_h100_fp8.yaml"));
+}
+
+TEST_CASE("from megatron: a world that cannot hold TP x PP is refused with both numbers") {
+  const std::string file = Data("train_gpt3_175b_distributed.sh");
+  Result<commands::LaunchConfig> r = commands::ReadLaunchConfig(file, Slurp(file), H100());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message ==
+        file +
+            ":56: --tensor-model-parallel-size 8 x --pipeline-model-parallel-size 16 x "
+            "--context-parallel-size 1 = 128: must divide the world size (Megatron-LM's "
+            "assert); got 8 (torchrun --nproc_per_node 8 x --nnodes 1 = 8 GPUs)");
+  // Megatron's gpt-oss example puts PP = the world size (8) on 12 layers.
+  const std::string oss = Data("02_train.sh");
+  Result<commands::LaunchConfig> o = commands::ReadLaunchConfig(oss, Slurp(oss), H100());
+  REQUIRE_FALSE(o.ok());
+  CHECK(o.error().message.rfind(oss + ":222: the 12 decoder layers left must divide over the 8 "
+                                      "other ranks",
+                                0) == 0);
+}
+
+TEST_CASE("from megatron: Megatron's defaults and rules for what a launch leaves out") {
+  // FFN: int(8h/3 / 64) * 64 with --swiglu (256 -> 640), 4h without;
+  // vocabulary 1000 padded to a multiple of 128 x TP 2 = 1024.
+  Result<commands::LaunchConfig> r =
+      FromText(Script("  --swiglu --tensor-model-parallel-size 2 --sequence-parallel"));
+  if (!r.ok()) FAIL(r.error().message);
+  CHECK(r->yaml.find("    ffn_hidden_size: 640\n") != std::string::npos);
+  CHECK(r->yaml.find("    vocab_size: 1024\n") != std::string::npos);
+  CHECK(r->yaml.find("  data_parallel: 4\n") != std::string::npos);
+  CHECK(r->yaml.find("  sequence_parallel: true\n") != std::string::npos);
+  // learned_absolute is Megatron's default position embedding.
+  CHECK(r->yaml.find("    learned_positions: 1024\n") != std::string::npos);
+  CHECK(r->yaml.find("    gated_mlp: true\n") != std::string::npos);
+  Result<commands::LaunchConfig> plain = FromText(Script("  --position-embedding-type rope"));
+  REQUIRE(plain.ok());
+  CHECK(plain->yaml.find("    ffn_hidden_size: 1024\n") != std::string::npos);
+  CHECK(plain->yaml.find("learned_positions") == std::string::npos);
+  // The global batch defaults to micro-batch x data parallel (8).
+  CHECK(plain->yaml.find("  global_batch_size: 8\n") != std::string::npos);
+
+  // MoE: the layer pattern, the router's top-2 and allgather defaults.
+  Result<commands::LaunchConfig> moe =
+      FromText(Script("  --num-experts 4 --moe-layer-freq \"([0]*1+[1]*3)\" "
+                      "--expert-model-parallel-size 4 --global-batch-size 8"));
+  if (!moe.ok()) FAIL(moe.error().message);
+  CHECK(moe->yaml.find("      dense_layers: [0]\n") != std::string::npos);
+  CHECK(moe->yaml.find("      top_k: 2\n") != std::string::npos);
+  CHECK(moe->yaml.find("    dispatcher: allgather\n") != std::string::npos);
+
+  // Interleaving from --num-layers-per-virtual-pipeline-stage (4 layers /
+  // p 2 / 1 = v 2), and full recompute of every decoder layer.
+  Result<commands::LaunchConfig> v =
+      FromText(Script("  --pipeline-model-parallel-size 2 "
+                      "--num-layers-per-virtual-pipeline-stage 1 --global-batch-size 8 "
+                      "--recompute-granularity full --recompute-method uniform "
+                      "--recompute-num-layers 1"));
+  if (!v.ok()) FAIL(v.error().message);
+  CHECK(v->yaml.find("  virtual_stages: 2\n  schedule: interleaved\n") != std::string::npos);
+  CHECK(v->yaml.find("  layers_per_chunk: [2, 1, 1, 2]\n") != std::string::npos);
+  CHECK(v->yaml.find("    layers: {decoder.0: full, decoder.1: full, decoder.2: full, "
+                     "decoder.3: full}\n") != std::string::npos);
+}
+
+TEST_CASE("from megatron: errors name the launch's line and flag") {
+  // Line 3 of Script() holds --num-attention-heads; TP 3 does not divide 8.
+  Result<commands::LaunchConfig> r = FromText(Script("  --tensor-model-parallel-size 3"), 9);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.rfind("run.sh:6: --tensor-model-parallel-size (read as ppb "
+                                "training.tensor_parallel): ",
+                                0) == 0);
+  Result<commands::LaunchConfig> bad = FromText(Script("  --hidden-size abc"));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message ==
+        "run.sh:6: --hidden-size: must be an integer from 1 to 1000000000; got 'abc'");
+  // A value from a command ppb does not run: refused only where read.
+  Result<commands::LaunchConfig> unknown =
+      FromText("H=$(cat h.txt)\nD=$(date)\n" + Script("  --save ckpt-$D --ffn-hidden-size $H"));
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.error().message ==
+        "run.sh:8: --ffn-hidden-size: must be a value the script sets; got the output of a "
+        "command ppb does not run");
+  Result<commands::LaunchConfig> no_machine =
+      commands::ReadLaunchConfig("run.sh", Script(""), LaunchInputs{});
+  REQUIRE_FALSE(no_machine.ok());
+  CHECK(no_machine.error().message.rfind("run.sh: the machine: must be given with --cluster FILE",
+                                         0) == 0);
+  Result<commands::LaunchConfig> vocab = FromText(
+      "torchrun --nproc_per_node 1 pretrain_gpt.py --num-layers 2 --hidden-size 64 "
+      "--num-attention-heads 2 --seq-length 64 --micro-batch-size 1 --tokenizer-type "
+      "HuggingFaceTokenizer\n");
+  REQUIRE_FALSE(vocab.ok());
+  CHECK(vocab.error().message ==
+        "run.sh: --vocab-size: must be given (ppb does not read tokenizer "
+        "'HuggingFaceTokenizer'); got nothing");
+}
+
+TEST_CASE("from megatron: every argument ppb does not model is listed") {
+  Result<commands::LaunchConfig> r = FromText(Script("  --lr 1e-4 --step-batch-size-schedule x"));
+  REQUIRE(r.ok());
+  REQUIRE_FALSE(r->notes.empty());
+  CHECK(r->notes.back() == "ignored (ppb does not model them): --lr --step-batch-size-schedule");
+}
+
+TEST_CASE("from megatron: a log's iterations after the warm-up are the measured step") {
+  Result<std::vector<LoggedIteration>> its =
+      ReadMegatronIterations("l.log", Slurp(Shipped("llama3_8b_h100_fp8.log")));
+  REQUIRE(its.ok());
+  REQUIRE(its->size() == 6);
+  CHECK(its->front().iteration == 1);
+  CHECK(its->front().ms == Approx(15873.2));
+  // calibrate --runs with log: the median of iterations 3..6 (9597.3,
+  // 9598.1, 9601.9, 9603.7) is 9600.0 ms.
+  Result<StepRuns> runs = LoadStepRuns(Shipped("runs-log.yaml"));
+  if (!runs.ok()) FAIL(runs.error().message);
+  REQUIRE(runs->runs.size() == 1);
+  CHECK(runs->runs[0].from_log);
+  CHECK(runs->runs[0].measured == 9'600'000'000);
+  CHECK(runs->runs[0].log_iterations == 4);
+  Result<std::vector<LoggedIteration>> bad =
+      ReadMegatronIterations("l.log", "x\n [d] iteration 0/ 5 | elapsed time per iteration (ms): 1.0 |\n");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.rfind("l.log:2: an iteration line: must give", 0) == 0);
+}
+
+}  // namespace ppb
