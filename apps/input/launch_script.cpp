@@ -350,6 +350,27 @@ class Interpreter {
   Interpreter(std::string_view path, std::vector<Token> toks)
       : path_(path), t_(std::move(toks)) {}
 
+  // An arguments file: words and newlines only.
+  LaunchCommand Arguments() {
+    LaunchCommand c;
+    for (const Token& t : t_) {
+      if (t.kind == Tok::Newline || t.kind == Tok::End) continue;
+      if (t.kind != Tok::Word) {
+        Refuse(t.line, fmt::format("'{}': must be a --flag or its value in an arguments file",
+                                   t.text));
+      }
+      for (char ch : t.text) {
+        if (ch == '$' || ch == '`') {
+          Refuse(t.line, fmt::format("'{}': must not expand anything in an arguments file",
+                                     Abbreviate(t.text)));
+        }
+      }
+      Expand(RawWord{t.text, t.line}, false, c.args);
+    }
+    if (!c.args.empty()) c.line = c.args.front().line;
+    return c;
+  }
+
   LaunchCommand Run() {
     List(true, {});
     if (Peek().kind != Tok::End) {
@@ -1301,6 +1322,30 @@ class Interpreter {
 };
 
 }  // namespace
+
+bool IsArgumentsFile(std::string_view text) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view l = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    const size_t first = l.find_first_not_of(" \t\r");
+    if (first == std::string_view::npos || l[first] == '#') continue;
+    return l.compare(first, 2, "--") == 0;
+  }
+  return false;
+}
+
+Result<LaunchCommand> ReadArgumentsFile(std::string_view path, std::string_view text) {
+  try {
+    Lexer lexer(text);
+    Interpreter in(path, lexer.Run());
+    return in.Arguments();
+  } catch (const Refusal& r) {
+    return Error{"", fmt::format("{}:{}: {}", path, r.line, r.message)};
+  }
+}
 
 Result<LaunchCommand> ReadLaunchScript(std::string_view path, std::string_view text) {
   try {

@@ -57,6 +57,14 @@ struct LaunchCommand {
   std::vector<std::string> environment;  // variables read while unset, sorted
 };
 
+// An arguments file: "--flag value" lines (what `ppb-sim --emit megatron`
+// writes), '#' comments, quotes and line continuations as in a script; no
+// variables or commands. The result has no launcher and no script.
+Result<LaunchCommand> ReadArgumentsFile(std::string_view path, std::string_view text);
+// Whether `text` is an arguments file: its first word (past blank lines and
+// comments) is a --flag.
+bool IsArgumentsFile(std::string_view text);
+
 // The launch command of `text` (the script at `path`, named in errors as
 // "path:line: what: must be ...; got ...").
 Result<LaunchCommand> ReadLaunchScript(std::string_view path, std::string_view text);

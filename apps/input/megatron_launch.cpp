@@ -16,359 +16,13 @@
 #include <utility>
 
 #include "apps/input/launch_script.h"
+#include "apps/input/megatron_arguments.h"
+#include "core/strategy.h"
 
 namespace ppb {
 namespace {
 
-// An argument Megatron-LM would not accept as ppb reads it.
-struct Bad {
-  std::string message;
-};
-
-[[noreturn]] void Fail(std::string message) { throw Bad{std::move(message)}; }
-
-// The title line of `_print_args("arguments", args)`.
-constexpr std::string_view kArgsHeader =
-    "------------------------ arguments ------------------------";
-constexpr std::string_view kArgsFooter =
-    "-------------------- end of arguments ---------------------";
-
-struct Arg {
-  std::string flag;   // as written: "--hidden-size", or the log's "hidden_size"
-  std::string value;  // "True" for a flag given alone; values joined by ' '
-  std::string where;  // "train.sh:57"
-  bool unknown = false;
-  bool read = false;
-};
-
-// Megatron's destination names where the flag's own name differs
-// (transformer_config.py argparse_meta arg_names).
-std::string DestOf(std::string flag) {
-  std::replace(flag.begin(), flag.end(), '-', '_');
-  if (flag == "fp8_format") return "fp8";
-  if (flag == "fp4_format") return "fp4";
-  return flag;
-}
-
-class Args {
- public:
-  Args(std::string path, bool log) : path_(std::move(path)), log_(log) {}
-
-  void Set(const std::string& dest, Arg a) {
-    if (by_dest_.count(dest) == 0) order_.push_back(dest);
-    by_dest_[dest] = std::move(a);
-  }
-
-  // The argument when given (a log's None is not given).
-  const Arg* Find(const std::string& dest) {
-    auto it = by_dest_.find(dest);
-    if (it == by_dest_.end()) return nullptr;
-    it->second.read = true;
-    if (it->second.value == "None") return nullptr;
-    if (it->second.unknown) {
-      Fail(fmt::format("{}: {}: must be a value the script sets; got the output of a command "
-                       "ppb does not run",
-                       it->second.where, it->second.flag));
-    }
-    return &it->second;
-  }
-
-  // "file:line" of the argument, or the file when it was not given.
-  std::string Line(const std::string& dest) const {
-    const Arg* a = Peek(dest);
-    return a != nullptr ? a->where : path_;
-  }
-  std::string Where(const std::string& dest) {
-    const Arg* a = Peek(dest);
-    return a != nullptr ? a->where + ": " + a->flag : path_;
-  }
-  const Arg* Peek(const std::string& dest) const {
-    auto it = by_dest_.find(dest);
-    return it == by_dest_.end() ? nullptr : &it->second;
-  }
-
-  bool Flag(const std::string& dest) {
-    const Arg* a = Find(dest);
-    if (a == nullptr) return false;
-    if (a->value == "True") return true;
-    if (a->value == "False") return false;
-    Fail(fmt::format("{}: {}: must be given without a value (a switch); got '{}'", a->where,
-                     a->flag, Abbreviate(a->value)));
-  }
-
-  std::optional<std::int64_t> Int(const std::string& dest, std::int64_t min) {
-    const Arg* a = Find(dest);
-    if (a == nullptr) return std::nullopt;
-    std::int64_t x = 0;
-    const std::string& s = a->value;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
-    if (s.empty() || ec != std::errc() || p != s.data() + s.size() || x < min ||
-        x > 1'000'000'000) {
-      Fail(fmt::format("{}: {}: must be an integer from {} to 1000000000; got '{}'", a->where,
-                       a->flag, min, Abbreviate(s)));
-    }
-    return x;
-  }
-
-  std::optional<double> Number(const std::string& dest, double min, double max) {
-    const Arg* a = Find(dest);
-    if (a == nullptr) return std::nullopt;
-    double x = 0;
-    const std::string& s = a->value;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
-    if (s.empty() || ec != std::errc() || p != s.data() + s.size() || !(x >= min && x <= max)) {
-      Fail(fmt::format("{}: {}: must be a number from {} to {}; got '{}'", a->where, a->flag,
-                       min, max, Abbreviate(s)));
-    }
-    return x;
-  }
-
-  // A string value; a log's Python list ['a', 'b'] reads as "a b".
-  std::optional<std::string> Str(const std::string& dest, bool flatten = true) {
-    const Arg* a = Find(dest);
-    if (a == nullptr) return std::nullopt;
-    std::string s = a->value;
-    if (log_ && flatten && s.size() >= 2 && s.front() == '[' && s.back() == ']') {
-      std::string out;
-      for (char c : s.substr(1, s.size() - 2)) {
-        if (c == '\'' || c == '"') continue;
-        out += c == ',' ? ' ' : c;
-      }
-      s.clear();
-      bool space = true;
-      for (char c : out) {
-        if (c == ' ') {
-          if (!space) s += ' ';
-          space = true;
-        } else {
-          s += c;
-          space = false;
-        }
-      }
-      while (!s.empty() && s.back() == ' ') s.pop_back();
-    }
-    // A quoted value the script passed through (--split '99,1,0').
-    if (s.size() >= 2 && (s.front() == '\'' || s.front() == '"') && s.back() == s.front()) {
-      s = s.substr(1, s.size() - 2);
-    }
-    return s;
-  }
-
-  // One of `choices`.
-  std::optional<std::string> Choice(const std::string& dest,
-                                    std::initializer_list<std::string_view> choices) {
-    std::optional<std::string> s = Str(dest);
-    if (!s) return s;
-    if (std::find(choices.begin(), choices.end(), *s) == choices.end()) {
-      std::vector<std::string> names(choices.begin(), choices.end());
-      Fail(fmt::format("{}: must be one of {} (ppb reads these); got '{}'", Where(dest),
-                       fmt::join(names, ", "), Abbreviate(*s)));
-    }
-    return s;
-  }
-
-  // The flags given that nothing read.
-  std::vector<std::string> Unread() const {
-    std::vector<std::string> out;
-    for (const std::string& d : order_) {
-      const Arg& a = by_dest_.at(d);
-      if (!a.read) out.push_back(a.flag);
-    }
-    return out;
-  }
-
-  bool log() const { return log_; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  bool log_;
-  std::map<std::string, Arg> by_dest_;
-  std::vector<std::string> order_;
-};
-
-// ---- reading the two forms -------------------------------------------------
-
-// A launch command's arguments: "--flag v1 v2" or "--flag=v"; a flag given
-// twice keeps its last value (argparse).
-void ReadCommandArgs(const std::string& path, const std::vector<LaunchWord>& words, Args& args) {
-  for (size_t k = 0; k < words.size();) {
-    const LaunchWord& w = words[k];
-    if (w.text.size() < 3 || w.text.compare(0, 2, "--") != 0) {
-      Fail(fmt::format("{}:{}: '{}': must be a --flag or its value; got a word after no flag",
-                       path, w.line, Abbreviate(w.text)));
-    }
-    Arg a;
-    a.where = fmt::format("{}:{}", path, w.line);
-    std::string flag = w.text;
-    const size_t eq = flag.find('=');
-    std::vector<std::string> values;
-    bool unknown = w.unknown;
-    if (eq != std::string::npos) {
-      values.push_back(flag.substr(eq + 1));
-      flag = flag.substr(0, eq);
-    }
-    ++k;
-    while (k < words.size() && words[k].text.compare(0, 2, "--") != 0) {
-      values.push_back(words[k].text);
-      unknown = unknown || words[k].unknown;
-      ++k;
-    }
-    a.flag = flag;
-    a.unknown = unknown;
-    if (values.empty()) {
-      a.value = "True";
-    } else {
-      for (size_t v = 0; v < values.size(); ++v) a.value += (v > 0 ? " " : "") + values[v];
-    }
-    args.Set(DestOf(flag.substr(2)), std::move(a));
-  }
-}
-
-// The first arguments block of a log. Lines are "  NAME DOTS VALUE" with
-// 48 - len(NAME) dots (none past 48), after whatever prefix the launcher
-// put before the block's title line.
-bool ReadLogArgs(const std::string& path, std::string_view text, Args& args) {
-  size_t pos = 0;
-  int line = 0;
-  bool in = false;
-  std::string prefix;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string_view l = text.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line;
-    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
-    if (!in) {
-      const size_t h = l.find(kArgsHeader);
-      if (h == std::string_view::npos) continue;
-      prefix = std::string(l.substr(0, h));
-      in = true;
-      continue;
-    }
-    if (l.find(kArgsFooter) != std::string_view::npos) return true;
-    if (l.compare(0, prefix.size(), prefix) == 0) l.remove_prefix(prefix.size());
-    if (l.size() < 3 || l.compare(0, 2, "  ") != 0) {
-      Fail(fmt::format("{}:{}: the arguments block: must hold \"  NAME ... VALUE\" lines "
-                       "until its end line; got '{}'",
-                       path, line, Abbreviate(l)));
-    }
-    l.remove_prefix(2);
-    const size_t sp = l.find(' ');
-    if (sp == std::string_view::npos) {
-      Fail(fmt::format("{}:{}: the arguments block: must give NAME and VALUE; got '{}'", path,
-                       line, Abbreviate(l)));
-    }
-    const std::string name(l.substr(0, sp));
-    const size_t dots = name.size() < 48 ? 48 - name.size() : 0;
-    std::string_view rest = l.substr(sp + 1);
-    if (rest.size() < dots + 1 || rest.substr(0, dots) != std::string(dots, '.') ||
-        rest[dots] != ' ') {
-      Fail(fmt::format("{}:{}: {}: must be followed by {} dots and its value (Megatron-LM's "
-                       "_print_args); got '{}'",
-                       path, line, name, dots, Abbreviate(rest)));
-    }
-    Arg a;
-    a.flag = name;
-    a.value = std::string(rest.substr(dots + 1));
-    a.where = fmt::format("{}:{}", path, line);
-    args.Set(name, std::move(a));
-  }
-  if (in) {
-    Fail(fmt::format("{}: the arguments block: must end with its \"end of arguments\" line; "
-                     "got the end of the file",
-                     path));
-  }
-  return false;
-}
-
-// ---- a Python list pattern: "([0]*3+[1]*58)" -------------------------------
-
-class Pattern {
- public:
-  Pattern(std::string_view s, std::string where) : s_(s), where_(std::move(where)) {}
-  std::vector<int> Run() {
-    std::vector<int> v = Sum(0);
-    Skip();
-    if (i_ != s_.size()) Bad();
-    return v;
-  }
-
- private:
-  [[noreturn]] void Bad() {
-    Fail(fmt::format("{}: must be an integer or a list pattern such as ([0]*3+[1]*58) "
-                     "(Megatron-LM's moe_freq_type); got '{}'",
-                     where_, Abbreviate(s_)));
-  }
-  void Skip() {
-    while (i_ < s_.size() && s_[i_] == ' ') ++i_;
-  }
-  std::vector<int> Sum(int depth) {
-    if (depth > 32) Bad();
-    std::vector<int> v = Product(depth);
-    Skip();
-    while (i_ < s_.size() && s_[i_] == '+') {
-      ++i_;
-      std::vector<int> w = Product(depth);
-      v.insert(v.end(), w.begin(), w.end());
-      if (v.size() > 100000) Bad();
-      Skip();
-    }
-    return v;
-  }
-  std::vector<int> Product(int depth) {
-    std::vector<int> v = Atom(depth);
-    Skip();
-    while (i_ < s_.size() && s_[i_] == '*') {
-      ++i_;
-      Skip();
-      const std::int64_t n = Integer();
-      if (n < 0 || static_cast<std::int64_t>(v.size()) * n > 100000) Bad();
-      std::vector<int> w;
-      for (std::int64_t k = 0; k < n; ++k) w.insert(w.end(), v.begin(), v.end());
-      v = std::move(w);
-      Skip();
-    }
-    return v;
-  }
-  std::vector<int> Atom(int depth) {
-    Skip();
-    if (i_ >= s_.size()) Bad();
-    if (s_[i_] == '(') {
-      ++i_;
-      std::vector<int> v = Sum(depth + 1);
-      Skip();
-      if (i_ >= s_.size() || s_[i_] != ')') Bad();
-      ++i_;
-      return v;
-    }
-    if (s_[i_] != '[') Bad();
-    ++i_;
-    std::vector<int> v;
-    Skip();
-    while (i_ < s_.size() && s_[i_] != ']') {
-      v.push_back(static_cast<int>(Integer()));
-      if (v.back() != 0 && v.back() != 1) Bad();
-      Skip();
-      if (i_ < s_.size() && s_[i_] == ',') ++i_;
-      Skip();
-    }
-    if (i_ >= s_.size()) Bad();
-    ++i_;
-    return v;
-  }
-  std::int64_t Integer() {
-    std::int64_t x = 0;
-    auto [p, ec] = std::from_chars(s_.data() + i_, s_.data() + s_.size(), x);
-    if (ec != std::errc()) Bad();
-    i_ = static_cast<size_t>(p - s_.data());
-    return x;
-  }
-  std::string_view s_;
-  std::string where_;
-  size_t i_ = 0;
-};
+using namespace megatron_detail;  // NOLINT: the arguments of megatron_arguments.h
 
 // ---- the ppb config being written -----------------------------------------
 
@@ -426,6 +80,13 @@ World WorldSize(Args& args, const LaunchCommand* launch, const std::string& path
   if (args.log()) {
     if (auto ws = args.Int("world_size", 1)) {
       from_file = World{*ws, args.Where("world_size"), fmt::format("world_size {}", *ws)};
+    }
+  } else if (launch != nullptr && launch->script.empty()) {
+    // An arguments file: no torchrun line.
+    if (!in.gpus) {
+      Fail(fmt::format("{}: the world size: must be given with --gpus N (an arguments file "
+                       "has no torchrun line); got nothing",
+                       path));
     }
   } else if (launch != nullptr) {
     std::optional<std::int64_t> per_node;
@@ -494,31 +155,44 @@ World WorldSize(Args& args, const LaunchCommand* launch, const std::string& path
   return *from_file;
 }
 
-MegatronRun Translate(Args& a, const LaunchCommand* launch, const std::string& path,
-                      const LaunchInputs& in) {
-  MegatronRun run;
-  Out o;
-  std::vector<std::string>& notes = run.notes;
-  auto where = [&](const std::string& dest) { return a.Where(dest); };
-  auto need_int = [&](const std::string& dest, std::int64_t min) {
+// What the sections of the config being written share: the arguments,
+// the text, the notes, the parallel sizes and the world.
+struct Job {
+  Args& a;
+  Out& o;
+  std::vector<std::string>& notes;
+  const std::string& path;
+  std::int64_t t = 1, p = 1, cp = 1, ep = 1, d = 1;
+  World world;
+  std::int64_t layers = 0;  // decoder layers
+  std::int64_t ffn = 0;     // the dense MLP's width
+
+  // An argument Megatron-LM requires.
+  std::int64_t Need(const std::string& dest, std::int64_t min) {
     std::optional<std::int64_t> v = a.Int(dest, min);
     if (!v) {
-      Fail(fmt::format("{}: --{}: must be given (Megatron-LM requires it); got nothing", path,
-                       [&] {
-                         std::string f = dest;
-                         std::replace(f.begin(), f.end(), '_', '-');
-                         return f;
-                       }()));
+      std::string f = dest;
+      std::replace(f.begin(), f.end(), '_', '-');
+      Fail(fmt::format("{}: --{}: must be given (Megatron-LM requires it); got nothing", path, f));
     }
     return *v;
-  };
+  }
+};
 
+// The parallel sizes and the world: data parallel is what TP x CP x PP
+// leaves of it.
+void ReadParallel(Job& j, const LaunchCommand* launch, const LaunchInputs& in) {
+  Args& a = j.a;
+  [[maybe_unused]] Out& o = j.o;
+  [[maybe_unused]] std::vector<std::string>& notes = j.notes;
+  [[maybe_unused]] const std::string& path = j.path;
+  [[maybe_unused]] auto where = [&](const std::string& dest) { return a.Where(dest); };
   // ---- parallel sizes and the world --------------------------------------
-  const std::int64_t t = a.Int("tensor_model_parallel_size", 1).value_or(1);
-  const std::int64_t p = a.Int("pipeline_model_parallel_size", 1).value_or(1);
-  const std::int64_t cp = a.Int("context_parallel_size", 1).value_or(1);
-  const std::int64_t ep = a.Int("expert_model_parallel_size", 1).value_or(1);
-  const World world = WorldSize(a, launch, path, in, notes);
+  const std::int64_t t = j.t = a.Int("tensor_model_parallel_size", 1).value_or(1);
+  const std::int64_t p = j.p = a.Int("pipeline_model_parallel_size", 1).value_or(1);
+  const std::int64_t cp = j.cp = a.Int("context_parallel_size", 1).value_or(1);
+  j.ep = a.Int("expert_model_parallel_size", 1).value_or(1);
+  const World world = j.world = WorldSize(a, launch, path, in, notes);
   const std::int64_t model_size = t * p * cp;
   if (world.gpus % model_size != 0) {
     Fail(fmt::format("{}: --tensor-model-parallel-size {} x --pipeline-model-parallel-size {} "
@@ -527,12 +201,22 @@ MegatronRun Translate(Args& a, const LaunchCommand* launch, const std::string& p
                      a.Line("tensor_model_parallel_size"), t, p, cp, model_size, world.gpus,
                      world.text));
   }
-  const std::int64_t d = world.gpus / model_size;
+  j.d = world.gpus / model_size;
 
+}
+
+// model: the architecture.
+void WriteModel(Job& j) {
+  Args& a = j.a;
+  [[maybe_unused]] Out& o = j.o;
+  [[maybe_unused]] std::vector<std::string>& notes = j.notes;
+  [[maybe_unused]] const std::string& path = j.path;
+  [[maybe_unused]] auto where = [&](const std::string& dest) { return a.Where(dest); };
+  const std::int64_t t = j.t;
   // ---- model -------------------------------------------------------------
-  const std::int64_t layers = need_int("num_layers", 1);
-  const std::int64_t h = need_int("hidden_size", 1);
-  const std::int64_t heads = need_int("num_attention_heads", 1);
+  const std::int64_t layers = j.layers = j.Need("num_layers", 1);
+  const std::int64_t h = j.Need("hidden_size", 1);
+  const std::int64_t heads = j.Need("num_attention_heads", 1);
   const bool swiglu = a.Flag("swiglu");
   std::int64_t ffn = 0;
   std::string ffn_origin = where("ffn_hidden_size");
@@ -558,6 +242,7 @@ MegatronRun Translate(Args& a, const LaunchCommand* launch, const std::string& p
   if (auto pv = a.Int("padded_vocab_size", 1)) {
     vocab = *pv;
     vocab_origin = where("padded_vocab_size");
+    a.Int("vocab_size", 1);  // padded_vocab_size wins (TokenizerConfig)
   } else {
     std::optional<std::int64_t> orig = a.Int("vocab_size", 1);
     vocab_origin = where("vocab_size");
@@ -638,7 +323,7 @@ MegatronRun Translate(Args& a, const LaunchCommand* launch, const std::string& p
                         (a.log() && a.Peek("add_position_embedding") != nullptr &&
                          a.Str("add_position_embedding") == std::optional<std::string>("False"));
     if (pos == "learned_absolute" && !no_pos) {
-      const std::int64_t rows = need_int("max_position_embeddings", 1);
+      const std::int64_t rows = j.Need("max_position_embeddings", 1);
       o.Key(4, "learned_positions", rows, where("max_position_embeddings"));
     } else {
       a.Int("max_position_embeddings", 1);
@@ -661,7 +346,7 @@ MegatronRun Translate(Args& a, const LaunchCommand* launch, const std::string& p
     }
     if (auto freq = a.Str("moe_layer_freq", /*flatten=*/false)) {
       if (freq->find('[') != std::string::npos) {
-        const std::vector<int> pattern = Pattern(*freq, where("moe_layer_freq")).Run();
+        const std::vector<int> pattern = MoeLayerPattern(*freq, where("moe_layer_freq"));
         if (static_cast<std::int64_t>(pattern.size()) != layers) {
           Fail(fmt::format("{}: must list one entry a layer ({}, Megatron-LM's check); got {}",
                            where("moe_layer_freq"), layers, pattern.size()));
@@ -690,10 +375,22 @@ MegatronRun Translate(Args& a, const LaunchCommand* launch, const std::string& p
     if (*mtp > 0) o.Key(4, "mtp_layers", *mtp, where("mtp_num_layers"));
   }
 
+  j.ffn = ffn;
+}
+
+// training: batch, precision, parallel sizes, sharding, offload, MoE.
+void WriteTraining(Job& j) {
+  Args& a = j.a;
+  [[maybe_unused]] Out& o = j.o;
+  [[maybe_unused]] std::vector<std::string>& notes = j.notes;
+  [[maybe_unused]] const std::string& path = j.path;
+  [[maybe_unused]] auto where = [&](const std::string& dest) { return a.Where(dest); };
+  const std::int64_t t = j.t, cp = j.cp, ep = j.ep, d = j.d;
+  const World& world = j.world;
   // ---- training ----------------------------------------------------------
   o.Line(0, "training:");
-  o.Key(2, "seq_length", need_int("seq_length", 1), where("seq_length"));
-  const std::int64_t mbs = need_int("micro_batch_size", 1);
+  o.Key(2, "seq_length", j.Need("seq_length", 1), where("seq_length"));
+  const std::int64_t mbs = j.Need("micro_batch_size", 1);
   o.Key(2, "micro_batch_size", mbs, where("micro_batch_size"));
   if (auto gbs = a.Int("global_batch_size", 1)) {
     o.Key(2, "global_batch_size", *gbs, where("global_batch_size"));
@@ -769,6 +466,27 @@ MegatronRun Translate(Args& a, const LaunchCommand* launch, const std::string& p
       o.Key(2, "data_parallel_sharding", sharding.value_or("optim_grads_params"),
             where("data_parallel_sharding_strategy"));
     }
+    // torch FSDP2 keeps its default resharding unless told not to.
+    // (a log prints its destination: torch_fsdp2_reshard_after_forward False).
+    const bool keep = a.log() ? (a.Peek("torch_fsdp2_reshard_after_forward") != nullptr &&
+                                 !a.Flag("torch_fsdp2_reshard_after_forward"))
+                              : a.Flag("torch_fsdp2_no_reshard_after_forward");
+    if (tfsdp && keep) {
+      o.Key(2, "reshard_after_forward", "never",
+            where(a.log() ? "torch_fsdp2_reshard_after_forward"
+                          : "torch_fsdp2_no_reshard_after_forward"));
+    }
+  }
+  // HSDP: --num-distributed-optimizer-instances replicas of the shard group.
+  if (auto inst = a.Int("num_distributed_optimizer_instances", 1)) {
+    if (*inst > 1) {
+      if (d % *inst != 0) {
+        Fail(fmt::format("{}: must divide the data-parallel size {} (Megatron-LM's assert); "
+                         "got {}",
+                         where("num_distributed_optimizer_instances"), d, *inst));
+      }
+      o.Key(2, "data_parallel_shard", d / *inst, where("num_distributed_optimizer_instances"));
+    }
   }
   // Offload.
   {
@@ -839,6 +557,17 @@ MegatronRun Translate(Args& a, const LaunchCommand* launch, const std::string& p
     }
   }
 
+}
+
+// pipeline: p, v and the schedule; the split and recompute arguments
+// carried for ParseMegatronArgs.
+void WritePipeline(Job& j, MegatronRun& run) {
+  Args& a = j.a;
+  [[maybe_unused]] Out& o = j.o;
+  [[maybe_unused]] std::vector<std::string>& notes = j.notes;
+  [[maybe_unused]] const std::string& path = j.path;
+  [[maybe_unused]] auto where = [&](const std::string& dest) { return a.Where(dest); };
+  const std::int64_t p = j.p, layers = j.layers;
   // ---- pipeline ----------------------------------------------------------
   std::int64_t v = 1;
   std::string v_origin = where("pipeline_model_parallel_size");
@@ -849,6 +578,24 @@ MegatronRun Translate(Args& a, const LaunchCommand* launch, const std::string& p
   };
   carry("pipeline_model_parallel_size", "--pipeline-model-parallel-size", std::to_string(p));
   const std::optional<std::string> layout = a.Str("pipeline_model_parallel_layout");
+  const std::optional<std::int64_t> group =
+      a.Int("microbatch_group_size_per_virtual_pipeline_stage", 1);
+  if (layout && !a.log()) {
+    // arguments.py: v = the layout's stages / p, which must divide.
+    Result<int> stages = MegatronLayoutStages(
+        *layout, 4 * static_cast<size_t>(layers) + 64 + 4 * layout->size());
+    if (!stages.ok()) {
+      Fail(fmt::format("{}: {}", where("pipeline_model_parallel_layout"),
+                       stages.error().message));
+    }
+    if (*stages % p != 0) {
+      Fail(fmt::format("{}: its {} stages must be divisible by --pipeline-model-parallel-size "
+                       "{} (Megatron-LM's assert)",
+                       where("pipeline_model_parallel_layout"), *stages, p));
+    }
+    v = *stages / p;
+    v_origin = where("pipeline_model_parallel_layout");
+  }
   if (layout) {
     std::string q = "\"";
     for (char c : *layout) {
@@ -889,8 +636,6 @@ MegatronRun Translate(Args& a, const LaunchCommand* launch, const std::string& p
       carry(dest, flag, std::to_string(*n));
     }
   }
-  const std::optional<std::int64_t> group =
-      a.Int("microbatch_group_size_per_virtual_pipeline_stage", 1);
   if (auto g = a.Choice("recompute_granularity", {"full", "selective"})) {
     carry("recompute_granularity", "--recompute-granularity", *g);
     if (auto m = a.Choice("recompute_method", {"uniform", "block"})) {
@@ -927,8 +672,17 @@ MegatronRun Translate(Args& a, const LaunchCommand* launch, const std::string& p
 
   // `ppb-sim plan`: the layouts of the same world, its default space.
   o.Line(0, "plan:");
-  o.Key(2, "gpus", world.gpus, world.origin);
+  o.Key(2, "gpus", j.world.gpus, j.world.origin);
 
+}
+
+// plan's world and the machine from --cluster.
+void WriteMachine(Job& j, const LaunchInputs& in) {
+  Args& a = j.a;
+  [[maybe_unused]] Out& o = j.o;
+  [[maybe_unused]] std::vector<std::string>& notes = j.notes;
+  [[maybe_unused]] const std::string& path = j.path;
+  [[maybe_unused]] auto where = [&](const std::string& dest) { return a.Where(dest); };
   // ---- the machine -------------------------------------------------------
   if (in.cluster_path.empty()) {
     Fail(fmt::format("{}: the machine: must be given with --cluster FILE (a YAML file with a "
@@ -970,6 +724,19 @@ MegatronRun Translate(Args& a, const LaunchCommand* launch, const std::string& p
     }
   }
 
+}
+
+MegatronRun Translate(Args& a, const LaunchCommand* launch, const std::string& path,
+                      const LaunchInputs& in) {
+  MegatronRun run;
+  Out o;
+  Job j{a, o, run.notes, path, 1, 1, 1, 1, 1, World{}, 0, 0};
+  ReadParallel(j, launch, in);
+  WriteModel(j);
+  WriteTraining(j);
+  WritePipeline(j, run);
+  WriteMachine(j, in);
+  std::vector<std::string>& notes = run.notes;
   // ---- what was not read -------------------------------------------------
   // Arguments that only say how the data is read, logged, saved or
   // profiled are not named one by one for a log (it prints all of them).
@@ -995,7 +762,11 @@ Result<MegatronRun> ReadMegatronLaunch(const std::string& path, std::string_view
     if (ReadLogArgs(path, text, log_args)) {
       return Translate(log_args, nullptr, path, inputs);
     }
-    Result<LaunchCommand> launch = ReadLaunchScript(path, text);
+    const std::string section = EmittedSection(text);
+    if (!section.empty()) text = section;
+    const bool args_file = IsArgumentsFile(text);
+    Result<LaunchCommand> launch =
+        args_file ? ReadArgumentsFile(path, text) : ReadLaunchScript(path, text);
     if (!launch.ok()) return launch.error();
     Args args(path, false);
     ReadCommandArgs(path, launch->args, args);
@@ -1009,41 +780,6 @@ Result<MegatronRun> ReadMegatronLaunch(const std::string& path, std::string_view
   } catch (const Bad& b) {
     return Error{"", b.message};
   }
-}
-
-Result<std::vector<LoggedIteration>> ReadMegatronIterations(const std::string& path,
-                                                             std::string_view text) {
-  constexpr std::string_view kIteration = " iteration ";
-  constexpr std::string_view kElapsed = "elapsed time per iteration (ms): ";
-  std::vector<LoggedIteration> out;
-  size_t pos = 0;
-  int line = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    const std::string_view l = text.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line;
-    const size_t e = l.find(kElapsed);
-    const size_t it = l.find(kIteration);
-    if (e == std::string_view::npos || it == std::string_view::npos || it > e) continue;
-    auto number = [&](size_t at, auto& x) {
-      while (at < l.size() && l[at] == ' ') ++at;
-      auto [p, ec] = std::from_chars(l.data() + at, l.data() + l.size(), x);
-      return ec == std::errc() && p != l.data() + at;
-    };
-    LoggedIteration li;
-    li.line = line;
-    if (!number(it + kIteration.size(), li.iteration) || !number(e + kElapsed.size(), li.ms) ||
-        li.iteration < 1 || !(li.ms > 0 && li.ms < 1e9)) {
-      return Error{"", fmt::format("{}:{}: an iteration line: must give \"iteration N/ M\" and "
-                                   "\"elapsed time per iteration (ms): T\" with N >= 1 and T > 0 "
-                                   "(Megatron-LM's training_log); got '{}'",
-                                   path, line, Abbreviate(l))};
-    }
-    out.push_back(li);
-  }
-  return out;
 }
 
 std::string PlaceLaunchError(const MegatronRun& run, std::string_view yaml_path,

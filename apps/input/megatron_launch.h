@@ -78,6 +78,17 @@ struct LoggedIteration {
 Result<std::vector<LoggedIteration>> ReadMegatronIterations(const std::string& path,
                                                              std::string_view text);
 
+// The largest memory a log's reports give (megatron/training/utils/
+// common_utils.py report_memory: "[Rank R] NAME memory (MB) | allocated: A |
+// max allocated: M | reserved: R | max reserved: X [| total device memory
+// used: D]"), over every rank and report; nullopt when the log has none.
+struct LoggedMemory {
+  double max_reserved_mb = 0;  // the caching allocator's peak: tensors and
+                               // their fragmentation, no NCCL or context
+  std::optional<double> device_used_mb;  // the device's whole use, when logged
+};
+std::optional<LoggedMemory> ReadMegatronMemory(std::string_view text);
+
 // A ppb config error (message "yaml_path:LINE: key: ...") about the text of
 // `run.yaml` placed where that line came from: "train.sh:57: --hidden-size
 // (ppb model.architecture.hidden_size): ...". Other messages are returned as

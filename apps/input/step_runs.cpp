@@ -126,6 +126,13 @@ class StepRunsParser : public ConfigReader {
     const double median = n % 2 == 1 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
     run.measured = static_cast<Nanos>(std::llround(median * 1e6));
     run.log_iterations = static_cast<int>(n);
+    // The memory report: the device's total when logged, else the
+    // allocator's max reserved (the fit adds NCCL, context and workspaces).
+    if (const std::optional<LoggedMemory> mem = ReadMegatronMemory(text)) {
+      const double mb = mem->device_used_mb.value_or(mem->max_reserved_mb);
+      run.peak_memory = static_cast<Bytes>(std::llround(mb * 1024 * 1024));
+      run.peak_reserved = !mem->device_used_mb.has_value();
+    }
     return Status();
   }
 
@@ -181,6 +188,7 @@ class StepRunsParser : public ConfigReader {
         run.measured = *ns;
       }
       if (const Entry* m = Find(*f, "peak_memory")) {
+        run.peak_reserved = false;  // given: the process's, as for a config
         Result<Bytes> b = Size(m->value, m->path, true);
         if (!b.ok()) return b.error();
         run.peak_memory = *b;
@@ -642,7 +650,9 @@ Result<StepFit> FitStepRuns(const StepRuns& runs) {
     if (!runs.runs[i].peak_memory) continue;
     ++out.peak_runs;
     tensors += static_cast<double>(after[i].peak);
-    rest += static_cast<double>(*runs.runs[i].peak_memory - after[i].fixed);
+    // A reserved peak holds no fixed bytes to take off.
+    rest += static_cast<double>(*runs.runs[i].peak_memory -
+                                (runs.runs[i].peak_reserved ? 0 : after[i].fixed));
   }
   if (out.peak_runs > 0) {
     const double f = rest > 0 ? 1.0 - tensors / rest : -1.0;

@@ -76,6 +76,9 @@ struct StepRun {
   std::string log_cluster;  // resolved against the runs file
   std::optional<int> log_gpus;
   int log_iterations = 0;   // iterations the median is over
+  // peak_memory is the allocator's max reserved (a log's memory report
+  // without the device's total): the fit adds the process's fixed bytes.
+  bool peak_reserved = false;
 };
 
 struct StepRuns {

@@ -111,6 +111,10 @@ Result<std::vector<int>> MegatronUnevenSplit(const std::vector<Layer>& layers, i
 std::string MtpRecompute(const Layer& layer, const std::string& granularity,
                          const std::string& method);
 
+// A derived model's shape as Megatron-LM's flags, one a line; `missing`
+// gets what of the architecture the flags cannot say.
+std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>& missing);
+
 Result<Emission> EmitMegatron(const RunConfig& config);
 Result<Emission> EmitMindFormers(const RunConfig& config);
 Result<Emission> EmitTorchtitan(Framework f, const RunConfig& config, const Program& program);

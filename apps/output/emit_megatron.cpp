@@ -5,6 +5,7 @@
 #include "apps/output/emit.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -358,6 +359,10 @@ std::string ParallelBlock(const RunConfig& config) {
                       static_cast<std::int64_t>(t.dp) * config.shape.m * t.micro_batch);
   if (t.dtype == Dtype::Bf16) text += "--bf16\n";
   if (t.dtype == Dtype::Fp16) text += "--fp16\n";
+  // Gradients reduced in BF16 (--grad-reduce-in-bf16) and SGD: only where
+  // they differ from Megatron's defaults (FP32 gradients, Adam).
+  if (t.dtype == Dtype::Bf16 && t.grad_dtype == Dtype::Bf16) text += "--grad-reduce-in-bf16\n";
+  if (t.optimizer == Optimizer::Sgd) text += "--optimizer sgd\n";
   if (t.distributed_optimizer) text += "--use-distributed-optimizer\n";
   text += ShardingFlags(config);
   if (t.overlap_grad_reduce) text += "--overlap-grad-reduce\n";
@@ -464,8 +469,11 @@ Result<Emission> emit_detail::EmitMegatron(const RunConfig& config) {
                             config.model_name.empty() ? config.path : config.model_name,
                             DescribeRun(config)));
   text += fmt::format("--pipeline-model-parallel-size {}\n", p);
-  text += fmt::format("--pipeline-model-parallel-layout \"{}\"\n",
-                      FormatMegatronLayout(s.layers_per_stage, layers));
+  // One stage holds every layer: no layout to give.
+  if (stages > 1) {
+    text += fmt::format("--pipeline-model-parallel-layout \"{}\"\n",
+                        FormatMegatronLayout(s.layers_per_stage, layers));
+  }
   const int g = EffectiveGroup(ScheduleChoice{config.schedule, v, config.schedule_params}, p, m);
   // Megatron runs every v > 1 interleaved, with group p unless the flag
   // gives another: its rule holds for the default too.
@@ -480,17 +488,32 @@ Result<Emission> emit_detail::EmitMegatron(const RunConfig& config) {
   const MegatronRecompute rc = MegatronRecomputeFlags(config);
   for (const std::string& flag : rc.flags) text += flag + "\n";
   e.recompute_expressed = rc.note.empty();
-  if (!config.derived.empty()) text += ParallelBlock(config);
+  std::vector<std::string> missing;
+  if (!config.derived.empty()) {
+    text += MegatronModelFlags(config, missing);
+    text += ParallelBlock(config);
+  }
 
   std::string model = fmt::format("--num-layers {}", decoders);
   if (mtp > 0) model += fmt::format(" --mtp-num-layers {}", mtp);
-  AddNote(text, fmt::format("the layout's {} stages (| in the order stage = chunk * "
-                            "p + rank) set v = {}; Megatron-LM refuses "
-                            "--num-virtual-stages-per-pipeline-rank with a layout. "
-                            "It needs the model's {}, m = {} micro-batches = "
-                            "--global-batch-size / (--micro-batch-size x data "
-                            "parallel size)",
-                            stages, v, model, m));
+  const std::string needs =
+      config.derived.empty() ? fmt::format("It needs the model's {}, m = {}", model, m)
+                             : fmt::format("m = {}", m);
+  if (stages > 1) {
+    AddNote(text, fmt::format("the layout's {} stages (| in the order stage = chunk * "
+                              "p + rank) set v = {}; Megatron-LM refuses "
+                              "--num-virtual-stages-per-pipeline-rank with a layout. "
+                              "{} micro-batches = --global-batch-size / "
+                              "(--micro-batch-size x data parallel size)",
+                              stages, v, needs, m));
+  } else {
+    AddNote(text, fmt::format("one stage: no layout. {} micro-batches = --global-batch-size / "
+                              "(--micro-batch-size x data parallel size)",
+                              needs));
+  }
+  if (!missing.empty()) {
+    AddNote(text, "not expressed by these flags: " + fmt::format("{}", fmt::join(missing, "; ")));
+  }
   if (config.schedule == "gpipe") {
     AddNote(text,
             "Megatron-LM has no GPipe schedule: it runs 1F1B with this "

@@ -72,7 +72,7 @@ Result<std::map<std::string, std::string>> ReadFlags(std::string_view text) {
     }
     // Megatron's store_true switches take no value.
     static const char* const kSwitches[] = {
-        "--sequence-parallel",    "--bf16",
+        "--sequence-parallel",    "--bf16", "--grad-reduce-in-bf16",
         "--fp16",                 "--use-distributed-optimizer",
         "--overlap-grad-reduce",  "--overlap-param-gather",
         "--tp-comm-overlap",      "--fp8-param-gather",
@@ -82,7 +82,12 @@ Result<std::map<std::string, std::string>> ReadFlags(std::string_view text) {
         "--torch-fsdp2-no-reshard-after-forward", "--optimizer-cpu-offload",
         "--use-precision-aware-optimizer", "--overlap-cpu-optimizer-d2h-h2d",
         "--fine-grained-activation-offloading", "--overlap-moe-expert-parallel-comm",
-        "--moe-pad-expert-input-to-capacity", "--moe-router-force-load-balancing"};
+        "--moe-pad-expert-input-to-capacity", "--moe-router-force-load-balancing",
+        // The model's shape (megatron_model.cpp).
+        "--group-query-attention", "--swiglu", "--untie-embeddings-and-output-weights",
+        "--disable-bias-linear", "--add-qkv-bias", "--qk-layernorm",
+        "--multi-latent-attention", "--moe-shared-expert-gate",
+        "--moe-router-enable-expert-bias"};
     if (std::find_if(std::begin(kSwitches), std::end(kSwitches), [&](const char* sw) {
           return tokens[i] == sw;
         }) != std::end(kSwitches)) {
@@ -234,6 +239,8 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
                                        "--micro-batch-size",
                                        "--global-batch-size",
                                        "--bf16",
+                                       "--grad-reduce-in-bf16",
+                                       "--optimizer",
                                        "--fp16",
                                        "--use-distributed-optimizer",
                                        "--overlap-grad-reduce",
@@ -263,7 +270,26 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
                                        "--fine-grained-activation-offloading",
                                        "--offload-modules",
                                        "--activation-offload-fraction",
-                                       "--cpu-offloading-num-layers"};
+                                       "--cpu-offloading-num-layers",
+                                       // The model's shape: read by --from megatron
+                                       // (apps/input/megatron_launch.h), not here.
+                                       "--num-layers", "--hidden-size", "--ffn-hidden-size",
+                                       "--num-attention-heads", "--group-query-attention",
+                                       "--num-query-groups", "--kv-channels", "--swiglu",
+                                       "--untie-embeddings-and-output-weights",
+                                       "--normalization", "--disable-bias-linear",
+                                       "--add-qkv-bias", "--qk-layernorm",
+                                       "--position-embedding-type",
+                                       "--max-position-embeddings", "--vocab-size",
+                                       "--padded-vocab-size", "--num-experts",
+                                       "--moe-router-topk", "--moe-ffn-hidden-size",
+                                       "--moe-shared-expert-intermediate-size",
+                                       "--moe-shared-expert-gate",
+                                       "--moe-router-enable-expert-bias", "--moe-layer-freq",
+                                       "--multi-latent-attention", "--q-lora-rank",
+                                       "--kv-lora-rank", "--qk-head-dim",
+                                       "--qk-pos-emb-head-dim", "--v-head-dim",
+                                       "--mtp-num-layers"};
   for (const auto& [name, value] : *flags) {
     if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
       return Error{"", "ppb does not read " + name};

@@ -1,0 +1,108 @@
+// MegatronModelFlags (apps/output/emit_common.h): a derived model's shape as
+// Megatron-LM's arguments (core 0.20.0, d98e8a6: arguments.py and
+// transformer_config.py), which `--from megatron` reads back with
+// Megatron's defaults (apps/input/megatron_launch.h), so that the flags
+// name the model that was simulated and nothing else.
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "apps/output/emit_common.h"
+
+namespace ppb::emit_detail {
+namespace {
+
+// "([0]*3+[1]*58)": Megatron's --moe-layer-freq pattern (arguments.py
+// moe_freq_type), 1 for an MoE layer, run-length written.
+std::string MoePattern(const Architecture& a) {
+  std::string out;
+  int i = 0;
+  while (i < a.layers) {
+    const bool moe = a.IsMoeLayer(i);
+    int n = 0;
+    while (i < a.layers && a.IsMoeLayer(i) == moe) {
+      ++n;
+      ++i;
+    }
+    out += fmt::format("{}[{}]*{}", out.empty() ? "" : "+", moe ? 1 : 0, n);
+  }
+  return "(" + out + ")";
+}
+
+}  // namespace
+
+std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>& missing) {
+  const Architecture& a = config.architecture;
+  const Training& t = config.training;
+  std::string text;
+  text += fmt::format("--num-layers {}\n--hidden-size {}\n", a.layers, a.hidden);
+  if (a.ffn > 0) text += fmt::format("--ffn-hidden-size {}\n", a.ffn);
+  text += fmt::format("--num-attention-heads {}\n", a.heads);
+  if (a.mla()) {
+    text += "--multi-latent-attention\n";
+    if (a.q_lora_rank > 0) text += fmt::format("--q-lora-rank {}\n", a.q_lora_rank);
+    text += fmt::format(
+        "--kv-lora-rank {}\n--qk-head-dim {}\n--qk-pos-emb-head-dim {}\n--v-head-dim {}\n",
+        a.kv_lora_rank, a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim);
+  } else {
+    if (a.kv_heads != a.heads) {
+      text += fmt::format("--group-query-attention\n--num-query-groups {}\n", a.kv_heads);
+    }
+    text += fmt::format("--kv-channels {}\n", a.head_dim);
+  }
+  if (a.gated_mlp) text += "--swiglu\n";
+  if (!a.tied_embeddings) text += "--untie-embeddings-and-output-weights\n";
+  // ppb's norms: LayerNorm with biases on every linear (GPT-2/3), or
+  // RMSNorm with none besides Q, K, V's.
+  text += a.layernorm_with_bias ? "--normalization LayerNorm\n"
+                                : "--normalization RMSNorm\n--disable-bias-linear\n";
+  if (a.qkv_bias) text += "--add-qkv-bias\n";
+  if (a.qk_norm) text += "--qk-layernorm\n";
+  if (a.learned_positions > 0) {
+    text += fmt::format("--position-embedding-type learned_absolute\n"
+                        "--max-position-embeddings {}\n",
+                        a.learned_positions);
+  } else {
+    text += fmt::format("--position-embedding-type rope\n--max-position-embeddings {}\n", t.seq);
+  }
+  // Megatron pads the vocabulary to a multiple of 128 x TP
+  // (build_tokenizer.py vocab_size_with_padding); the simulated one is
+  // given as the padded size where that padding would change it.
+  text += fmt::format("--vocab-size {}\n", a.vocab);
+  const std::int64_t multiple = std::int64_t{128} * t.tp;
+  if ((a.vocab + multiple - 1) / multiple * multiple != a.vocab) {
+    text += fmt::format("--padded-vocab-size {}\n", a.vocab);
+  }
+  if (a.experts > 0) {
+    text += fmt::format("--num-experts {}\n--moe-router-topk {}\n--moe-ffn-hidden-size {}\n",
+                        a.experts, a.top_k, a.expert_ffn);
+    if (a.shared_ffn > 0) {
+      text += fmt::format("--moe-shared-expert-intermediate-size {}\n", a.shared_ffn);
+    }
+    if (a.shared_expert_gate) text += "--moe-shared-expert-gate\n";
+    if (a.router_bias) text += "--moe-router-enable-expert-bias\n";
+    bool all = true;
+    for (int i = 0; i < a.layers; ++i) all = all && a.IsMoeLayer(i);
+    if (!all) text += fmt::format("--moe-layer-freq \"{}\"\n", MoePattern(a));
+  }
+  if (a.mtp_layers > 0) text += fmt::format("--mtp-num-layers {}\n", a.mtp_layers);
+  // What these flags cannot say (Megatron's hybrid models take other
+  // arguments, not read here).
+  for (int i = 0; i < a.layers; ++i) {
+    const LayerBlock b = a.Block(i);
+    if (b.mixer != Mixer::Attention) {
+      missing.emplace_back("the Mamba and linear-attention mixers");
+      break;
+    }
+  }
+  if (a.sliding_window > 0 || a.attention_chunk > 0) {
+    missing.emplace_back("the sliding-window and chunked attention");
+  }
+  if (a.attention_sinks || a.attention_out_gate || a.out_bias || a.expert_bias) {
+    missing.emplace_back("the attention sinks, gates and biases of GPT-OSS and Qwen3-Next");
+  }
+  return text;
+}
+
+}  // namespace ppb::emit_detail
