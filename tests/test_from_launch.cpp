@@ -147,9 +147,9 @@ TEST_CASE("launch script: assignments, arrays, tests, case and arithmetic as bas
       "if [ ! -f \"pretrain_gpt.py\" ]; then\n"         // 34
       "  exit 1\n"                                      // 35
       "fi\n"                                            // 36
-      "torchrun --nproc_per_node $GPUS --nnodes ${NODES:-3} pretrain_gpt.py \\\n"  // 37
+      "exec torchrun --nproc_per_node $GPUS --nnodes ${NODES:-3} pretrain_gpt.py \\\n"  // 37
       "    ${ARGS[@]} \\\n"                             // 38
-      "    --world $WORLD --half $HALF --name \"$NAME\" --count ${#ARGS[@]}\n";  // 39
+      "    --world $WORLD --half $HALF --name \"$NAME\" --count ${#ARGS[@]} \"$@\"\n";  // 39
   Result<LaunchCommand> c = ReadLaunchScript("t.sh", text);
   if (!c.ok()) FAIL(c.error().message);
   CHECK(c->line == 37);
@@ -312,6 +312,22 @@ TEST_CASE("from megatron: errors name the launch's line and flag") {
   CHECK(vocab.error().message ==
         "run.sh: --vocab-size: must be given (ppb does not read tokenizer "
         "'HuggingFaceTokenizer'); got nothing");
+}
+
+TEST_CASE("from megatron: Megatron's own checks of the sharding flags refuse a script") {
+  // Megatron-FSDP needs the fsdp_dtensor checkpoint format (arguments.py).
+  Result<commands::LaunchConfig> r =
+      FromText(Script("  --use-megatron-fsdp --use-distributed-optimizer "
+                      "--data-parallel-sharding-strategy optim_grads_params"));
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message ==
+        "run.sh: Megatron-FSDP requires the `fsdp_dtensor` checkpointing format");
+  Result<commands::LaunchConfig> ok =
+      FromText(Script("  --use-megatron-fsdp --use-distributed-optimizer "
+                      "--data-parallel-sharding-strategy optim_grads --ckpt-format fsdp_dtensor"));
+  if (!ok.ok()) FAIL(ok.error().message);
+  CHECK(ok->yaml.find("  fsdp: megatron\n  data_parallel_sharding: optim_grads\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("from megatron: every argument ppb does not model is listed") {

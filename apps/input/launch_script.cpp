@@ -1,15 +1,13 @@
-// ReadLaunchScript (apps/input/launch_script.h): a tokenizer for the bash
-// subset, and an interpreter that walks the tokens once, running what it
-// evaluates where a branch is taken and only parsing the rest.
+// ReadLaunchScript (apps/input/launch_script.h): the grammar of the bash
+// subset over the tokens of apps/input/bash_lexer.h, run once: what a
+// taken branch holds is run (assignments, tests, the launch), the rest only
+// parsed. Variables and expansions are apps/input/bash_shell.h's.
 #include "apps/input/launch_script.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
-#include <charconv>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -17,338 +15,18 @@
 #include <utility>
 #include <vector>
 
+#include "apps/input/bash_lexer.h"
+#include "apps/input/bash_shell.h"
+
 namespace ppb {
 namespace {
 
-// The deepest nesting of compound commands, expansions and arithmetic read
-// (the shipped launches nest 3 deep); deeper input is refused, not recursed.
-constexpr int kMaxDepth = 64;
-
-// A refusal, caught at ReadLaunchScript and returned as an Error.
-struct Refusal {
-  int line;
-  std::string message;
-};
-
-[[noreturn]] void Refuse(int line, std::string message) {
-  throw Refusal{line, std::move(message)};
-}
-
-// ---- tokens ---------------------------------------------------------------
-
-enum class Tok { Word, Op, Newline, Array, End };
-
-struct RawWord {
-  std::string text;  // as written, quotes included
-  int line = 0;
-};
-
-struct Token {
-  Token() = default;
-  Token(Tok k, std::string t, int l) : kind(k), text(std::move(t)), line(l) {}
-  Tok kind = Tok::End;
-  std::string text;  // word as written; operator; array name
-  int line = 0;
-  bool append = false;             // Array: NAME+=( )
-  std::vector<RawWord> elements;   // Array: its words
-};
-
-bool IsNameStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool IsNameChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-bool IsMeta(char c) {
-  return c == ';' || c == '&' || c == '|' || c == '(' || c == ')' || c == '<' || c == '>' ||
-         c == '\n' || IsBlank(c);
-}
-
-class Lexer {
- public:
-  explicit Lexer(std::string_view text) : s_(text) {}
-
-  std::vector<Token> Run() {
-    std::vector<Token> out;
-    while (true) {
-      SkipBlanks();
-      if (i_ >= s_.size()) break;
-      const char c = s_[i_];
-      if (c == '#') {
-        while (i_ < s_.size() && s_[i_] != '\n') ++i_;
-        continue;
-      }
-      if (c == '\n') {
-        out.push_back(Token{Tok::Newline, "\n", line_});
-        ++i_;
-        ++line_;
-        continue;
-      }
-      if (IsMeta(c)) {
-        out.push_back(Operator());
-        continue;
-      }
-      const int line = line_;
-      std::string word = Word();
-      // NAME=( or NAME+=( : an array assignment.
-      if (i_ < s_.size() && s_[i_] == '(' && word.size() >= 2 && word.back() == '=' &&
-          IsNameStart(word[0])) {
-        const bool append = word.size() >= 3 && word[word.size() - 2] == '+';
-        const std::string name = word.substr(0, word.size() - (append ? 2 : 1));
-        if (std::all_of(name.begin(), name.end(), IsNameChar)) {
-          ++i_;
-          out.push_back(ArrayBody(name, append, line));
-          continue;
-        }
-      }
-      out.push_back(Token{Tok::Word, std::move(word), line});
-    }
-    out.push_back(Token{Tok::End, "", line_});
-    return out;
-  }
-
- private:
-  void SkipBlanks() {
-    while (i_ < s_.size()) {
-      if (IsBlank(s_[i_])) {
-        ++i_;
-      } else if (s_[i_] == '\\' && i_ + 1 < s_.size() && s_[i_ + 1] == '\n') {
-        i_ += 2;
-        ++line_;
-      } else {
-        break;
-      }
-    }
-  }
-
-  Token Operator() {
-    static const char* const kOps[] = {";;", "&&", "||", ">>", "<<", ">&", "<&", ";", "&",
-                                       "|",  "(",  ")",  "<",  ">"};
-    for (const char* op : kOps) {
-      const std::string_view o(op);
-      if (s_.substr(i_, o.size()) == o) {
-        if (o == "<<") Refuse(line_, "here-document: must not be used in a launch ppb reads");
-        i_ += o.size();
-        return Token{Tok::Op, std::string(o), line_};
-      }
-    }
-    Refuse(line_, fmt::format("'{}': must be an operator ppb reads", s_[i_]));
-  }
-
-  // Copies a quoted or nested span starting at s_[i_] into `out`.
-  void Quoted(std::string& out, char close) {
-    const int start = line_;
-    out += s_[i_++];
-    while (i_ < s_.size() && s_[i_] != close) {
-      if (close == '"' && s_[i_] == '\\' && i_ + 1 < s_.size()) {
-        if (s_[i_ + 1] == '\n') ++line_;
-        out += s_[i_++];
-      } else if (close == '"' && s_[i_] == '$' && i_ + 1 < s_.size() &&
-                 (s_[i_ + 1] == '(' || s_[i_ + 1] == '{')) {
-        Nested(out);
-        continue;
-      }
-      if (s_[i_] == '\n') ++line_;
-      out += s_[i_++];
-    }
-    if (i_ >= s_.size()) {
-      Refuse(start, fmt::format("quote: must be closed; got {} without its closing {}", close,
-                                close));
-    }
-    out += s_[i_++];
-  }
-
-  // $( ... ) or ${ ... }: balanced, with quotes inside.
-  void Nested(std::string& out) {
-    const int start = line_;
-    struct Deeper {
-      explicit Deeper(int& d, int line) : d_(d) {
-        if (++d_ > kMaxDepth) Refuse(line, fmt::format("nesting: must be at most {} deep", kMaxDepth));
-      }
-      ~Deeper() { --d_; }
-      int& d_;
-    } deeper(depth_, line_);
-    const char open = s_[i_ + 1];
-    const char close = open == '(' ? ')' : '}';
-    out += s_[i_++];
-    out += s_[i_++];
-    int depth = 1;
-    while (i_ < s_.size()) {
-      const char c = s_[i_];
-      if (c == '\'' || c == '"') {
-        Quoted(out, c);
-        continue;
-      }
-      if (c == '\\' && i_ + 1 < s_.size()) {
-        out += s_[i_++];
-      } else if (c == open) {
-        ++depth;
-      } else if (c == close && --depth == 0) {
-        out += s_[i_++];
-        return;
-      }
-      if (s_[i_] == '\n') ++line_;
-      out += s_[i_++];
-    }
-    Refuse(start, fmt::format("${}: must be closed; got no closing {}", open, close));
-  }
-
-  std::string Word() {
-    std::string out;
-    while (i_ < s_.size() && !IsMeta(s_[i_])) {
-      const char c = s_[i_];
-      if (c == '\'' || c == '"' || c == '`') {
-        Quoted(out, c);
-      } else if (c == '\\' && i_ + 1 < s_.size()) {
-        if (s_[i_ + 1] == '\n') {
-          i_ += 2;
-          ++line_;
-        } else {
-          out += s_[i_++];
-          out += s_[i_++];
-        }
-      } else if (c == '$' && i_ + 1 < s_.size() && (s_[i_ + 1] == '(' || s_[i_ + 1] == '{')) {
-        Nested(out);
-      } else {
-        out += s_[i_++];
-      }
-    }
-    return out;
-  }
-
-  Token ArrayBody(const std::string& name, bool append, int line) {
-    Token t{Tok::Array, name, line};
-    t.append = append;
-    while (true) {
-      SkipBlanks();
-      if (i_ >= s_.size()) {
-        Refuse(line, fmt::format("array {}: must be closed with ')'; got the end of the file",
-                                 name));
-      }
-      const char c = s_[i_];
-      if (c == ')') {
-        ++i_;
-        return t;
-      }
-      if (c == '\n') {
-        ++line_;
-        ++i_;
-      } else if (c == '#') {
-        while (i_ < s_.size() && s_[i_] != '\n') ++i_;
-      } else if (IsMeta(c)) {
-        Refuse(line_, fmt::format("array {}: must hold words; got '{}'", name, c));
-      } else {
-        const int at = line_;
-        t.elements.push_back(RawWord{Word(), at});
-      }
-    }
-  }
-
-  std::string_view s_;
-  size_t i_ = 0;
-  int line_ = 1;
-  int depth_ = 0;
-};
-
-// ---- the interpreter --------------------------------------------------------
-
-struct Var {
-  std::vector<LaunchWord> values;  // a scalar is one value
-};
-
-// The most characters one expansion may give, and the most words a
-// variable may hold: far above any launch (the shipped ones stay under
-// 4 KB and 200 words); an array that doubles itself line by line is
-// refused instead of filling memory.
-constexpr size_t kMaxExpansion = size_t{1} << 22;
-constexpr size_t kMaxWords = 100000;
-constexpr size_t kMaxScriptExpansion = size_t{1} << 26;
-
-// A field being built by an expansion.
-struct Fields {
-  std::vector<LaunchWord> out;
-  LaunchWord cur;
-  bool has = false;  // cur exists (a quoted "" makes an empty field)
-  int line = 0;
-  size_t total = 0;  // characters added
-
-  void Add(std::string_view text, bool split, bool unknown) {
-    total += text.size();
-    if (total > kMaxExpansion) {
-      Refuse(line, fmt::format("an expansion: must give at most {} characters", kMaxExpansion));
-    }
-    for (char c : text) {
-      if (split && (c == ' ' || c == '\t' || c == '\n')) {
-        Close();
-        continue;
-      }
-      cur.text += c;
-      has = true;
-    }
-    if (unknown) {
-      cur.unknown = true;
-      has = true;
-    }
-  }
-  void MarkQuoted() { has = true; }
-  void Close() {
-    if (has) {
-      if (cur.line == 0) cur.line = line;
-      out.push_back(cur);
-    }
-    cur = LaunchWord{};
-    has = false;
-  }
-};
-
-// Whether the pattern element at p[i] (?, [...] or a character) matches
-// `c`; `len` is the element's length.
-bool MatchOne(std::string_view p, size_t i, char c, size_t& len) {
-  len = 1;
-  if (p[i] == '?') return true;
-  if (p[i] == '[') {
-    const size_t close = p.find(']', i + 1);
-    if (close != std::string_view::npos) {
-      len = close - i + 1;
-      const std::string_view set = p.substr(i + 1, close - i - 1);
-      for (size_t k = 0; k < set.size(); ++k) {
-        if (k + 2 < set.size() && set[k + 1] == '-') {
-          if (c >= set[k] && c <= set[k + 2]) return true;
-          k += 2;
-        } else if (c == set[k]) {
-          return true;
-        }
-      }
-      return false;
-    }
-  }
-  return p[i] == c;
-}
-
-// A glob pattern with * ? and [...] (bash's pattern matching), literal
-// else; the greedy match with one backtrack point, O(|p| |s|).
-bool GlobMatch(std::string_view p, std::string_view s) {
-  size_t pi = 0, si = 0, star = std::string_view::npos, mark = 0;
-  while (si < s.size()) {
-    size_t len = 0;
-    if (pi < p.size() && p[pi] == '*') {
-      star = pi++;
-      mark = si;
-    } else if (pi < p.size() && MatchOne(p, pi, s[si], len)) {
-      pi += len;
-      ++si;
-    } else if (star != std::string_view::npos) {
-      pi = star + 1;
-      si = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (pi < p.size() && p[pi] == '*') ++pi;
-  return pi == p.size();
-}
+using namespace bash_detail;  // NOLINT: the subset's tokens and shell
 
 class Interpreter {
  public:
   Interpreter(std::string_view path, std::vector<Token> toks)
-      : path_(path), t_(std::move(toks)) {}
+      : t_(std::move(toks)), shell_(std::string(path)) {}
 
   // An arguments file: words and newlines only.
   LaunchCommand Arguments() {
@@ -365,7 +43,7 @@ class Interpreter {
                                      Abbreviate(t.text)));
         }
       }
-      Expand(RawWord{t.text, t.line}, false, c.args);
+      shell_.Expand(RawWord{t.text, t.line}, false, c.args);
     }
     if (!c.args.empty()) c.line = c.args.front().line;
     return c;
@@ -384,7 +62,7 @@ class Interpreter {
                                            std::to_string(exit_line_)
                                      : ""));
     }
-    launch_->environment.assign(env_.begin(), env_.end());
+    launch_->environment = shell_.Environment();
     return std::move(*launch_);
   }
 
@@ -406,13 +84,8 @@ class Interpreter {
   }
 
   struct Depth {
-    explicit Depth(Interpreter& in) : in_(in) {
-      if (++in_.depth_ > kMaxDepth) {
-        Refuse(in_.Peek().line, fmt::format("nesting: must be at most {} deep", kMaxDepth));
-      }
-    }
-    ~Depth() { --in_.depth_; }
-    Interpreter& in_;
+    explicit Depth(Interpreter& in) : d_(in.shell_, in.Peek().line) {}
+    Shell::Deeper d_;
   };
 
   // ---- grammar -----------------------------------------------------------
@@ -496,7 +169,7 @@ class Interpreter {
     }
     if (t.kind == Tok::Array) {
       ++i_;
-      if (Live(active)) AssignArray(t);
+      if (Live(active)) shell_.AssignArray(t);
       return Simple(active, /*after_assignment=*/true);
     }
     if (t.kind != Tok::Word) {
@@ -578,7 +251,7 @@ class Interpreter {
     if (Peek().kind != Tok::Word) Refuse(line, "case: must name a word");
     const bool live = Live(active);
     std::string subject;
-    if (live) subject = Scalar(RawWord{Peek().text, Peek().line}, "case");
+    if (live) subject = shell_.Scalar(RawWord{Peek().text, Peek().line}, "case");
     ++i_;
     SkipNewlines();
     Expect("in", "case WORD");
@@ -591,7 +264,7 @@ class Interpreter {
       while (true) {
         if (Peek().kind != Tok::Word) Refuse(Peek().line, "case: must list patterns before ')'");
         if (live && !taken) {
-          match = match || GlobMatch(Scalar(RawWord{Peek().text, Peek().line}, "case"), subject);
+          match = match || GlobMatch(shell_.Scalar(RawWord{Peek().text, Peek().line}, "case"), subject);
         }
         ++i_;
         if (IsOp("|")) {
@@ -627,7 +300,7 @@ class Interpreter {
     ++i_;
     if (!Live(active)) return 0;
     for (TestItem& it : items) {
-      if (!it.op) it.value = ExpandForTest(RawWord{it.text, line});
+      if (!it.op) it.value = shell_.Scalar(RawWord{it.text, line}, "a test");
     }
     size_t pos = 0;
     const bool r = TestOr(items, pos, true);
@@ -636,21 +309,6 @@ class Interpreter {
   }
 
   // ---- simple commands ---------------------------------------------------
-
-  static bool IsAssignment(std::string_view w, size_t& eq) {
-    if (w.empty() || !IsNameStart(w[0])) return false;
-    size_t k = 1;
-    while (k < w.size() && IsNameChar(w[k])) ++k;
-    if (k < w.size() && w[k] == '=') {
-      eq = k;
-      return true;
-    }
-    if (k + 1 < w.size() && w[k] == '+' && w[k + 1] == '=') {
-      eq = k;
-      return true;
-    }
-    return false;
-  }
 
   int Simple(bool active, bool after_assignment) {
     const int line = Peek().line;
@@ -669,7 +327,7 @@ class Interpreter {
           break;
         }
         size_t eq = 0;
-        if (words.empty() && IsAssignment(t.text, eq)) {
+        if (words.empty() && Shell::IsAssignment(t.text, eq)) {
           assigns.push_back(RawWord{t.text, t.line});
         } else {
           words.push_back(RawWord{t.text, t.line});
@@ -690,8 +348,8 @@ class Interpreter {
     }
     if (!Live(active)) return 0;
     if (words.empty()) {
-      for (const RawWord& a : assigns) Assign(a);
-      for (const Token& a : arrays) AssignArray(a);
+      for (const RawWord& a : assigns) shell_.Assign(a);
+      for (const Token& a : arrays) shell_.AssignArray(a);
       return 0;
     }
     return Run(words, line);
@@ -703,16 +361,20 @@ class Interpreter {
         name == "typeset") {
       for (size_t k = 1; k < words.size(); ++k) {
         size_t eq = 0;
-        if (IsAssignment(words[k].text, eq)) Assign(words[k]);
+        if (Shell::IsAssignment(words[k].text, eq)) shell_.Assign(words[k]);
       }
       return 0;
     }
     if (name == "unset") {
       for (size_t k = 1; k < words.size(); ++k) {
         if (!words[k].text.empty() && words[k].text[0] == '-') continue;
-        vars_.erase(words[k].text);
+        shell_.Unset(words[k].text);
       }
       return 0;
+    }
+    if (name == "exec" && words.size() > 1) {
+      // exec CMD: the shell becomes CMD, which is read as any command.
+      return Run(std::vector<RawWord>(words.begin() + 1, words.end()), line);
     }
     if (name == "source" || name == "." || name == "eval" || name == "exec" ||
         name == "read" || name == "mapfile" || name == "readarray" || name == "shopt" ||
@@ -728,7 +390,7 @@ class Interpreter {
     if (name == "true" || name == ":") return 0;
     if (name == "false") return 1;
     std::vector<LaunchWord> fields;
-    for (const RawWord& w : words) Expand(w, true, fields);
+    for (const RawWord& w : words) shell_.Expand(w, true, fields);
     if (name == "[" || name == "test") {
       if (name == "[") {
         if (fields.empty() || fields.back().text != "]") Refuse(line, "[: must end with ']'");
@@ -847,7 +509,7 @@ class Interpreter {
         if (o == "!=") return dbl ? !GlobMatch(r, l) : l != r;
         if (o == "<") return l < r;
         if (o == ">") return l > r;
-        const std::int64_t x = Integer(l, line), y = Integer(r, line);
+        const std::int64_t x = Shell::Integer(l, line), y = Shell::Integer(r, line);
         if (o == "-eq") return x == y;
         if (o == "-ne") return x != y;
         if (o == "-lt") return x < y;
@@ -868,457 +530,12 @@ class Interpreter {
     return !a.value.empty();
   }
 
-  std::int64_t Integer(const std::string& s, int line) const {
-    std::int64_t x = 0;
-    const char* b = s.data();
-    const char* e = b + s.size();
-    if (!s.empty() && s[0] == '+') ++b;
-    auto [p, ec] = std::from_chars(b, e, x);
-    if (s.empty() || ec != std::errc() || p != e) {
-      Refuse(line, fmt::format("a number: must be an integer; got '{}'", Abbreviate(s)));
-    }
-    return x;
-  }
-
-  // ---- expansion ---------------------------------------------------------
-
-  void Note(const std::string& name) {
-    if (!name.empty() && IsNameStart(name[0])) env_.insert(name);
-  }
-
-  const Var* Get(const std::string& name) {
-    auto it = vars_.find(name);
-    if (it != vars_.end()) return &it->second;
-    Note(name);
-    return nullptr;
-  }
-
-  static std::string Joined(const Var& v) {
-    std::string s;
-    for (size_t k = 0; k < v.values.size(); ++k) {
-      if (k > 0) s += ' ';
-      s += v.values[k].text;
-    }
-    return s;
-  }
-
-  static bool AnyUnknown(const Var& v) {
-    return std::any_of(v.values.begin(), v.values.end(),
-                       [](const LaunchWord& w) { return w.unknown; });
-  }
-
-  // The whole expansion of `w` as one string (assignments, case, [[ ]]).
-  std::string Scalar(const RawWord& w, std::string_view what, bool* unknown = nullptr) {
-    std::vector<LaunchWord> f;
-    Expand(w, false, f);
-    std::string s;
-    bool u = false;
-    for (size_t k = 0; k < f.size(); ++k) {
-      if (k > 0) s += ' ';
-      s += f[k].text;
-      u = u || f[k].unknown;
-    }
-    if (unknown != nullptr) {
-      *unknown = u;
-    } else if (u) {
-      Refuse(w.line, fmt::format("{}: must use values the script sets; got the output of a "
-                                 "command ppb does not run",
-                                 what));
-    }
-    return s;
-  }
-
-  std::string ExpandForTest(const RawWord& w) { return Scalar(w, "a test"); }
-
-  // Appends the fields of `w` to `out` (split: word splitting of unquoted
-  // expansions, as in a command's arguments).
-  void Expand(const RawWord& w, bool split, std::vector<LaunchWord>& out) {
-    Fields f;
-    f.line = w.line;
-    ExpandInto(w.text, w.line, split, false, f);
-    f.Close();
-    expanded_ += f.total;
-    if (expanded_ > kMaxScriptExpansion) {
-      Refuse(w.line, fmt::format("the script's expansions: must give at most {} characters in "
-                                 "all",
-                                 kMaxScriptExpansion));
-    }
-    for (LaunchWord& x : f.out) out.push_back(std::move(x));
-  }
-
-  void ExpandInto(std::string_view s, int line, bool split, bool in_quotes, Fields& f) {
-    Depth d(*this);
-    size_t j = 0;
-    while (j < s.size()) {
-      const char c = s[j];
-      if (c == '\'' && !in_quotes) {
-        size_t close = s.find('\'', j + 1);
-        if (close == std::string_view::npos) close = s.size();
-        f.MarkQuoted();
-        f.Add(s.substr(j + 1, close - j - 1), false, false);
-        j = close + 1;
-      } else if (c == '"' && !in_quotes) {
-        size_t k = j + 1;
-        const size_t end = MatchingQuote(s, k);
-        f.MarkQuoted();
-        ExpandInto(s.substr(k, end - k), line, split, true, f);
-        j = end + 1;
-      } else if (c == '\\' && j + 1 < s.size()) {
-        const char n = s[j + 1];
-        if (!in_quotes || n == '$' || n == '`' || n == '"' || n == '\\') {
-          f.Add(std::string_view(&s[j + 1], 1), false, false);
-        } else {
-          f.Add(s.substr(j, 2), false, false);
-        }
-        j += 2;
-      } else if (c == '`') {
-        const size_t close = s.find('`', j + 1);
-        f.Add("", false, true);
-        j = close == std::string_view::npos ? s.size() : close + 1;
-      } else if (c == '$') {
-        j = Dollar(s, j, line, split && !in_quotes, in_quotes, f);
-      } else {
-        f.Add(std::string_view(&s[j], 1), false, false);
-        ++j;
-      }
-    }
-  }
-
-  static size_t MatchingQuote(std::string_view s, size_t k) {
-    while (k < s.size() && s[k] != '"') {
-      if (s[k] == '\\') {
-        ++k;
-      } else if (s[k] == '$' && k + 1 < s.size() && (s[k + 1] == '(' || s[k + 1] == '{')) {
-        k = MatchingClose(s, k + 1);
-      }
-      ++k;
-    }
-    return std::min(k, s.size());
-  }
-
-  // The index of the bracket closing the one at s[k] ('(' or '{').
-  static size_t MatchingClose(std::string_view s, size_t k) {
-    const char open = s[k];
-    const char close = open == '(' ? ')' : '}';
-    int depth = 0;
-    for (; k < s.size(); ++k) {
-      if (s[k] == '\'' ) {
-        const size_t q = s.find('\'', k + 1);
-        k = q == std::string_view::npos ? s.size() : q;
-        continue;
-      }
-      if (s[k] == '"') {
-        k = MatchingQuote(s, k + 1);
-        continue;
-      }
-      if (s[k] == '\\') {
-        ++k;
-        continue;
-      }
-      if (s[k] == open) ++depth;
-      if (s[k] == close && --depth == 0) return k;
-    }
-    return s.size();
-  }
-
-  // Expands the $-expression at s[j]; returns the index after it.
-  size_t Dollar(std::string_view s, size_t j, int line, bool split, bool in_quotes, Fields& f) {
-    if (j + 1 >= s.size()) {
-      f.Add("$", false, false);
-      return j + 1;
-    }
-    const char n = s[j + 1];
-    if (n == '(' && j + 2 < s.size() && s[j + 2] == '(') {
-      const size_t close = MatchingClose(s, j + 1);
-      const std::string_view inner = s.substr(j + 3, close >= j + 4 ? close - j - 4 : 0);
-      bool unknown = false;
-      const std::string text = Scalar(RawWord{std::string(inner), line}, "$((...))", &unknown);
-      if (unknown) {
-        f.Add("", false, true);
-      } else {
-        size_t pos = 0;
-        const std::int64_t v = Arith(text, pos, line);
-        SkipSpaces(text, pos);
-        if (pos != text.size()) {
-          Refuse(line, fmt::format("$((...)): must be arithmetic on + - * / % ( ); got '{}'",
-                                   Abbreviate(text)));
-        }
-        f.Add(std::to_string(v), split, false);
-      }
-      return close + 1;
-    }
-    if (n == '(') {
-      f.Add("", false, true);
-      return MatchingClose(s, j + 1) + 1;
-    }
-    if (n == '{') {
-      const size_t close = MatchingClose(s, j + 1);
-      if (close >= s.size()) Refuse(line, "${: must be closed with '}'");
-      Brace(s.substr(j + 2, close - j - 2), line, split, in_quotes, f);
-      return close + 1;
-    }
-    if (IsNameStart(n)) {
-      size_t k = j + 1;
-      while (k < s.size() && IsNameChar(s[k])) ++k;
-      const std::string name(s.substr(j + 1, k - j - 1));
-      if (const Var* v = Get(name)) {
-        if (!v->values.empty()) {
-          f.Add(v->values.front().text, split, v->values.front().unknown);
-        }
-      }
-      return k;
-    }
-    if (std::isdigit(static_cast<unsigned char>(n))) {
-      if (n == '0') f.Add(path_, split, false);
-      return j + 2;  // $1..$9: no arguments are given
-    }
-    if (n == '#' || n == '?') {
-      f.Add("0", split, false);
-      return j + 2;
-    }
-    if (n == '@' || n == '*') return j + 2;
-    if (n == '$' || n == '!') {
-      Refuse(line, fmt::format("${}: must not be used in a launch ppb reads", n));
-    }
-    f.Add("$", false, false);
-    return j + 1;
-  }
-
-  // ${...}
-  void Brace(std::string_view e, int line, bool split, bool in_quotes, Fields& f) {
-    auto bad = [&]() {
-      Refuse(line, fmt::format("${{{}}}: must be a form ppb evaluates (${{X}}, ${{X:-w}}, "
-                               "${{X-w}}, ${{X:=w}}, ${{X:+w}}, ${{#X}}, ${{X[@]}}, "
-                               "${{#X[@]}}, ${{X[i]}})",
-                               Abbreviate(e)));
-    };
-    bool length = false;
-    if (!e.empty() && e[0] == '#' && e.size() > 1) {
-      length = true;
-      e.remove_prefix(1);
-    }
-    size_t k = 0;
-    std::string name;
-    if (!e.empty() && std::isdigit(static_cast<unsigned char>(e[0]))) {
-      while (k < e.size() && std::isdigit(static_cast<unsigned char>(e[k]))) ++k;
-      name = std::string(e.substr(0, k));  // a positional parameter: unset
-    } else {
-      if (e.empty() || !IsNameStart(e[0])) bad();
-      while (k < e.size() && IsNameChar(e[k])) ++k;
-      name = std::string(e.substr(0, k));
-    }
-    const bool positional = std::isdigit(static_cast<unsigned char>(name[0])) != 0;
-    const Var* v = positional ? nullptr : Get(name);
-    std::string_view rest = e.substr(k);
-    if (!rest.empty() && rest[0] == '[') {
-      const size_t close = rest.find(']');
-      if (close == std::string_view::npos) bad();
-      const std::string_view index = rest.substr(1, close - 1);
-      if (close + 1 != rest.size()) bad();
-      if (index == "@" || index == "*") {
-        if (length) {
-          f.Add(std::to_string(v != nullptr ? v->values.size() : 0), split, false);
-          return;
-        }
-        if (v == nullptr) return;
-        for (size_t x = 0; x < v->values.size(); ++x) {
-          const LaunchWord& w = v->values[x];
-          if (index == "@" && in_quotes) {
-            if (x > 0) f.Close();
-            f.MarkQuoted();
-            f.Add(w.text, false, w.unknown);
-            f.cur.line = w.line;
-          } else {
-            if (x > 0) f.Add(" ", split, false);
-            const size_t before = f.out.size();
-            f.Add(w.text, split, w.unknown);
-            for (size_t y = before; y < f.out.size(); ++y) f.out[y].line = w.line;
-            if (f.has) f.cur.line = w.line;
-          }
-        }
-        return;
-      }
-      std::int64_t i = 0;
-      auto [p, ec] = std::from_chars(index.data(), index.data() + index.size(), i);
-      if (ec != std::errc() || p != index.data() + index.size() || i < 0) bad();
-      if (length) bad();
-      if (v != nullptr && static_cast<size_t>(i) < v->values.size()) {
-        const LaunchWord& w = v->values[static_cast<size_t>(i)];
-        f.Add(w.text, split, w.unknown);
-      }
-      return;
-    }
-    const bool set = v != nullptr;
-    const std::string value = set ? Joined(*v) : "";
-    const bool unknown = set && AnyUnknown(*v);
-    if (rest.empty()) {
-      if (length) {
-        f.Add(std::to_string(value.size()), split, unknown);
-      } else {
-        f.Add(value, split, unknown);
-      }
-      return;
-    }
-    if (length) bad();
-    const bool colon = rest[0] == ':';
-    if (colon) rest.remove_prefix(1);
-    if (rest.empty()) bad();
-    const char op = rest[0];
-    const std::string_view word = rest.substr(1);
-    const bool use_value = colon ? (set && !value.empty()) : set;
-    auto expand_word = [&]() {
-      ExpandInto(word, line, split, in_quotes, f);
-    };
-    switch (op) {
-      case '-':
-        if (use_value) {
-          f.Add(value, split, unknown);
-        } else {
-          expand_word();
-        }
-        return;
-      case '=':
-        if (use_value) {
-          f.Add(value, split, unknown);
-        } else {
-          if (positional) bad();
-          bool u = false;
-          const std::string w = Scalar(RawWord{std::string(word), line}, "${X:=w}", &u);
-          vars_[name] = Var{{LaunchWord{w, line, u}}};
-          f.Add(w, split, u);
-        }
-        return;
-      case '+':
-        if (use_value) expand_word();
-        return;
-      default:
-        bad();
-    }
-  }
-
-  // ---- arithmetic: + - * / % ( ) over int64, variables by name ----------
-
-  static void SkipSpaces(const std::string& s, size_t& pos) {
-    while (pos < s.size() && std::isspace(static_cast<unsigned char>(s[pos]))) ++pos;
-  }
-
-  std::int64_t Arith(const std::string& s, size_t& pos, int line) {
-    Depth d(*this);
-    std::int64_t r = ArithTerm(s, pos, line);
-    while (true) {
-      SkipSpaces(s, pos);
-      if (pos >= s.size() || (s[pos] != '+' && s[pos] != '-')) return r;
-      const char op = s[pos++];
-      const std::int64_t x = ArithTerm(s, pos, line);
-      std::int64_t out = 0;
-      if (op == '+' ? __builtin_add_overflow(r, x, &out) : __builtin_sub_overflow(r, x, &out)) {
-        Refuse(line, "$((...)): must stay within 64-bit integers");
-      }
-      r = out;
-    }
-  }
-
-  std::int64_t ArithTerm(const std::string& s, size_t& pos, int line) {
-    std::int64_t r = ArithUnary(s, pos, line);
-    while (true) {
-      SkipSpaces(s, pos);
-      if (pos >= s.size() || (s[pos] != '*' && s[pos] != '/' && s[pos] != '%')) return r;
-      const char op = s[pos++];
-      const std::int64_t x = ArithUnary(s, pos, line);
-      if (op == '*') {
-        if (__builtin_mul_overflow(r, x, &r)) {
-          Refuse(line, "$((...)): must stay within 64-bit integers");
-        }
-      } else {
-        if (x == 0) Refuse(line, "$((...)): must not divide by zero");
-        if (r == INT64_MIN && x == -1) Refuse(line, "$((...)): must stay within 64-bit integers");
-        r = op == '/' ? r / x : r % x;
-      }
-    }
-  }
-
-  std::int64_t ArithUnary(const std::string& s, size_t& pos, int line) {
-    Depth d(*this);
-    SkipSpaces(s, pos);
-    if (pos >= s.size()) Refuse(line, "$((...)): must not end after an operator");
-    if (s[pos] == '-' || s[pos] == '+') {
-      const char op = s[pos++];
-      const std::int64_t x = ArithUnary(s, pos, line);
-      if (op == '-' && x == INT64_MIN) Refuse(line, "$((...)): must stay within 64-bit integers");
-      return op == '-' ? -x : x;
-    }
-    if (s[pos] == '(') {
-      ++pos;
-      const std::int64_t x = Arith(s, pos, line);
-      SkipSpaces(s, pos);
-      if (pos >= s.size() || s[pos] != ')') Refuse(line, "$((...)): must close '('");
-      ++pos;
-      return x;
-    }
-    if (IsNameStart(s[pos])) {
-      size_t k = pos;
-      while (k < s.size() && IsNameChar(s[k])) ++k;
-      const std::string name = s.substr(pos, k - pos);
-      pos = k;
-      const Var* v = Get(name);
-      if (v == nullptr || v->values.empty() || v->values.front().text.empty()) return 0;
-      return Integer(v->values.front().text, line);
-    }
-    size_t k = pos;
-    while (k < s.size() && std::isdigit(static_cast<unsigned char>(s[k]))) ++k;
-    if (k == pos) {
-      Refuse(line, fmt::format("$((...)): must be arithmetic on + - * / % ( ); got '{}'",
-                               Abbreviate(s)));
-    }
-    const std::int64_t x = Integer(s.substr(pos, k - pos), line);
-    pos = k;
-    return x;
-  }
-
-  // ---- assignments -------------------------------------------------------
-
-  void Assign(const RawWord& w) {
-    size_t eq = 0;
-    IsAssignment(w.text, eq);
-    const bool append = w.text[eq] == '+';
-    const std::string name = w.text.substr(0, eq);
-    const std::string raw = w.text.substr(eq + (append ? 2 : 1));
-    bool unknown = false;
-    const std::string value = Scalar(RawWord{raw, w.line}, name, &unknown);
-    Var& v = vars_[name];
-    if (append && !v.values.empty()) {
-      if (v.values.front().text.size() + value.size() > kMaxExpansion) {
-        Refuse(w.line, fmt::format("{}: must hold at most {} characters", name, kMaxExpansion));
-      }
-      v.values.front().text += value;
-      v.values.front().unknown = v.values.front().unknown || unknown;
-      return;
-    }
-    if (v.values.empty()) v.values.resize(1);
-    v.values.front() = LaunchWord{value, w.line, unknown};
-  }
-
-  void AssignArray(const Token& t) {
-    std::vector<LaunchWord> values;
-    for (const RawWord& e : t.elements) Expand(e, true, values);
-    Var& v = vars_[t.text];
-    if (!t.append) v.values.clear();
-    if (v.values.size() + values.size() > kMaxWords) {
-      Refuse(t.line, fmt::format("array {}: must hold at most {} words", t.text, kMaxWords));
-    }
-    for (LaunchWord& x : values) v.values.push_back(std::move(x));
-  }
-
-  std::string path_;
   std::vector<Token> t_;
   size_t i_ = 0;
-  int depth_ = 0;
-  std::map<std::string, Var> vars_;
-  std::set<std::string> env_;
+  Shell shell_;
   std::optional<LaunchCommand> launch_;
   bool exited_ = false;
   int exit_line_ = 0;
-  size_t expanded_ = 0;  // characters all expansions gave
 };
 
 }  // namespace
@@ -1339,8 +556,7 @@ bool IsArgumentsFile(std::string_view text) {
 
 Result<LaunchCommand> ReadArgumentsFile(std::string_view path, std::string_view text) {
   try {
-    Lexer lexer(text);
-    Interpreter in(path, lexer.Run());
+    Interpreter in(path, Tokenize(text));
     return in.Arguments();
   } catch (const Refusal& r) {
     return Error{"", fmt::format("{}:{}: {}", path, r.line, r.message)};
@@ -1349,8 +565,7 @@ Result<LaunchCommand> ReadArgumentsFile(std::string_view path, std::string_view 
 
 Result<LaunchCommand> ReadLaunchScript(std::string_view path, std::string_view text) {
   try {
-    Lexer lexer(text);
-    Interpreter in(path, lexer.Run());
+    Interpreter in(path, Tokenize(text));
     return in.Run();
   } catch (const Refusal& r) {
     return Error{"", fmt::format("{}:{}: {}", path, r.line, r.message)};

@@ -577,6 +577,32 @@ void WritePipeline(Job& j, MegatronRun& run) {
     run.pipeline_origins[flag] = a.Peek(dest) != nullptr ? a.Peek(dest)->where : path;
   };
   carry("pipeline_model_parallel_size", "--pipeline-model-parallel-size", std::to_string(p));
+  if (!a.log()) {
+    // Megatron's own checks of the sharding and offload flags
+    // (CheckShardingArgs, apps/output/megatron_args.cpp) see the script's;
+    // a log's run passed them already.
+    for (const char* dest :
+         {"use_megatron_fsdp", "use_distributed_optimizer", "use_torch_fsdp2",
+          "no_gradient_accumulation_fusion", "torch_fsdp2_no_reshard_after_forward",
+          "optimizer_cpu_offload", "use_precision_aware_optimizer",
+          "fine_grained_activation_offloading", "fp8_param_gather"}) {
+      if (a.Peek(dest) == nullptr || !a.Flag(dest)) continue;
+      std::string flag = std::string("--") + dest;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      pf += flag + "\n";
+      run.pipeline_origins[flag] = a.Peek(dest)->where;
+    }
+    for (const char* dest : {"data_parallel_sharding_strategy", "ckpt_format", "offload_modules",
+                             "cpu_offloading_num_layers", "fp8_recipe",
+                             "expert_model_parallel_size"}) {
+      if (a.Peek(dest) == nullptr) continue;
+      const std::optional<std::string> value = a.Str(dest);
+      if (!value) continue;
+      std::string flag = std::string("--") + dest;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      carry(dest, flag, *value);
+    }
+  }
   const std::optional<std::string> layout = a.Str("pipeline_model_parallel_layout");
   const std::optional<std::int64_t> group =
       a.Int("microbatch_group_size_per_virtual_pipeline_stage", 1);
