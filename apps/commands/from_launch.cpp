@@ -6,8 +6,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "apps/commands/common.h"
 #include "apps/input/megatron_launch.h"
@@ -34,21 +32,6 @@ bool Is(const std::string& a, const std::string& flag) {
 }
 
 // "file:line: " for the first pipeline flag `message` names.
-}  // namespace
-
-bool ReadTextFile(const std::string& path, std::string& out) {
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return false;
-  out = ss.str();
-  return true;
-}
-
-namespace {
-
 std::string PlacePipelineError(const MegatronRun& run, const std::string& path,
                                const std::string& message) {
   size_t best = std::string::npos;
@@ -181,6 +164,7 @@ std::optional<int> TakeFrom(std::vector<std::string>& args,
     in.gpus = *g;
   }
   std::string text;
+  errno = 0;
   if (!ReadTextFile(*file, text)) {
     err << "ppb-sim: " << *file << ": must be a readable launch script or log; got "
         << (errno != 0 ? std::strerror(errno) : "a read error") << "\n";
@@ -188,6 +172,7 @@ std::optional<int> TakeFrom(std::vector<std::string>& args,
   }
   if (cluster) {
     in.cluster_path = *cluster;
+    errno = 0;
     if (!ReadTextFile(*cluster, in.cluster_text)) {
       err << "ppb-sim: " << *cluster << ": must be a readable YAML file; got "
           << (errno != 0 ? std::strerror(errno) : "a read error") << "\n";

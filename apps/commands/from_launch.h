@@ -33,9 +33,6 @@ struct LaunchConfig {
   std::vector<std::string> origins;
   std::vector<std::string> notes;
 };
-// Reads a whole file; false when it cannot be read (errno set).
-bool ReadTextFile(const std::string& path, std::string& out);
-
 Result<LaunchConfig> ReadLaunchConfig(const std::string& path, std::string_view text,
                                       const LaunchInputs& inputs);
 

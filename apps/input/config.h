@@ -218,6 +218,10 @@ Result<RunConfig> LoadConfig(const std::string& path,
                              const CliOverrides& overrides);
 Result<RunConfig> ParseConfig(std::string_view text, std::string_view filename,
                               const CliOverrides& overrides);
+// Reads a whole file (or the text a ScopedConfigText holds at `path`);
+// false, errno set, when it cannot be read (a folder: EISDIR).
+bool ReadTextFile(const std::string& path, std::string& out);
+
 // A config given as text rather than a file (the Python module's dict or
 // YAML string): while the guard lives, every loader that reads `path`
 // (LoadConfig, the plan's own read) gets `text` instead, so the config's

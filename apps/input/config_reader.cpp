@@ -361,4 +361,8 @@ ScopedConfigText::ScopedConfigText(std::string path, std::string text) : path_(s
 
 ScopedConfigText::~ScopedConfigText() { config_detail::Texts().erase(path_); }
 
+bool ReadTextFile(const std::string& path, std::string& out) {
+  return config_detail::ReadFile(path, out);
+}
+
 }  // namespace ppb
