@@ -9,6 +9,7 @@
 
 #include "apps/commands/common.h"
 #include "apps/input/megatron_launch.h"
+#include "apps/input/text_lines.h"
 #include "apps/output/emit.h"
 
 namespace ppb::commands {
@@ -188,17 +189,16 @@ std::optional<int> TakeFrom(std::vector<std::string>& args,
   const std::vector<std::string>& origins = launch->origins;
   if (show) {
     // Each line with where it came from.
-    size_t pos = 0;
-    for (const std::string& origin : origins) {
-      const size_t nl = yaml.find('\n', pos);
-      const std::string line = yaml.substr(pos, nl - pos);
-      pos = nl + 1;
+    ForEachLine(yaml, [&](std::string_view line, int n) {
+      const auto k = static_cast<size_t>(n) - 1;
+      const std::string origin = k < origins.size() ? origins[k] : "";
       if (!origin.empty() && origin.find(*file) == 0) {
         out << fmt::format("{:<44} # {}\n", line, origin);
       } else {
         out << line << "\n";
       }
-    }
+      return true;
+    });
     for (const std::string& note : launch->notes) out << "# note: " << note << "\n";
     return kExitOk;
   }

@@ -31,7 +31,9 @@ class Shell {
   class Deeper {
    public:
     Deeper(Shell& s, int line) : s_(s) {
-      if (++s_.depth_ > kMaxDepth) Refuse(line, "nesting: must be at most 64 deep");
+      if (++s_.depth_ > kMaxDepth) {
+        Refuse(line, "nesting: must be at most " + std::to_string(kMaxDepth) + " deep");
+      }
     }
     ~Deeper() { --s_.depth_; }
     Deeper(const Deeper&) = delete;

@@ -17,6 +17,7 @@
 
 #include "apps/input/bash_lexer.h"
 #include "apps/input/bash_shell.h"
+#include "apps/input/text_lines.h"
 
 namespace ppb {
 namespace {
@@ -541,17 +542,14 @@ class Interpreter {
 }  // namespace
 
 bool IsArgumentsFile(std::string_view text) {
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string_view l = text.substr(pos, nl - pos);
-    pos = nl + 1;
+  bool flags = false;
+  ForEachLine(text, [&](std::string_view l, int) {
     const size_t first = l.find_first_not_of(" \t\r");
-    if (first == std::string_view::npos || l[first] == '#') continue;
-    return l.compare(first, 2, "--") == 0;
-  }
-  return false;
+    if (first == std::string_view::npos || l[first] == '#') return true;
+    flags = l.compare(first, 2, "--") == 0;
+    return false;
+  });
+  return flags;
 }
 
 Result<LaunchCommand> ReadArgumentsFile(std::string_view path, std::string_view text) {

@@ -1,11 +1,95 @@
-// The readers of apps/input/megatron_arguments.h, and the iteration lines
-// of a log (ReadMegatronIterations, apps/input/megatron_launch.h).
+// The readers of apps/input/megatron_arguments.h (the world size, a
+// command's arguments, a log's block), and the iteration and memory lines
+// of a log (apps/input/megatron_launch.h).
 #include "apps/input/megatron_arguments.h"
 
 #include "apps/input/megatron_launch.h"
+#include "apps/input/text_lines.h"
 
 namespace ppb {
 namespace megatron_detail {
+
+World WorldSize(Args& args, const LaunchCommand* launch, const std::string& path,
+                const LaunchInputs& in, std::vector<std::string>& notes) {
+  World w;
+  std::optional<World> from_file;
+  if (args.log()) {
+    if (auto ws = args.Int("world_size", 1)) {
+      from_file = World{*ws, args.Where("world_size"), fmt::format("world_size {}", *ws)};
+    }
+  } else if (launch != nullptr && launch->script.empty()) {
+    // An arguments file: no torchrun line.
+    if (!in.gpus) {
+      Fail(fmt::format("{}: the world size: must be given with --gpus N (an arguments file "
+                       "has no torchrun line); got nothing",
+                       path));
+    }
+  } else if (launch != nullptr) {
+    std::optional<std::int64_t> per_node;
+    std::int64_t nodes = 1;
+    std::string where = fmt::format("{}:{}", path, launch->line);
+    bool torchrun = false;
+    for (size_t k = 0; k < launch->launcher.size(); ++k) {
+      const LaunchWord& x = launch->launcher[k];
+      const std::string& t = x.text;
+      if (t == "torchrun" || t == "torch.distributed.run" || t == "torch.distributed.launch" ||
+          (t.size() >= 9 && t.compare(t.size() - 9, 9, "/torchrun") == 0)) {
+        torchrun = true;
+      }
+      std::string name = t;
+      std::string value;
+      const size_t eq = t.find('=');
+      if (eq != std::string::npos) {
+        name = t.substr(0, eq);
+        value = t.substr(eq + 1);
+      } else if (k + 1 < launch->launcher.size()) {
+        value = launch->launcher[k + 1].text;
+      }
+      const bool nproc = name == "--nproc_per_node" || name == "--nproc-per-node";
+      if (!nproc && name != "--nnodes") continue;
+      std::int64_t n = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (value.empty() || ec != std::errc() || p != value.data() + value.size() || n < 1 ||
+          n > 1'000'000 || x.unknown) {
+        if (in.gpus) continue;
+        Fail(fmt::format("{}:{}: torchrun {}: must be a positive integer, or give --gpus N "
+                         "(the world size); got '{}'",
+                         path, x.line, name, Abbreviate(value)));
+      }
+      where = fmt::format("{}:{}", path, x.line);
+      if (nproc) {
+        per_node = n;
+      } else {
+        nodes = n;
+      }
+    }
+    if (torchrun && per_node) {
+      from_file = World{*per_node * nodes, where + ": torchrun --nproc_per_node x --nnodes",
+                        fmt::format("torchrun --nproc_per_node {} x --nnodes {} = {} GPUs",
+                                    *per_node, nodes, *per_node * nodes)};
+    } else if (!torchrun) {
+      from_file = World{1, where, "one process (no torchrun)"};
+    } else if (!in.gpus) {
+      Fail(fmt::format("{}:{}: torchrun: must give --nproc_per_node, or give --gpus N (the "
+                       "world size); got neither",
+                       path, launch->line));
+    }
+  }
+  if (in.gpus) {
+    w = World{*in.gpus, "--gpus", fmt::format("--gpus {}", *in.gpus)};
+    if (from_file && from_file->gpus != *in.gpus) {
+      notes.push_back(fmt::format("world size {} from --gpus (the file says {})", *in.gpus,
+                                  from_file->text));
+    }
+    return w;
+  }
+  if (!from_file) {
+    Fail(fmt::format("{}: the world size: must be given by world_size or --gpus N; got "
+                     "neither",
+                     path));
+  }
+  return *from_file;
+}
 
 // A launch command's arguments: "--flag v1 v2" or "--flag=v"; a flag given
 // twice keeps its last value (argparse).
@@ -47,25 +131,22 @@ void ReadCommandArgs(const std::string& path, const std::vector<LaunchWord>& wor
 // 48 - len(NAME) dots (none past 48), after whatever prefix the launcher
 // put before the block's title line.
 bool ReadLogArgs(const std::string& path, std::string_view text, Args& args) {
-  size_t pos = 0;
-  int line = 0;
   bool in = false;
+  bool ended = false;
   std::string prefix;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string_view l = text.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line;
+  ForEachLine(text, [&](std::string_view l, int line) {
     if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
     if (!in) {
       const size_t h = l.find(kArgsHeader);
-      if (h == std::string_view::npos) continue;
+      if (h == std::string_view::npos) return true;
       prefix = std::string(l.substr(0, h));
       in = true;
-      continue;
+      return true;
     }
-    if (l.find(kArgsFooter) != std::string_view::npos) return true;
+    if (l.find(kArgsFooter) != std::string_view::npos) {
+      ended = true;
+      return false;
+    }
     if (l.compare(0, prefix.size(), prefix) == 0) l.remove_prefix(prefix.size());
     if (l.size() < 3 || l.compare(0, 2, "  ") != 0) {
       Fail(fmt::format("{}:{}: the arguments block: must hold \"  NAME ... VALUE\" lines "
@@ -92,7 +173,9 @@ bool ReadLogArgs(const std::string& path, std::string_view text, Args& args) {
     a.value = std::string(rest.substr(dots + 1));
     a.where = fmt::format("{}:{}", path, line);
     args.Set(name, std::move(a));
-  }
+    return true;
+  });
+  if (ended) return true;
   if (in) {
     Fail(fmt::format("{}: the arguments block: must end with its \"end of arguments\" line; "
                      "got the end of the file",
@@ -106,19 +189,15 @@ std::string EmittedSection(std::string_view text) {
   if (text.find(kHeader) == std::string_view::npos) return "";
   std::string out;
   bool in = false;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    const std::string_view l = text.substr(pos, nl - pos);
-    pos = nl + 1;
+  ForEachLine(text, [&](std::string_view l, int) {
     if (l.compare(0, kHeader.size(), kHeader) == 0) {
       in = l == "==== ppb emit: megatron ====";
       out += "#\n";
-      continue;
+    } else {
+      out += in ? std::string(l) + "\n" : "#\n";
     }
-    out += in ? std::string(l) + "\n" : "#\n";
-  }
+    return true;
+  });
   return out;
 }
 
@@ -222,17 +301,11 @@ Result<std::vector<LoggedIteration>> ReadMegatronIterations(const std::string& p
   constexpr std::string_view kIteration = " iteration ";
   constexpr std::string_view kElapsed = "elapsed time per iteration (ms): ";
   std::vector<LoggedIteration> out;
-  size_t pos = 0;
-  int line = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    const std::string_view l = text.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line;
+  std::optional<Error> bad;
+  ForEachLine(text, [&](std::string_view l, int line) {
     const size_t e = l.find(kElapsed);
     const size_t it = l.find(kIteration);
-    if (e == std::string_view::npos || it == std::string_view::npos || it > e) continue;
+    if (e == std::string_view::npos || it == std::string_view::npos || it > e) return true;
     auto number = [&](size_t at, auto& x) {
       while (at < l.size() && l[at] == ' ') ++at;
       auto [p, ec] = std::from_chars(l.data() + at, l.data() + l.size(), x);
@@ -242,13 +315,16 @@ Result<std::vector<LoggedIteration>> ReadMegatronIterations(const std::string& p
     li.line = line;
     if (!number(it + kIteration.size(), li.iteration) || !number(e + kElapsed.size(), li.ms) ||
         li.iteration < 1 || !(li.ms > 0 && li.ms < 1e9)) {
-      return Error{"", fmt::format("{}:{}: an iteration line: must give \"iteration N/ M\" and "
-                                   "\"elapsed time per iteration (ms): T\" with N >= 1 and T > 0 "
-                                   "(Megatron-LM's training_log); got '{}'",
-                                   path, line, Abbreviate(l))};
+      bad = Error{"", fmt::format("{}:{}: an iteration line: must give \"iteration N/ M\" and "
+                                  "\"elapsed time per iteration (ms): T\" with N >= 1 and T > 0 "
+                                  "(Megatron-LM's training_log); got '{}'",
+                                  path, line, Abbreviate(l))};
+      return false;
     }
     out.push_back(li);
-  }
+    return true;
+  });
+  if (bad) return *bad;
   return out;
 }
 
@@ -263,21 +339,17 @@ std::optional<LoggedMemory> ReadMegatronMemory(std::string_view text) {
     if (ec != std::errc() || p == b || !(x >= 0 && x < 1e12)) return std::nullopt;
     return x;
   };
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    const std::string_view l = text.substr(pos, nl - pos);
-    pos = nl + 1;
-    if (l.find(" memory (MB) | ") == std::string_view::npos) continue;
+  ForEachLine(text, [&](std::string_view l, int) {
+    if (l.find(" memory (MB) | ") == std::string_view::npos) return true;
     const std::optional<double> reserved = value(l, "| max reserved: ");
-    if (!reserved) continue;
+    if (!reserved) return true;
     if (!out) out = LoggedMemory{};
     out->max_reserved_mb = std::max(out->max_reserved_mb, *reserved);
     if (const std::optional<double> used = value(l, "| total device memory used: ")) {
       out->device_used_mb = std::max(out->device_used_mb.value_or(0), *used);
     }
-  }
+    return true;
+  });
   return out;
 }
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "apps/input/launch_script.h"
+#include "apps/input/megatron_launch.h"
 #include "core/result.h"
 
 namespace ppb::megatron_detail {
@@ -193,6 +194,19 @@ class Args {
   std::map<std::string, Arg> by_dest_;
   std::vector<std::string> order_;
 };
+
+// The world size and where it came from: --gpus, else a log's
+// world_size, else torchrun's --nproc_per_node x --nnodes, else one
+// process; an arguments file needs --gpus. A --gpus that differs from the
+// file is noted in `notes`.
+struct World {
+  std::int64_t gpus = 1;
+  std::string origin;  // where the number came from
+  std::string text;    // how it reads in messages
+};
+
+World WorldSize(Args& args, const LaunchCommand* launch, const std::string& path,
+                const LaunchInputs& in, std::vector<std::string>& notes);
 
 // A launch command's arguments into `args`.
 void ReadCommandArgs(const std::string& path, const std::vector<LaunchWord>& words, Args& args);

@@ -17,6 +17,7 @@
 
 #include "apps/input/launch_script.h"
 #include "apps/input/megatron_arguments.h"
+#include "apps/input/text_lines.h"
 #include "core/strategy.h"
 
 namespace ppb {
@@ -47,18 +48,13 @@ class Out {
   }
   // Lines copied from another file, placed at their own lines.
   void Copy(std::string_view text, const std::string& path) {
-    size_t pos = 0;
-    int line = 0;
-    while (pos < text.size()) {
-      size_t nl = text.find('\n', pos);
-      if (nl == std::string_view::npos) nl = text.size();
-      std::string l(text.substr(pos, nl - pos));
-      pos = nl + 1;
-      ++line;
-      if (l == "---" || l == "...") l = "# " + l;
-      Line(0, l, fmt::format("{}:{}", path, line));
-    }
+    ForEachLine(text, [&](std::string_view l, int line) {
+      Line(0, l == "---" || l == "..." ? "# " + std::string(l) : std::string(l),
+           fmt::format("{}:{}", path, line));
+      return true;
+    });
   }
+
   std::string yaml_;
   std::vector<std::string> origins_;
 };
@@ -66,94 +62,6 @@ class Out {
 std::string Bool(bool b) { return b ? "true" : "false"; }
 
 // ---- the translation --------------------------------------------------------
-
-struct World {
-  std::int64_t gpus = 1;
-  std::string origin;  // where the number came from
-  std::string text;    // how it reads in messages
-};
-
-World WorldSize(Args& args, const LaunchCommand* launch, const std::string& path,
-                const LaunchInputs& in, std::vector<std::string>& notes) {
-  World w;
-  std::optional<World> from_file;
-  if (args.log()) {
-    if (auto ws = args.Int("world_size", 1)) {
-      from_file = World{*ws, args.Where("world_size"), fmt::format("world_size {}", *ws)};
-    }
-  } else if (launch != nullptr && launch->script.empty()) {
-    // An arguments file: no torchrun line.
-    if (!in.gpus) {
-      Fail(fmt::format("{}: the world size: must be given with --gpus N (an arguments file "
-                       "has no torchrun line); got nothing",
-                       path));
-    }
-  } else if (launch != nullptr) {
-    std::optional<std::int64_t> per_node;
-    std::int64_t nodes = 1;
-    std::string where = fmt::format("{}:{}", path, launch->line);
-    bool torchrun = false;
-    for (size_t k = 0; k < launch->launcher.size(); ++k) {
-      const LaunchWord& x = launch->launcher[k];
-      const std::string& t = x.text;
-      if (t == "torchrun" || t == "torch.distributed.run" || t == "torch.distributed.launch" ||
-          (t.size() >= 9 && t.compare(t.size() - 9, 9, "/torchrun") == 0)) {
-        torchrun = true;
-      }
-      std::string name = t;
-      std::string value;
-      const size_t eq = t.find('=');
-      if (eq != std::string::npos) {
-        name = t.substr(0, eq);
-        value = t.substr(eq + 1);
-      } else if (k + 1 < launch->launcher.size()) {
-        value = launch->launcher[k + 1].text;
-      }
-      const bool nproc = name == "--nproc_per_node" || name == "--nproc-per-node";
-      if (!nproc && name != "--nnodes") continue;
-      std::int64_t n = 0;
-      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (value.empty() || ec != std::errc() || p != value.data() + value.size() || n < 1 ||
-          n > 1'000'000 || x.unknown) {
-        if (in.gpus) continue;
-        Fail(fmt::format("{}:{}: torchrun {}: must be a positive integer, or give --gpus N "
-                         "(the world size); got '{}'",
-                         path, x.line, name, Abbreviate(value)));
-      }
-      where = fmt::format("{}:{}", path, x.line);
-      if (nproc) {
-        per_node = n;
-      } else {
-        nodes = n;
-      }
-    }
-    if (torchrun && per_node) {
-      from_file = World{*per_node * nodes, where + ": torchrun --nproc_per_node x --nnodes",
-                        fmt::format("torchrun --nproc_per_node {} x --nnodes {} = {} GPUs",
-                                    *per_node, nodes, *per_node * nodes)};
-    } else if (!torchrun) {
-      from_file = World{1, where, "one process (no torchrun)"};
-    } else if (!in.gpus) {
-      Fail(fmt::format("{}:{}: torchrun: must give --nproc_per_node, or give --gpus N (the "
-                       "world size); got neither",
-                       path, launch->line));
-    }
-  }
-  if (in.gpus) {
-    w = World{*in.gpus, "--gpus", fmt::format("--gpus {}", *in.gpus)};
-    if (from_file && from_file->gpus != *in.gpus) {
-      notes.push_back(fmt::format("world size {} from --gpus (the file says {})", *in.gpus,
-                                  from_file->text));
-    }
-    return w;
-  }
-  if (!from_file) {
-    Fail(fmt::format("{}: the world size: must be given by world_size or --gpus N; got "
-                     "neither",
-                     path));
-  }
-  return *from_file;
-}
 
 // What the sections of the config being written share: the arguments,
 // the text, the notes, the parallel sizes and the world.
