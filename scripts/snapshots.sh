@@ -260,6 +260,15 @@ case_ from-megatron-gpt3-1024.txt model --from megatron data/megatron/train_gpt3
 case_ from-megatron-no-cluster.txt --from megatron $M/train_llama3_8b_h100_fp8.sh   # refused
 case_ calibrate-megatron-log.txt calibrate --runs $M/runs-log.yaml
 
+# ---- --from torchtitan (issue 47): torchtitan v0.2.2's job configs as input
+T=data/torchtitan
+case_ from-torchtitan-8b.txt --from torchtitan $T/llama3_8b.toml --cluster $M/h100.yaml --gpus 64
+case_ from-torchtitan-pp-config.txt --from torchtitan $T/llama3_8b_pp.toml --cluster $M/h100.yaml \
+  --show-config
+case_ from-torchtitan-405b.json --from torchtitan $T/llama3_405b.toml --cluster $M/h100.yaml \
+  --gpus 512 --format json
+case_ from-torchtitan-no-gpus.txt --from torchtitan $T/llama3_70b.toml --cluster $M/h100.yaml   # refused
+
 # ---- sweep: the rows in point order (two threads), the summary and the file
 # (one thread: the file's order follows completion), a bad grid
 case_ sweep-models.jsonl sweep --config configs/llama3-8b.yaml --grid configs/sweep/models.yaml \

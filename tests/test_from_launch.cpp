@@ -21,6 +21,7 @@
 #include "apps/output/emit.h"
 #include "apps/output/output.h"
 #include "core/engine.h"
+#include "tests/launch_helpers.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -53,28 +54,10 @@ LaunchInputs H100(std::optional<int> gpus = std::nullopt) {
   return in;
 }
 
-// The simulation's JSON report with the names that differ between a
-// launch and a hand-written config (path, model name, input notes) made
-// equal.
-std::string SimJson(RunConfig c) {
-  c.path = "run";
-  c.model_name = "model";
-  c.hf_config.clear();
-  c.input_notes.clear();
-  c.key_lines.clear();
-  Result<PreparedRun> run = Prepare(c);
-  REQUIRE(run.ok());
-  Engine engine;
-  const SimResult r = engine.Run(run->spec, run->program, SimOptions{});
-  return FormatSimJson(c, *run, r, nullptr);
-}
+using test::SimJson;
 
 std::string LaunchJson(const std::string& path, const LaunchInputs& in) {
-  Result<commands::LaunchConfig> launch = commands::ReadLaunchConfig(path, Slurp(path), in);
-  if (!launch.ok()) FAIL(launch.error().message);
-  Result<RunConfig> c = ParseConfig(launch->yaml, path, CliOverrides());
-  REQUIRE(c.ok());
-  return SimJson(*c);
+  return test::LaunchJson("megatron", path, in);
 }
 
 std::string ConfigJson(const std::string& file) {
@@ -104,7 +87,7 @@ std::string Script(const std::string& args, int gpus = 8) {
 
 Result<commands::LaunchConfig> FromText(const std::string& text,
                                         std::optional<int> gpus = std::nullopt) {
-  return commands::ReadLaunchConfig("run.sh", text, H100(gpus));
+  return commands::ReadLaunchConfig("megatron", "run.sh", text, H100(gpus));
 }
 
 }  // namespace
@@ -222,7 +205,7 @@ TEST_CASE("from megatron: the example launches simulate as the same runs written
 
 TEST_CASE("from megatron: a world that cannot hold TP x PP is refused with both numbers") {
   const std::string file = Data("train_gpt3_175b_distributed.sh");
-  Result<commands::LaunchConfig> r = commands::ReadLaunchConfig(file, Slurp(file), H100());
+  Result<commands::LaunchConfig> r = commands::ReadLaunchConfig("megatron", file, Slurp(file), H100());
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message ==
         file +
@@ -231,7 +214,7 @@ TEST_CASE("from megatron: a world that cannot hold TP x PP is refused with both 
             "assert); got 8 (torchrun --nproc_per_node 8 x --nnodes 1 = 8 GPUs)");
   // Megatron's gpt-oss example puts PP = the world size (8) on 12 layers.
   const std::string oss = Data("02_train.sh");
-  Result<commands::LaunchConfig> o = commands::ReadLaunchConfig(oss, Slurp(oss), H100());
+  Result<commands::LaunchConfig> o = commands::ReadLaunchConfig("megatron", oss, Slurp(oss), H100());
   REQUIRE_FALSE(o.ok());
   CHECK(o.error().message.rfind(oss + ":222: the 12 decoder layers left must divide over the 8 "
                                       "other ranks",
@@ -300,7 +283,7 @@ TEST_CASE("from megatron: errors name the launch's line and flag") {
         "run.sh:8: --ffn-hidden-size: must be a value the script sets; got the output of a "
         "command ppb does not run");
   Result<commands::LaunchConfig> no_machine =
-      commands::ReadLaunchConfig("run.sh", Script(""), LaunchInputs{});
+      commands::ReadLaunchConfig("megatron", "run.sh", Script(""), LaunchInputs{});
   REQUIRE_FALSE(no_machine.ok());
   CHECK(no_machine.error().message.rfind("run.sh: the machine: must be given with --cluster FILE",
                                          0) == 0);
@@ -425,7 +408,7 @@ TEST_CASE("from megatron: what --emit megatron writes reads back as the same run
     in.cluster_text = YAML::Dump(machine) + "\n";
     const Training& t = c->training;
     in.gpus = t.tp * t.cp * c->shape.p * t.dp;
-    Result<commands::LaunchConfig> back = commands::ReadLaunchConfig("emitted.txt", e->text, in);
+    Result<commands::LaunchConfig> back = commands::ReadLaunchConfig("megatron", "emitted.txt", e->text, in);
     INFO(name << "\n" << e->text);
     if (!back.ok()) FAIL(back.error().message);
     Result<RunConfig> b = ParseConfig(back->yaml, "emitted.txt", CliOverrides());

@@ -44,7 +44,7 @@ int RunStepCalibration(const std::string& path, const std::string& format,
           << ": must name a readable log and cluster file; got an unreadable file\n";
       return 2;
     }
-    Result<LaunchConfig> launch = ReadLaunchConfig(run.path, text, in);
+    Result<LaunchConfig> launch = ReadLaunchConfig("megatron", run.path, text, in);
     if (!launch.ok()) {
       err << launch.error().message << "\n";
       return 2;

@@ -9,6 +9,10 @@
 
 #include "apps/commands/common.h"
 #include "apps/input/megatron_launch.h"
+#include "apps/input/torchtitan_launch.h"
+#include "apps/output/emit_common.h"
+#include "core/spec.h"
+#include "schedules/schedule.h"
 #include "apps/input/text_lines.h"
 #include "apps/output/emit.h"
 
@@ -33,7 +37,7 @@ bool Is(const std::string& a, const std::string& flag) {
 }
 
 // "file:line: " for the first pipeline flag `message` names.
-std::string PlacePipelineError(const MegatronRun& run, const std::string& path,
+std::string PlacePipelineError(const LaunchRun& run, const std::string& path,
                                const std::string& message) {
   size_t best = std::string::npos;
   std::string where = run.pipeline_origins.count("--pipeline-model-parallel-size") != 0
@@ -51,20 +55,78 @@ std::string PlacePipelineError(const MegatronRun& run, const std::string& path,
 
 }  // namespace
 
-Result<LaunchConfig> ReadLaunchConfig(const std::string& path, std::string_view text,
-                                      const LaunchInputs& in) {
-  Result<MegatronRun> run = ReadMegatronLaunch(path, text, in);
+namespace {
+
+// The split and recompute by the framework's rules over the model's
+// layers, errors placed at the launch.
+Result<EmittedPlan> ReadPlan(const std::string& framework, const LaunchRun& run,
+                             const std::string& path, const RunConfig& first) {
+  if (framework == "megatron") {
+    Result<EmittedPlan> plan = ParseMegatronArgs(run.pipeline_flags, first.layers);
+    if (!plan.ok()) return Error{"", PlacePipelineError(run, path, plan.error().message)};
+    return plan;
+  }
+  Result<EmittedPlan> plan =
+      ParseTorchtitan(Framework::Torchtitan022, run.pipeline_flags, first.layers);
+  if (!plan.ok()) {
+    return Error{"", run.pipeline_origins.at("split") + ": " + plan.error().message};
+  }
+  const std::vector<Layer>& layers = first.layers;
+  auto fail = [&](const Layer& l, const std::string& mode) {
+    return Error{"", fmt::format("{}: layer {} offers no recompute mode {}", run.recompute_origin,
+                                 l.name, mode)};
+  };
+  if (!run.recompute_all.empty()) {
+    for (size_t i = 0; i < layers.size(); ++i) {
+      if (!emit_detail::IsDecoder(layers[i].kind)) continue;
+      plan->strategy.recompute[i] = emit_detail::OptionIndex(layers[i], run.recompute_all);
+      if (plan->strategy.recompute[i] == 0) return fail(layers[i], run.recompute_all);
+    }
+  }
+  if (run.recompute_every > 0) {
+    // torchtitan's layer SAC: a process counts the blocks it wraps, over
+    // its stages in order, and fully recomputes each N-th.
+    const ScheduleInfo* info = FindScheduleByAnyName(first.schedule);
+    const StagePlacement placement = info != nullptr ? info->placement : StagePlacement::Loop;
+    std::vector<size_t> starts{0};
+    for (int n : plan->strategy.layers_per_stage) {
+      starts.push_back(starts.back() + static_cast<size_t>(n));
+    }
+    for (int r = 0; r < plan->p; ++r) {
+      int count = 0;
+      for (int c = 0; c < plan->v; ++c) {
+        const auto s = static_cast<size_t>(StageOf(placement, plan->p, c, r));
+        for (size_t i = starts[s]; i < starts[s + 1] && i < layers.size(); ++i) {
+          if (!emit_detail::IsDecoder(layers[i].kind)) continue;
+          if (++count % run.recompute_every != 0) continue;
+          plan->strategy.recompute[i] = emit_detail::OptionIndex(layers[i], "full");
+          if (plan->strategy.recompute[i] == 0) return fail(layers[i], "full");
+        }
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
+Result<LaunchConfig> ReadLaunchConfig(const std::string& framework, const std::string& path,
+                                      std::string_view text, const LaunchInputs& in) {
+  Result<LaunchRun> run = framework == "megatron" ? ReadMegatronLaunch(path, text, in)
+                                                  : ReadTorchtitanLaunch(path, text, in);
   if (!run.ok()) return run.error();
-  // The model's layers, then Megatron's split and recompute over them.
+  // The model's layers, then the framework's split and recompute over them.
   Result<RunConfig> first = ParseConfig(run->yaml, path, CliOverrides());
   if (!first.ok()) return Error{"", PlaceLaunchError(*run, path, first.error().message)};
-  Result<EmittedPlan> plan = ParseMegatronArgs(run->pipeline_flags, first->layers);
-  if (!plan.ok()) return Error{"", PlacePipelineError(*run, path, plan.error().message)};
+  Result<EmittedPlan> plan = ReadPlan(framework, *run, path, *first);
+  if (!plan.ok()) return plan.error();
   LaunchConfig out;
   out.yaml = run->yaml;
   out.origins = run->origins;
   out.notes = run->notes;
-  const std::string split_origin = run->pipeline_origins.at("--pipeline-model-parallel-size");
+  const std::string split_origin = run->pipeline_origins.count("split") != 0
+                                       ? run->pipeline_origins.at("split")
+                                       : run->pipeline_origins.at("--pipeline-model-parallel-size");
   out.yaml += "strategy:\n";
   out.yaml += fmt::format("  layers_per_chunk: [{}]\n",
                           fmt::join(plan->strategy.layers_per_stage, ", "));
@@ -77,12 +139,16 @@ Result<LaunchConfig> ReadLaunchConfig(const std::string& path, std::string_view 
     modes.push_back(first->layers[i].name + ": " + first->layers[i].recompute[r - 1U].name);
   }
   if (!modes.empty()) {
-    const auto it = run->pipeline_origins.find("--recompute-granularity");
+    std::string origin = run->recompute_origin;
+    if (const auto it = run->pipeline_origins.find("--recompute-granularity");
+        it != run->pipeline_origins.end()) {
+      origin = it->second;
+    }
     out.yaml += fmt::format("  recompute:\n    layers: {{{}}}\n", fmt::join(modes, ", "));
     out.origins.push_back("");
-    out.origins.push_back(it != run->pipeline_origins.end() ? it->second : "");
+    out.origins.push_back(origin);
   }
-  MegatronRun placed = *run;
+  LaunchRun placed = *run;
   placed.origins = out.origins;
   Result<RunConfig> loaded = ParseConfig(out.yaml, path, CliOverrides());
   if (!loaded.ok()) return Error{"", PlaceLaunchError(placed, path, loaded.error().message)};
@@ -144,9 +210,9 @@ std::optional<int> TakeFrom(std::vector<std::string>& args,
     }
     return std::nullopt;
   }
-  if (*framework != "megatron") {
-    err << "ppb-sim: --from: must be megatron (a launch script or a training log; torchtitan "
-           "and mindformers are not read yet); got '"
+  if (*framework != "megatron" && *framework != "torchtitan") {
+    err << "ppb-sim: --from: must be megatron (a launch script or a training log) or "
+           "torchtitan (a v0.2.2 TOML job config; mindformers is not read yet); got '"
         << *framework << "'\n";
     return kExitBadInput;
   }
@@ -180,7 +246,7 @@ std::optional<int> TakeFrom(std::vector<std::string>& args,
       return kExitBadInput;
     }
   }
-  Result<LaunchConfig> launch = ReadLaunchConfig(*file, text, in);
+  Result<LaunchConfig> launch = ReadLaunchConfig(*framework, *file, text, in);
   if (!launch.ok()) {
     err << launch.error().message << "\n";
     return kExitBadInput;
@@ -203,7 +269,7 @@ std::optional<int> TakeFrom(std::vector<std::string>& args,
     return kExitOk;
   }
   for (const std::string& note : launch->notes) {
-    err << "ppb-sim: --from megatron " << *file << ": " << note << "\n";
+    err << "ppb-sim: --from " << *framework << " " << *file << ": " << note << "\n";
   }
   held = std::make_unique<ScopedConfigText>(*file, yaml);
   rest.push_back("--config");

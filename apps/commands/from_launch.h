@@ -33,8 +33,9 @@ struct LaunchConfig {
   std::vector<std::string> origins;
   std::vector<std::string> notes;
 };
-Result<LaunchConfig> ReadLaunchConfig(const std::string& path, std::string_view text,
-                                      const LaunchInputs& inputs);
+// `framework` is "megatron" or "torchtitan".
+Result<LaunchConfig> ReadLaunchConfig(const std::string& framework, const std::string& path,
+                                      std::string_view text, const LaunchInputs& inputs);
 
 // nullopt: run the command with `args` (rewritten when --from was given);
 // else the exit status to return without running it.

@@ -25,40 +25,6 @@ namespace {
 
 using namespace megatron_detail;  // NOLINT: the arguments of megatron_arguments.h
 
-// ---- the ppb config being written -----------------------------------------
-
-class Out {
- public:
-  void Line(int indent, const std::string& text, const std::string& origin = "") {
-    yaml_ += std::string(static_cast<size_t>(indent), ' ') + text + "\n";
-    origins_.push_back(origin);
-  }
-  template <class T>
-  void Key(int indent, const std::string& key, const T& value, const std::string& origin) {
-    Line(indent, fmt::format("{}: {}", key, value), origin);
-  }
-  void Text(int indent, const std::string& key, const std::string& value,
-            const std::string& origin) {
-    std::string q = "\"";
-    for (char c : value) {
-      if (c == '"' || c == '\\') q += '\\';
-      q += c;
-    }
-    Line(indent, key + ": " + q + "\"", origin);
-  }
-  // Lines copied from another file, placed at their own lines.
-  void Copy(std::string_view text, const std::string& path) {
-    ForEachLine(text, [&](std::string_view l, int line) {
-      Line(0, l == "---" || l == "..." ? "# " + std::string(l) : std::string(l),
-           fmt::format("{}:{}", path, line));
-      return true;
-    });
-  }
-
-  std::string yaml_;
-  std::vector<std::string> origins_;
-};
-
 std::string Bool(bool b) { return b ? "true" : "false"; }
 
 // ---- the translation --------------------------------------------------------
@@ -67,7 +33,7 @@ std::string Bool(bool b) { return b ? "true" : "false"; }
 // the text, the notes, the parallel sizes and the world.
 struct Job {
   Args& a;
-  Out& o;
+  ConfigWriter& o;
   std::vector<std::string>& notes;
   const std::string& path;
   std::int64_t t = 1, p = 1, cp = 1, ep = 1, d = 1;
@@ -91,7 +57,7 @@ struct Job {
 // leaves of it.
 void ReadParallel(Job& j, const LaunchCommand* launch, const LaunchInputs& in) {
   Args& a = j.a;
-  [[maybe_unused]] Out& o = j.o;
+  [[maybe_unused]] ConfigWriter& o = j.o;
   [[maybe_unused]] std::vector<std::string>& notes = j.notes;
   [[maybe_unused]] const std::string& path = j.path;
   [[maybe_unused]] auto where = [&](const std::string& dest) { return a.Where(dest); };
@@ -116,7 +82,7 @@ void ReadParallel(Job& j, const LaunchCommand* launch, const LaunchInputs& in) {
 // model: the architecture.
 void WriteModel(Job& j) {
   Args& a = j.a;
-  [[maybe_unused]] Out& o = j.o;
+  [[maybe_unused]] ConfigWriter& o = j.o;
   [[maybe_unused]] std::vector<std::string>& notes = j.notes;
   [[maybe_unused]] const std::string& path = j.path;
   [[maybe_unused]] auto where = [&](const std::string& dest) { return a.Where(dest); };
@@ -289,7 +255,7 @@ void WriteModel(Job& j) {
 // training: batch, precision, parallel sizes, sharding, offload, MoE.
 void WriteTraining(Job& j) {
   Args& a = j.a;
-  [[maybe_unused]] Out& o = j.o;
+  [[maybe_unused]] ConfigWriter& o = j.o;
   [[maybe_unused]] std::vector<std::string>& notes = j.notes;
   [[maybe_unused]] const std::string& path = j.path;
   [[maybe_unused]] auto where = [&](const std::string& dest) { return a.Where(dest); };
@@ -469,9 +435,9 @@ void WriteTraining(Job& j) {
 
 // pipeline: p, v and the schedule; the split and recompute arguments
 // carried for ParseMegatronArgs.
-void WritePipeline(Job& j, MegatronRun& run) {
+void WritePipeline(Job& j, LaunchRun& run) {
   Args& a = j.a;
-  [[maybe_unused]] Out& o = j.o;
+  [[maybe_unused]] ConfigWriter& o = j.o;
   [[maybe_unused]] std::vector<std::string>& notes = j.notes;
   [[maybe_unused]] const std::string& path = j.path;
   [[maybe_unused]] auto where = [&](const std::string& dest) { return a.Where(dest); };
@@ -613,57 +579,19 @@ void WritePipeline(Job& j, MegatronRun& run) {
 // plan's world and the machine from --cluster.
 void WriteMachine(Job& j, const LaunchInputs& in) {
   Args& a = j.a;
-  [[maybe_unused]] Out& o = j.o;
+  [[maybe_unused]] ConfigWriter& o = j.o;
   [[maybe_unused]] std::vector<std::string>& notes = j.notes;
   [[maybe_unused]] const std::string& path = j.path;
   [[maybe_unused]] auto where = [&](const std::string& dest) { return a.Where(dest); };
   // ---- the machine -------------------------------------------------------
-  if (in.cluster_path.empty()) {
-    Fail(fmt::format("{}: the machine: must be given with --cluster FILE (a YAML file with a "
-                     "hardware: block, such as \"hardware: {{gpu: h100-sxm}}\"; a launch does "
-                     "not name its GPU); got nothing",
-                     path));
-  }
-  {
-    YAML::Node root;
-    try {
-      root = YAML::Load(in.cluster_text);
-    } catch (const YAML::Exception& e) {
-      Fail(fmt::format("{}:{}: must be valid YAML; got a syntax error ({})", in.cluster_path,
-                       e.mark.line + 1, e.msg));
-    }
-    if (!root.IsMap() || !root["hardware"]) {
-      Fail(fmt::format("{}: must be a map with a hardware: block (and optionally cluster:); "
-                       "got {}",
-                       in.cluster_path, root.IsMap() ? "no hardware key" : "no map"));
-    }
-    for (const auto& kv : root) {
-      const std::string key = kv.first.as<std::string>("");
-      if (key != "hardware" && key != "cluster") {
-        Fail(fmt::format("{}:{}: {}: must be hardware or cluster (the rest comes from the "
-                         "launch); got {}",
-                         in.cluster_path, kv.first.Mark().line + 1, key, key));
-      }
-    }
-    if (root.Style() == YAML::EmitterStyle::Flow) {
-      // {hardware: {...}}: each key written again as "key: value".
-      for (const auto& kv : root) {
-        YAML::Emitter e;
-        e << YAML::Flow << kv.second;
-        o.Line(0, kv.first.as<std::string>("") + ": " + e.c_str(),
-               fmt::format("{}:{}", in.cluster_path, kv.first.Mark().line + 1));
-      }
-    } else {
-      o.Copy(in.cluster_text, in.cluster_path);
-    }
-  }
+  if (Status st = WriteCluster(o, in, path); !st.ok()) Fail(st.error().message);
 
 }
 
-MegatronRun Translate(Args& a, const LaunchCommand* launch, const std::string& path,
+LaunchRun Translate(Args& a, const LaunchCommand* launch, const std::string& path,
                       const LaunchInputs& in) {
-  MegatronRun run;
-  Out o;
+  LaunchRun run;
+  ConfigWriter o;
   Job j{a, o, run.notes, path, 1, 1, 1, 1, 1, World{}, 0, 0};
   ReadParallel(j, launch, in);
   WriteModel(j);
@@ -689,7 +617,7 @@ MegatronRun Translate(Args& a, const LaunchCommand* launch, const std::string& p
 
 }  // namespace
 
-Result<MegatronRun> ReadMegatronLaunch(const std::string& path, std::string_view text,
+Result<LaunchRun> ReadMegatronLaunch(const std::string& path, std::string_view text,
                                        const LaunchInputs& inputs) {
   try {
     Args log_args(path, true);
@@ -704,7 +632,7 @@ Result<MegatronRun> ReadMegatronLaunch(const std::string& path, std::string_view
     if (!launch.ok()) return launch.error();
     Args args(path, false);
     ReadCommandArgs(path, launch->args, args);
-    MegatronRun run = Translate(args, &*launch, path, inputs);
+    LaunchRun run = Translate(args, &*launch, path, inputs);
     if (!launch->environment.empty()) {
       run.notes.insert(run.notes.begin(),
                        fmt::format("read while unset (ppb gives the script no environment): {}",
@@ -714,29 +642,6 @@ Result<MegatronRun> ReadMegatronLaunch(const std::string& path, std::string_view
   } catch (const Bad& b) {
     return Error{"", b.message};
   }
-}
-
-std::string PlaceLaunchError(const MegatronRun& run, std::string_view yaml_path,
-                             const std::string& message) {
-  const std::string prefix = std::string(yaml_path) + ":";
-  if (message.compare(0, prefix.size(), prefix) != 0) return message;
-  size_t k = prefix.size();
-  int line = 0;
-  while (k < message.size() && std::isdigit(static_cast<unsigned char>(message[k]))) {
-    line = line * 10 + (message[k] - '0');
-    if (line > 1'000'000) return message;
-    ++k;
-  }
-  if (k == prefix.size() || message.compare(k, 2, ": ") != 0) return message;
-  const std::string rest = message.substr(k + 2);
-  const std::string origin =
-      line >= 1 && static_cast<size_t>(line) <= run.origins.size() &&
-              !run.origins[static_cast<size_t>(line) - 1].empty()
-          ? run.origins[static_cast<size_t>(line) - 1]
-          : std::string(yaml_path);
-  const size_t colon = rest.find(": ");
-  if (colon == std::string::npos) return origin + ": " + rest;
-  return origin + " (read as ppb " + rest.substr(0, colon) + "): " + rest.substr(colon + 2);
 }
 
 }  // namespace ppb

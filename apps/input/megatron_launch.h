@@ -37,32 +37,15 @@
 #include <string_view>
 #include <vector>
 
+#include "apps/input/launch_run.h"
 #include "core/result.h"
 
 namespace ppb {
 
-struct LaunchInputs {
-  std::string cluster_path;  // empty: none given
-  std::string cluster_text;
-  std::optional<int> gpus;
-};
-
-struct MegatronRun {
-  std::string yaml;  // a ppb config, without its strategy
-  // Where each line of `yaml` came from ("train.sh:57: --hidden-size"), by
-  // line - 1; empty for lines ppb wrote.
-  std::vector<std::string> origins;
-  // The pipeline split and recompute arguments, one "--flag value" a line,
-  // as ParseMegatronArgs reads them, and where each was written.
-  std::string pipeline_flags;
-  std::map<std::string, std::string> pipeline_origins;  // flag -> "file:line"
-  std::vector<std::string> notes;  // what was assumed and ignored
-};
-
 // `text` is the file at `path` (a launch script, or a log with an arguments
 // block). Errors name the file, the line, the flag, what was expected and
 // what was given.
-Result<MegatronRun> ReadMegatronLaunch(const std::string& path, std::string_view text,
+Result<LaunchRun> ReadMegatronLaunch(const std::string& path, std::string_view text,
                                        const LaunchInputs& inputs);
 
 // One iteration line of a Megatron-LM log (training.py training_log:
@@ -88,12 +71,5 @@ struct LoggedMemory {
   std::optional<double> device_used_mb;  // the device's whole use, when logged
 };
 std::optional<LoggedMemory> ReadMegatronMemory(std::string_view text);
-
-// A ppb config error (message "yaml_path:LINE: key: ...") about the text of
-// `run.yaml` placed where that line came from: "train.sh:57: --hidden-size
-// (ppb model.architecture.hidden_size): ...". Other messages are returned as
-// they are.
-std::string PlaceLaunchError(const MegatronRun& run, std::string_view yaml_path,
-                             const std::string& message);
 
 }  // namespace ppb

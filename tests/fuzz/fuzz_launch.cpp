@@ -1,8 +1,9 @@
-// libFuzzer harness: --from megatron (apps/commands/from_launch.h): a
-// launch script in the bash subset or a log with an arguments block, read
-// into a ppb config on an H100 machine, loaded and prepared. Any input
-// either gives a config that loads again or is refused with a message that
-// names the file.
+// libFuzzer harness: --from megatron and --from torchtitan
+// (apps/commands/from_launch.h): each input read both as a Megatron-LM
+// launch script in the bash subset (or a log with an arguments block) and
+// as a torchtitan job config (TOML), into a ppb config on an H100 machine,
+// loaded and prepared. Any input either gives a config that loads again or
+// is refused with a message that names the file.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -12,23 +13,36 @@
 #include "apps/input/config.h"
 #include "tests/fuzz/fuzz_common.h"
 
+namespace {
+
+void Check(const char* framework, const std::string& text, const ppb::LaunchInputs& in) {
+  ppb::Result<ppb::commands::LaunchConfig> r =
+      ppb::commands::ReadLaunchConfig(framework, "f.sh", text, in);
+  if (!r.ok()) {
+    ppb::fuzz::FuzzCheck(!r.error().message.empty(), "an error has a message");
+    ppb::fuzz::FuzzCheck(
+        r.error().message.rfind("f.sh", 0) == 0 || r.error().message.rfind("h100.yaml", 0) == 0,
+        "an error names the file");
+    return;
+  }
+  ppb::fuzz::FuzzCheck(
+      r->origins.size() == static_cast<size_t>(std::count(r->yaml.begin(), r->yaml.end(), '\n')),
+      "an origin a line");
+  ppb::Result<ppb::RunConfig> again = ppb::ParseConfig(r->yaml, "f.sh", ppb::CliOverrides());
+  ppb::fuzz::FuzzCheck(again.ok(), "the config read loads");
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   ppb::LaunchInputs in;
   in.cluster_path = "h100.yaml";
   in.cluster_text = "hardware:\n  gpu: h100-sxm\n";
-  ppb::Result<ppb::commands::LaunchConfig> r = ppb::commands::ReadLaunchConfig("f.sh", text, in);
-  if (!r.ok()) {
-    ppb::fuzz::FuzzCheck(!r.error().message.empty(), "an error has a message");
-    ppb::fuzz::FuzzCheck(r.error().message.rfind("f.sh", 0) == 0 ||
-                             r.error().message.rfind("h100.yaml", 0) == 0,
-                         "an error names the file");
-    return 0;
-  }
-  ppb::fuzz::FuzzCheck(r->origins.size() ==
-                           static_cast<size_t>(std::count(r->yaml.begin(), r->yaml.end(), '\n')),
-                       "an origin a line");
-  ppb::Result<ppb::RunConfig> again = ppb::ParseConfig(r->yaml, "f.sh", ppb::CliOverrides());
-  ppb::fuzz::FuzzCheck(again.ok(), "the config read loads");
+  Check("megatron", text, in);
+  // A job config does not say the world; torchtitan's default shard
+  // degree needs one.
+  in.gpus = 8;
+  Check("torchtitan", text, in);
   return 0;
 }

@@ -1,0 +1,104 @@
+// The flavour tables of apps/input/torchtitan_models.h, copied as figures
+// from torchtitan v0.2.2 (models/llama3/__init__.py llama3_args,
+// models/qwen3/__init__.py qwen3_args).
+#include "apps/input/torchtitan_models.h"
+
+#include <cmath>
+#include <iterator>
+
+namespace ppb {
+namespace {
+
+TorchtitanFlavour Llama(std::string_view flavor, std::int64_t dim, std::int64_t layers,
+                        std::int64_t heads, std::int64_t kv, std::int64_t multiple_of,
+                        double multiplier, std::string_view attention = "sdpa",
+                        std::int64_t vocab = 128256) {
+  TorchtitanFlavour f;
+  f.model = "llama3";
+  f.flavor = flavor;
+  f.dim = dim;
+  f.n_layers = layers;
+  f.n_heads = heads;
+  f.n_kv_heads = kv;
+  f.vocab_size = vocab;
+  f.multiple_of = multiple_of;
+  f.ffn_dim_multiplier = multiplier;
+  f.attention = attention;
+  return f;
+}
+
+TorchtitanFlavour Qwen(std::string_view flavor, std::int64_t vocab, std::int64_t dim,
+                       std::int64_t layers, std::int64_t heads, std::int64_t hidden, bool tied) {
+  TorchtitanFlavour f;
+  f.model = "qwen3";
+  f.flavor = flavor;
+  f.dim = dim;
+  f.n_layers = layers;
+  f.n_heads = heads;
+  f.n_kv_heads = 8;
+  f.vocab_size = vocab;
+  f.head_dim = 128;
+  f.ffn_hidden = hidden;
+  f.qk_norm = true;
+  f.tied = tied;
+  return f;
+}
+
+const std::vector<TorchtitanFlavour>& Table() {
+  static const std::vector<TorchtitanFlavour> table = {
+      // llama3_args: debugmodel's vocabulary is 2048; the 8B, 70B and 405B
+      // use GQA with 8 KV heads.
+      Llama("debugmodel", 256, 6, 16, 0, 256, 0, "sdpa", 2048),
+      Llama("debugmodel_flex_attn", 256, 6, 16, 0, 256, 0, "flex", 2048),
+      Llama("debugmodel_varlen_attn", 256, 6, 16, 0, 256, 0, "varlen", 2048),
+      Llama("8B", 4096, 32, 32, 8, 1024, 1.3),
+      Llama("8B_flex", 4096, 32, 32, 8, 1024, 1.3, "flex"),
+      Llama("8B_varlen", 4096, 32, 32, 8, 1024, 1.3, "varlen"),
+      Llama("70B", 8192, 80, 64, 8, 4096, 1.3),
+      Llama("405B", 16384, 126, 128, 8, 4096, 1.2),
+      // qwen3_args (dense): head_dim 128, 8 KV heads, QK norm.
+      Qwen("debugmodel", 2048, 256, 8, 16, 3072, true),
+      Qwen("0.6B", 151936, 1024, 28, 16, 3072, true),
+      Qwen("1.7B", 151936, 2048, 28, 16, 6144, true),
+      Qwen("4B", 151936, 2560, 36, 32, 9728, true),
+      Qwen("8B", 151936, 4096, 36, 32, 12288, false),
+      Qwen("14B", 151936, 5120, 40, 40, 17408, false),
+      Qwen("32B", 151936, 5120, 64, 64, 25600, false),
+  };
+  return table;
+}
+
+}  // namespace
+
+std::int64_t Llama3FfnHidden(std::int64_t dim, std::int64_t multiple_of, double multiplier) {
+  // Python's int() truncates toward zero; every value here is positive.
+  std::int64_t hidden = (2 * 4 * dim) / 3;
+  if (multiplier > 0) {
+    hidden = static_cast<std::int64_t>(std::floor(multiplier * static_cast<double>(hidden)));
+  }
+  return multiple_of * ((hidden + multiple_of - 1) / multiple_of);
+}
+
+std::int64_t FfnHidden(const TorchtitanFlavour& f) {
+  return f.ffn_hidden > 0 ? f.ffn_hidden
+                          : Llama3FfnHidden(f.dim, f.multiple_of, f.ffn_dim_multiplier);
+}
+
+const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::string_view flavor) {
+  for (const TorchtitanFlavour& f : Table()) {
+    if (f.model == model && f.flavor == flavor) return &f;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> TorchtitanModels() { return {"llama3", "qwen3"}; }
+
+std::vector<std::string> TorchtitanFlavours(std::string_view model) {
+  std::vector<std::string> out;
+  for (const TorchtitanFlavour& f : Table()) {
+    if (f.model == model) out.emplace_back(f.flavor);
+  }
+  return out;
+}
+
+}  // namespace ppb

@@ -1,0 +1,53 @@
+// torchtitan v0.2.2's model flavours as data: what `[model] name` and
+// `flavor` select (torchtitan/models/<name>/__init__.py, <name>_args), for
+// the dense decoders ppb reads: llama3 (model/args.py TransformerModelArgs:
+// vocab_size 128256, multiple_of 256, no ffn_dim_multiplier, n_kv_heads =
+// n_heads by default; the SwiGLU width of model.py FeedForward) and qwen3
+// (model/args.py Qwen3ModelArgs: head_dim and hidden_dim given, qk_norm,
+// enable_weight_tying on the three smallest). Every flavour is untied
+// unless it says otherwise, uses RMSNorm and rotary positions, and has no
+// biases.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ppb {
+
+struct TorchtitanFlavour {
+  std::string_view model;   // "llama3"
+  std::string_view flavor;  // "8B"
+  std::int64_t dim = 0;
+  std::int64_t n_layers = 0;
+  std::int64_t n_heads = 0;
+  std::int64_t n_kv_heads = 0;  // 0: n_heads
+  std::int64_t vocab_size = 0;
+  std::int64_t head_dim = 0;    // 0: dim / n_heads
+  std::int64_t ffn_hidden = 0;  // 0: from multiple_of and ffn_dim_multiplier
+  std::int64_t multiple_of = 256;
+  double ffn_dim_multiplier = 0;  // 0: None
+  bool qk_norm = false;
+  bool tied = false;
+  std::string_view attention = "sdpa";  // attn_type: sdpa | flex | varlen
+};
+
+// The SwiGLU width of llama3's FeedForward(dim, 4 * dim, multiple_of,
+// ffn_dim_multiplier): int(2 * 4dim / 3), times the multiplier (truncated),
+// rounded up to a multiple of multiple_of. 8B: 14,336; 70B: 28,672; 405B:
+// 53,248.
+std::int64_t Llama3FfnHidden(std::int64_t dim, std::int64_t multiple_of, double multiplier);
+
+// The FFN width of a flavour (given, or Llama3FfnHidden).
+std::int64_t FfnHidden(const TorchtitanFlavour& f);
+
+// nullptr when `model` has no such flavour or is not a model ppb reads.
+const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::string_view flavor);
+
+// The models ppb reads ("llama3", "qwen3"), and one model's flavours, in
+// torchtitan's order.
+std::vector<std::string> TorchtitanModels();
+std::vector<std::string> TorchtitanFlavours(std::string_view model);
+
+}  // namespace ppb

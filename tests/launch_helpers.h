@@ -1,0 +1,63 @@
+// Helpers shared by the tests of --from (test_from_launch.cpp,
+// test_from_torchtitan.cpp): a launch read and simulated, compared with a
+// hand-written config's simulation. Included only by test_*.cpp (it uses
+// Catch2).
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
+
+#include "apps/commands/from_launch.h"
+#include "apps/input/config.h"
+#include "apps/output/output.h"
+#include "core/engine.h"
+
+namespace ppb::test {
+
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The launch inputs of a machine file and a world size.
+inline LaunchInputs Machine(const std::string& cluster_path,
+                            std::optional<int> gpus = std::nullopt) {
+  LaunchInputs in;
+  in.cluster_path = cluster_path;
+  in.cluster_text = ReadAll(cluster_path);
+  in.gpus = gpus;
+  return in;
+}
+
+// The simulation's JSON report with the names that differ between a
+// launch and a hand-written config (path, model name, input notes) made
+// equal.
+inline std::string SimJson(RunConfig c) {
+  c.path = "run";
+  c.model_name = "model";
+  c.hf_config.clear();
+  c.input_notes.clear();
+  c.key_lines.clear();
+  Result<PreparedRun> run = Prepare(c);
+  REQUIRE(run.ok());
+  Engine engine;
+  const SimResult r = engine.Run(run->spec, run->program, SimOptions{});
+  return FormatSimJson(c, *run, r, nullptr);
+}
+
+// The launch at `path` read by `framework`'s reader and simulated.
+inline std::string LaunchJson(const std::string& framework, const std::string& path,
+                              const LaunchInputs& in) {
+  Result<commands::LaunchConfig> launch =
+      commands::ReadLaunchConfig(framework, path, ReadAll(path), in);
+  if (!launch.ok()) FAIL(launch.error().message);
+  Result<RunConfig> c = ParseConfig(launch->yaml, path, CliOverrides());
+  REQUIRE(c.ok());
+  return SimJson(*c);
+}
+
+}  // namespace ppb::test

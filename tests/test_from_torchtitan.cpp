@@ -1,0 +1,271 @@
+// --from torchtitan (issue 47): the TOML reader (apps/input/toml_reader.h),
+// torchtitan v0.2.2's flavours (torchtitan_models.h) and job config read
+// as a ppb config (torchtitan_launch.h) with the split and recompute by
+// torchtitan's rules (apps/commands/from_launch.h). torchtitan's own job
+// configs (tests/data/torchtitan/, tag v0.2.2) simulate the same as the
+// same runs written by hand; refusals name the line and the key.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "apps/commands/from_launch.h"
+#include "apps/input/config.h"
+#include "apps/input/toml_reader.h"
+#include "apps/input/torchtitan_models.h"
+#include "tests/launch_helpers.h"
+
+namespace ppb {
+namespace {
+
+std::string Data(const std::string& name) {
+  return std::string(PPB_TEST_DATA_DIR) + "/torchtitan/" + name;
+}
+
+LaunchInputs H100(std::optional<int> gpus = std::nullopt) {
+  return test::Machine(std::string(PPB_TEST_DATA_DIR) + "/../../configs/megatron/h100.yaml", gpus);
+}
+
+std::string ConfigJson(const std::string& file) {
+  Result<RunConfig> c = LoadConfig(Data(file), CliOverrides());
+  if (!c.ok()) FAIL(c.error().message);
+  return test::SimJson(*c);
+}
+
+Result<commands::LaunchConfig> FromToml(const std::string& text,
+                                        std::optional<int> gpus = std::nullopt) {
+  return commands::ReadLaunchConfig("torchtitan", "run.toml", text, H100(gpus));
+}
+
+std::string Refusal(const std::string& text, std::optional<int> gpus = std::nullopt) {
+  Result<commands::LaunchConfig> r = FromToml(text, gpus);
+  REQUIRE_FALSE(r.ok());
+  return r.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("toml: every value form with its line") {
+  const std::string text =
+      "# a comment\n"
+      "top = 1\n"
+      "[a]\n"
+      "s = \"x \\\"q\\\" \\u00e9 \\t\"  # trailing comment\n"
+      "lit = 'C:\\path'\n"
+      "n = -1_000\n"
+      "h = 0xff\n"
+      "f = 3e-4\n"
+      "g = -1.5\n"
+      "inf_ = +inf\n"
+      "b = false\n"
+      "arr = [\n"
+      "  [\"x\", \"y\"],  # inner\n"
+      "  [],\n"
+      "]\n"
+      "\"quoted key\".sub = 2\n"
+      "inline = { k = 1, deep = { z = 'w' } }\n"
+      "[b.\"c\".d]\n"
+      "e = true\n";
+  Result<TomlDocument> doc = ReadToml("t.toml", text);
+  if (!doc.ok()) FAIL(doc.error().message);
+  const auto& v = doc->values;
+  CHECK(v.at("top").i == 1);
+  CHECK(v.at("top").line == 2);
+  CHECK(v.at("a.s").s == "x \"q\" \xc3\xa9 \t");
+  CHECK(v.at("a.s").line == 4);
+  CHECK(v.at("a.lit").s == "C:\\path");
+  CHECK(v.at("a.n").i == -1000);
+  CHECK(v.at("a.h").i == 255);
+  CHECK(v.at("a.f").kind == TomlValue::Kind::Float);
+  CHECK(v.at("a.f").f == 3e-4);
+  CHECK(v.at("a.g").f == -1.5);
+  CHECK(std::isinf(v.at("a.inf_").f));
+  CHECK(v.at("a.b").kind == TomlValue::Kind::Bool);
+  CHECK_FALSE(v.at("a.b").b);
+  REQUIRE(v.at("a.arr").items.size() == 2);
+  CHECK(v.at("a.arr").items[0].items[1].s == "y");
+  CHECK(v.at("a.arr").items[1].items.empty());
+  CHECK(v.at("a.arr").line == 12);
+  CHECK(v.at("a.quoted key.sub").i == 2);
+  CHECK(v.at("a.inline.k").i == 1);
+  CHECK(v.at("a.inline.deep.z").s == "w");
+  CHECK(v.at("b.c.d.e").b);
+  CHECK(v.at("b.c.d.e").line == 19);
+  CHECK(doc->tables.at("b.c.d") == 18);
+  CHECK(DescribeToml(v.at("a.arr")) == "an array of 2");
+}
+
+TEST_CASE("toml: what TOML forbids and what is not read is refused at its line") {
+  auto error = [](const std::string& text) {
+    Result<TomlDocument> doc = ReadToml("t.toml", text);
+    REQUIRE_FALSE(doc.ok());
+    return doc.error().message;
+  };
+  CHECK(error("a = 1\na = 2\n") ==
+        "t.toml:2: a: must be given once (TOML); it was also given on line 1");
+  CHECK(error("[x]\nk = 1\n[x]\n") ==
+        "t.toml:3: [x]: must be given once (TOML); it was also given on line 1");
+  CHECK(error("a = 1\na.b = 2\n") == "t.toml:2: a.b: a is a value (line 1), not a table");
+  CHECK(error("\n[[runs]]\n").rfind("t.toml:2: arrays of tables ([[...]]) are not read", 0) == 0);
+  CHECK(error("s = \"\"\"\nx\n\"\"\"\n") ==
+        "t.toml:1: s: multi-line strings are not read; write the value on one line");
+  CHECK(error("d = 1979-05-27\n") ==
+        "t.toml:1: d: expected a string, a number, true, false or an array (dates and times "
+        "are not read); got '1979-05-27'");
+  CHECK(error("n = 07\n") ==
+        "t.toml:1: n: expected a string, a number, true, false or an array (a leading "
+        "zero); got '07'");
+  CHECK(error("n = 1__0\n") ==
+        "t.toml:1: n: expected a string, a number, true, false or an array ('_' must sit "
+        "between digits); got '1__0'");
+  CHECK(error("s = \"a\\q\"\n") ==
+        "t.toml:1: s: expected an escape (\\\" \\\\ \\b \\t \\n \\f \\r \\u \\U); got '\\q'");
+  CHECK(error("s = \"open\nt = 1\n") ==
+        "t.toml:1: s: expected \" to close the string; got the end of the line");
+  CHECK(error("a = [1,\n2\n") ==
+        "t.toml:3: a: expected ']' to close the array; got the end of the file");
+  CHECK(error("a = 1 b\n") == "t.toml:1: expected the end of the line; got 'b'");
+  CHECK(error("x = 99999999999999999999\n") ==
+        "t.toml:1: x: expected a string, a number, true, false or an array (outside the "
+        "64-bit integers); got '99999999999999999999'");
+  CHECK(error(std::string(70, '[').insert(0, "a = ") + "\n") ==
+        "t.toml:1: a: nests more than 64 deep");
+}
+
+TEST_CASE("torchtitan flavours: llama3's SwiGLU width by FeedForward's rule") {
+  // int(2 * 4d / 3), times ffn_dim_multiplier, rounded up to multiple_of.
+  CHECK(Llama3FfnHidden(4096, 1024, 1.3) == 14336);   // 10922 -> 14198 -> 14336
+  CHECK(Llama3FfnHidden(8192, 4096, 1.3) == 28672);   // 21845 -> 28398 -> 28672
+  CHECK(Llama3FfnHidden(16384, 4096, 1.2) == 53248);  // 43690 -> 52428 -> 53248
+  CHECK(Llama3FfnHidden(256, 256, 0) == 768);         // debugmodel: 682 -> 768
+  const TorchtitanFlavour* q = FindTorchtitanFlavour("qwen3", "32B");
+  REQUIRE(q != nullptr);
+  CHECK(FfnHidden(*q) == 25600);
+  CHECK(q->qk_norm);
+  CHECK(FindTorchtitanFlavour("llama3", "7B") == nullptr);
+  CHECK(TorchtitanFlavours("llama3").size() == 8);
+}
+
+TEST_CASE("torchtitan v0.2.2's own job configs simulate as the same runs written by hand") {
+  SECTION("llama3_8b.toml on 64 GPUs: FSDP2, op-level SAC") {
+    CHECK(test::LaunchJson("torchtitan", Data("llama3_8b.toml"), H100(64)) ==
+          ConfigJson("llama3_8b_64.yaml"));
+  }
+  SECTION("llama3_405b.toml on 512 GPUs: TP 8 with async TP, Float8, full AC") {
+    CHECK(test::LaunchJson("torchtitan", Data("llama3_405b.toml"), H100(512)) ==
+          ConfigJson("llama3_405b_512.yaml"));
+  }
+  SECTION("the pipeline defaults: the split rule, two stages a rank, layer SAC every 2") {
+    CHECK(test::LaunchJson("torchtitan", Data("llama3_8b_pp.toml"), H100()) ==
+          ConfigJson("llama3_8b_pp.yaml"));
+  }
+  SECTION("qwen3_32b.toml: the flavour's shape") {
+    Result<commands::LaunchConfig> r = commands::ReadLaunchConfig(
+        "torchtitan", Data("qwen3_32b.toml"), test::ReadAll(Data("qwen3_32b.toml")), H100(64));
+    if (!r.ok()) FAIL(r.error().message);
+    for (const char* line :
+         {"    hidden_size: 5120\n", "    num_layers: 64\n", "    num_attention_heads: 64\n",
+          "    num_key_value_heads: 8\n", "    head_dim: 128\n", "    ffn_hidden_size: 25600\n",
+          "    vocab_size: 151936\n", "    qk_norm: true\n", "  tensor_parallel: 1\n",
+          "  data_parallel: 64\n"}) {
+      CHECK(r->yaml.find(line) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("torchtitan: what was assumed and ignored is said") {
+  Result<commands::LaunchConfig> r = commands::ReadLaunchConfig(
+      "torchtitan", Data("llama3_405b.toml"), test::ReadAll(Data("llama3_405b.toml")), H100(512));
+  REQUIRE(r.ok());
+  REQUIRE(r->notes.size() == 2);
+  CHECK(r->notes[0] ==
+        "model.converters: \"float8\" is torchtitan v0.1's name; v0.2.2 registers it as "
+        "\"quantize.linear.float8\", and is read as that");
+  CHECK(r->notes[1].rfind("ignored (ppb does not model them): checkpoint.async_mode ", 0) == 0);
+  CHECK(r->notes[1].find(" job.dump_folder ") != std::string::npos);
+  CHECK(r->notes[1].find(" optimizer.lr ") != std::string::npos);
+  // Where each line came from.
+  REQUIRE(r->origins.size() > 20);
+  const std::string path = Data("llama3_405b.toml");
+  bool found = false;
+  for (const std::string& o : r->origins) {
+    found = found || o == path + ":41: parallelism.tensor_parallel_degree";
+  }
+  CHECK(found);
+}
+
+TEST_CASE("torchtitan: refusals name the line, the key, the rule and both values") {
+  const std::string model = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n";
+  CHECK(Refusal(model) ==
+        "run.toml: the world size: must be given with --gpus N "
+        "(parallelism.data_parallel_shard_degree is -1: it takes what the world leaves, and "
+        "a job config does not say the world); got nothing");
+  CHECK(Refusal(model + "[parallelism]\ndata_parallel_shard_degree = 4\ntensor_parallel_degree "
+                        "= 2\n",
+                16) ==
+        "run.toml:5: Invalid parallel dims: dp_replicate(1) * dp_shard(4) * cp(1) * tp(2) * "
+        "pp(1) != WORLD_SIZE(16) (torchtitan's ParallelDims): must be equal; got 8");
+  CHECK(Refusal(model + "[parallelism]\ntensor_paralel_degree = 2\n", 8)
+            .rfind("run.toml:5: parallelism.tensor_paralel_degree: must be a field of "
+                   "torchtitan v0.2.2's [parallelism] (data_parallel_replicate_degree, ",
+                   0) == 0);
+  CHECK(Refusal("[model]\nflavor = \"7B\"\n", 8) ==
+        "run.toml:2: model.flavor: must be a llama3 flavour of torchtitan v0.2.2 (debugmodel, "
+        "debugmodel_flex_attn, debugmodel_varlen_attn, 8B, 8B_flex, 8B_varlen, 70B, 405B); "
+        "got \"7B\"");
+  CHECK(Refusal("[model]\nname = \"deepseek_v3\"\n", 8) ==
+        "run.toml:2: model.name: must be a model whose flavours ppb knows (llama3, qwen3; "
+        "torchtitan's MoE and other models are not read yet); got \"deepseek_v3\"");
+  CHECK(Refusal(model + "[parallelism]\npipeline_parallel_degree = 2\n"
+                        "pipeline_parallel_layers_per_stage = 6\n",
+                8) ==
+        "run.toml:6: parallelism.pipeline_parallel_layers_per_stage: Single stage schedule "
+        "requires exactly 1 stage per rank, but got 3 stages per rank. Model has 32 layers "
+        "with pipeline_parallel_layers_per_stage=6 (torchtitan's pipeline_llm)");
+  CHECK(Refusal(model + "[activation_checkpoint]\nmode = \"memory_budget\"\n", 8) ==
+        "run.toml:5: activation_checkpoint.mode: must be selective, full or none: "
+        "memory_budget leaves the choice to torch.compile's min-cut partitioner, which ppb "
+        "does not model; got the string \"memory_budget\"");
+  CHECK(Refusal(model + "[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = "
+                        "\"every\"\n",
+                8)
+            .rfind("run.toml:6: activation_checkpoint.selective_ac_option: must be \"op\" or a "
+                   "whole number",
+                   0) == 0);
+  CHECK(Refusal("[model]\nflavor = \"8B\"\nconverters = [\"quantize.linear.float8\"]\n"
+                "[quantize.linear.float8]\nrecipe_name = \"rowwise\"\n",
+                8)
+            .rfind("run.toml:5: quantize.linear.float8.recipe_name: must be \"tensorwise\" or "
+                   "absent",
+                   0) == 0);
+  CHECK(Refusal(model + "[training]\nglobal_batch_size = 12\nlocal_batch_size = 2\n", 8) ==
+        "run.toml:5: training.global_batch_size: must be a multiple of local_batch_size x the "
+        "data-parallel degree (2 x 8 = 16; torchtitan's train.py); got 12");
+  // A ppb loader error is placed at the key it was read from.
+  CHECK(Refusal(model + "[parallelism]\ntensor_parallel_degree = 3\n", 9)
+            .rfind("run.toml:5: parallelism.tensor_parallel_degree (read as ppb ", 0) == 0);
+}
+
+TEST_CASE("torchtitan: layer SAC on each rank's own blocks under the V placement") {
+  // ZBVZeroBubble: 2 stages a rank, rank r holds stages r and 2p-1-r. The
+  // split of 32 + 1 + 1 = 34 effective layers over 4 stages is 8 and 2
+  // over: stage 0 = the embedding + blocks 0-7, stage 1 = blocks 8-16,
+  // stage 2 = blocks 17-24, stage 3 = blocks 25-31 + the head. Rank 0 runs
+  // stages 0 and 3: blocks 0-7 then 25-31, and every 3rd of them is 2, 5,
+  // 25, 28, 31. Rank 1 runs stages 1 and 2: blocks 8-24, every 3rd 10, 13,
+  // 16, 19, 22.
+  Result<commands::LaunchConfig> r = FromToml(
+      "[model]\nflavor = \"8B\"\n[training]\nlocal_batch_size = 4\n"
+      "[parallelism]\npipeline_parallel_degree = 2\n"
+      "pipeline_parallel_schedule = \"ZBVZeroBubble\"\n"
+      "[activation_checkpoint]\nselective_ac_option = \"3\"\n",
+      2);
+  if (!r.ok()) FAIL(r.error().message);
+  CHECK(r->yaml.find("  layers_per_chunk: [9, 9, 8, 8]\n") != std::string::npos);
+  CHECK(r->yaml.find("    layers: {decoder.2: full, decoder.5: full, decoder.10: full, "
+                     "decoder.13: full, decoder.16: full, decoder.19: full, decoder.22: full, "
+                     "decoder.25: full, decoder.28: full, decoder.31: full}\n") !=
+        std::string::npos);
+}
+
+}  // namespace ppb
