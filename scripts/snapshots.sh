@@ -268,6 +268,10 @@ case_ from-torchtitan-pp-config.txt --from torchtitan $T/llama3_8b_pp.toml --clu
 case_ from-torchtitan-405b.json --from torchtitan $T/llama3_405b.toml --cluster $M/h100.yaml \
   --gpus 512 --format json
 case_ from-torchtitan-no-gpus.txt --from torchtitan $T/llama3_70b.toml --cluster $M/h100.yaml   # refused
+case_ from-torchtitan-main-405b-config.txt --from torchtitan \
+  $T/main/llama3/config_registry.py:llama3_405b --cluster $M/h100.yaml --gpus 512 --show-config
+case_ from-torchtitan-main-8b.txt search --from torchtitan $T/main/llama3/config_registry.py:llama3_8b \
+  --cluster $M/h100.yaml --gpus 64 --node-limit 2000
 
 # ---- sweep: the rows in point order (two threads), the summary and the file
 # (one thread: the file's order follows completion), a bad grid

@@ -52,8 +52,11 @@ inline std::string SimJson(RunConfig c) {
 // The launch at `path` read by `framework`'s reader and simulated.
 inline std::string LaunchJson(const std::string& framework, const std::string& path,
                               const LaunchInputs& in) {
+  // torchtitan main's "registry.py:FUNCTION" reads the file before the colon.
+  const size_t colon = path.rfind(".py:");
+  const std::string file = colon == std::string::npos ? path : path.substr(0, colon + 3);
   Result<commands::LaunchConfig> launch =
-      commands::ReadLaunchConfig(framework, path, ReadAll(path), in);
+      commands::ReadLaunchConfig(framework, path, ReadAll(file), in);
   if (!launch.ok()) FAIL(launch.error().message);
   Result<RunConfig> c = ParseConfig(launch->yaml, path, CliOverrides());
   REQUIRE(c.ok());

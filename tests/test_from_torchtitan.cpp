@@ -11,6 +11,7 @@
 
 #include "apps/commands/from_launch.h"
 #include "apps/input/config.h"
+#include "apps/input/python_config.h"
 #include "apps/input/toml_reader.h"
 #include "apps/input/torchtitan_models.h"
 #include "tests/launch_helpers.h"
@@ -233,11 +234,10 @@ TEST_CASE("torchtitan: refusals name the line, the key, the rule and both values
                    "whole number",
                    0) == 0);
   CHECK(Refusal("[model]\nflavor = \"8B\"\nconverters = [\"quantize.linear.float8\"]\n"
-                "[quantize.linear.float8]\nrecipe_name = \"rowwise\"\n",
-                8)
-            .rfind("run.toml:5: quantize.linear.float8.recipe_name: must be \"tensorwise\" or "
-                   "absent",
-                   0) == 0);
+                "[quantize.linear.float8]\nrecipe_name = \"blockwise\"\n",
+                8) ==
+        "run.toml:5: quantize.linear.float8.recipe_name: must be tensorwise, rowwise or "
+        "rowwise_with_gw_hp (torchao's recipes); got the string \"blockwise\"");
   CHECK(Refusal(model + "[training]\nglobal_batch_size = 12\nlocal_batch_size = 2\n", 8) ==
         "run.toml:5: training.global_batch_size: must be a multiple of local_batch_size x the "
         "data-parallel degree (2 x 8 = 16; torchtitan's train.py); got 12");
@@ -266,6 +266,195 @@ TEST_CASE("torchtitan: layer SAC on each rank's own blocks under the V placement
                      "decoder.13: full, decoder.16: full, decoder.19: full, decoder.22: full, "
                      "decoder.25: full, decoder.28: full, decoder.31: full}\n") !=
         std::string::npos);
+}
+
+TEST_CASE("torchtitan: rowwise FP8 runs as ppb's blockwise and says so") {
+  Result<commands::LaunchConfig> r = FromToml(
+      "[model]\nflavor = \"8B\"\nconverters = [\"quantize.linear.float8\"]\n"
+      "[quantize.linear.float8]\nrecipe_name = \"rowwise\"\n",
+      8);
+  if (!r.ok()) FAIL(r.error().message);
+  CHECK(r->yaml.find("  fp8: {recipe: blockwise}\n") != std::string::npos);
+  CHECK(r->notes[0] ==
+        "quantize.linear.float8.recipe_name: torchao's rowwise FP8 scaling (a scale per row) is "
+        "simulated as ppb's fp8-blockwise (a scale per 1x128 block), the nearest recipe ppb has");
+}
+
+// torchtitan main's config functions read as data (apps/input/python_config.h).
+TEST_CASE("python config: a function's returned object, flattened with lines") {
+  const std::string text =
+      "from torchtitan.trainer import Trainer\n"                                   // 1
+      "from torchtitan.distributed.activation_checkpoint import FullAC\n"          // 2
+      "SEQ = 4 * 1024\n"                                                           // 3
+      "\n"                                                                         // 4
+      "def base() -> Trainer.Config:\n"                                            // 5
+      "    \"\"\"A docstring\n"                                                    // 6
+      "    over two lines.\"\"\"\n"                                                // 7
+      "    spec = model_registry(\"8B\", converters=[\n"                           // 8
+      "        Float8LinearConverter.Config(emulate=x and y),\n"                   // 9
+      "    ])\n"                                                                   // 10
+      "    return Trainer.Config(\n"                                               // 11
+      "        model_spec=spec,\n"                                                 // 12
+      "        training=TrainingConfig(max_context_length=SEQ, steps=10 ** 3),\n"  // 13
+      "        dataloader=Loader.Config(filter=lambda s: s is not None),\n"        // 14
+      "        activation_checkpoint=None,\n"                                      // 15
+      "        lr=-3e-4 + 0,\n"                                                    // 16
+      "        name='a' 'b',\n"                                                    // 17
+      "    )\n"                                                                    // 18
+      "\n"                                                                         // 19
+      "def derived() -> Trainer.Config:\n"                                         // 20
+      "    config = base()\n"                                                      // 21
+      "    assert config.model_spec is not None\n"                                 // 22
+      "    config.parallelism.pipeline_parallel_degree = 2 * (3 - 1)\n"            // 23
+      "    config.activation_checkpoint = FullAC.Config()\n"                       // 24
+      "    n = len(config.model_spec.model.layers)\n"                              // 25
+      "    config.training.steps = n\n"                                            // 26
+      "    return config\n";                                                       // 27
+  Result<PythonConfig> b = EvaluateConfigFunction("r.py", text, "base");
+  if (!b.ok()) FAIL(b.error().message);
+  const auto& v = b->values.values;
+  CHECK(b->type == "Trainer.Config");
+  CHECK(v.at("model_spec").s == "model_registry");
+  CHECK(v.at("model_spec.flavor").s == "8B");
+  CHECK(v.at("model_spec.flavor").line == 8);
+  CHECK(v.at("model_spec.converters").items.at(0).s == "Float8LinearConverter.Config");
+  CHECK(b->unknown.at("model_spec.converters.0.emulate").line == 9);
+  CHECK(v.at("training.max_context_length").i == 4096);
+  CHECK(v.at("training.steps").i == 1000);
+  CHECK(v.at("training.steps").line == 13);
+  CHECK(b->unknown.at("dataloader.filter").expression == "a lambda");
+  CHECK(v.at("activation_checkpoint").s == "None");
+  CHECK(v.at("lr").f == -3e-4);
+  CHECK(v.at("name").s == "ab");
+  Result<PythonConfig> d = EvaluateConfigFunction("r.py", text, "derived");
+  if (!d.ok()) FAIL(d.error().message);
+  const auto& w = d->values.values;
+  CHECK(w.at("parallelism.pipeline_parallel_degree").i == 4);
+  CHECK(w.at("parallelism.pipeline_parallel_degree").line == 23);
+  CHECK(w.at("activation_checkpoint").s == "FullAC.Config");
+  CHECK(d->unknown.at("training.steps").expression == "len(...)");
+  CHECK(w.at("model_spec.flavor").s == "8B");
+  CHECK(d->return_line == 27);
+  Result<std::vector<std::string>> fns = ConfigFunctions("r.py", text);
+  REQUIRE(fns.ok());
+  CHECK(*fns == std::vector<std::string>{"base", "derived"});
+}
+
+TEST_CASE("python config: what is not straight-line data is refused at its line") {
+  auto error = [](const std::string& text, const std::string& fn = "f") {
+    Result<PythonConfig> r = EvaluateConfigFunction("r.py", text, fn);
+    REQUIRE_FALSE(r.ok());
+    return r.error().message;
+  };
+  CHECK(error("def f():\n    x = 1\n    if x:\n        x = 2\n    return x\n") ==
+        "r.py:3: expected a straight-line statement (an assignment or return: ppb reads "
+        "config functions as data, not as programs); got 'if'");
+  CHECK(error("def f():\n    return g()\ndef g():\n    return f()\n") ==
+        "r.py:4: f: expected at most 32 nested calls of the file's functions; got more "
+        "(recursion?)");
+  CHECK(error("def f():\n    return X.Config(**kw)\n") ==
+        "r.py:2: expected named or positional arguments (ppb does not expand * or **); "
+        "got '**'");
+  CHECK(error("def f():\n    return 1\n") ==
+        "r.py:2: f: must return a Trainer.Config(...) ppb can read; got another value");
+  CHECK(error("def f():\n    return 1\n", "g") ==
+        "r.py: g: must be a function of the file that takes no arguments (f); got none by "
+        "that name");
+  CHECK(error("def f():\n    x = 'open\n") ==
+        "r.py:2: expected the string to be closed on its line; got the end of the line");
+  CHECK(error("def f():\n    c = X.Config()\n    c.a.b = 1\n    c.a.b.d = 2\n") ==
+        "r.py:4: expected c.a.b to be an object ppb built; got a plain value");
+}
+
+TEST_CASE("torchtitan main's llama3 config functions simulate as the same runs") {
+  const std::string registry = Data("main/llama3/config_registry.py");
+  auto from = [&](const std::string& fn, int gpus) {
+    return test::LaunchJson("torchtitan", registry + ":" + fn, H100(gpus));
+  };
+  SECTION("llama3_8b() is v0.2.2's llama3_8b.toml: the same run") {
+    CHECK(from("llama3_8b", 64) == ConfigJson("llama3_8b_64.yaml"));
+  }
+  SECTION("llama3_70b() is v0.2.2's llama3_70b.toml: 8 x 8,192 tokens, TP 8, full AC") {
+    CHECK(from("llama3_70b", 128) ==
+          test::LaunchJson("torchtitan", Data("llama3_70b.toml"), H100(128)));
+  }
+  SECTION("llama3_405b(): Float8 rowwise (main's default) as blockwise, async TP") {
+    Result<commands::LaunchConfig> r = commands::ReadLaunchConfig(
+        "torchtitan", registry + ":llama3_405b", test::ReadAll(registry), H100(512));
+    if (!r.ok()) FAIL(r.error().message);
+    for (const char* line :
+         {"  micro_batch_size: 2\n", "  global_batch_size: 128\n", "  tensor_parallel: 8\n",
+          "  tp_comm_overlap: true\n", "  data_parallel: 64\n", "  fp8: {recipe: blockwise}\n",
+          "    hidden_size: 16384\n", "    ffn_hidden_size: 53248\n"}) {
+      CHECK(r->yaml.find(line) != std::string::npos);
+    }
+  }
+  SECTION("refusals: a function named alone, Blackwell's NVFP4 on an H100, LoRA") {
+    Result<commands::LaunchConfig> alone =
+        commands::ReadLaunchConfig("torchtitan", registry, test::ReadAll(registry), H100(8));
+    REQUIRE_FALSE(alone.ok());
+    CHECK(alone.error().message.find(": the config function: must be named as FILE:FUNCTION "
+                                     "(a Python registry holds many: llama3_debugmodel, ") !=
+          std::string::npos);
+    Result<commands::LaunchConfig> lora = commands::ReadLaunchConfig(
+        "torchtitan", registry + ":llama3_debugmodel_float8_emulate_lora", test::ReadAll(registry),
+        H100(8));
+    REQUIRE_FALSE(lora.ok());
+    CHECK(lora.error().message.find(": model_spec.converters.1: must be one of torchtitan main "
+                                    "at b5bcd76c's precision converters (Float8LinearConverter, "
+                                    "MXFP8LinearConverter, NVFP4LinearConverter); got "
+                                    "LoRAConverter.Config") != std::string::npos);
+  }
+}
+
+TEST_CASE("torchtitan main: the token counts and Trainer.Config's checks") {
+  const std::string head =
+      "def f():\n"
+      "    return Trainer.Config(\n"
+      "        model_spec=model_registry(\"8B\"),\n";
+  auto read = [&](const std::string& rest, int gpus) {
+    return commands::ReadLaunchConfig("torchtitan", "models/llama3/r.py:f", head + rest + "    )\n",
+                                      H100(gpus));
+  };
+  // 4 micro-batches of 2 x 4,096 tokens a pipeline step, a step of
+  // 2 rounds on 2 data-parallel ranks: global 2 x 4 x 2 x 2 = 32 sequences.
+  Result<commands::LaunchConfig> pp = read(
+      "        training=TrainingConfig(num_tokens_per_microbatch_per_dp_rank=2 * 4096,\n"
+      "            max_context_length=4096, num_tokens_per_train_step=32 * 4096,\n"
+      "            disable_cuda_graphs=True),\n"
+      "        parallelism=ParallelismConfig(pipeline_parallel_degree=2, num_pp_microbatches=4,\n"
+      "            pipeline_parallel_schedule=\"GPipe\"),\n"
+      "        activation_checkpoint=None,\n",
+      4);
+  if (!pp.ok()) FAIL(pp.error().message);
+  CHECK(pp->yaml.find("  micro_batch_size: 2\n  global_batch_size: 32\n") != std::string::npos);
+  CHECK(pp->yaml.find("  data_parallel: 2\n") != std::string::npos);
+  CHECK(pp->yaml.find("  layers_per_chunk: [17, 17]\n") != std::string::npos);
+  CHECK(pp->yaml.find("recompute") == std::string::npos);
+  REQUIRE(!pp->notes.empty());
+  CHECK(pp->notes[1] ==
+        "2 gradient-accumulation steps each run the pipeline on 4 micro-batches; ppb simulates "
+        "one pipeline of 8 micro-batches, with one fill and drain");
+  Result<commands::LaunchConfig> graphs =
+      read("        parallelism=ParallelismConfig(pipeline_parallel_degree=2),\n", 4);
+  REQUIRE_FALSE(graphs.ok());
+  CHECK(graphs.error().message ==
+        "models/llama3/r.py:4: parallelism.pipeline_parallel_degree 2: CUDA graphs do not "
+        "support pipeline parallelism yet. Set --training.disable_cuda_graphs (torchtitan's "
+        "Trainer.Config); got training.disable_cuda_graphs False");
+  Result<commands::LaunchConfig> tokens =
+      read("        training=TrainingConfig(num_tokens_per_microbatch_per_dp_rank=3000),\n", 4);
+  REQUIRE_FALSE(tokens.ok());
+  CHECK(tokens.error().message ==
+        "models/llama3/r.py:4: training.num_tokens_per_microbatch_per_dp_rank: must be a "
+        "multiple of training.max_context_length (2048): ppb simulates whole sequences, the "
+        "packed dataloader's; got 3000");
+  Result<commands::LaunchConfig> typo =
+      read("        parallelism=ParallelismConfig(tensor_parallel=2),\n", 4);
+  REQUIRE_FALSE(typo.ok());
+  CHECK(typo.error().message.rfind("models/llama3/r.py:4: parallelism.tensor_parallel: must be a "
+                                   "field of torchtitan main at b5bcd76c's [parallelism]",
+                                   0) == 0);
 }
 
 }  // namespace ppb

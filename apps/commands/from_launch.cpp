@@ -230,10 +230,17 @@ std::optional<int> TakeFrom(std::vector<std::string>& args,
     }
     in.gpus = *g;
   }
+  // torchtitan main's "registry.py:FUNCTION": the file is before the colon.
+  std::string read_path = *file;
+  if (const size_t colon = file->rfind(':');
+      *framework == "torchtitan" && colon != std::string::npos && colon >= 3 &&
+      file->compare(colon - 3, 3, ".py") == 0) {
+    read_path = file->substr(0, colon);
+  }
   std::string text;
   errno = 0;
-  if (!ReadTextFile(*file, text)) {
-    err << "ppb-sim: " << *file << ": must be a readable launch script or log; got "
+  if (!ReadTextFile(read_path, text)) {
+    err << "ppb-sim: " << read_path << ": must be a readable launch script, log or config; got "
         << (errno != 0 ? std::strerror(errno) : "a read error") << "\n";
     return kExitBadInput;
   }
@@ -258,7 +265,7 @@ std::optional<int> TakeFrom(std::vector<std::string>& args,
     ForEachLine(yaml, [&](std::string_view line, int n) {
       const auto k = static_cast<size_t>(n) - 1;
       const std::string origin = k < origins.size() ? origins[k] : "";
-      if (!origin.empty() && origin.find(*file) == 0) {
+      if (!origin.empty() && origin.find(read_path) == 0) {
         out << fmt::format("{:<44} # {}\n", line, origin);
       } else {
         out << line << "\n";

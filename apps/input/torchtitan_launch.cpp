@@ -8,282 +8,84 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
 #include <utility>
 #include <vector>
 
+#include "apps/input/python_config.h"
 #include "apps/input/toml_reader.h"
+#include "apps/input/torchtitan_job.h"
 #include "apps/input/torchtitan_models.h"
 #include "schedules/schedule.h"
 
 namespace ppb {
 namespace {
 
-struct Bad {
-  std::string message;
-};
-[[noreturn]] void Fail(std::string message) { throw Bad{std::move(message)}; }
+using namespace torchtitan_detail;  // NOLINT: the job of torchtitan_job.h
 
-constexpr const char* kVersion = "torchtitan v0.2.2";
-
-// The fields of the sections ppb reads (job_config.py at v0.2.2); a field
-// not here is not torchtitan's.
-struct Section {
-  const char* name;
-  std::vector<const char*> fields;
-};
-const std::vector<Section>& ReadSections() {
-  static const std::vector<Section> sections = {
-      {"model",
-       {"name", "flavor", "hf_assets_path", "tokenizer_path", "converters",
-        "print_after_conversion"}},
-      {"training",
-       {"dataset", "dataset_path", "local_batch_size", "global_batch_size", "seq_len", "max_norm",
-        "steps", "enable_cpu_offload", "dtype", "mixed_precision_param", "mixed_precision_reduce",
-        "gc_freq", "gc_debug", "dataloader.num_workers", "dataloader.persistent_workers",
-        "dataloader.pin_memory", "dataloader.prefetch_factor"}},
-      {"parallelism",
-       {"data_parallel_replicate_degree",
-        "data_parallel_shard_degree",
-        "fsdp_reshard_after_forward",
-        "tensor_parallel_degree",
-        "disable_loss_parallel",
-        "enable_async_tensor_parallel",
-        "pipeline_parallel_degree",
-        "module_fqns_per_model_part",
-        "pipeline_parallel_first_stage_less_layers",
-        "pipeline_parallel_last_stage_less_layers",
-        "pipeline_parallel_layers_per_stage",
-        "pipeline_parallel_schedule",
-        "pipeline_parallel_schedule_csv",
-        "pipeline_parallel_microbatch_size",
-        "pipeline_parallel_expert_parallel_overlap",
-        "context_parallel_degree",
-        "context_parallel_load_balancer",
-        "context_parallel_rotate_method",
-        "expert_parallel_degree",
-        "expert_tensor_parallel_degree",
-        "expert_parallel_comm_backend"}},
-      {"activation_checkpoint",
-       {"mode", "selective_ac_option", "per_op_sac_force_recompute_mm_shapes_by_fqns", "early_stop",
-        "memory_budget", "visualize_memory_budget_pareto", "preserve_rng_state",
-        "determinism_check", "debug"}},
-      {"compile", {"enable", "components", "backend"}},
-      {"quantize",
-       {"linear.float8.enable_fsdp_float8_all_gather",
-        "linear.float8.precompute_float8_dynamic_scale_for_fsdp", "linear.float8.recipe_name",
-        "linear.float8.filter_fqns", "linear.float8.emulate",
-        "linear.mx.mxfp8_dim1_cast_kernel_choice", "linear.mx.recipe_name", "linear.mx.filter_fqns",
-        "grouped_mm.float8.fqns", "grouped_mm.mx.recipe_name", "grouped_mm.mx.fqns"}},
-  };
-  return sections;
-}
-
-// The job config, each field read at most once, with its line.
-class Job {
- public:
-  Job(const std::string& path, TomlDocument doc) : path_(path), doc_(std::move(doc)) {}
-
-  const TomlValue* Get(const std::string& key) {
-    auto it = doc_.values.find(key);
-    if (it == doc_.values.end()) return nullptr;
-    read_.insert(key);
-    return &it->second;
-  }
-  // "run.toml:12: parallelism.tensor_parallel_degree", or where the
-  // default stands.
-  std::string Where(const std::string& key) const {
-    auto it = doc_.values.find(key);
-    if (it == doc_.values.end()) return fmt::format("{}: {} (default)", path_, key);
-    return fmt::format("{}:{}: {}", path_, it->second.line, key);
-  }
-  std::string Line(const std::string& key) const {
-    auto it = doc_.values.find(key);
-    if (it == doc_.values.end()) return path_;
-    return fmt::format("{}:{}", path_, it->second.line);
-  }
-  [[noreturn]] void Wrong(const std::string& key, const std::string& want) const {
-    auto it = doc_.values.find(key);
-    Fail(fmt::format("{}: {}: must be {}; got {}", Line(key), key, want,
-                     it == doc_.values.end() ? "nothing" : DescribeToml(it->second)));
-  }
-
-  std::int64_t Int(const std::string& key, std::int64_t def, std::int64_t min,
-                   const std::string& want) {
-    const TomlValue* v = Get(key);
-    if (v == nullptr) return def;
-    if (v->kind != TomlValue::Kind::Int || v->i < min || v->i > (std::int64_t{1} << 30)) {
-      Wrong(key, want);
-    }
-    return v->i;
-  }
-  std::optional<std::int64_t> OptInt(const std::string& key, std::int64_t min,
-                                     const std::string& want) {
-    if (doc_.values.count(key) == 0) return std::nullopt;
-    return Int(key, 0, min, want);
-  }
-  bool Bool(const std::string& key, bool def) {
-    const TomlValue* v = Get(key);
-    if (v == nullptr) return def;
-    if (v->kind != TomlValue::Kind::Bool) Wrong(key, "true or false");
-    return v->b;
-  }
-  std::string Choice(const std::string& key, const std::string& def,
-                     const std::vector<std::string>& choices) {
-    const TomlValue* v = Get(key);
-    if (v == nullptr) return def;
-    if (v->kind != TomlValue::Kind::String ||
-        std::find(choices.begin(), choices.end(), v->s) == choices.end()) {
-      Wrong(key, fmt::format("one of \"{}\"", fmt::join(choices, "\", \"")));
-    }
-    return v->s;
-  }
-  std::string Str(const std::string& key, const std::string& def) {
-    const TomlValue* v = Get(key);
-    if (v == nullptr) return def;
-    if (v->kind != TomlValue::Kind::String) Wrong(key, "a string");
-    return v->s;
-  }
-  std::vector<std::string> Strings(const std::string& key) {
-    const TomlValue* v = Get(key);
-    std::vector<std::string> out;
-    if (v == nullptr) return out;
-    if (v->kind != TomlValue::Kind::Array) Wrong(key, "an array of strings");
-    for (const TomlValue& item : v->items) {
-      if (item.kind != TomlValue::Kind::String) Wrong(key, "an array of strings");
-      out.push_back(item.s);
-    }
-    return out;
-  }
-
-  // Every key of the file that is not a field of a section ppb reads is an
-  // error.
-  void CheckFields() const {
-    for (const auto& [key, value] : doc_.values) {
-      const size_t dot = key.find('.');
-      const std::string section = key.substr(0, dot);
-      const Section* s = nullptr;
-      for (const Section& x : ReadSections()) {
-        if (section == x.name) s = &x;
-      }
-      if (s == nullptr || dot == std::string::npos) continue;
-      const std::string field = key.substr(dot + 1);
-      auto f = std::find_if(s->fields.begin(), s->fields.end(),
-                            [&](const char* x) { return field == x; });
-      if (f == s->fields.end()) {
-        std::vector<std::string> names;
-        for (const char* x : s->fields) names.emplace_back(x);
-        Fail(fmt::format("{}:{}: {}: must be a field of {}'s [{}] ({}); got {}", path_, value.line,
-                         key, kVersion, section, fmt::join(names, ", "), field));
-      }
-    }
-  }
-  // The keys of the file not read: other sections, fields ppb does not
-  // model, and fields their settings leave unused.
-  std::vector<std::string> Unread() const {
-    std::vector<std::string> out;
-    for (const auto& kv : doc_.values) {
-      if (read_.count(kv.first) == 0) out.push_back(kv.first);
-    }
-    return out;
-  }
-
-  const std::string& path() const { return path_; }
-
- private:
-  const std::string& path_;
-  TomlDocument doc_;
-  std::set<std::string> read_;
+// `main`: a config function of main's registry (its model from the
+// registry's folder), else a v0.2.2 TOML.
+struct MainInput {
+  std::string model;
+  std::string function;
 };
 
-std::string Bool(bool b) { return b ? "true" : "false"; }
-
-// torchtitan v0.2.2 generate_llm_fqn_per_model_part: the layers of each
-// stage when module_fqns_per_model_part is not given (the embedding and the
-// head weigh `in` and `out` layers).
-std::vector<std::vector<std::string>> DefaultParts(Job& job, std::int64_t stages,
-                                                   std::int64_t layers, std::int64_t in,
-                                                   std::int64_t out, const std::string& why) {
-  std::vector<std::vector<std::string>> parts;
-  auto name = [](std::int64_t i) { return fmt::format("layers.{}", i); };
-  if (stages == 1) {
-    std::vector<std::string> all{"tok_embeddings"};
-    for (std::int64_t i = 0; i < layers; ++i) all.push_back(name(i));
-    all.emplace_back("norm");
-    all.emplace_back("output");
-    parts.push_back(std::move(all));
-    return parts;
-  }
-  const std::int64_t effective = layers + in + out;
-  const std::string where = job.Line("parallelism.pipeline_parallel_degree");
-  if (stages > effective) {
-    Fail(
-        fmt::format("{}: {}: Number of stages ({}) cannot be greater than effective layers "
-                    "({}) (torchtitan's generate_llm_fqn_per_model_part)",
-                    where, why, stages, effective));
-  }
-  const std::int64_t per = effective / stages;
-  const std::int64_t extra = effective % stages;
-  if (in > per || out > per) {
-    Fail(
-        fmt::format("{}: parallelism.pipeline_parallel_{}_stage_less_layers ({}) exceeds "
-                    "minimum layers per stage ({}) (torchtitan's "
-                    "generate_llm_fqn_per_model_part)",
-                    job.Line(in > per ? "parallelism.pipeline_parallel_first_stage_less_layers"
-                                      : "parallelism.pipeline_parallel_last_stage_less_layers"),
-                    in > per ? "first" : "last", in > per ? in : out, per));
-  }
-  std::int64_t next = 0;
-  for (std::int64_t s = 0; s < stages; ++s) {
-    std::vector<std::string> part;
-    std::int64_t n = per + (s < extra ? 1 : 0);
-    if (s == 0) {
-      part.emplace_back("tok_embeddings");
-      n -= in;
-    } else if (s == stages - 1) {
-      n -= out;
-    }
-    for (std::int64_t k = 0; k < n && next < layers; ++k) part.push_back(name(next++));
-    if (s == stages - 1) {
-      part.emplace_back("norm");
-      part.emplace_back("output");
-    }
-    parts.push_back(std::move(part));
-  }
-  return parts;
-}
-
-LaunchRun Translate(Job& job, const LaunchInputs& in) {
+LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
   LaunchRun run;
   ConfigWriter o;
   std::vector<std::string>& notes = run.notes;
   const std::string& path = job.path();
   auto where = [&](const std::string& key) { return job.Where(key); };
+  const char* version = main != nullptr ? kMainVersion : kVersion;
   // Unknown fields first: a misspelt key is the error, not what follows.
-  job.CheckFields();
+  job.CheckFields(main != nullptr ? MainSections() : ReadSections(), version);
 
   // ---- the model ---------------------------------------------------------
-  const std::string model = job.Str("model.name", "llama3");
-  const std::vector<std::string> models = TorchtitanModels();
+  const std::string name_key = main != nullptr ? "model_spec" : "model.name";
+  const std::string flavor_key = main != nullptr ? "model_spec.flavor" : "model.flavor";
+  const std::string model = main != nullptr ? main->model : job.Str("model.name", "llama3");
+  const std::vector<std::string> models = TorchtitanModels(main != nullptr);
   if (std::find(models.begin(), models.end(), model) == models.end()) {
+    if (main != nullptr) {
+      Fail(
+          fmt::format("{}: the model: must be one whose flavours ppb knows in {} ({}), taken "
+                      "from the registry's folder (torchtitan/models/<model>/"
+                      "config_registry.py); got \"{}\"",
+                      path, version, fmt::join(models, ", "), model));
+    }
     Fail(
         fmt::format("{}: model.name: must be a model whose flavours ppb knows ({}; "
                     "torchtitan's MoE and other models are not read yet); got \"{}\"",
                     job.Line("model.name"), fmt::join(models, ", "), model));
   }
-  const std::string flavor = job.Str("model.flavor", "debugmodel");
-  const TorchtitanFlavour* f = FindTorchtitanFlavour(model, flavor);
-  if (f == nullptr) {
-    Fail(fmt::format("{}: model.flavor: must be a {} flavour of {} ({}); got \"{}\"",
-                     job.Line("model.flavor"), model, kVersion,
-                     fmt::join(TorchtitanFlavours(model), ", "), flavor));
+  if (main != nullptr) {
+    const TomlValue* spec = job.Raw("model_spec");
+    if (spec == nullptr || spec->kind != TomlValue::Kind::String || spec->s != "model_registry") {
+      job.Wrong("model_spec", "model_registry(\"FLAVOR\", ...), the model's spec");
+    }
   }
-  const std::string shape = where("model.flavor");
-  o.Line(0, fmt::format("# ppb config read from {} ({} job config)", path, kVersion));
+  const std::string flavor = job.Str(flavor_key, main != nullptr ? "" : "debugmodel");
+  const TorchtitanFlavour* f = FindTorchtitanFlavour(model, flavor, main != nullptr);
+  if (f == nullptr) {
+    Fail(fmt::format("{}: {}: must be a {} flavour of {} ({}); got \"{}\"", job.Line(flavor_key),
+                     flavor_key, model, version,
+                     fmt::join(TorchtitanFlavours(model, main != nullptr), ", "), flavor));
+  }
+  std::string attention(f->attention);
+  if (main != nullptr) {
+    attention = job.Choice("model_spec.attn_backend", attention, {"sdpa", "flex", "varlen"});
+  }
+  const std::string shape = where(flavor_key);
+  o.Line(0, main != nullptr
+                ? fmt::format("# ppb config read from {}, {}() ({} config "
+                              "registry)",
+                              path, main->function, version)
+                : fmt::format("# ppb config read from {} ({} job config)", path, kVersion));
   o.Line(0, "model:");
-  o.Text(2, "name", fmt::format("{} {}", model, flavor), where("model.name"));
+  o.Text(2, "name", fmt::format("{} {}", model, flavor), where(name_key));
   o.Line(2, "architecture:");
   o.Key(4, "hidden_size", f->dim, shape);
   o.Key(4, "num_layers", f->n_layers, shape);
@@ -296,11 +98,11 @@ LaunchRun Translate(Job& job, const LaunchInputs& in) {
   o.Key(4, "gated_mlp", "true", shape);
   o.Key(4, "norm", "rmsnorm", shape);
   if (f->qk_norm) o.Key(4, "qk_norm", "true", shape);
-  if (f->attention != "sdpa") {
+  if (attention != "sdpa") {
     notes.push_back(
-        fmt::format("model.flavor {}: attention {} with its block-causal mask is "
+        fmt::format("{} {}: attention {} with its block-causal mask is "
                     "simulated as causal attention over the whole sequence",
-                    flavor, f->attention));
+                    flavor_key, flavor, attention));
   }
 
   // ---- the world and the degrees (ParallelDims) --------------------------
@@ -365,43 +167,107 @@ LaunchRun Translate(Job& job, const LaunchInputs& in) {
   const std::int64_t dp = rep * shard;
 
   // ---- batch and sequence ------------------------------------------------
-  const std::int64_t local = job.Int("training.local_batch_size", 8, 1, "an integer >= 1");
-  const std::int64_t seq = job.Int("training.seq_len", 2048, 1, "an integer >= 1");
-  std::int64_t global = local * dp;
-  if (const TomlValue* g = job.Get("training.global_batch_size")) {
-    if (g->kind != TomlValue::Kind::Int || (g->i != -1 && g->i < 1) || g->i > (1 << 30)) {
-      job.Wrong("training.global_batch_size",
-                "-1 (local_batch_size x the data-parallel "
-                "degree) or an integer >= 1");
-    }
-    if (g->i > 0) global = g->i;
-  }
-  if (global % (local * dp) != 0) {
-    Fail(
-        fmt::format("{}: training.global_batch_size: must be a multiple of local_batch_size "
-                    "x the data-parallel degree ({} x {} = {}; torchtitan's train.py); got {}",
-                    job.Line("training.global_batch_size"), local, dp, local * dp, global));
-  }
-  const std::int64_t accumulation = global / (local * dp);
-  std::int64_t mbs = local;
-  std::string mbs_origin = where("training.local_batch_size");
-  const std::int64_t pp_mbs =
-      job.Int("parallelism.pipeline_parallel_microbatch_size", 1, 1, "an integer >= 1");
-  if (pp > 1) {
-    if (local % pp_mbs != 0) {
+  std::int64_t seq = 0, mbs = 0, global = 0, accumulation = 1, per_pipeline = 1;
+  std::string seq_origin, mbs_origin, global_origin;
+  if (main != nullptr) {
+    // main's trainer.py: a micro-batch of num_tokens_per_microbatch_per_dp_rank
+    // tokens packed into sequences of max_context_length; a rank runs
+    // num_pp_microbatches of them per pipeline step (1 without PP); a step
+    // takes num_tokens_per_train_step (-1: one round on every rank).
+    const std::int64_t tokens =
+        job.Int("training.num_tokens_per_microbatch_per_dp_rank", 16384, 1, "an integer >= 1");
+    seq = job.Int("training.max_context_length", 2048, 1, "an integer >= 1");
+    seq_origin = where("training.max_context_length");
+    if (tokens % seq != 0) {
       Fail(
-          fmt::format("{}: parallelism.pipeline_parallel_microbatch_size: must divide "
-                      "training.local_batch_size ({}); got {}",
-                      job.Line("parallelism.pipeline_parallel_microbatch_size"), local, pp_mbs));
+          fmt::format("{}: training.num_tokens_per_microbatch_per_dp_rank: must be a multiple "
+                      "of training.max_context_length ({}): ppb simulates whole sequences, "
+                      "the packed dataloader's; got {}",
+                      job.Line("training.num_tokens_per_microbatch_per_dp_rank"), seq, tokens));
     }
-    mbs = pp_mbs;
-    mbs_origin = where("parallelism.pipeline_parallel_microbatch_size");
-    if (accumulation > 1) {
-      notes.push_back(fmt::format(
-          "{} gradient-accumulation steps each run the pipeline on {} micro-batches; ppb "
-          "simulates one pipeline of {} micro-batches, with one fill and drain",
-          accumulation, local / pp_mbs, accumulation * (local / pp_mbs)));
+    mbs = tokens / seq;
+    mbs_origin = where("training.num_tokens_per_microbatch_per_dp_rank");
+    const bool sp_on = job.Bool("parallelism.enable_sequence_parallel", true);
+    const std::int64_t divisor = (sp_on ? tp : 1) * (cp > 1 ? 2 * cp : 1);
+    if (tokens % divisor != 0) {
+      Fail(
+          fmt::format("{}: training.num_tokens_per_microbatch_per_dp_rank: The number of "
+                      "tokens per pipeline microbatch ({}) must be divisible by {} for the "
+                      "configured sequence/context parallelism (torchtitan's trainer.py)",
+                      job.Line("training.num_tokens_per_microbatch_per_dp_rank"), tokens, divisor));
     }
+    if (pp > 1) {
+      per_pipeline = job.Int("parallelism.num_pp_microbatches", 1, 1,
+                             "an integer >= 1 (parallelism.num_pp_microbatches must be greater "
+                             "than 0)");
+    }
+    const std::int64_t per_rank = tokens * per_pipeline;
+    std::int64_t step = per_rank * dp;
+    global_origin = where("training.num_tokens_per_microbatch_per_dp_rank");
+    if (const TomlValue* g = job.Get("training.num_tokens_per_train_step")) {
+      if (g->kind != TomlValue::Kind::Int || (g->i != -1 && g->i < 1) ||
+          g->i > (std::int64_t{1} << 40)) {
+        job.Wrong("training.num_tokens_per_train_step", "-1 or an integer >= 1");
+      }
+      if (g->i > 0) {
+        step = g->i;
+        global_origin = where("training.num_tokens_per_train_step");
+      }
+    }
+    if (step % (per_rank * dp) != 0) {
+      Fail(
+          fmt::format("{}: training.num_tokens_per_train_step ({}) must be divisible by the "
+                      "number of tokens processed globally in one gradient accumulation "
+                      "iteration ({}) (torchtitan's trainer.py)",
+                      job.Line("training.num_tokens_per_train_step"), step, per_rank * dp));
+    }
+    accumulation = step / (per_rank * dp);
+    global = step / seq;
+  } else {
+    const std::int64_t local = job.Int("training.local_batch_size", 8, 1, "an integer >= 1");
+    seq = job.Int("training.seq_len", 2048, 1, "an integer >= 1");
+    seq_origin = where("training.seq_len");
+    global = local * dp;
+    global_origin = where("training.local_batch_size");
+    if (const TomlValue* g = job.Get("training.global_batch_size")) {
+      if (g->kind != TomlValue::Kind::Int || (g->i != -1 && g->i < 1) || g->i > (1 << 30)) {
+        job.Wrong("training.global_batch_size",
+                  "-1 (local_batch_size x the data-parallel "
+                  "degree) or an integer >= 1");
+      }
+      if (g->i > 0) {
+        global = g->i;
+        global_origin = where("training.global_batch_size");
+      }
+    }
+    if (global % (local * dp) != 0) {
+      Fail(
+          fmt::format("{}: training.global_batch_size: must be a multiple of local_batch_size "
+                      "x the data-parallel degree ({} x {} = {}; torchtitan's train.py); got {}",
+                      job.Line("training.global_batch_size"), local, dp, local * dp, global));
+    }
+    accumulation = global / (local * dp);
+    mbs = local;
+    mbs_origin = where("training.local_batch_size");
+    const std::int64_t pp_mbs =
+        job.Int("parallelism.pipeline_parallel_microbatch_size", 1, 1, "an integer >= 1");
+    if (pp > 1) {
+      if (local % pp_mbs != 0) {
+        Fail(
+            fmt::format("{}: parallelism.pipeline_parallel_microbatch_size: must divide "
+                        "training.local_batch_size ({}); got {}",
+                        job.Line("parallelism.pipeline_parallel_microbatch_size"), local, pp_mbs));
+      }
+      mbs = pp_mbs;
+      mbs_origin = where("parallelism.pipeline_parallel_microbatch_size");
+      per_pipeline = local / pp_mbs;
+    }
+  }
+  if (pp > 1 && accumulation > 1) {
+    notes.push_back(
+        fmt::format("{} gradient-accumulation steps each run the pipeline on {} micro-batches; ppb "
+                    "simulates one pipeline of {} micro-batches, with one fill and drain",
+                    accumulation, per_pipeline, accumulation * per_pipeline));
   }
 
   // ---- precision -----------------------------------------------------------
@@ -410,9 +276,69 @@ LaunchRun Translate(Job& job, const LaunchInputs& in) {
   const std::string reduce = job.Choice("training.mixed_precision_reduce", "float32", {"float32"});
   const std::string dtype = job.Choice("training.dtype", "float32", {"bfloat16", "float32"});
   const bool fsdp = shard > 1;
-  std::vector<std::string> converters = job.Strings("model.converters");
   std::string fp8_recipe;
   std::string fp8_origin;
+  bool fp8_gather = false;
+  // torchao's rowwise FP8 (a scale per row of each operand) is none of
+  // ppb's recipes; the nearest in quantize and GEMM cost is blockwise (a
+  // scale per 1x128 block), said so.
+  auto float8 = [&](const std::string& recipe_key, const std::string& recipe,
+                    const std::string& origin) {
+    if (recipe == "tensorwise") {
+      fp8_recipe = "tensorwise";
+    } else if (recipe == "rowwise" || recipe == "rowwise_with_gw_hp") {
+      fp8_recipe = "blockwise";
+      notes.push_back(
+          fmt::format("{}: torchao's {} FP8 scaling (a scale per row) is simulated "
+                      "as ppb's fp8-blockwise (a scale per 1x128 block), the "
+                      "nearest recipe ppb has",
+                      recipe_key, recipe));
+    } else {
+      job.Wrong(recipe_key, "tensorwise, rowwise or rowwise_with_gw_hp (torchao's recipes)");
+    }
+    fp8_origin = origin;
+  };
+  if (main != nullptr) {
+    // main's converters are objects passed to model_registry (components/
+    // quantization at b5bcd76c): Float8LinearConverter (recipe_name rowwise
+    // by default), MXFP8LinearConverter, NVFP4LinearConverter; the grouped
+    // experts' converters have nothing to convert in a dense model.
+    const TomlValue* list = job.Get("model_spec.converters");
+    const size_t n =
+        list != nullptr && list->kind == TomlValue::Kind::Array ? list->items.size() : 0;
+    for (size_t k = 0; k < n; ++k) {
+      const std::string type = list->items[k].s;
+      const std::string at = fmt::format("model_spec.converters.{}", k);
+      if (type == "Float8LinearConverter.Config") {
+        if (job.Bool(at + ".emulate", false)) {
+          notes.push_back(at +
+                          ".emulate: the FP8 casts are emulated in high precision, so the "
+                          "GEMMs are simulated in BF16");
+          continue;
+        }
+        float8(at + ".recipe_name", job.Str(at + ".recipe_name", "rowwise"),
+               where("model_spec.converters"));
+      } else if (type == "MXFP8LinearConverter.Config") {
+        fp8_recipe = "mxfp8";
+        fp8_origin = where("model_spec.converters");
+      } else if (type == "NVFP4LinearConverter.Config") {
+        fp8_recipe = "nvfp4";
+        fp8_origin = where("model_spec.converters");
+      } else if (type == "Float8GroupedExpertsConverter.Config" ||
+                 type == "MXFP8GroupedExpertsConverter.Config") {
+        notes.push_back(fmt::format("{}: {} converts grouped experts, which {} {} does not have",
+                                    at, type, model, flavor));
+      } else {
+        Fail(
+            fmt::format("{}: {}: must be one of {}'s precision converters "
+                        "(Float8LinearConverter, MXFP8LinearConverter, NVFP4LinearConverter); "
+                        "got {}",
+                        job.Line("model_spec.converters"), at, version, type));
+      }
+    }
+  }
+  std::vector<std::string> converters =
+      main != nullptr ? std::vector<std::string>() : job.Strings("model.converters");
   for (std::string& c : converters) {
     // torchtitan v0.1's names, which v0.2.2's own llama3_405b.toml still
     // writes (v0.2.2 registers only the quantize.* names and would raise
@@ -427,19 +353,16 @@ LaunchRun Translate(Job& job, const LaunchInputs& in) {
     }
     if (c == "quantize.linear.float8") {
       const std::string recipe = job.Str("quantize.linear.float8.recipe_name", "tensorwise");
-      if (recipe != "tensorwise") {
-        job.Wrong("quantize.linear.float8.recipe_name",
-                  "\"tensorwise\" or absent: ppb's FP8 recipes are delayed, tensorwise, "
-                  "blockwise and mxfp8, and torchao's rowwise scaling is none of them");
-      }
       if (job.Bool("quantize.linear.float8.emulate", false)) {
         notes.push_back(
             "quantize.linear.float8.emulate: the FP8 casts are emulated in high "
             "precision, so the GEMMs are simulated in BF16");
         continue;
       }
-      fp8_recipe = "tensorwise";
-      fp8_origin = where("model.converters");
+      float8("quantize.linear.float8.recipe_name", recipe, where("model.converters"));
+      // FSDP2's FP8 all-gather is tensorwise only (torchao).
+      fp8_gather = fp8_recipe == "tensorwise" &&
+                   job.Bool("quantize.linear.float8.enable_fsdp_float8_all_gather", false);
     } else if (c == "quantize.linear.mx") {
       const std::string recipe = job.Str("quantize.linear.mx.recipe_name", "mxfp8_cublas");
       if (recipe.rfind("mxfp8", 0) != 0) {
@@ -461,18 +384,12 @@ LaunchRun Translate(Job& job, const LaunchInputs& in) {
                       job.Line("model.converters"), kVersion, c));
     }
   }
-  const bool fp8_gather = !fp8_recipe.empty() && fp8_recipe == "tensorwise" &&
-                          job.Bool("quantize.linear.float8.enable_fsdp_float8_all_gather", false);
 
   // ---- training -------------------------------------------------------------
   o.Line(0, "training:");
-  o.Key(2, "seq_length", seq, where("training.seq_len"));
+  o.Key(2, "seq_length", seq, seq_origin);
   o.Key(2, "micro_batch_size", mbs, mbs_origin);
-  o.Key(2, "global_batch_size", global,
-        job.Get("training.global_batch_size") != nullptr &&
-                job.Get("training.global_batch_size")->i > 0
-            ? where("training.global_batch_size")
-            : where("training.local_batch_size"));
+  o.Key(2, "global_batch_size", global, global_origin);
   // FSDP2's MixedPrecisionPolicy: compute in mixed_precision_param,
   // gradients reduced in mixed_precision_reduce (float32). Without FSDP the
   // parameters stay in training.dtype and autocast computes in bf16.
@@ -481,12 +398,16 @@ LaunchRun Translate(Job& job, const LaunchInputs& in) {
         fsdp ? where("training.mixed_precision_param") : where("training.dtype"));
   o.Key(2, "grad_dtype", "fp32", where("training.mixed_precision_reduce"));
   o.Key(2, "tensor_parallel", tp, where("parallelism.tensor_parallel_degree"));
-  // torchtitan's TP plans shard the norms' activations along the sequence
-  // (SequenceParallel) whenever TP is on.
-  o.Key(2, "sequence_parallel", Bool(tp > 1), where("parallelism.tensor_parallel_degree"));
-  if (job.Bool("parallelism.enable_async_tensor_parallel", false)) {
-    o.Key(2, "tp_comm_overlap", "true", where("parallelism.enable_async_tensor_parallel"));
-  }
+  // v0.2.2's TP plans shard the norms' activations along the sequence
+  // (SequenceParallel) whenever TP is on; main makes it a field.
+  const bool sp =
+      tp > 1 && (main == nullptr || job.Bool("parallelism.enable_sequence_parallel", true));
+  o.Key(2, "sequence_parallel", Bool(sp),
+        main != nullptr ? where("parallelism.enable_sequence_parallel")
+                        : where("parallelism.tensor_parallel_degree"));
+  const std::string async_key = main != nullptr ? "compile.enable_async_tensor_parallel"
+                                                : "parallelism.enable_async_tensor_parallel";
+  if (job.Bool(async_key, false)) o.Key(2, "tp_comm_overlap", "true", where(async_key));
   o.Key(2, "context_parallel", cp, where("parallelism.context_parallel_degree"));
   o.Key(2, "data_parallel", dp,
         shard_v != nullptr ? where("parallelism.data_parallel_shard_degree")
@@ -517,7 +438,9 @@ LaunchRun Translate(Job& job, const LaunchInputs& in) {
           "dp_shard_cp mesh); ppb simulates them replicated there");
     }
   }
-  if (!fp8_recipe.empty()) {
+  if (fp8_recipe == "nvfp4") {
+    o.Line(2, "fp4: {format: e2m1, recipe: nvfp4}", fp8_origin);
+  } else if (!fp8_recipe.empty()) {
     o.Line(2, fmt::format("fp8: {{recipe: {}}}", fp8_recipe), fp8_origin);
     if (fp8_gather && fsdp) {
       o.Key(2, "fp8_param_gather", "true",
@@ -570,7 +493,8 @@ LaunchRun Translate(Job& job, const LaunchInputs& in) {
         if (n.kind != TomlValue::Kind::String) {
           job.Wrong("parallelism.module_fqns_per_model_part", "an array of arrays of module names");
         }
-        names.push_back(n.s);
+        // main names the head lm_head, v0.2.2 output (the fragment's).
+        names.push_back(main != nullptr && n.s == "lm_head" ? "output" : n.s);
       }
       parts.push_back(std::move(names));
     }
@@ -626,19 +550,48 @@ LaunchRun Translate(Job& job, const LaunchInputs& in) {
   }
   fragment += "]\n";
 
+  // main (Trainer.Config): CUDA graphs refuse pipeline parallelism.
+  if (main != nullptr && pp > 1 && !job.Bool("training.disable_cuda_graphs", false)) {
+    Fail(
+        fmt::format("{}: parallelism.pipeline_parallel_degree {}: CUDA graphs do not support "
+                    "pipeline parallelism yet. Set --training.disable_cuda_graphs "
+                    "(torchtitan's Trainer.Config); got training.disable_cuda_graphs False",
+                    job.Line("parallelism.pipeline_parallel_degree"), pp));
+  }
+
   // ---- activation checkpointing (activation_checkpoint.py) ----------------
-  const std::string mode = job.Choice("activation_checkpoint.mode", "selective",
-                                      {"selective", "full", "memory_budget", "none"});
-  run.recompute_origin = where("activation_checkpoint.mode");
+  std::string mode;
+  if (main != nullptr) {
+    // main: a policy object, SelectiveAC.Config() (op-level) by default.
+    const TomlValue* ac = job.Raw("activation_checkpoint");
+    const std::string policy = ac == nullptr ? "SelectiveAC.Config" : ac->s;
+    mode = policy == "None"                    ? "none"
+           : policy == "FullAC.Config"         ? "full"
+           : policy == "SelectiveAC.Config"    ? "selective"
+           : policy == "MemoryBudgetAC.Config" ? "memory_budget"
+                                               : "";
+    if (ac != nullptr && (ac->kind != TomlValue::Kind::String || mode.empty())) {
+      job.Wrong("activation_checkpoint",
+                "None, FullAC.Config(), SelectiveAC.Config() or MemoryBudgetAC.Config()");
+    }
+    run.recompute_origin = where("activation_checkpoint");
+  } else {
+    mode = job.Choice("activation_checkpoint.mode", "selective",
+                      {"selective", "full", "memory_budget", "none"});
+    run.recompute_origin = where("activation_checkpoint.mode");
+  }
+  const std::string mode_key =
+      main != nullptr ? "activation_checkpoint" : "activation_checkpoint.mode";
   bool full = mode == "full";
   if (mode == "memory_budget") {
-    job.Wrong("activation_checkpoint.mode",
+    job.Wrong(mode_key,
               "selective, full or none: memory_budget leaves the choice to torch.compile's "
               "min-cut partitioner, which ppb does not model");
   }
   if (mode == "selective") {
-    const std::string option = job.Str("activation_checkpoint.selective_ac_option", "2");
-    run.recompute_origin = where("activation_checkpoint.selective_ac_option");
+    const std::string option =
+        main != nullptr ? "op" : job.Str("activation_checkpoint.selective_ac_option", "2");
+    if (main == nullptr) run.recompute_origin = where("activation_checkpoint.selective_ac_option");
     if (option == "op") {
       run.recompute_all = "selective";
       notes.push_back(
@@ -693,11 +646,44 @@ LaunchRun Translate(Job& job, const LaunchInputs& in) {
 
 Result<LaunchRun> ReadTorchtitanLaunch(const std::string& path, std::string_view text,
                                        const LaunchInputs& inputs) {
+  // "registry.py:function": a config function of main's registry.
+  const size_t colon = path.rfind(':');
+  if (colon != std::string::npos && colon >= 3 && path.compare(colon - 3, 3, ".py") == 0) {
+    return ReadTorchtitanFunction(path.substr(0, colon), text, path.substr(colon + 1), inputs);
+  }
+  if (path.size() >= 3 && path.compare(path.size() - 3, 3, ".py") == 0) {
+    Result<std::vector<std::string>> fns = ConfigFunctions(path, text);
+    if (!fns.ok()) return fns.error();
+    return Error{"", fmt::format("{}: the config function: must be named as FILE:FUNCTION (a "
+                                 "Python registry holds many: {}); got the file alone",
+                                 path, fmt::join(*fns, ", "))};
+  }
   Result<TomlDocument> doc = ReadToml(path, text);
   if (!doc.ok()) return doc.error();
   try {
     Job job(path, std::move(*doc));
-    return Translate(job, inputs);
+    return Translate(job, inputs, nullptr);
+  } catch (const Bad& b) {
+    return Error{"", b.message};
+  }
+}
+
+Result<LaunchRun> ReadTorchtitanFunction(const std::string& path, std::string_view text,
+                                         const std::string& function, const LaunchInputs& inputs) {
+  Result<PythonConfig> config = EvaluateConfigFunction(path, text, function);
+  if (!config.ok()) return config.error();
+  if (config->type != "Trainer.Config") {
+    return Error{"", fmt::format("{}:{}: {}: must return a Trainer.Config(...); got a {}", path,
+                                 config->return_line, function, config->type)};
+  }
+  // The model: the registry's folder (torchtitan/models/<model>/).
+  const std::string folder = std::filesystem::path(path).parent_path().filename().string();
+  std::map<std::string, Unevaluated> unknown;
+  for (const auto& [key, u] : config->unknown) unknown[key] = Unevaluated{u.line, u.expression};
+  try {
+    Job job(path, std::move(config->values), std::move(unknown), true);
+    MainInput main{folder, function};
+    return Translate(job, inputs, &main);
   } catch (const Bad& b) {
     return Error{"", b.message};
   }

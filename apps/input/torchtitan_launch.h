@@ -36,7 +36,24 @@
 
 namespace ppb {
 
+// `path` is a v0.2.2 TOML, or "registry.py:FUNCTION" (ReadTorchtitanFunction).
 Result<LaunchRun> ReadTorchtitanLaunch(const std::string& path, std::string_view text,
                                        const LaunchInputs& inputs);
+
+// A config function of torchtitan main's registry (b5bcd76c,
+// torchtitan/models/<model>/config_registry.py; read as data by
+// apps/input/python_config.h), its model the registry's folder: the same
+// translation by main's names and defaults (config/configs.py
+// TrainingConfig, ParallelismConfig; trainer.py): micro-batches of
+// training.num_tokens_per_microbatch_per_dp_rank tokens in sequences of
+// max_context_length, parallelism.num_pp_microbatches of them a pipeline
+// step, num_tokens_per_train_step (-1: one round on every rank),
+// enable_sequence_parallel (True), compile.enable_async_tensor_parallel,
+// activation_checkpoint a policy (SelectiveAC.Config() by default, read as
+// ppb's selective; FullAC.Config(); None), the converters passed to
+// model_registry (Float8LinearConverter rowwise by default, MXFP8, NVFP4),
+// CUDA graphs off under pipeline parallelism (Trainer.Config's check).
+Result<LaunchRun> ReadTorchtitanFunction(const std::string& path, std::string_view text,
+                                         const std::string& function, const LaunchInputs& inputs);
 
 }  // namespace ppb

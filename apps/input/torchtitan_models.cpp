@@ -1,6 +1,7 @@
 // The flavour tables of apps/input/torchtitan_models.h, copied as figures
 // from torchtitan v0.2.2 (models/llama3/__init__.py llama3_args,
-// models/qwen3/__init__.py qwen3_args).
+// models/qwen3/__init__.py qwen3_args) and main at b5bcd76c
+// (models/llama3/__init__.py _debugmodel ... _405b).
 #include "apps/input/torchtitan_models.h"
 
 #include <cmath>
@@ -44,6 +45,15 @@ TorchtitanFlavour Qwen(std::string_view flavor, std::int64_t vocab, std::int64_t
   return f;
 }
 
+TorchtitanFlavour Main(TorchtitanFlavour f) {
+  f.main = true;
+  return f;
+}
+TorchtitanFlavour Tied(TorchtitanFlavour f) {
+  f.tied = true;
+  return f;
+}
+
 const std::vector<TorchtitanFlavour>& Table() {
   static const std::vector<TorchtitanFlavour> table = {
       // llama3_args: debugmodel's vocabulary is 2048; the 8B, 70B and 405B
@@ -64,6 +74,14 @@ const std::vector<TorchtitanFlavour>& Table() {
       Qwen("8B", 151936, 4096, 36, 32, 12288, false),
       Qwen("14B", 151936, 5120, 40, 40, 17408, false),
       Qwen("32B", 151936, 5120, 64, 64, 25600, false),
+      // main's llama3_configs: flex attention by default; 1B and 3B tie
+      // the embedding and the LM head.
+      Main(Llama("debugmodel", 256, 6, 16, 0, 256, 0, "flex", 2048)),
+      Main(Tied(Llama("1B", 2048, 16, 32, 8, 1024, 1.5, "flex"))),
+      Main(Tied(Llama("3B", 3072, 28, 24, 8, 1024, 1.0, "flex"))),
+      Main(Llama("8B", 4096, 32, 32, 8, 1024, 1.3, "flex")),
+      Main(Llama("70B", 8192, 80, 64, 8, 4096, 1.3, "flex")),
+      Main(Llama("405B", 16384, 126, 128, 8, 4096, 1.2, "flex")),
   };
   return table;
 }
@@ -84,19 +102,23 @@ std::int64_t FfnHidden(const TorchtitanFlavour& f) {
                           : Llama3FfnHidden(f.dim, f.multiple_of, f.ffn_dim_multiplier);
 }
 
-const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::string_view flavor) {
+const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::string_view flavor,
+                                               bool main) {
   for (const TorchtitanFlavour& f : Table()) {
-    if (f.model == model && f.flavor == flavor) return &f;
+    if (f.model == model && f.flavor == flavor && f.main == main) return &f;
   }
   return nullptr;
 }
 
-std::vector<std::string> TorchtitanModels() { return {"llama3", "qwen3"}; }
+std::vector<std::string> TorchtitanModels(bool main) {
+  if (main) return {"llama3"};
+  return {"llama3", "qwen3"};
+}
 
-std::vector<std::string> TorchtitanFlavours(std::string_view model) {
+std::vector<std::string> TorchtitanFlavours(std::string_view model, bool main) {
   std::vector<std::string> out;
   for (const TorchtitanFlavour& f : Table()) {
-    if (f.model == model) out.emplace_back(f.flavor);
+    if (f.model == model && f.main == main) out.emplace_back(f.flavor);
   }
   return out;
 }

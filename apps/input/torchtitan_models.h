@@ -1,5 +1,9 @@
-// torchtitan v0.2.2's model flavours as data: what `[model] name` and
-// `flavor` select (torchtitan/models/<name>/__init__.py, <name>_args), for
+// torchtitan's model flavours as data: what v0.2.2's `[model] name` and
+// `flavor` select (torchtitan/models/<name>/__init__.py, <name>_args), and
+// main's `model_registry(flavor)` (b5bcd76c, models/llama3/__init__.py
+// llama3_configs: v0.2.2's llama3 flavours, their SwiGLU width by the same
+// rule in models/common/feed_forward.py compute_ffn_hidden_dim, plus 1B
+// and 3B with tied embeddings; attention backend flex by default), for
 // the dense decoders ppb reads: llama3 (model/args.py TransformerModelArgs:
 // vocab_size 128256, multiple_of 256, no ffn_dim_multiplier, n_kv_heads =
 // n_heads by default; the SwiGLU width of model.py FeedForward) and qwen3
@@ -31,6 +35,7 @@ struct TorchtitanFlavour {
   bool qk_norm = false;
   bool tied = false;
   std::string_view attention = "sdpa";  // attn_type: sdpa | flex | varlen
+  bool main = false;                    // main's registry, else v0.2.2's
 };
 
 // The SwiGLU width of llama3's FeedForward(dim, 4 * dim, multiple_of,
@@ -42,12 +47,14 @@ std::int64_t Llama3FfnHidden(std::int64_t dim, std::int64_t multiple_of, double 
 // The FFN width of a flavour (given, or Llama3FfnHidden).
 std::int64_t FfnHidden(const TorchtitanFlavour& f);
 
-// nullptr when `model` has no such flavour or is not a model ppb reads.
-const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::string_view flavor);
+// nullptr when `model` has no such flavour or is not a model ppb reads;
+// `main` picks main's registry.
+const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::string_view flavor,
+                                               bool main = false);
 
-// The models ppb reads ("llama3", "qwen3"), and one model's flavours, in
-// torchtitan's order.
-std::vector<std::string> TorchtitanModels();
-std::vector<std::string> TorchtitanFlavours(std::string_view model);
+// The models ppb reads (v0.2.2: "llama3", "qwen3"; main: "llama3"), and
+// one model's flavours, in torchtitan's order.
+std::vector<std::string> TorchtitanModels(bool main = false);
+std::vector<std::string> TorchtitanFlavours(std::string_view model, bool main = false);
 
 }  // namespace ppb

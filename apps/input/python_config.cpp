@@ -1,0 +1,1161 @@
+// EvaluateConfigFunction (apps/input/python_config.h): Python's tokens
+// (the lexical rules of docs.python.org/3/reference/lexical_analysis.html
+// for the forms the header lists), then a walk over a function's
+// statements that evaluates them as it reads them.
+#include "apps/input/python_config.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <memory>
+#include <utility>
+
+namespace ppb {
+namespace {
+
+constexpr int kMaxCalls = 32;
+constexpr int kMaxNesting = 64;
+
+struct Bad {
+  std::string message;
+};
+
+// ---- tokens ------------------------------------------------------------------
+
+struct Token {
+  enum class Kind : std::uint8_t {
+    Name,
+    Number,
+    String,
+    FString,
+    Op,
+    Newline,
+    Indent,
+    Dedent,
+    End
+  };
+  Kind kind = Kind::End;
+  std::string text;  // a string's value; a name; an operator
+  int line = 0;
+};
+
+class Lexer {
+ public:
+  Lexer(const std::string& path, std::string_view text) : path_(path), text_(text) {}
+
+  std::vector<Token> Run() {
+    indents_.push_back(0);
+    bool line_start = true;
+    while (pos_ < text_.size()) {
+      if (line_start && depth_ == 0) {
+        // Indentation of a logical line; blank and comment lines do not count.
+        int col = 0;
+        size_t k = pos_;
+        while (k < text_.size() && (text_[k] == ' ' || text_[k] == '\t' || text_[k] == '\f')) {
+          col = text_[k] == '\t' ? (col / 8 + 1) * 8 : col + 1;
+          ++k;
+        }
+        if (k >= text_.size() || text_[k] == '\n' || text_[k] == '#' || text_[k] == '\r') {
+          pos_ = k;
+          while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
+          if (pos_ < text_.size()) Newline(false);
+          continue;
+        }
+        pos_ = k;
+        if (col > indents_.back()) {
+          indents_.push_back(col);
+          Emit(Token::Kind::Indent, "");
+        }
+        while (col < indents_.back()) {
+          indents_.pop_back();
+          Emit(Token::Kind::Dedent, "");
+        }
+        if (col != indents_.back()) Fail("an indentation that matches no outer level");
+        line_start = false;
+      }
+      const char c = text_[pos_];
+      if (c == '\n') {
+        Newline(depth_ == 0);
+        line_start = depth_ == 0;
+        continue;
+      }
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {
+        ++pos_;
+        continue;
+      }
+      if (c == '#') {
+        while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
+        continue;
+      }
+      if (c == '\\' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '\n') {
+        pos_ += 2;
+        ++line_;
+        continue;
+      }
+      if (std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_' ||
+          static_cast<unsigned char>(c) >= 0x80) {
+        const size_t start = pos_;
+        while (pos_ < text_.size() &&
+               (std::isalnum(static_cast<unsigned char>(text_[pos_])) != 0 || text_[pos_] == '_' ||
+                static_cast<unsigned char>(text_[pos_]) >= 0x80)) {
+          ++pos_;
+        }
+        std::string word(text_.substr(start, pos_ - start));
+        if (pos_ < text_.size() && (text_[pos_] == '"' || text_[pos_] == '\'') &&
+            word.size() <= 2) {
+          std::string lower;
+          for (char w : word)
+            lower += static_cast<char>(std::tolower(static_cast<unsigned char>(w)));
+          if (lower == "r" || lower == "b" || lower == "u" || lower == "f" || lower == "rb" ||
+              lower == "br" || lower == "fr" || lower == "rf") {
+            String(lower.find('f') != std::string::npos, lower.find('r') != std::string::npos);
+            continue;
+          }
+        }
+        Emit(Token::Kind::Name, std::move(word));
+        continue;
+      }
+      if (std::isdigit(static_cast<unsigned char>(c)) != 0 ||
+          (c == '.' && pos_ + 1 < text_.size() &&
+           std::isdigit(static_cast<unsigned char>(text_[pos_ + 1])) != 0)) {
+        const size_t start = pos_;
+        while (pos_ < text_.size() &&
+               (std::isalnum(static_cast<unsigned char>(text_[pos_])) != 0 || text_[pos_] == '_' ||
+                text_[pos_] == '.' ||
+                ((text_[pos_] == '+' || text_[pos_] == '-') &&
+                 (text_[pos_ - 1] == 'e' || text_[pos_ - 1] == 'E') &&
+                 text_.substr(start, 2) != "0x" && text_.substr(start, 2) != "0X"))) {
+          ++pos_;
+        }
+        Emit(Token::Kind::Number, std::string(text_.substr(start, pos_ - start)));
+        continue;
+      }
+      if (c == '"' || c == '\'') {
+        String(false, false);
+        continue;
+      }
+      static const char* const kOps[] = {"**=", "//=", ">>=", "<<=", "...", "->", "**", "//",
+                                         "==",  "!=",  "<=",  ">=",  ":=",  "+=", "-=", "*=",
+                                         "/=",  "%=",  "&=",  "|=",  "^=",  "@=", "<<", ">>"};
+      std::string op(1, c);
+      for (const char* o : kOps) {
+        if (text_.substr(pos_, std::char_traits<char>::length(o)) == o) {
+          op = o;
+          break;
+        }
+      }
+      if (op.size() == 1 &&
+          std::string_view("()[]{},:.;=+-*/%<>@&|^~").find(c) == std::string_view::npos) {
+        Fail(fmt::format("a Python token; got '{}'", c));
+      }
+      if (op == "(" || op == "[" || op == "{") {
+        if (++depth_ > kMaxNesting) Fail("brackets nested at most 64 deep");
+      }
+      if ((op == ")" || op == "]" || op == "}") && depth_ > 0) --depth_;
+      pos_ += op.size();
+      Emit(Token::Kind::Op, std::move(op));
+    }
+    if (!tokens_.empty() && tokens_.back().kind != Token::Kind::Newline) {
+      Emit(Token::Kind::Newline, "");
+    }
+    while (indents_.size() > 1) {
+      indents_.pop_back();
+      Emit(Token::Kind::Dedent, "");
+    }
+    Emit(Token::Kind::End, "");
+    return std::move(tokens_);
+  }
+
+ private:
+  [[noreturn]] void Fail(const std::string& what) const {
+    throw Bad{fmt::format("{}:{}: expected {}", path_, line_, what)};
+  }
+  void Emit(Token::Kind k, std::string text) {
+    tokens_.push_back(Token{k, std::move(text), line_});
+  }
+  void Newline(bool logical) {
+    if (logical && !tokens_.empty() && tokens_.back().kind != Token::Kind::Newline &&
+        tokens_.back().kind != Token::Kind::Indent && tokens_.back().kind != Token::Kind::Dedent) {
+      Emit(Token::Kind::Newline, "");
+    }
+    ++pos_;
+    ++line_;
+  }
+  // A string literal; pos_ at its quote. Escapes are decoded for the
+  // common forms; an f-string's value is not known.
+  void String(bool f, bool raw) {
+    const int at = line_;
+    const char q = text_[pos_];
+    const bool triple = text_.substr(pos_, 3) == std::string(3, q);
+    pos_ += triple ? 3 : 1;
+    std::string out;
+    while (true) {
+      if (pos_ >= text_.size()) {
+        line_ = at;
+        Fail("the string to be closed; got the end of the file");
+      }
+      const char c = text_[pos_];
+      if (triple ? text_.substr(pos_, 3) == std::string(3, q) : c == q) {
+        pos_ += triple ? 3 : 1;
+        break;
+      }
+      if (c == '\n') {
+        if (!triple) {
+          line_ = at;
+          Fail("the string to be closed on its line; got the end of the line");
+        }
+        ++line_;
+      }
+      if (c == '\\' && pos_ + 1 < text_.size()) {
+        const char e = text_[pos_ + 1];
+        if (e == '\n') ++line_;
+        if (raw) {
+          out += c;
+          out += e;
+        } else {
+          out += e == 'n' ? '\n' : e == 't' ? '\t' : e == '\n' ? '\0' : e;
+          if (e == '\n') out.pop_back();
+        }
+        pos_ += 2;
+        continue;
+      }
+      out += c;
+      ++pos_;
+    }
+    // Adjacent literals are one string.
+    if (!tokens_.empty() && (tokens_.back().kind == Token::Kind::String ||
+                             tokens_.back().kind == Token::Kind::FString)) {
+      if (f) tokens_.back().kind = Token::Kind::FString;
+      tokens_.back().text += out;
+      return;
+    }
+    tokens_.push_back(Token{f ? Token::Kind::FString : Token::Kind::String, std::move(out), at});
+  }
+
+  const std::string& path_;
+  std::string_view text_;
+  size_t pos_ = 0;
+  int line_ = 1;
+  int depth_ = 0;
+  std::vector<int> indents_;
+  std::vector<Token> tokens_;
+};
+
+// ---- values ------------------------------------------------------------------
+
+struct Value;
+using Ref = std::shared_ptr<Value>;
+
+struct Value {
+  // Name: a name the file imports or does not define (its dotted path in
+  // s); Function: one of the file's functions (its name in s).
+  enum class Kind : std::uint8_t {
+    Unknown,
+    None,
+    Bool,
+    Int,
+    Float,
+    Str,
+    List,
+    Dict,
+    Object,
+    Name,
+    Function
+  };
+  Kind kind = Kind::Unknown;
+  bool b = false;
+  std::int64_t i = 0;
+  double f = 0;
+  std::string s;  // a string; an object's type; a name; an unknown's expression
+  std::vector<Ref> items;
+  std::vector<std::pair<std::string, Ref>> fields;  // an object's or a dict's
+  int line = 0;
+
+  Ref Field(const std::string& name) const {
+    for (const auto& [k, v] : fields) {
+      if (k == name) return v;
+    }
+    return nullptr;
+  }
+  void Set(const std::string& name, Ref v) {
+    for (auto& [k, old] : fields) {
+      if (k == name) {
+        old = std::move(v);
+        return;
+      }
+    }
+    fields.emplace_back(name, std::move(v));
+  }
+};
+
+Ref Make(Value::Kind k, int line) {
+  auto v = std::make_shared<Value>();
+  v->kind = k;
+  v->line = line;
+  return v;
+}
+Ref MakeUnknown(int line, std::string expression) {
+  Ref v = Make(Value::Kind::Unknown, line);
+  v->s = std::move(expression);
+  return v;
+}
+
+// ---- the evaluator -------------------------------------------------------------
+
+struct Function {
+  std::string name;
+  bool takes_arguments = false;
+  size_t body = 0;  // the token after the ':'
+  int line = 0;
+};
+
+class Evaluator {
+ public:
+  Evaluator(const std::string& path, std::vector<Token> tokens)
+      : path_(path), t_(std::move(tokens)) {
+    ScanModule();
+  }
+
+  const std::vector<Function>& functions() const { return functions_; }
+
+  Ref Call(const std::string& name, int line) {
+    const Function* fn = nullptr;
+    for (const Function& f : functions_) {
+      if (f.name == name) fn = &f;
+    }
+    if (fn == nullptr)
+      throw Bad{fmt::format("{}:{}: expected a function {}; got none", path_, line, name)};
+    if (fn->takes_arguments) return MakeUnknown(line, name + "(...)");
+    if (++calls_ > kMaxCalls) {
+      throw Bad{
+          fmt::format("{}:{}: {}: expected at most {} nested calls of the file's "
+                      "functions; got more (recursion?)",
+                      path_, line, name, kMaxCalls)};
+    }
+    const size_t saved = pos_;
+    std::map<std::string, Ref> saved_locals = std::move(locals_);
+    locals_.clear();
+    pos_ = fn->body;
+    Ref result = Block(true);
+    pos_ = saved;
+    locals_ = std::move(saved_locals);
+    --calls_;
+    return result != nullptr ? result : Make(Value::Kind::None, fn->line);
+  }
+
+ private:
+  const Token& Peek(size_t k = 0) const { return t_[std::min(pos_ + k, t_.size() - 1)]; }
+  bool IsOp(const char* op, size_t k = 0) const {
+    return Peek(k).kind == Token::Kind::Op && Peek(k).text == op;
+  }
+  bool IsName(const char* word) const {
+    return Peek().kind == Token::Kind::Name && Peek().text == word;
+  }
+  const Token& Next() {
+    const Token& tok = t_[pos_];
+    if (pos_ + 1 < t_.size()) ++pos_;
+    return tok;
+  }
+  [[noreturn]] void Fail(const std::string& what) const {
+    const Token& tok = Peek();
+    const std::string got = tok.kind == Token::Kind::Newline  ? "the end of the line"
+                            : tok.kind == Token::Kind::End    ? "the end of the file"
+                            : tok.kind == Token::Kind::Indent ? "an indent"
+                            : tok.kind == Token::Kind::Dedent ? "a dedent"
+                                                              : "'" + tok.text + "'";
+    throw Bad{fmt::format("{}:{}: expected {}; got {}", path_, tok.line, what, got)};
+  }
+  void Expect(const char* op) {
+    if (!IsOp(op)) Fail(fmt::format("'{}'", op));
+    Next();
+  }
+
+  // Past the rest of the logical line, and any block it opens.
+  void SkipStatement() {
+    while (Peek().kind != Token::Kind::Newline && Peek().kind != Token::Kind::End) Next();
+    if (Peek().kind == Token::Kind::Newline) Next();
+    if (Peek().kind == Token::Kind::Indent) SkipBlock();
+  }
+  void SkipBlock() {
+    int depth = 0;
+    do {
+      if (Peek().kind == Token::Kind::Indent) ++depth;
+      if (Peek().kind == Token::Kind::Dedent) --depth;
+      if (Peek().kind == Token::Kind::End) return;
+      Next();
+    } while (depth > 0);
+  }
+
+  void ScanModule() {
+    while (Peek().kind != Token::Kind::End) {
+      if (Peek().kind == Token::Kind::Newline) {
+        Next();
+        continue;
+      }
+      if (IsName("def")) {
+        Function fn;
+        fn.line = Peek().line;
+        Next();
+        if (Peek().kind != Token::Kind::Name) Fail("a function name");
+        fn.name = Next().text;
+        Expect("(");
+        fn.takes_arguments = !IsOp(")");
+        int depth = 1;
+        while (depth > 0 && Peek().kind != Token::Kind::End) {
+          if (IsOp("(")) ++depth;
+          if (IsOp(")")) --depth;
+          Next();
+        }
+        while (!IsOp(":") && Peek().kind != Token::Kind::Newline &&
+               Peek().kind != Token::Kind::End) {
+          Next();
+        }
+        Expect(":");
+        fn.body = pos_;
+        functions_.push_back(fn);
+        globals_[fn.name] = Make(Value::Kind::Function, fn.line);
+        globals_[fn.name]->s = fn.name;
+        SkipStatement();
+        continue;
+      }
+      if (IsName("from") || IsName("import")) {
+        Import(globals_);
+        continue;
+      }
+      // A module constant: NAME = expr; other statements are passed over.
+      if (Peek().kind == Token::Kind::Name && IsOp("=", 1)) {
+        const std::string name = Next().text;
+        Next();
+        const size_t start = pos_;
+        try {
+          globals_[name] = Expression();
+        } catch (const Bad&) {
+          pos_ = start;
+          nesting_ = 0;
+          globals_[name] = MakeUnknown(Peek().line, name);
+        }
+      }
+      SkipStatement();
+    }
+  }
+
+  // from M import a, b as c / import M: each name bound to itself.
+  void Import(std::map<std::string, Ref>& scope) {
+    const bool from = IsName("from");
+    Next();
+    if (from) {
+      while (!IsName("import") && Peek().kind != Token::Kind::Newline) Next();
+      if (!IsName("import")) Fail("'import'");
+      Next();
+    }
+    if (IsOp("(")) Next();
+    while (Peek().kind == Token::Kind::Name) {
+      std::string name = Next().text;
+      while (IsOp(".")) {
+        Next();
+        name += "." + Next().text;
+      }
+      std::string bound = name;
+      if (IsName("as")) {
+        Next();
+        bound = Next().text;
+      }
+      Ref v = Make(Value::Kind::Name, Peek().line);
+      v->s = name;
+      scope[bound] = v;
+      if (IsOp(",")) Next();
+      if (IsOp(")")) Next();
+    }
+    SkipStatement();
+  }
+
+  // Statements until the block ends; the value of a `return`, or nullptr.
+  Ref Block(bool function_body) {
+    bool indented = false;
+    if (Peek().kind == Token::Kind::Newline) {
+      Next();
+      if (Peek().kind != Token::Kind::Indent) Fail("an indented block");
+      Next();
+      indented = true;
+    }
+    (void)function_body;
+    bool first = true;
+    while (true) {
+      const Token& tok = Peek();
+      if (tok.kind == Token::Kind::Dedent || tok.kind == Token::Kind::End) return nullptr;
+      if (tok.kind == Token::Kind::Newline) {
+        Next();
+        if (!indented) return nullptr;
+        continue;
+      }
+      if (tok.kind == Token::Kind::String && first) {  // a docstring
+        SkipStatement();
+        first = false;
+        continue;
+      }
+      first = false;
+      if (Ref r = Statement(); r != nullptr) return r;
+      if (!indented) return nullptr;
+    }
+  }
+
+  Ref Statement() {
+    const Token& tok = Peek();
+    if (tok.kind == Token::Kind::Name) {
+      const std::string& w = tok.text;
+      if (w == "return") {
+        Next();
+        Ref v =
+            Peek().kind == Token::Kind::Newline ? Make(Value::Kind::None, tok.line) : Expression();
+        return_line_ = tok.line;
+        return v;
+      }
+      if (w == "assert" || w == "pass" || w == "global" || w == "nonlocal") {
+        SkipStatement();
+        return nullptr;
+      }
+      if (w == "from" || w == "import") {
+        Import(locals_);
+        return nullptr;
+      }
+      if (w == "def" || w == "class") {
+        // A nested function or class: not run here; calling one is unknown.
+        Next();
+        Ref v = Make(Value::Kind::Name, tok.line);
+        v->s = Peek().text;
+        locals_[Peek().text] = v;
+        SkipStatement();
+        return nullptr;
+      }
+      if (w == "if" || w == "for" || w == "while" || w == "with" || w == "try" || w == "match" ||
+          w == "del" || w == "raise" || w == "yield" || w == "async") {
+        Fail(
+            "a straight-line statement (an assignment or return: ppb reads config functions "
+            "as data, not as programs)");
+      }
+    }
+    if (tok.kind == Token::Kind::Op && tok.text == "@") {
+      SkipStatement();
+      return nullptr;
+    }
+    // An assignment: targets (a name or a.b.c) then '='.
+    const size_t start = pos_;
+    std::vector<std::string> target;
+    if (Peek().kind == Token::Kind::Name) {
+      target.push_back(Next().text);
+      while (IsOp(".") && Peek(1).kind == Token::Kind::Name) {
+        Next();
+        target.push_back(Next().text);
+      }
+      if (IsOp(":") && target.size() == 1) {  // an annotation: x: T = v
+        Next();
+        Expression();
+      }
+    }
+    if (target.empty() || !IsOp("=")) {
+      pos_ = start;
+      Fail("an assignment (name = value or a.b = value), a return or an import");
+    }
+    Next();
+    Ref value = Expression();
+    if (Peek().kind != Token::Kind::Newline && Peek().kind != Token::Kind::End) {
+      Fail("the end of the statement");
+    }
+    Assign(target, value, tok.line);
+    return nullptr;
+  }
+
+  void Assign(const std::vector<std::string>& target, const Ref& value, int line) {
+    if (target.size() == 1) {
+      locals_[target[0]] = value;
+      return;
+    }
+    Ref obj = Lookup(target[0], line);
+    for (size_t k = 1; k + 1 < target.size(); ++k) {
+      if (obj->kind != Value::Kind::Object) {
+        throw Bad{fmt::format("{}:{}: expected {} to be an object ppb built; got {}", path_, line,
+                              JoinPath(target, k), Describe(*obj))};
+      }
+      Ref next = obj->Field(target[k]);
+      if (next == nullptr || next->kind == Value::Kind::None) {
+        // A field left at its default: a default-built object of its own.
+        next = Make(Value::Kind::Object, line);
+        next->s = "(default " + target[k] + ")";
+        obj->Set(target[k], next);
+      }
+      obj = next;
+    }
+    if (obj->kind != Value::Kind::Object) {
+      throw Bad{fmt::format("{}:{}: expected {} to be an object ppb built; got {}", path_, line,
+                            JoinPath(target, target.size() - 1), Describe(*obj))};
+    }
+    obj->Set(target.back(), value);
+  }
+  static std::string JoinPath(const std::vector<std::string>& parts, size_t n) {
+    std::string out;
+    for (size_t k = 0; k < n; ++k) out += (k == 0 ? "" : ".") + parts[k];
+    return out;
+  }
+  static std::string Describe(const Value& v) {
+    switch (v.kind) {
+      case Value::Kind::Unknown:
+        return "the value of " + v.s + ", which ppb does not evaluate";
+      case Value::Kind::None:
+        return "None";
+      case Value::Kind::Object:
+        return "a " + v.s;
+      case Value::Kind::Name:
+        return v.s;
+      case Value::Kind::Function:
+        return "the function " + v.s;
+      default:
+        return "a plain value";
+    }
+  }
+
+  Ref Lookup(const std::string& name, int line) {
+    if (auto it = locals_.find(name); it != locals_.end()) return it->second;
+    if (auto it = globals_.find(name); it != globals_.end()) return it->second;
+    if (name == "True" || name == "False") {
+      Ref v = Make(Value::Kind::Bool, line);
+      v->b = name == "True";
+      return v;
+    }
+    if (name == "None") return Make(Value::Kind::None, line);
+    Ref v = Make(Value::Kind::Name, line);  // a builtin or an undefined name
+    v->s = name;
+    return v;
+  }
+
+  // ---- expressions (Python's precedence) ----
+  Ref Expression() {
+    if (IsName("lambda")) {
+      const int line = Next().line;
+      while (!IsOp(":")) {
+        if (Peek().kind == Token::Kind::Newline || Peek().kind == Token::Kind::End) Fail("':'");
+        Next();
+      }
+      Next();
+      Expression();
+      return MakeUnknown(line, "a lambda");
+    }
+    Ref v = Or();
+    if (IsName("if")) {
+      Next();
+      Ref cond = Or();
+      if (!IsName("else")) Fail("'else'");
+      Next();
+      Ref other = Expression();
+      const int truth = Truth(*cond);
+      if (truth < 0) return MakeUnknown(cond->line, "a conditional expression");
+      return truth != 0 ? v : other;
+    }
+    return v;
+  }
+  // 1 true, 0 false, -1 unknown.
+  static int Truth(const Value& v) {
+    switch (v.kind) {
+      case Value::Kind::None:
+        return 0;
+      case Value::Kind::Bool:
+        return v.b ? 1 : 0;
+      case Value::Kind::Int:
+        return v.i != 0 ? 1 : 0;
+      case Value::Kind::Float:
+        return v.f != 0 ? 1 : 0;
+      case Value::Kind::Str:
+        return v.s.empty() ? 0 : 1;
+      case Value::Kind::List:
+      case Value::Kind::Dict:
+        return v.items.empty() && v.fields.empty() ? 0 : 1;
+      case Value::Kind::Object:
+      case Value::Kind::Function:
+        return 1;
+      default:
+        return -1;
+    }
+  }
+  Ref Or() {
+    Ref v = And();
+    while (IsName("or")) {
+      Next();
+      Ref r = And();
+      const int t = Truth(*v);
+      v = t < 0 ? MakeUnknown(v->line, "an 'or'") : t != 0 ? v : r;
+    }
+    return v;
+  }
+  Ref And() {
+    Ref v = Not();
+    while (IsName("and")) {
+      Next();
+      Ref r = Not();
+      const int t = Truth(*v);
+      v = t < 0 ? MakeUnknown(v->line, "an 'and'") : t == 0 ? v : r;
+    }
+    return v;
+  }
+  Ref Not() {
+    if (IsName("not")) {
+      const int line = Next().line;
+      Ref v = Not();
+      const int t = Truth(*v);
+      if (t < 0) return MakeUnknown(line, "a 'not'");
+      Ref b = Make(Value::Kind::Bool, line);
+      b->b = t == 0;
+      return b;
+    }
+    return Comparison();
+  }
+  Ref Comparison() {
+    Ref v = Arith();
+    while (true) {
+      const bool op = Peek().kind == Token::Kind::Op &&
+                      (Peek().text == "==" || Peek().text == "!=" || Peek().text == "<" ||
+                       Peek().text == ">" || Peek().text == "<=" || Peek().text == ">=");
+      const bool word = IsName("in") || IsName("is") || (IsName("not") && Peek(1).text == "in");
+      if (!op && !word) return v;
+      const int line = Peek().line;
+      if (IsName("not") || IsName("is")) {
+        Next();
+        if (IsName("not") || IsName("in")) Next();
+      } else {
+        Next();
+      }
+      Arith();
+      v = MakeUnknown(line, "a comparison");
+    }
+  }
+  static bool Numeric(const Value& v) {
+    return v.kind == Value::Kind::Int || v.kind == Value::Kind::Float;
+  }
+  static double AsDouble(const Value& v) {
+    return v.kind == Value::Kind::Int ? static_cast<double>(v.i) : v.f;
+  }
+  Ref Binary(const std::string& op, const Ref& a, const Ref& b, int line) {
+    if (op == "+" && a->kind == Value::Kind::Str && b->kind == Value::Kind::Str) {
+      Ref r = Make(Value::Kind::Str, line);
+      r->s = a->s + b->s;
+      return r;
+    }
+    if (!Numeric(*a) || !Numeric(*b)) return MakeUnknown(line, "an arithmetic of " + op);
+    const bool ints = a->kind == Value::Kind::Int && b->kind == Value::Kind::Int;
+    if (ints && op != "/" && op != "**") {
+      std::int64_t x = a->i, y = b->i, r = 0;
+      bool overflow = false;
+      if (op == "+")
+        overflow = __builtin_add_overflow(x, y, &r);
+      else if (op == "-")
+        overflow = __builtin_sub_overflow(x, y, &r);
+      else if (op == "*")
+        overflow = __builtin_mul_overflow(x, y, &r);
+      else if (y == 0)
+        return MakeUnknown(line, "a division by zero");
+      else if (op == "//")
+        r = x / y - ((x % y != 0 && ((x < 0) != (y < 0))) ? 1 : 0);
+      else if (op == "%")
+        r = x % y + ((x % y != 0 && ((x < 0) != (y < 0))) ? y : 0);
+      else
+        return MakeUnknown(line, "an arithmetic of " + op);
+      if (overflow) return MakeUnknown(line, "an integer past 64 bits");
+      Ref v = Make(Value::Kind::Int, line);
+      v->i = r;
+      return v;
+    }
+    const double x = AsDouble(*a), y = AsDouble(*b);
+    double r = 0;
+    if (op == "+")
+      r = x + y;
+    else if (op == "-")
+      r = x - y;
+    else if (op == "*")
+      r = x * y;
+    else if (op == "/" && y != 0)
+      r = x / y;
+    else if (op == "**")
+      r = std::pow(x, y);
+    else if (op == "//" && y != 0)
+      r = std::floor(x / y);
+    else if (op == "%" && y != 0)
+      r = x - y * std::floor(x / y);
+    else
+      return MakeUnknown(line, "an arithmetic of " + op);
+    if (!std::isfinite(r)) return MakeUnknown(line, "a number past the floats");
+    if (ints && op == "**" && r >= 0 && r < 9.0e15 && b->i >= 0) {
+      Ref v = Make(Value::Kind::Int, line);
+      v->i = static_cast<std::int64_t>(r);
+      return v;
+    }
+    Ref v = Make(Value::Kind::Float, line);
+    v->f = r;
+    return v;
+  }
+  Ref Arith() {
+    Ref v = Term();
+    while (IsOp("+") || IsOp("-")) {
+      const Token& op = Next();
+      v = Binary(op.text, v, Term(), op.line);
+    }
+    return v;
+  }
+  Ref Term() {
+    Ref v = Unary();
+    while (IsOp("*") || IsOp("/") || IsOp("//") || IsOp("%") || IsOp("@")) {
+      const Token& op = Next();
+      v = Binary(op.text, v, Unary(), op.line);
+    }
+    return v;
+  }
+  Ref Unary() {
+    if (IsOp("-") || IsOp("+") || IsOp("~")) {
+      const Token& op = Next();
+      Ref v = Unary();
+      if (op.text == "+" && Numeric(*v)) return v;
+      if (op.text == "-" && v->kind == Value::Kind::Int && v->i != INT64_MIN) {
+        Ref r = Make(Value::Kind::Int, op.line);
+        r->i = -v->i;
+        return r;
+      }
+      if (op.text == "-" && v->kind == Value::Kind::Float) {
+        Ref r = Make(Value::Kind::Float, op.line);
+        r->f = -v->f;
+        return r;
+      }
+      return MakeUnknown(op.line, "a unary " + op.text);
+    }
+    Ref v = Primary();
+    if (IsOp("**")) {
+      const Token& op = Next();
+      v = Binary("**", v, Unary(), op.line);
+    }
+    return v;
+  }
+
+  Ref Primary() {
+    if (++nesting_ > kMaxNesting) Fail("expressions nested at most 64 deep");
+    Ref v = Atom();
+    while (true) {
+      if (IsOp(".")) {
+        Next();
+        if (Peek().kind != Token::Kind::Name) Fail("an attribute name");
+        const Token& name = Next();
+        if (v->kind == Value::Kind::Object) {
+          Ref f = v->Field(name.text);
+          v = f != nullptr ? f : MakeUnknown(name.line, "the default of ." + name.text);
+        } else if (v->kind == Value::Kind::Name) {
+          Ref n = Make(Value::Kind::Name, name.line);
+          n->s = v->s + "." + name.text;
+          v = n;
+        } else {
+          v = MakeUnknown(name.line, "." + name.text);
+        }
+      } else if (IsOp("(")) {
+        v = CallExpr(v);
+      } else if (IsOp("[")) {
+        const int line = Next().line;
+        Ref index = Expression();
+        while (IsOp(":") || IsOp(",")) {
+          Next();
+          if (!IsOp("]")) Expression();
+        }
+        Expect("]");
+        if (v->kind == Value::Kind::List && index->kind == Value::Kind::Int && index->i >= 0 &&
+            static_cast<size_t>(index->i) < v->items.size()) {
+          v = v->items[static_cast<size_t>(index->i)];
+        } else {
+          v = MakeUnknown(line, "a subscript");
+        }
+      } else {
+        --nesting_;
+        return v;
+      }
+    }
+  }
+
+  Ref CallExpr(const Ref& callee) {
+    const int line = Next().line;  // '('
+    std::vector<Ref> positional;
+    std::vector<std::pair<std::string, Ref>> keywords;
+    while (!IsOp(")")) {
+      if (IsOp("*") || IsOp("**"))
+        Fail("named or positional arguments (ppb does not expand * or **)");
+      if (Peek().kind == Token::Kind::Name && IsOp("=", 1)) {
+        std::string key = Next().text;
+        Next();
+        keywords.emplace_back(std::move(key), Expression());
+      } else {
+        Ref arg = Expression();
+        if (IsName("for")) Fail("a call without a generator");
+        positional.push_back(std::move(arg));
+      }
+      if (!IsOp(",")) break;
+      Next();
+    }
+    Expect(")");
+    if (callee->kind == Value::Kind::Function) {
+      if (!positional.empty() || !keywords.empty()) return MakeUnknown(line, callee->s + "(...)");
+      return Call(callee->s, line);
+    }
+    const std::string name = callee->kind == Value::Kind::Name ? callee->s : "";
+    const bool config = name.size() >= 6 && name.compare(name.size() - 6, 6, "Config") == 0;
+    if (config || name == "model_registry") {
+      Ref obj = Make(Value::Kind::Object, line);
+      obj->s = name;
+      for (size_t k = 0; k < positional.size(); ++k) {
+        obj->Set(name == "model_registry" && k == 0 ? "flavor" : std::to_string(k), positional[k]);
+      }
+      for (auto& [k, v] : keywords) obj->Set(k, v);
+      return obj;
+    }
+    return MakeUnknown(line, (name.empty() ? std::string("a call") : name) + "(...)");
+  }
+
+  Ref Atom() {
+    const Token& tok = Peek();
+    switch (tok.kind) {
+      case Token::Kind::Name: {
+        Next();
+        return Lookup(tok.text, tok.line);
+      }
+      case Token::Kind::Number: {
+        Next();
+        std::string digits;
+        for (char c : tok.text) {
+          if (c != '_') digits += c;
+        }
+        Ref v = Make(Value::Kind::Int, tok.line);
+        int base = 10;
+        size_t skip = 0;
+        if (digits.size() > 2 && digits[0] == '0' &&
+            std::isalpha(static_cast<unsigned char>(digits[1]))) {
+          const char b = static_cast<char>(std::tolower(static_cast<unsigned char>(digits[1])));
+          base = b == 'x' ? 16 : b == 'o' ? 8 : b == 'b' ? 2 : 0;
+          skip = 2;
+        }
+        if (base != 0) {
+          const auto [p, ec] =
+              std::from_chars(digits.data() + skip, digits.data() + digits.size(), v->i, base);
+          if (ec == std::errc() && p == digits.data() + digits.size()) return v;
+        }
+        double x = 0;
+        const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), x);
+        if (ec == std::errc() && p == digits.data() + digits.size() && std::isfinite(x)) {
+          v->kind = Value::Kind::Float;
+          v->f = x;
+          return v;
+        }
+        return MakeUnknown(tok.line, "the number " + tok.text);
+      }
+      case Token::Kind::String: {
+        Next();
+        Ref v = Make(Value::Kind::Str, tok.line);
+        v->s = tok.text;
+        return v;
+      }
+      case Token::Kind::FString:
+        Next();
+        return MakeUnknown(tok.line, "an f-string");
+      case Token::Kind::Op:
+        if (tok.text == "(" || tok.text == "[") {
+          const std::string close = tok.text == "(" ? ")" : "]";
+          Next();
+          Ref list = Make(Value::Kind::List, tok.line);
+          bool tuple = tok.text == "[";
+          while (!IsOp(close.c_str())) {
+            list->items.push_back(Expression());
+            if (IsName("for")) Fail("a literal (ppb does not evaluate comprehensions)");
+            if (!IsOp(",")) break;
+            tuple = true;
+            Next();
+          }
+          Expect(close.c_str());
+          if (!tuple && list->items.size() == 1) return list->items[0];  // (x)
+          return list;
+        }
+        if (tok.text == "{") {
+          Next();
+          Ref dict = Make(Value::Kind::Dict, tok.line);
+          while (!IsOp("}")) {
+            Ref key = Expression();
+            if (IsOp(":")) {
+              Next();
+              Ref value = Expression();
+              dict->fields.emplace_back(key->kind == Value::Kind::Str ? key->s : "?", value);
+            }
+            if (IsName("for")) Fail("a literal (ppb does not evaluate comprehensions)");
+            if (!IsOp(",")) break;
+            Next();
+          }
+          Expect("}");
+          return dict;
+        }
+        if (tok.text == "...") {
+          Next();
+          return MakeUnknown(tok.line, "...");
+        }
+        break;
+      default:
+        break;
+    }
+    Fail("a value");
+  }
+
+  const std::string& path_;
+  std::vector<Token> t_;
+  size_t pos_ = 0;
+  std::vector<Function> functions_;
+  std::map<std::string, Ref> globals_;
+  std::map<std::string, Ref> locals_;
+  int calls_ = 0;
+  int nesting_ = 0;
+
+ public:
+  int return_line_ = 0;
+};
+
+// ---- the flattened result -------------------------------------------------------
+
+void Flatten(const std::string& key, const Value& v, PythonConfig& out, int depth) {
+  auto put = [&](TomlValue t) {
+    t.line = v.line;
+    out.values.values[key] = std::move(t);
+  };
+  if (depth > kMaxNesting) {
+    out.unknown[key] = PythonConfig::Unknown{v.line, "a value nested too deep"};
+    return;
+  }
+  switch (v.kind) {
+    case Value::Kind::Bool: {
+      TomlValue t;
+      t.kind = TomlValue::Kind::Bool;
+      t.b = v.b;
+      put(t);
+      return;
+    }
+    case Value::Kind::Int: {
+      TomlValue t;
+      t.i = v.i;
+      put(t);
+      return;
+    }
+    case Value::Kind::Float: {
+      TomlValue t;
+      t.kind = TomlValue::Kind::Float;
+      t.f = v.f;
+      put(t);
+      return;
+    }
+    case Value::Kind::Str: {
+      TomlValue t;
+      t.kind = TomlValue::Kind::String;
+      t.s = v.s;
+      put(t);
+      return;
+    }
+    case Value::Kind::None: {
+      TomlValue t;
+      t.kind = TomlValue::Kind::String;
+      t.s = "None";
+      put(t);
+      return;
+    }
+    case Value::Kind::Object: {
+      TomlValue t;
+      t.kind = TomlValue::Kind::String;
+      t.s = v.s;
+      put(t);
+      for (const auto& [k, f] : v.fields) Flatten(key + "." + k, *f, out, depth + 1);
+      return;
+    }
+    case Value::Kind::List: {
+      TomlValue t;
+      t.kind = TomlValue::Kind::Array;
+      for (size_t k = 0; k < v.items.size(); ++k) {
+        const Value& item = *v.items[k];
+        if (item.kind == Value::Kind::Object) {
+          // The object's type in the list, its fields at key.k.field.
+          TomlValue type;
+          type.kind = TomlValue::Kind::String;
+          type.s = item.s;
+          type.line = item.line;
+          t.items.push_back(type);
+          for (const auto& [k2, f] : item.fields) {
+            Flatten(fmt::format("{}.{}.{}", key, k, k2), *f, out, depth + 1);
+          }
+          continue;
+        }
+        PythonConfig inner;
+        Flatten("x", item, inner, depth + 1);
+        if (!inner.unknown.empty() || inner.values.values.count("x") == 0) {
+          out.unknown[key] = PythonConfig::Unknown{
+              item.line,
+              inner.unknown.empty() ? "a list item" : inner.unknown.begin()->second.expression};
+          return;
+        }
+        t.items.push_back(inner.values.values.at("x"));
+      }
+      put(t);
+      return;
+    }
+    case Value::Kind::Dict:
+    case Value::Kind::Name:
+    case Value::Kind::Function:
+    case Value::Kind::Unknown:
+      out.unknown[key] =
+          PythonConfig::Unknown{v.line, v.kind == Value::Kind::Unknown ? v.s
+                                        : v.kind == Value::Kind::Dict  ? std::string("a dict")
+                                                                       : v.s};
+      return;
+  }
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ConfigFunctions(const std::string& path, std::string_view text) {
+  try {
+    Evaluator e(path, Lexer(path, text).Run());
+    std::vector<std::string> out;
+    for (const Function& f : e.functions()) {
+      if (!f.takes_arguments) out.push_back(f.name);
+    }
+    return out;
+  } catch (const Bad& b) {
+    return Error{"", b.message};
+  }
+}
+
+Result<PythonConfig> EvaluateConfigFunction(const std::string& path, std::string_view text,
+                                            const std::string& function) {
+  try {
+    Evaluator e(path, Lexer(path, text).Run());
+    bool found = false;
+    std::vector<std::string> names;
+    for (const Function& f : e.functions()) {
+      if (!f.takes_arguments) names.push_back(f.name);
+      found = found || (f.name == function && !f.takes_arguments);
+    }
+    if (!found) {
+      return Error{"", fmt::format("{}: {}: must be a function of the file that takes no "
+                                   "arguments ({}); got none by that name",
+                                   path, function, fmt::join(names, ", "))};
+    }
+    Ref v = e.Call(function, 0);
+    if (v->kind != Value::Kind::Object) {
+      return Error{"", fmt::format("{}:{}: {}: must return a Trainer.Config(...) ppb can read; "
+                                   "got {}",
+                                   path, e.return_line_, function,
+                                   v->kind == Value::Kind::Unknown ? v->s : "another value")};
+    }
+    PythonConfig out;
+    out.type = v->s;
+    out.return_line = e.return_line_;
+    for (const auto& [k, f] : v->fields) Flatten(k, *f, out, 0);
+    return out;
+  } catch (const Bad& b) {
+    return Error{"", b.message};
+  }
+}
+
+}  // namespace ppb
