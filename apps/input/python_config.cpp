@@ -1,7 +1,6 @@
-// EvaluateConfigFunction (apps/input/python_config.h): Python's tokens
-// (the lexical rules of docs.python.org/3/reference/lexical_analysis.html
-// for the forms the header lists), then a walk over a function's
-// statements that evaluates them as it reads them.
+// EvaluateConfigFunction (apps/input/python_config.h): the tokens of
+// apps/input/python_lexer.h, then a walk over a function's statements that
+// evaluates them as it reads them, into the values of python_value.h.
 #include "apps/input/python_config.h"
 
 #include <fmt/format.h>
@@ -12,8 +11,15 @@
 #include <memory>
 #include <utility>
 
+#include "apps/input/python_lexer.h"
+#include "apps/input/python_value.h"
+
 namespace ppb {
 namespace {
+
+using namespace python_detail;  // NOLINT: the values of python_value.h
+
+using Token = PyToken;
 
 constexpr int kMaxCalls = 32;
 constexpr int kMaxNesting = 64;
@@ -21,286 +27,6 @@ constexpr int kMaxNesting = 64;
 struct Bad {
   std::string message;
 };
-
-// ---- tokens ------------------------------------------------------------------
-
-struct Token {
-  enum class Kind : std::uint8_t {
-    Name,
-    Number,
-    String,
-    FString,
-    Op,
-    Newline,
-    Indent,
-    Dedent,
-    End
-  };
-  Kind kind = Kind::End;
-  std::string text;  // a string's value; a name; an operator
-  int line = 0;
-};
-
-class Lexer {
- public:
-  Lexer(const std::string& path, std::string_view text) : path_(path), text_(text) {}
-
-  std::vector<Token> Run() {
-    indents_.push_back(0);
-    bool line_start = true;
-    while (pos_ < text_.size()) {
-      if (line_start && depth_ == 0) {
-        // Indentation of a logical line; blank and comment lines do not count.
-        int col = 0;
-        size_t k = pos_;
-        while (k < text_.size() && (text_[k] == ' ' || text_[k] == '\t' || text_[k] == '\f')) {
-          col = text_[k] == '\t' ? (col / 8 + 1) * 8 : col + 1;
-          ++k;
-        }
-        if (k >= text_.size() || text_[k] == '\n' || text_[k] == '#' || text_[k] == '\r') {
-          pos_ = k;
-          while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
-          if (pos_ < text_.size()) Newline(false);
-          continue;
-        }
-        pos_ = k;
-        if (col > indents_.back()) {
-          indents_.push_back(col);
-          Emit(Token::Kind::Indent, "");
-        }
-        while (col < indents_.back()) {
-          indents_.pop_back();
-          Emit(Token::Kind::Dedent, "");
-        }
-        if (col != indents_.back()) Fail("an indentation that matches no outer level");
-        line_start = false;
-      }
-      const char c = text_[pos_];
-      if (c == '\n') {
-        Newline(depth_ == 0);
-        line_start = depth_ == 0;
-        continue;
-      }
-      if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {
-        ++pos_;
-        continue;
-      }
-      if (c == '#') {
-        while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
-        continue;
-      }
-      if (c == '\\' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '\n') {
-        pos_ += 2;
-        ++line_;
-        continue;
-      }
-      if (std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_' ||
-          static_cast<unsigned char>(c) >= 0x80) {
-        const size_t start = pos_;
-        while (pos_ < text_.size() &&
-               (std::isalnum(static_cast<unsigned char>(text_[pos_])) != 0 || text_[pos_] == '_' ||
-                static_cast<unsigned char>(text_[pos_]) >= 0x80)) {
-          ++pos_;
-        }
-        std::string word(text_.substr(start, pos_ - start));
-        if (pos_ < text_.size() && (text_[pos_] == '"' || text_[pos_] == '\'') &&
-            word.size() <= 2) {
-          std::string lower;
-          for (char w : word)
-            lower += static_cast<char>(std::tolower(static_cast<unsigned char>(w)));
-          if (lower == "r" || lower == "b" || lower == "u" || lower == "f" || lower == "rb" ||
-              lower == "br" || lower == "fr" || lower == "rf") {
-            String(lower.find('f') != std::string::npos, lower.find('r') != std::string::npos);
-            continue;
-          }
-        }
-        Emit(Token::Kind::Name, std::move(word));
-        continue;
-      }
-      if (std::isdigit(static_cast<unsigned char>(c)) != 0 ||
-          (c == '.' && pos_ + 1 < text_.size() &&
-           std::isdigit(static_cast<unsigned char>(text_[pos_ + 1])) != 0)) {
-        const size_t start = pos_;
-        while (pos_ < text_.size() &&
-               (std::isalnum(static_cast<unsigned char>(text_[pos_])) != 0 || text_[pos_] == '_' ||
-                text_[pos_] == '.' ||
-                ((text_[pos_] == '+' || text_[pos_] == '-') &&
-                 (text_[pos_ - 1] == 'e' || text_[pos_ - 1] == 'E') &&
-                 text_.substr(start, 2) != "0x" && text_.substr(start, 2) != "0X"))) {
-          ++pos_;
-        }
-        Emit(Token::Kind::Number, std::string(text_.substr(start, pos_ - start)));
-        continue;
-      }
-      if (c == '"' || c == '\'') {
-        String(false, false);
-        continue;
-      }
-      static const char* const kOps[] = {"**=", "//=", ">>=", "<<=", "...", "->", "**", "//",
-                                         "==",  "!=",  "<=",  ">=",  ":=",  "+=", "-=", "*=",
-                                         "/=",  "%=",  "&=",  "|=",  "^=",  "@=", "<<", ">>"};
-      std::string op(1, c);
-      for (const char* o : kOps) {
-        if (text_.substr(pos_, std::char_traits<char>::length(o)) == o) {
-          op = o;
-          break;
-        }
-      }
-      if (op.size() == 1 &&
-          std::string_view("()[]{},:.;=+-*/%<>@&|^~").find(c) == std::string_view::npos) {
-        Fail(fmt::format("a Python token; got '{}'", c));
-      }
-      if (op == "(" || op == "[" || op == "{") {
-        if (++depth_ > kMaxNesting) Fail("brackets nested at most 64 deep");
-      }
-      if ((op == ")" || op == "]" || op == "}") && depth_ > 0) --depth_;
-      pos_ += op.size();
-      Emit(Token::Kind::Op, std::move(op));
-    }
-    if (!tokens_.empty() && tokens_.back().kind != Token::Kind::Newline) {
-      Emit(Token::Kind::Newline, "");
-    }
-    while (indents_.size() > 1) {
-      indents_.pop_back();
-      Emit(Token::Kind::Dedent, "");
-    }
-    Emit(Token::Kind::End, "");
-    return std::move(tokens_);
-  }
-
- private:
-  [[noreturn]] void Fail(const std::string& what) const {
-    throw Bad{fmt::format("{}:{}: expected {}", path_, line_, what)};
-  }
-  void Emit(Token::Kind k, std::string text) {
-    tokens_.push_back(Token{k, std::move(text), line_});
-  }
-  void Newline(bool logical) {
-    if (logical && !tokens_.empty() && tokens_.back().kind != Token::Kind::Newline &&
-        tokens_.back().kind != Token::Kind::Indent && tokens_.back().kind != Token::Kind::Dedent) {
-      Emit(Token::Kind::Newline, "");
-    }
-    ++pos_;
-    ++line_;
-  }
-  // A string literal; pos_ at its quote. Escapes are decoded for the
-  // common forms; an f-string's value is not known.
-  void String(bool f, bool raw) {
-    const int at = line_;
-    const char q = text_[pos_];
-    const bool triple = text_.substr(pos_, 3) == std::string(3, q);
-    pos_ += triple ? 3 : 1;
-    std::string out;
-    while (true) {
-      if (pos_ >= text_.size()) {
-        line_ = at;
-        Fail("the string to be closed; got the end of the file");
-      }
-      const char c = text_[pos_];
-      if (triple ? text_.substr(pos_, 3) == std::string(3, q) : c == q) {
-        pos_ += triple ? 3 : 1;
-        break;
-      }
-      if (c == '\n') {
-        if (!triple) {
-          line_ = at;
-          Fail("the string to be closed on its line; got the end of the line");
-        }
-        ++line_;
-      }
-      if (c == '\\' && pos_ + 1 < text_.size()) {
-        const char e = text_[pos_ + 1];
-        if (e == '\n') ++line_;
-        if (raw) {
-          out += c;
-          out += e;
-        } else {
-          out += e == 'n' ? '\n' : e == 't' ? '\t' : e == '\n' ? '\0' : e;
-          if (e == '\n') out.pop_back();
-        }
-        pos_ += 2;
-        continue;
-      }
-      out += c;
-      ++pos_;
-    }
-    // Adjacent literals are one string.
-    if (!tokens_.empty() && (tokens_.back().kind == Token::Kind::String ||
-                             tokens_.back().kind == Token::Kind::FString)) {
-      if (f) tokens_.back().kind = Token::Kind::FString;
-      tokens_.back().text += out;
-      return;
-    }
-    tokens_.push_back(Token{f ? Token::Kind::FString : Token::Kind::String, std::move(out), at});
-  }
-
-  const std::string& path_;
-  std::string_view text_;
-  size_t pos_ = 0;
-  int line_ = 1;
-  int depth_ = 0;
-  std::vector<int> indents_;
-  std::vector<Token> tokens_;
-};
-
-// ---- values ------------------------------------------------------------------
-
-struct Value;
-using Ref = std::shared_ptr<Value>;
-
-struct Value {
-  // Name: a name the file imports or does not define (its dotted path in
-  // s); Function: one of the file's functions (its name in s).
-  enum class Kind : std::uint8_t {
-    Unknown,
-    None,
-    Bool,
-    Int,
-    Float,
-    Str,
-    List,
-    Dict,
-    Object,
-    Name,
-    Function
-  };
-  Kind kind = Kind::Unknown;
-  bool b = false;
-  std::int64_t i = 0;
-  double f = 0;
-  std::string s;  // a string; an object's type; a name; an unknown's expression
-  std::vector<Ref> items;
-  std::vector<std::pair<std::string, Ref>> fields;  // an object's or a dict's
-  int line = 0;
-
-  Ref Field(const std::string& name) const {
-    for (const auto& [k, v] : fields) {
-      if (k == name) return v;
-    }
-    return nullptr;
-  }
-  void Set(const std::string& name, Ref v) {
-    for (auto& [k, old] : fields) {
-      if (k == name) {
-        old = std::move(v);
-        return;
-      }
-    }
-    fields.emplace_back(name, std::move(v));
-  }
-};
-
-Ref Make(Value::Kind k, int line) {
-  auto v = std::make_shared<Value>();
-  v->kind = k;
-  v->line = line;
-  return v;
-}
-Ref MakeUnknown(int line, std::string expression) {
-  Ref v = Make(Value::Kind::Unknown, line);
-  v->s = std::move(expression);
-  return v;
-}
 
 // ---- the evaluator -------------------------------------------------------------
 
@@ -1015,107 +741,13 @@ class Evaluator {
   int return_line_ = 0;
 };
 
-// ---- the flattened result -------------------------------------------------------
-
-void Flatten(const std::string& key, const Value& v, PythonConfig& out, int depth) {
-  auto put = [&](TomlValue t) {
-    t.line = v.line;
-    out.values.values[key] = std::move(t);
-  };
-  if (depth > kMaxNesting) {
-    out.unknown[key] = PythonConfig::Unknown{v.line, "a value nested too deep"};
-    return;
-  }
-  switch (v.kind) {
-    case Value::Kind::Bool: {
-      TomlValue t;
-      t.kind = TomlValue::Kind::Bool;
-      t.b = v.b;
-      put(t);
-      return;
-    }
-    case Value::Kind::Int: {
-      TomlValue t;
-      t.i = v.i;
-      put(t);
-      return;
-    }
-    case Value::Kind::Float: {
-      TomlValue t;
-      t.kind = TomlValue::Kind::Float;
-      t.f = v.f;
-      put(t);
-      return;
-    }
-    case Value::Kind::Str: {
-      TomlValue t;
-      t.kind = TomlValue::Kind::String;
-      t.s = v.s;
-      put(t);
-      return;
-    }
-    case Value::Kind::None: {
-      TomlValue t;
-      t.kind = TomlValue::Kind::String;
-      t.s = "None";
-      put(t);
-      return;
-    }
-    case Value::Kind::Object: {
-      TomlValue t;
-      t.kind = TomlValue::Kind::String;
-      t.s = v.s;
-      put(t);
-      for (const auto& [k, f] : v.fields) Flatten(key + "." + k, *f, out, depth + 1);
-      return;
-    }
-    case Value::Kind::List: {
-      TomlValue t;
-      t.kind = TomlValue::Kind::Array;
-      for (size_t k = 0; k < v.items.size(); ++k) {
-        const Value& item = *v.items[k];
-        if (item.kind == Value::Kind::Object) {
-          // The object's type in the list, its fields at key.k.field.
-          TomlValue type;
-          type.kind = TomlValue::Kind::String;
-          type.s = item.s;
-          type.line = item.line;
-          t.items.push_back(type);
-          for (const auto& [k2, f] : item.fields) {
-            Flatten(fmt::format("{}.{}.{}", key, k, k2), *f, out, depth + 1);
-          }
-          continue;
-        }
-        PythonConfig inner;
-        Flatten("x", item, inner, depth + 1);
-        if (!inner.unknown.empty() || inner.values.values.count("x") == 0) {
-          out.unknown[key] = PythonConfig::Unknown{
-              item.line,
-              inner.unknown.empty() ? "a list item" : inner.unknown.begin()->second.expression};
-          return;
-        }
-        t.items.push_back(inner.values.values.at("x"));
-      }
-      put(t);
-      return;
-    }
-    case Value::Kind::Dict:
-    case Value::Kind::Name:
-    case Value::Kind::Function:
-    case Value::Kind::Unknown:
-      out.unknown[key] =
-          PythonConfig::Unknown{v.line, v.kind == Value::Kind::Unknown ? v.s
-                                        : v.kind == Value::Kind::Dict  ? std::string("a dict")
-                                                                       : v.s};
-      return;
-  }
-}
-
 }  // namespace
 
 Result<std::vector<std::string>> ConfigFunctions(const std::string& path, std::string_view text) {
   try {
-    Evaluator e(path, Lexer(path, text).Run());
+    Result<std::vector<Token>> tokens = TokenizePython(path, text);
+    if (!tokens.ok()) return tokens.error();
+    Evaluator e(path, std::move(*tokens));
     std::vector<std::string> out;
     for (const Function& f : e.functions()) {
       if (!f.takes_arguments) out.push_back(f.name);
@@ -1129,7 +761,9 @@ Result<std::vector<std::string>> ConfigFunctions(const std::string& path, std::s
 Result<PythonConfig> EvaluateConfigFunction(const std::string& path, std::string_view text,
                                             const std::string& function) {
   try {
-    Evaluator e(path, Lexer(path, text).Run());
+    Result<std::vector<Token>> tokens = TokenizePython(path, text);
+    if (!tokens.ok()) return tokens.error();
+    Evaluator e(path, std::move(*tokens));
     bool found = false;
     std::vector<std::string> names;
     for (const Function& f : e.functions()) {
