@@ -22,7 +22,8 @@ using namespace python_detail;  // NOLINT: the values of python_value.h
 using Token = PyToken;
 
 constexpr int kMaxCalls = 32;
-constexpr int kMaxNesting = 64;
+// Expression levels in all, the file's calls included (each takes a few).
+constexpr int kMaxNesting = 256;
 
 struct Bad {
   std::string message;
@@ -356,7 +357,20 @@ class Evaluator {
   }
 
   // ---- expressions (Python's precedence) ----
+  // Counts the expressions being read, to bound the recursion of nested
+  // brackets, unary operators and chained conditionals alike.
+  struct Depth {
+    explicit Depth(Evaluator& e) : e_(e) {
+      if (++e_.nesting_ > kMaxNesting) e_.Fail("expressions nested at most 256 deep");
+    }
+    ~Depth() { --e_.nesting_; }
+    Depth(const Depth&) = delete;
+    Depth& operator=(const Depth&) = delete;
+    Evaluator& e_;
+  };
+
   Ref Expression() {
+    const Depth depth(*this);
     if (IsName("lambda")) {
       const int line = Next().line;
       while (!IsOp(":")) {
@@ -424,6 +438,7 @@ class Evaluator {
     return v;
   }
   Ref Not() {
+    const Depth depth(*this);
     if (IsName("not")) {
       const int line = Next().line;
       Ref v = Not();
@@ -535,6 +550,7 @@ class Evaluator {
     return v;
   }
   Ref Unary() {
+    const Depth depth(*this);
     if (IsOp("-") || IsOp("+") || IsOp("~")) {
       const Token& op = Next();
       Ref v = Unary();
@@ -560,7 +576,6 @@ class Evaluator {
   }
 
   Ref Primary() {
-    if (++nesting_ > kMaxNesting) Fail("expressions nested at most 64 deep");
     Ref v = Atom();
     while (true) {
       if (IsOp(".")) {
@@ -594,7 +609,6 @@ class Evaluator {
           v = MakeUnknown(line, "a subscript");
         }
       } else {
-        --nesting_;
         return v;
       }
     }
