@@ -77,7 +77,8 @@ run_case() {
       -e 's/^(anytime: first strategy at )[0-9.]+ s/\1<masked> s/' \
       -e 's/(improvement\(s\), the last at )[0-9.]+ s/\1<masked> s/' \
       -e 's/^(gap sides: incumbent last improved at )[0-9.]+ s(.* at )[0-9.]+ s$/\1<masked> s\2<masked> s/' \
-      -e 's/(nodes, [0-9]+ evaluations, )[0-9.]+ s,/\1<masked> s,/' \
+      -e 's/(nodes, [0-9]+ evaluations, )[0-9.]+ s([, ])/\1<masked> s\2/' \
+      -e "s/\\(after [0-9.]+ s of the frameworks' deployable searches\\)/(after <masked> s of the frameworks' deployable searches)/" \
       -e 's/^(sweep: [0-9]+\/[0-9]+ points done \([0-9]+ from the results file\)), .*$/\1, <rate masked>/' \
       >"$GOT/$name.part"
   mv "$GOT/$name.part" "$GOT/$name"

@@ -423,8 +423,14 @@ TEST_CASE("a low-precision job loads, reports and emits", "[precision]") {
   REQUIRE(tw_run.ok());
   Result<Emission> tt = Emit(Framework::Torchtitan, *tw, tw_run->program);
   REQUIRE(tt.ok());
-  CHECK(Unwrapped(tt->text).find("Float8LinearConverter.Config(recipe_name=\"tensorwise\", "
-                      "filter_fqns=[\"lm_head\", \"router.gate\"])") != std::string::npos);
+  // main's Float8LinearConverter scales per row only (b5bcd76c); v0.2.2's
+  // job config names its tensorwise converter.
+  CHECK(Unwrapped(tt->text).find("cannot express fp8-tensorwise: torchtitan main's "
+                                 "Float8LinearConverter scales per row only") !=
+        std::string::npos);
+  Result<Emission> tt022 = Emit(Framework::Torchtitan022, *tw, tw_run->program);
+  REQUIRE(tt022.ok());
+  CHECK(tt022->text.find("converters = [\"quantize.linear.float8\"]\n") != std::string::npos);
   Result<PreparedRun> d_run = Prepare(*d);
   REQUIRE(d_run.ok());
   Result<Emission> tt_delayed = Emit(Framework::Torchtitan, *d, d_run->program);

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "apps/input/search_problem.h"
+#include "apps/input/torchtitan_models.h"
 #include "apps/output/emit_common.h"
 #include "apps/output/output.h"
 #include "core/strategy.h"
@@ -115,6 +116,15 @@ static std::string TorchtitanPrecision(const RunConfig& config, bool python) {
   std::string converters;
   switch (low.recipe) {
     case Recipe::Fp8Tensorwise:
+      if (python) {
+        // main's Float8LinearConverter.Config.recipe_name is Literal["rowwise",
+        // "rowwise_with_gw_hp"] (components/quantization/float8.py at
+        // b5bcd76c): tensorwise is gone.
+        return "cannot express fp8-tensorwise: torchtitan main's Float8LinearConverter "
+               "scales per row only (recipe_name rowwise | rowwise_with_gw_hp); the nearest "
+               "is Float8LinearConverter.Config(recipe_name=\"rowwise\"), which ppb "
+               "simulates as fp8-blockwise";
+      }
       converters = "Float8LinearConverter.Config(recipe_name=\"tensorwise\", "
                    "filter_fqns=[\"lm_head\", \"router.gate\"])";
       if (moe) converters += ", Float8GroupedExpertsConverter.Config()";
@@ -134,6 +144,15 @@ static std::string TorchtitanPrecision(const RunConfig& config, bool python) {
              "the nearest is Float8LinearConverter.Config(recipe_name="
              "\"tensorwise\")";
     case Recipe::Fp8Blockwise:
+      if (python) {
+        // --from torchtitan reads main's rowwise as fp8-blockwise, its
+        // nearest: the same pair both ways.
+        converters = "Float8LinearConverter.Config(recipe_name=\"rowwise\", "
+                     "filter_fqns=[\"lm_head\", \"router.gate\"]) (per-row scales: ppb's "
+                     "nearest to its 1x128 blocks)";
+        if (moe) converters += ", Float8GroupedExpertsConverter.Config()";
+        break;
+      }
       return "cannot express fp8-blockwise: torchtitan's Float8 converters "
              "scale per tensor or per row, not in 1x128 / 128x128 blocks";
     case Recipe::None:
@@ -190,6 +209,100 @@ std::string TorchtitanDataParallel(const RunConfig& config) {
 
 }  // namespace
 
+namespace {
+
+// The torchtitan v0.2.2 flavour (apps/input/torchtitan_models.h, its sdpa
+// ones) whose shape `a` is, or nullptr: a dense decoder of RMSNorm, rotary
+// positions and no biases, every layer full attention.
+const TorchtitanFlavour* FlavourOf(const Architecture& a) {
+  if (a.experts > 0 || a.kv_lora_rank > 0 || a.mtp_layers > 0 || !a.blocks.empty() ||
+      a.sliding_window > 0 || a.attention_chunk > 0 || a.attention_sinks ||
+      a.attention_out_gate || a.out_bias || a.qkv_bias || a.layernorm_with_bias ||
+      a.learned_positions > 0 || !a.gated_mlp) {
+    return nullptr;
+  }
+  for (const std::string& model : TorchtitanModels()) {
+    for (const std::string& name : TorchtitanFlavours(model)) {
+      const TorchtitanFlavour* f = FindTorchtitanFlavour(model, name);
+      if (f->attention != "sdpa") continue;
+      const std::int64_t kv = f->n_kv_heads > 0 ? f->n_kv_heads : f->n_heads;
+      const std::int64_t head_dim = f->head_dim > 0 ? f->head_dim : f->dim / f->n_heads;
+      if (a.hidden == f->dim && a.layers == f->n_layers && a.heads == f->n_heads &&
+          a.kv_heads == kv && a.head_dim == head_dim && a.ffn == FfnHidden(*f) &&
+          a.vocab == f->vocab_size && a.tied_embeddings == f->tied && a.qk_norm == f->qk_norm) {
+        return f;
+      }
+    }
+  }
+  return nullptr;
+}
+
+// The rest of a v0.2.2 job config for a model from an architecture
+// (job_config.py at v0.2.2; apps/input/torchtitan_launch.h reads it back):
+// [parallelism] degrees, [training] batch and sequence, [model] flavour
+// and converters. A rank's local batch is its micro-batches of one step:
+// m micro-batches of pipeline_parallel_microbatch_size under pipeline
+// parallelism, else one micro-batch with m - 1 more accumulated.
+template <class Set>
+void WriteV022Job(const RunConfig& config, Set& set, int m, std::string& text) {
+  const Training& t = config.training;
+  const bool pp = config.shape.p > 1;
+  if (pp) set("parallelism", "pipeline_parallel_microbatch_size", std::to_string(t.micro_batch));
+  set("parallelism", "tensor_parallel_degree", std::to_string(t.tp));
+  if (t.tp > 1 && !t.sp) {
+    AddNote(text, "cannot express tensor parallelism without sequence parallelism: "
+                  "torchtitan v0.2.2's TP plans always shard the norms along the sequence");
+  }
+  if (t.tp > 1 && t.tp_comm_overlap) set("parallelism", "enable_async_tensor_parallel", "true");
+  set("parallelism", "context_parallel_degree", std::to_string(t.cp));
+  const Sharding& sh = t.sharding;
+  const bool fsdp = sh.fsdp == Fsdp::Torch;
+  const int shard = !fsdp ? 1 : sh.shard > 0 ? sh.shard : t.dp;
+  set("parallelism", "data_parallel_shard_degree", std::to_string(shard));
+  set("parallelism", "data_parallel_replicate_degree", std::to_string(t.dp / shard));
+  if (fsdp && sh.reshard != Reshard::Default) {
+    set("parallelism", "fsdp_reshard_after_forward",
+        fmt::format("\"{}\"", ReshardName(sh.reshard)));
+  }
+  const std::int64_t local = pp ? t.micro_batch * m : t.micro_batch;
+  set("training", "local_batch_size", std::to_string(local));
+  set("training", "global_batch_size", std::to_string(local * t.dp * (pp ? 1 : m)));
+  if (config.training.seq > 0) set("training", "seq_len", std::to_string(config.training.seq));
+  if (t.dtype == Dtype::Fp32) set("training", "mixed_precision_param", "\"float32\"");
+  if (t.dtype == Dtype::Fp16) {
+    AddNote(text, "cannot express training.dtype fp16: torchtitan v0.2.2's "
+                  "mixed_precision_param is bfloat16 or float32");
+  }
+  if (t.grad_dtype != Dtype::Fp32) {
+    AddNote(text, "cannot express training.grad_dtype bf16: torchtitan v0.2.2 reduces "
+                  "gradients in float32 (mixed_precision_reduce)");
+  }
+  if (fsdp && t.offload.optimizer > 0) set("training", "enable_cpu_offload", "true");
+  if (!fsdp && t.offload.optimizer > 0) {
+    AddNote(text, "cannot express training.offload.optimizer without FSDP: torchtitan's CPU "
+                  "offload is FSDP2's CPUOffloadPolicy");
+  }
+  const TorchtitanFlavour* f = FlavourOf(config.architecture);
+  if (f == nullptr) {
+    AddNote(text, "no torchtitan v0.2.2 flavour has this model's shape: set [model] name and "
+                  "flavor to a flavour of yours");
+  } else {
+    set("model", "name", fmt::format("\"{}\"", f->model));
+    set("model", "flavor", fmt::format("\"{}\"", f->flavor));
+  }
+  const LowPrecision& low = t.low;
+  if (low.recipe == Recipe::Fp8Tensorwise) {
+    set("model", "converters", "[\"quantize.linear.float8\"]");
+    if (low.param_gather && fsdp) {
+      set("quantize.linear.float8", "enable_fsdp_float8_all_gather", "true");
+    }
+  } else if (low.recipe == Recipe::Mxfp8) {
+    set("model", "converters", "[\"quantize.linear.mx\"]");
+  }
+}
+
+}  // namespace
+
 Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& config,
                                              const Program& program) {
   const TorchtitanForm& form = FormOf(f);
@@ -206,7 +319,7 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
                          "tok_embeddings, layers.N, norm and " + form.head);
     }
   }
-  if (form.python && !config.derived.empty()) {
+  if (!config.derived.empty()) {
     if (std::string why = TorchtitanDataParallel(config); !why.empty()) return Fail(f, why);
   }
   if (const int empty = FirstEmptyStage(s); empty >= 0) {
@@ -388,6 +501,7 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
     }
     text += fmt::format("config.activation_checkpoint = {}\n", full ? "FullAC.Config()" : "None");
   } else {
+    if (!config.derived.empty()) WriteV022Job(config, set, m, text);
     set("activation_checkpoint", "mode", full ? "\"full\"" : "\"none\"");
   }
   const std::string style =
@@ -403,11 +517,13 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
                     "training.max_context_length to the sequence length; the config "
                     "gives no training.seq_length");
     }
-  } else {
+  } else if (config.derived.empty()) {
     AddNote(text, fmt::format("{}, {} stage(s) per rank; m = {} micro-batches: set "
                               "training.local_batch_size = {} x "
                               "parallelism.pipeline_parallel_microbatch_size",
                               style, v, m, m));
+  } else {
+    AddNote(text, fmt::format("{}, {} stage(s) per rank", style, v));
   }
   if (csv) {
     AddNote(text, why_csv +
@@ -416,7 +532,14 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
                       kCsvName + " (torch's _load_csv format)");
   }
   if (!ac_note.empty()) AddNote(text, ac_note);
-  if (config.training.low.on()) AddNote(text, TorchtitanPrecision(config, form.python));
+  // The v0.2.2 job config of a derived model names its Float8 and MX
+  // converters itself (WriteV022Job).
+  const Recipe recipe = config.training.low.recipe;
+  const bool written = !form.python && !config.derived.empty() &&
+                       (recipe == Recipe::Fp8Tensorwise || recipe == Recipe::Mxfp8);
+  if (config.training.low.on() && !written) {
+    AddNote(text, TorchtitanPrecision(config, form.python));
+  }
   return e;
 }
 
