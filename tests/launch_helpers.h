@@ -5,15 +5,20 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "apps/commands/from_launch.h"
 #include "apps/input/config.h"
 #include "apps/output/output.h"
 #include "core/engine.h"
+
+#include <yaml-cpp/yaml.h>
 
 namespace ppb::test {
 
@@ -61,6 +66,32 @@ inline std::string LaunchJson(const std::string& framework, const std::string& p
   Result<RunConfig> c = ParseConfig(launch->yaml, path, CliOverrides());
   REQUIRE(c.ok());
   return SimJson(*c);
+}
+
+// The shipped configs (configs/ and configs/guide/), in name order, for the
+// round trips of --emit then --from.
+inline std::vector<std::filesystem::path> ShippedConfigs() {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(PPB_TEST_DATA_DIR) / ".." / ".." / "configs";
+  std::vector<fs::path> files;
+  for (const fs::path& dir : {root, root / "guide"}) {
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.path().extension() == ".yaml") files.push_back(e.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// A config file's machine (its hardware: and cluster: blocks) as --cluster
+// text.
+inline std::string MachineOf(const std::filesystem::path& config) {
+  const YAML::Node doc = YAML::LoadFile(config.string());
+  YAML::Node machine;
+  for (const char* key : {"hardware", "cluster"}) {
+    if (doc[key]) machine[key] = doc[key];
+  }
+  return YAML::Dump(machine) + "\n";
 }
 
 }  // namespace ppb::test

@@ -363,18 +363,9 @@ namespace ppb {
 // Megatron-LM can express comes back as the same simulation. A shipped
 // config is left out only for a stated reason.
 TEST_CASE("from megatron: what --emit megatron writes reads back as the same run") {
-  namespace fs = std::filesystem;
-  const fs::path root = fs::path(PPB_TEST_DATA_DIR) / ".." / ".." / "configs";
-  std::vector<fs::path> files;
-  for (const fs::path& dir : {root, root / "guide"}) {
-    for (const auto& e : fs::directory_iterator(dir)) {
-      if (e.path().extension() == ".yaml") files.push_back(e.path());
-    }
-  }
-  std::sort(files.begin(), files.end());
   int checked = 0;
   std::vector<std::string> skipped;
-  for (const fs::path& f : files) {
+  for (const std::filesystem::path& f : test::ShippedConfigs()) {
     Result<RunConfig> c = LoadConfig(f.string(), CliOverrides());
     if (!c.ok()) continue;
     const std::string name = f.filename().string();
@@ -398,14 +389,9 @@ TEST_CASE("from megatron: what --emit megatron writes reads back as the same run
       continue;
     }
     // The machine: the config's own hardware and cluster blocks.
-    const YAML::Node doc = YAML::LoadFile(f.string());
-    YAML::Node machine;
-    for (const char* key : {"hardware", "cluster"}) {
-      if (doc[key]) machine[key] = doc[key];
-    }
     LaunchInputs in;
     in.cluster_path = "machine.yaml";
-    in.cluster_text = YAML::Dump(machine) + "\n";
+    in.cluster_text = test::MachineOf(f);
     const Training& t = c->training;
     in.gpus = t.tp * t.cp * c->shape.p * t.dp;
     Result<commands::LaunchConfig> back = commands::ReadLaunchConfig("megatron", "emitted.txt", e->text, in);

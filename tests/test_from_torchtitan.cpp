@@ -504,30 +504,16 @@ std::pair<std::string, std::string> RoundTrip(const RunConfig& c, const std::str
 }  // namespace
 
 TEST_CASE("from torchtitan: what --emit torchtitan-0.2.2 writes reads back as the same run") {
-  namespace fs = std::filesystem;
   // Every shipped config torchtitan v0.2.2 can run (a llama3 or qwen3
   // flavour, FSDP2 or plain data parallelism, no recompute or full on
   // every block), each skipped config with its reason.
-  const fs::path root = fs::path(PPB_TEST_DATA_DIR) / ".." / ".." / "configs";
-  std::vector<fs::path> files;
-  for (const fs::path& dir : {root, root / "guide"}) {
-    for (const auto& e : fs::directory_iterator(dir)) {
-      if (e.path().extension() == ".yaml") files.push_back(e.path());
-    }
-  }
-  std::sort(files.begin(), files.end());
   int shipped = 0;
   std::vector<std::string> skipped;
-  for (const fs::path& f : files) {
+  for (const std::filesystem::path& f : test::ShippedConfigs()) {
     Result<RunConfig> c = LoadConfig(f.string(), CliOverrides());
     if (!c.ok() || c->derived.empty()) continue;
-    const YAML::Node doc = YAML::LoadFile(f.string());
-    YAML::Node machine;
-    for (const char* key : {"hardware", "cluster"}) {
-      if (doc[key]) machine[key] = doc[key];
-    }
     std::string why;
-    const auto [back, original] = RoundTrip(*c, YAML::Dump(machine) + "\n", why);
+    const auto [back, original] = RoundTrip(*c, test::MachineOf(f), why);
     INFO(f.filename().string());
     if (back.empty()) {
       skipped.push_back(f.filename().string() + ": " + why);

@@ -237,6 +237,23 @@ const TorchtitanFlavour* FlavourOf(const Architecture& a) {
   return nullptr;
 }
 
+// The data-parallel degrees as simulated, in both forms: FSDP2 (or HSDP
+// with replicas) under training.fsdp: torch, else DDP (TorchtitanDataParallel
+// refused what torchtitan cannot run); whether it is FSDP.
+template <class Set>
+bool SetDataParallel(const Training& t, Set& set) {
+  const Sharding& sh = t.sharding;
+  const bool fsdp = sh.fsdp == Fsdp::Torch;
+  const int shard = !fsdp ? 1 : sh.shard > 0 ? sh.shard : t.dp;
+  set("parallelism", "data_parallel_shard_degree", std::to_string(shard));
+  set("parallelism", "data_parallel_replicate_degree", std::to_string(t.dp / shard));
+  if (fsdp && sh.reshard != Reshard::Default) {
+    set("parallelism", "fsdp_reshard_after_forward",
+        fmt::format("\"{}\"", ReshardName(sh.reshard)));
+  }
+  return fsdp;
+}
+
 // The rest of a v0.2.2 job config for a model from an architecture
 // (job_config.py at v0.2.2; apps/input/torchtitan_launch.h reads it back):
 // [parallelism] degrees, [training] batch and sequence, [model] flavour
@@ -255,15 +272,7 @@ void WriteV022Job(const RunConfig& config, Set& set, int m, std::string& text) {
   }
   if (t.tp > 1 && t.tp_comm_overlap) set("parallelism", "enable_async_tensor_parallel", "true");
   set("parallelism", "context_parallel_degree", std::to_string(t.cp));
-  const Sharding& sh = t.sharding;
-  const bool fsdp = sh.fsdp == Fsdp::Torch;
-  const int shard = !fsdp ? 1 : sh.shard > 0 ? sh.shard : t.dp;
-  set("parallelism", "data_parallel_shard_degree", std::to_string(shard));
-  set("parallelism", "data_parallel_replicate_degree", std::to_string(t.dp / shard));
-  if (fsdp && sh.reshard != Reshard::Default) {
-    set("parallelism", "fsdp_reshard_after_forward",
-        fmt::format("\"{}\"", ReshardName(sh.reshard)));
-  }
+  const bool fsdp = SetDataParallel(t, set);
   const std::int64_t local = pp ? t.micro_batch * m : t.micro_batch;
   set("training", "local_batch_size", std::to_string(local));
   set("training", "global_batch_size", std::to_string(local * t.dp * (pp ? 1 : m)));
@@ -485,15 +494,7 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
       }
       // FSDP2 (or HSDP) as simulated; else DDP (TorchtitanDataParallel
       // refused what torchtitan cannot run).
-      const Sharding& sh = t.sharding;
-      const bool fsdp = sh.fsdp == Fsdp::Torch;
-      const int shard = !fsdp ? 1 : sh.shard > 0 ? sh.shard : t.dp;
-      set("parallelism", "data_parallel_shard_degree", std::to_string(shard));
-      set("parallelism", "data_parallel_replicate_degree", std::to_string(t.dp / shard));
-      if (fsdp && sh.reshard != Reshard::Default) {
-        set("parallelism", "fsdp_reshard_after_forward",
-            fmt::format("\"{}\"", ReshardName(sh.reshard)));
-      }
+      const bool fsdp = SetDataParallel(t, set);
       if (fsdp && t.offload.optimizer > 0) set("training", "enable_cpu_offload", "True");
       if (t.global_batch > 0 && seq > 0) {
         set("training", "num_tokens_per_train_step", std::to_string(t.global_batch * seq));
