@@ -212,7 +212,8 @@ std::optional<int> TakeFrom(std::vector<std::string>& args,
   }
   if (*framework != "megatron" && *framework != "torchtitan") {
     err << "ppb-sim: --from: must be megatron (a launch script or a training log) or "
-           "torchtitan (a v0.2.2 TOML job config; mindformers is not read yet); got '"
+           "torchtitan (a v0.2.2 TOML job config, or FILE.py:FUNCTION of main's config "
+           "registry; mindformers is not read yet); got '"
         << *framework << "'\n";
     return kExitBadInput;
   }
