@@ -153,6 +153,12 @@ TEST_CASE("torchtitan flavours: llama3's SwiGLU width by FeedForward's rule") {
   CHECK(q->qk_norm);
   CHECK(FindTorchtitanFlavour("llama3", "7B") == nullptr);
   CHECK(TorchtitanFlavours("llama3").size() == 8);
+  CHECK(TorchtitanFlavours("llama3", true).size() == 6);
+  CHECK(TorchtitanFlavours("qwen3", true).size() == 8);
+  const TorchtitanFlavour* q06 = FindTorchtitanFlavour("qwen3", "0.6B", true);
+  REQUIRE(q06 != nullptr);
+  CHECK(q06->tied);
+  CHECK(q06->attention == "flex");
 }
 
 TEST_CASE("torchtitan v0.2.2's own job configs simulate as the same runs written by hand") {
@@ -219,9 +225,9 @@ TEST_CASE("torchtitan: refusals name the line, the key, the rule and both values
                    "torchtitan v0.2.2's [parallelism] (data_parallel_replicate_degree, ",
                    0) == 0);
   CHECK(Refusal("[model]\nflavor = \"7B\"\n", 8) ==
-        "run.toml:2: model.flavor: must be a llama3 flavour of torchtitan v0.2.2 (debugmodel, "
-        "debugmodel_flex_attn, debugmodel_varlen_attn, 8B, 8B_flex, 8B_varlen, 70B, 405B); "
-        "got \"7B\"");
+        "run.toml:2: model.flavor: must be a dense llama3 flavour of torchtitan v0.2.2 "
+        "(debugmodel, debugmodel_flex_attn, debugmodel_varlen_attn, 8B, 8B_flex, 8B_varlen, "
+        "70B, 405B; MoE flavours are not read yet); got \"7B\"");
   CHECK(Refusal("[model]\nname = \"deepseek_v3\"\n", 8) ==
         "run.toml:2: model.name: must be a model whose flavours ppb knows (llama3, qwen3; "
         "torchtitan's MoE and other models are not read yet); got \"deepseek_v3\"");
@@ -394,6 +400,18 @@ TEST_CASE("torchtitan main's llama3 config functions simulate as the same runs")
          {"  micro_batch_size: 2\n", "  global_batch_size: 128\n", "  tensor_parallel: 8\n",
           "  tp_comm_overlap: true\n", "  data_parallel: 64\n", "  fp8: {recipe: blockwise}\n",
           "    hidden_size: 16384\n", "    ffn_hidden_size: 53248\n"}) {
+      CHECK(r->yaml.find(line) != std::string::npos);
+    }
+  }
+  SECTION("qwen3's registry: qwen3_14b()'s shape, as main's qwen3_configs gives it") {
+    const std::string qwen = Data("main/qwen3/config_registry.py");
+    Result<commands::LaunchConfig> r =
+        commands::ReadLaunchConfig("torchtitan", qwen + ":qwen3_14b", test::ReadAll(qwen), H100(8));
+    if (!r.ok()) FAIL(r.error().message);
+    for (const char* line :
+         {"    hidden_size: 5120\n", "    num_layers: 40\n", "    num_attention_heads: 40\n",
+          "    num_key_value_heads: 8\n", "    head_dim: 128\n", "    ffn_hidden_size: 17408\n",
+          "    vocab_size: 151936\n", "    tie_embeddings: false\n", "    qk_norm: true\n"}) {
       CHECK(r->yaml.find(line) != std::string::npos);
     }
   }

@@ -70,13 +70,17 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
   const std::string flavor = job.Str(flavor_key, main != nullptr ? "" : "debugmodel");
   const TorchtitanFlavour* f = FindTorchtitanFlavour(model, flavor, main != nullptr);
   if (f == nullptr) {
-    Fail(fmt::format("{}: {}: must be a {} flavour of {} ({}); got \"{}\"", job.Line(flavor_key),
-                     flavor_key, model, version,
-                     fmt::join(TorchtitanFlavours(model, main != nullptr), ", "), flavor));
+    Fail(
+        fmt::format("{}: {}: must be a dense {} flavour of {} ({}; MoE flavours are not read "
+                    "yet); got \"{}\"",
+                    job.Line(flavor_key), flavor_key, model, version,
+                    fmt::join(TorchtitanFlavours(model, main != nullptr), ", "), flavor));
   }
   std::string attention(f->attention);
   if (main != nullptr) {
-    attention = job.Choice("model_spec.attn_backend", attention, {"sdpa", "flex", "varlen"});
+    // Any of main's backends (sdpa, flex, flex_flash, varlen): only its
+    // mask differs in what ppb simulates, said below.
+    attention = job.Str("model_spec.attn_backend", attention);
   }
   const std::string shape = where(flavor_key);
   o.Line(0, main != nullptr

@@ -1,7 +1,8 @@
 // The flavour tables of apps/input/torchtitan_models.h, copied as figures
 // from torchtitan v0.2.2 (models/llama3/__init__.py llama3_args,
 // models/qwen3/__init__.py qwen3_args) and main at b5bcd76c
-// (models/llama3/__init__.py _debugmodel ... _405b).
+// (models/llama3/__init__.py _debugmodel ... _405b, models/qwen3/
+// __init__.py _debugmodel ... _32b).
 #include "apps/input/torchtitan_models.h"
 
 #include <cmath>
@@ -49,6 +50,10 @@ TorchtitanFlavour Main(TorchtitanFlavour f) {
   f.main = true;
   return f;
 }
+TorchtitanFlavour Flex(TorchtitanFlavour f) {
+  f.attention = "flex";
+  return f;
+}
 TorchtitanFlavour Tied(TorchtitanFlavour f) {
   f.tied = true;
   return f;
@@ -82,6 +87,16 @@ const std::vector<TorchtitanFlavour>& Table() {
       Main(Llama("8B", 4096, 32, 32, 8, 1024, 1.3, "flex")),
       Main(Llama("70B", 8192, 80, 64, 8, 4096, 1.3, "flex")),
       Main(Llama("405B", 16384, 126, 128, 8, 4096, 1.2, "flex")),
+      // main's qwen3_configs, its dense flavours: v0.2.2's shapes, flex
+      // attention by default.
+      Main(Flex(Qwen("debugmodel", 2048, 256, 8, 16, 3072, true))),
+      Main(Flex(Qwen("debugmodel_non_fused_qkv", 2048, 256, 8, 16, 3072, true))),
+      Main(Flex(Qwen("0.6B", 151936, 1024, 28, 16, 3072, true))),
+      Main(Flex(Qwen("1.7B", 151936, 2048, 28, 16, 6144, true))),
+      Main(Flex(Qwen("4B", 151936, 2560, 36, 32, 9728, true))),
+      Main(Flex(Qwen("8B", 151936, 4096, 36, 32, 12288, false))),
+      Main(Flex(Qwen("14B", 151936, 5120, 40, 40, 17408, false))),
+      Main(Flex(Qwen("32B", 151936, 5120, 64, 64, 25600, false))),
   };
   return table;
 }
@@ -110,10 +125,7 @@ const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::stri
   return nullptr;
 }
 
-std::vector<std::string> TorchtitanModels(bool main) {
-  if (main) return {"llama3"};
-  return {"llama3", "qwen3"};
-}
+std::vector<std::string> TorchtitanModels(bool /*main*/) { return {"llama3", "qwen3"}; }
 
 std::vector<std::string> TorchtitanFlavours(std::string_view model, bool main) {
   std::vector<std::string> out;

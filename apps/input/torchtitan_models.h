@@ -3,7 +3,8 @@
 // main's `model_registry(flavor)` (b5bcd76c, models/llama3/__init__.py
 // llama3_configs: v0.2.2's llama3 flavours, their SwiGLU width by the same
 // rule in models/common/feed_forward.py compute_ffn_hidden_dim, plus 1B
-// and 3B with tied embeddings; attention backend flex by default), for
+// and 3B with tied embeddings; qwen3_configs' dense flavours, v0.2.2's
+// shapes; attention backend flex by default), for
 // the dense decoders ppb reads: llama3 (model/args.py TransformerModelArgs:
 // vocab_size 128256, multiple_of 256, no ffn_dim_multiplier, n_kv_heads =
 // n_heads by default; the SwiGLU width of model.py FeedForward) and qwen3
@@ -52,8 +53,8 @@ std::int64_t FfnHidden(const TorchtitanFlavour& f);
 const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::string_view flavor,
                                                bool main = false);
 
-// The models ppb reads (v0.2.2: "llama3", "qwen3"; main: "llama3"), and
-// one model's flavours, in torchtitan's order.
+// The models ppb reads ("llama3", "qwen3"; their dense flavours), and one
+// model's flavours, in torchtitan's order.
 std::vector<std::string> TorchtitanModels(bool main = false);
 std::vector<std::string> TorchtitanFlavours(std::string_view model, bool main = false);
 
