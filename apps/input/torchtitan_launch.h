@@ -3,7 +3,8 @@
 // names and defaults (torchtitan/config/job_config.py):
 // - [model] name and flavor: the flavour's shape (torchtitan_models.h);
 //   converters "quantize.linear.float8" ([quantize.linear.float8]
-//   recipe_name: none or tensorwise; enable_fsdp_float8_all_gather) and
+//   recipe_name: none or tensorwise; rowwise and rowwise_with_gw_hp as
+//   ppb's fp8-blockwise, said so; enable_fsdp_float8_all_gather) and
 //   "quantize.linear.mx" (mxfp8);
 // - [training] local_batch_size (8), global_batch_size (-1: local x the
 //   data-parallel degree), seq_len (2048), mixed_precision_param
