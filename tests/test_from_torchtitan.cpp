@@ -461,6 +461,27 @@ TEST_CASE("torchtitan main: the token counts and Trainer.Config's checks") {
   CHECK(pp->notes[1] ==
         "2 gradient-accumulation steps each run the pipeline on 4 micro-batches; ppb simulates "
         "one pipeline of 8 micro-batches, with one fill and drain");
+  // None is the field's default (pipeline_llm's 2 stages a rank); a value
+  // ppb does not evaluate is refused where it is read, never dropped.
+  Result<commands::LaunchConfig> none = read(
+      "        training=TrainingConfig(disable_cuda_graphs=True),\n"
+      "        parallelism=ParallelismConfig(pipeline_parallel_degree=2,\n"
+      "            pipeline_parallel_layers_per_stage=None,\n"
+      "            pipeline_parallel_schedule=\"Interleaved1F1B\", num_pp_microbatches=2),\n",
+      4);
+  if (!none.ok()) FAIL(none.error().message);
+  CHECK(none->yaml.find("  layers_per_chunk: [9, 9, 8, 8]\n") != std::string::npos);
+  Result<commands::LaunchConfig> computed = read(
+      "        training=TrainingConfig(disable_cuda_graphs=True),\n"
+      "        parallelism=ParallelismConfig(pipeline_parallel_degree=2,\n"
+      "            pipeline_parallel_layers_per_stage=len(x),\n"
+      "            pipeline_parallel_schedule=\"Interleaved1F1B\"),\n",
+      4);
+  REQUIRE_FALSE(computed.ok());
+  CHECK(computed.error().message ==
+        "models/llama3/r.py:6: parallelism.pipeline_parallel_layers_per_stage: must be a value "
+        "ppb reads without running Python (a literal, a name bound to one, arithmetic); got "
+        "len(...)");
   Result<commands::LaunchConfig> graphs =
       read("        parallelism=ParallelismConfig(pipeline_parallel_degree=2),\n", 4);
   REQUIRE_FALSE(graphs.ok());

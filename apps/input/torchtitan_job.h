@@ -172,7 +172,8 @@ class Job {
   }
   std::optional<std::int64_t> OptInt(const std::string& key, std::int64_t min,
                                      const std::string& want) {
-    if (doc_.values.count(key) == 0) return std::nullopt;
+    // Absent or None: no value. A value ppb did not evaluate fails in Get.
+    if (!Has(key) || Get(key) == nullptr) return std::nullopt;
     return Int(key, 0, min, want);
   }
   bool Bool(const std::string& key, bool def) {
