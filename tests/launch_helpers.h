@@ -4,8 +4,10 @@
 // Catch2).
 #pragma once
 
-#include <catch2/catch.hpp>
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -15,10 +17,9 @@
 
 #include "apps/commands/from_launch.h"
 #include "apps/input/config.h"
+#include "apps/input/torchtitan_launch.h"
 #include "apps/output/output.h"
 #include "core/engine.h"
-
-#include <yaml-cpp/yaml.h>
 
 namespace ppb::test {
 
@@ -57,9 +58,8 @@ inline std::string SimJson(RunConfig c) {
 // The launch at `path` read by `framework`'s reader and simulated.
 inline std::string LaunchJson(const std::string& framework, const std::string& path,
                               const LaunchInputs& in) {
-  // torchtitan main's "registry.py:FUNCTION" reads the file before the colon.
-  const size_t colon = path.rfind(".py:");
-  const std::string file = colon == std::string::npos ? path : path.substr(0, colon + 3);
+  // torchtitan main's "registry.py:FUNCTION" names the registry file.
+  const std::string file = framework == "torchtitan" ? TorchtitanFile(path) : path;
   Result<commands::LaunchConfig> launch =
       commands::ReadLaunchConfig(framework, path, ReadAll(file), in);
   if (!launch.ok()) FAIL(launch.error().message);

@@ -9,12 +9,12 @@
 
 #include "apps/commands/common.h"
 #include "apps/input/megatron_launch.h"
+#include "apps/input/text_lines.h"
 #include "apps/input/torchtitan_launch.h"
+#include "apps/output/emit.h"
 #include "apps/output/emit_common.h"
 #include "core/spec.h"
 #include "schedules/schedule.h"
-#include "apps/input/text_lines.h"
-#include "apps/output/emit.h"
 
 namespace ppb::commands {
 namespace {
@@ -32,8 +32,8 @@ std::optional<std::string> Value(const std::vector<std::string>& args, size_t& k
 }
 
 bool Is(const std::string& a, const std::string& flag) {
-  return a == flag || (a.size() > flag.size() && a.compare(0, flag.size(), flag) == 0 &&
-                       a[flag.size()] == '=');
+  return a == flag ||
+         (a.size() > flag.size() && a.compare(0, flag.size(), flag) == 0 && a[flag.size()] == '=');
 }
 
 // "file:line: " for the first pipeline flag `message` names.
@@ -52,10 +52,6 @@ std::string PlacePipelineError(const LaunchRun& run, const std::string& path,
   }
   return where + ": " + message;
 }
-
-}  // namespace
-
-namespace {
 
 // The split and recompute by the framework's rules over the model's
 // layers, errors placed at the launch.
@@ -77,10 +73,10 @@ Result<EmittedPlan> ReadPlan(const std::string& framework, const LaunchRun& run,
                                  l.name, mode)};
   };
   if (!run.recompute_all.empty()) {
-    for (size_t i = 0; i < layers.size(); ++i) {
-      if (!emit_detail::IsDecoder(layers[i].kind)) continue;
-      plan->strategy.recompute[i] = emit_detail::OptionIndex(layers[i], run.recompute_all);
-      if (plan->strategy.recompute[i] == 0) return fail(layers[i], run.recompute_all);
+    if (Status st =
+            emit_detail::SetOnDecoders(layers, run.recompute_all.c_str(), plan->strategy.recompute);
+        !st.ok()) {
+      return Error{"", run.recompute_origin + ": " + st.error().message};
     }
   }
   if (run.recompute_every > 0) {
@@ -128,8 +124,8 @@ Result<LaunchConfig> ReadLaunchConfig(const std::string& framework, const std::s
                                        ? run->pipeline_origins.at("split")
                                        : run->pipeline_origins.at("--pipeline-model-parallel-size");
   out.yaml += "strategy:\n";
-  out.yaml += fmt::format("  layers_per_chunk: [{}]\n",
-                          fmt::join(plan->strategy.layers_per_stage, ", "));
+  out.yaml +=
+      fmt::format("  layers_per_chunk: [{}]\n", fmt::join(plan->strategy.layers_per_stage, ", "));
   out.origins.push_back("");
   out.origins.push_back(split_origin);
   std::vector<std::string> modes;
@@ -157,9 +153,8 @@ Result<LaunchConfig> ReadLaunchConfig(const std::string& framework, const std::s
   return out;
 }
 
-std::optional<int> TakeFrom(std::vector<std::string>& args,
-                            std::unique_ptr<ScopedConfigText>& held, std::ostream& out,
-                            std::ostream& err) {
+std::optional<int> TakeFrom(std::vector<std::string>& args, std::unique_ptr<ScopedConfigText>& held,
+                            std::ostream& out, std::ostream& err) {
   std::optional<std::string> framework, file, cluster, gpus_text;
   bool show = false;
   bool config = false;
@@ -203,8 +198,7 @@ std::optional<int> TakeFrom(std::vector<std::string>& args,
          {std::pair{cluster.has_value(), "--cluster"}, std::pair{gpus_text.has_value(), "--gpus"},
           std::pair{show, "--show-config"}}) {
       if (given) {
-        err << "ppb-sim: " << flag << ": needs --from FRAMEWORK FILE; got " << flag
-            << " alone\n";
+        err << "ppb-sim: " << flag << ": needs --from FRAMEWORK FILE; got " << flag << " alone\n";
         return kExitBadInput;
       }
     }
@@ -231,13 +225,8 @@ std::optional<int> TakeFrom(std::vector<std::string>& args,
     }
     in.gpus = *g;
   }
-  // torchtitan main's "registry.py:FUNCTION": the file is before the colon.
-  std::string read_path = *file;
-  if (const size_t colon = file->rfind(':');
-      *framework == "torchtitan" && colon != std::string::npos && colon >= 3 &&
-      file->compare(colon - 3, 3, ".py") == 0) {
-    read_path = file->substr(0, colon);
-  }
+  // torchtitan main's "registry.py:FUNCTION" names the registry file.
+  const std::string read_path = *framework == "torchtitan" ? TorchtitanFile(*file) : *file;
   std::string text;
   errno = 0;
   if (!ReadTextFile(read_path, text)) {

@@ -277,8 +277,10 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
   // ---- precision -----------------------------------------------------------
   const std::string param =
       job.Choice("training.mixed_precision_param", "bfloat16", {"bfloat16", "float32"});
-  const std::string reduce = job.Choice("training.mixed_precision_reduce", "float32", {"float32"});
-  const std::string dtype = job.Choice("training.dtype", "float32", {"bfloat16", "float32"});
+  // Checked, not used: reduce has one choice, and dtype is the parameters'
+  // (FP32 master weights are simulated whatever it is).
+  job.Choice("training.mixed_precision_reduce", "float32", {"float32"});
+  job.Choice("training.dtype", "float32", {"bfloat16", "float32"});
   const bool fsdp = shard > 1;
   std::string fp8_recipe;
   std::string fp8_origin;
@@ -635,8 +637,6 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
   if (Status st = WriteCluster(o, in, path); !st.ok()) Fail(st.error().message);
 
   // ---- what was not read -------------------------------------------------
-  (void)dtype;
-  (void)reduce;
   const std::vector<std::string> ignored = job.Unread();
   if (!ignored.empty()) {
     notes.push_back(fmt::format("ignored (ppb does not model them): {}", fmt::join(ignored, " ")));
@@ -648,12 +648,24 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
 
 }  // namespace
 
+std::optional<RegistryFunction> SplitRegistryFunction(const std::string& path) {
+  const size_t colon = path.rfind(':');
+  if (colon == std::string::npos || colon < 3 || path.compare(colon - 3, 3, ".py") != 0) {
+    return std::nullopt;
+  }
+  return RegistryFunction{path.substr(0, colon), path.substr(colon + 1)};
+}
+
+std::string TorchtitanFile(const std::string& path) {
+  const std::optional<RegistryFunction> fn = SplitRegistryFunction(path);
+  return fn ? fn->file : path;
+}
+
 Result<LaunchRun> ReadTorchtitanLaunch(const std::string& path, std::string_view text,
                                        const LaunchInputs& inputs) {
   // "registry.py:function": a config function of main's registry.
-  const size_t colon = path.rfind(':');
-  if (colon != std::string::npos && colon >= 3 && path.compare(colon - 3, 3, ".py") == 0) {
-    return ReadTorchtitanFunction(path.substr(0, colon), text, path.substr(colon + 1), inputs);
+  if (const std::optional<RegistryFunction> fn = SplitRegistryFunction(path)) {
+    return ReadTorchtitanFunction(fn->file, text, fn->function, inputs);
   }
   if (path.size() >= 3 && path.compare(path.size() - 3, 3, ".py") == 0) {
     Result<std::vector<std::string>> fns = ConfigFunctions(path, text);

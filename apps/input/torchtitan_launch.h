@@ -29,6 +29,7 @@
 // model are listed in `notes`.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -36,6 +37,18 @@
 #include "core/result.h"
 
 namespace ppb {
+
+// "registry.py:FUNCTION": a path split at its last colon when ".py" stands
+// right before it; nullopt for any other path (a TOML).
+struct RegistryFunction {
+  std::string file;
+  std::string function;
+};
+std::optional<RegistryFunction> SplitRegistryFunction(const std::string& path);
+
+// The file `path` names: the registry of "registry.py:FUNCTION", else the
+// path itself.
+std::string TorchtitanFile(const std::string& path);
 
 // `path` is a v0.2.2 TOML, or "registry.py:FUNCTION" (ReadTorchtitanFunction).
 Result<LaunchRun> ReadTorchtitanLaunch(const std::string& path, std::string_view text,
