@@ -144,7 +144,9 @@ constexpr CommandInfo kCommands[] = {
 constexpr const char* kFromHelp =
     "simulate, search, model and plan read a Megatron-LM launch script or\n"
     "  training log in place of --config: --from megatron FILE --cluster FILE\n"
-    "  (its hardware: block) [--gpus N] [--show-config: print the config read].\n";
+    "  (its hardware: block) [--gpus N] [--show-config: print the config read];\n"
+    "  likewise --from torchtitan JOB.toml | registry.py:FUNCTION and\n"
+    "  --from mindformers RUN.yaml.\n";
 
 // "a, b, c" wrapped after `indent` at 72 columns.
 std::string WrapList(const std::vector<std::string>& names, size_t indent) {

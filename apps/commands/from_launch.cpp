@@ -9,6 +9,7 @@
 
 #include "apps/commands/common.h"
 #include "apps/input/megatron_launch.h"
+#include "apps/input/mindformers_launch.h"
 #include "apps/input/text_lines.h"
 #include "apps/input/torchtitan_launch.h"
 #include "apps/output/emit.h"
@@ -42,7 +43,12 @@ std::string PlacePipelineError(const LaunchRun& run, const std::string& path,
   size_t best = std::string::npos;
   std::string where = run.pipeline_origins.count("--pipeline-model-parallel-size") != 0
                           ? run.pipeline_origins.at("--pipeline-model-parallel-size")
-                          : path;
+                      : run.pipeline_origins.count("split") != 0 ? run.pipeline_origins.at("split")
+                                                                 : path;
+  // A message that names no flag but a recompute mode is about the recompute.
+  if (!run.recompute_origin.empty() && message.find("recompute mode") != std::string::npos) {
+    where = run.recompute_origin;
+  }
   for (const auto& [flag, origin] : run.pipeline_origins) {
     const size_t at = message.find(flag);
     if (at < best) {
@@ -59,6 +65,12 @@ Result<EmittedPlan> ReadPlan(const std::string& framework, const LaunchRun& run,
                              const std::string& path, const RunConfig& first) {
   if (framework == "megatron") {
     Result<EmittedPlan> plan = ParseMegatronArgs(run.pipeline_flags, first.layers);
+    if (!plan.ok()) return Error{"", PlacePipelineError(run, path, plan.error().message)};
+    return plan;
+  }
+  if (framework == "mindformers") {
+    // LayerSetting's rules over the offset and the recompute lists.
+    Result<EmittedPlan> plan = ParseMindFormersYaml(run.pipeline_flags, first.layers);
     if (!plan.ok()) return Error{"", PlacePipelineError(run, path, plan.error().message)};
     return plan;
   }
@@ -108,8 +120,9 @@ Result<EmittedPlan> ReadPlan(const std::string& framework, const LaunchRun& run,
 
 Result<LaunchConfig> ReadLaunchConfig(const std::string& framework, const std::string& path,
                                       std::string_view text, const LaunchInputs& in) {
-  Result<LaunchRun> run = framework == "megatron" ? ReadMegatronLaunch(path, text, in)
-                                                  : ReadTorchtitanLaunch(path, text, in);
+  Result<LaunchRun> run = framework == "megatron"      ? ReadMegatronLaunch(path, text, in)
+                         : framework == "mindformers" ? ReadMindFormersLaunch(path, text, in)
+                                                      : ReadTorchtitanLaunch(path, text, in);
   if (!run.ok()) return run.error();
   // The model's layers, then the framework's split and recompute over them.
   Result<RunConfig> first = ParseConfig(run->yaml, path, CliOverrides());
@@ -204,10 +217,10 @@ std::optional<int> TakeFrom(std::vector<std::string>& args, std::unique_ptr<Scop
     }
     return std::nullopt;
   }
-  if (*framework != "megatron" && *framework != "torchtitan") {
-    err << "ppb-sim: --from: must be megatron (a launch script or a training log) or "
+  if (*framework != "megatron" && *framework != "torchtitan" && *framework != "mindformers") {
+    err << "ppb-sim: --from: must be megatron (a launch script or a training log), "
            "torchtitan (a v0.2.2 TOML job config, or FILE.py:FUNCTION of main's config "
-           "registry; mindformers is not read yet); got '"
+           "registry) or mindformers (a training YAML); got '"
         << *framework << "'\n";
     return kExitBadInput;
   }

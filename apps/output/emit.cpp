@@ -175,7 +175,8 @@ void NoteShardingNotEmitted(std::string& text, const RunConfig& config, const ch
   }
 }
 
-void NoteMoeNotEmitted(std::string& text, const RunConfig& config, const char* framework) {
+void NoteMoeNotEmitted(std::string& text, const RunConfig& config, const char* framework,
+                       bool expert_tp_written) {
   const Training& t = config.training;
   const MoeSettings& m = t.moe;
   if (config.architecture.experts == 0 || config.derived.empty()) return;
@@ -184,7 +185,7 @@ void NoteMoeNotEmitted(std::string& text, const RunConfig& config, const char* f
   if (m.dispatcher != Dispatcher::AllToAll) {
     add(std::string("the ") + DispatcherName(m.dispatcher) + " dispatcher");
   }
-  if (ExpertTp(t) != t.tp) add(fmt::format("expert TP {}", ExpertTp(t)));
+  if (ExpertTp(t) != t.tp && !expert_tp_written) add(fmt::format("expert TP {}", ExpertTp(t)));
   if (m.overlap_ep_comm) add("the combined 1F1B (overlap_ep_comm)");
   if (m.capacity_factor > 0) add(fmt::format("capacity factor {:g}", m.capacity_factor));
   if (m.force_balance) add("forced balance");

@@ -64,7 +64,9 @@ void NoteShardingNotEmitted(std::string& text, const RunConfig& config, const ch
 // The training.moe settings a form without MoE communication flags (MindFormers,
 // DeepSpeed) cannot carry: the dispatcher, expert TP, the combined 1F1B,
 // the capacity and forced balance, said when simulated.
-void NoteMoeNotEmitted(std::string& text, const RunConfig& config, const char* framework);
+// `expert_tp_written`: the form wrote the experts' TP size.
+void NoteMoeNotEmitted(std::string& text, const RunConfig& config, const char* framework,
+                       bool expert_tp_written = false);
 
 // The model has exactly one embedding, first, and one head, last, with the
 // decoder layers and then the MTP layers between them: Megatron-LM's layout

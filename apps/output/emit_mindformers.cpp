@@ -27,6 +27,7 @@
 
 #include "apps/input/search_problem.h"
 #include "apps/output/emit_common.h"
+#include "apps/output/emit_mindformers_model.h"
 #include "apps/output/output.h"
 #include "core/strategy.h"
 #include "schedules/schedule.h"
@@ -169,20 +170,33 @@ Result<Emission> emit_detail::EmitMindFormers(const RunConfig& config) {
   AddNote(text, fmt::format("MindFormers settings for {}: {}",
                             config.model_name.empty() ? config.path : config.model_name,
                             DescribeRun(config)));
-  if (v > 1) {
-    // LayerSetting takes pp_interleave_num only when MindSpore's
-    // auto-parallel context has pipeline_interleave on, which MindFormers
-    // sets from parallel.pipeline_config (else it runs v = 1 and refuses a
-    // [v][p] offset).
-    text += "parallel:\n  pipeline_config:\n";
-    text += "    pipeline_interleave: true\n";
-    text += "    pipeline_scheduler: '1f1b'\n";
-  }
   const Training& t = config.training;
+  // A derived model's whole run (MindFormers' mcore form): its shape, the
+  // batch (base_trainer.py: batch_size sequences a micro-batch; without a
+  // pipeline, gradient_accumulation_steps of them a step).
+  std::string why_no_shape;
+  std::optional<std::vector<std::pair<std::string, std::string>>> shape;
+  if (!config.derived.empty()) {
+    shape = MindFormersModelFields(config.architecture, why_no_shape);
+    text += "use_legacy: False\n";
+    text += "runner_config:\n";
+    text += fmt::format("  batch_size: {}\n", t.micro_batch);
+    if (p == 1) text += fmt::format("  gradient_accumulation_steps: {}\n", m);
+  }
+  // MindSpore's pipeline_config: pipeline_interleave for v > 1 (LayerSetting
+  // takes pp_interleave_num only when MindSpore's auto-parallel context has
+  // it on, else it runs v = 1 and refuses a [v][p] offset), and the
+  // scheduler, 1f1b or gpipe.
+  const bool gpipe = config.schedule == "gpipe" && v == 1;
+  if (v > 1 || gpipe) {
+    text += "parallel:\n  pipeline_config:\n";
+    if (v > 1) text += "    pipeline_interleave: true\n";
+    text += fmt::format("    pipeline_scheduler: '{}'\n", gpipe ? "gpipe" : "1f1b");
+  }
   if (!config.derived.empty()) {
     // The optimizer's sharding over data parallel (MindSpore's parallel
-    // context), beside the pipeline_config above when interleaving.
-    if (v <= 1) text += "parallel:\n";
+    // context), beside the pipeline_config above.
+    if (v <= 1 && !gpipe) text += "parallel:\n";
     text += fmt::format("  enable_parallel_optimizer: {}\n",
                         t.distributed_optimizer ? "True" : "False");
   }
@@ -200,6 +214,22 @@ Result<Emission> emit_detail::EmitMindFormers(const RunConfig& config) {
   text += fmt::format("  micro_batch_num: {}\n", m);
   text += "model:\n  model_config:\n";
   text += fmt::format("    num_layers: {}\n", decoders);
+  if (shape) {
+    for (const auto& [key, value] : *shape) {
+      if (key != "num_layers") text += fmt::format("    {}: {}\n", key, value);
+    }
+    if (config.architecture.experts > 0) {
+      // expert_tensor_parallel_size (None: experts unsplit in the mcore
+      // training graph).
+      text += fmt::format("    expert_model_parallel: {}\n", ExpertTp(t));
+    }
+  }
+  if (!config.derived.empty()) {
+    text += fmt::format("    seq_length: {}\n", t.seq);
+    text += fmt::format("    compute_dtype: \"{}\"\n", t.dtype == Dtype::Bf16   ? "bfloat16"
+                                                       : t.dtype == Dtype::Fp16 ? "float16"
+                                                                                : "float32");
+  }
   text += fmt::format("    pp_interleave_num: {}\n", v);
   const bool zero = std::all_of(offset.begin(), offset.end(), [](int o) { return o == 0; });
   text += fmt::format("    offset: {}\n", zero ? "0" : StageList(offset, p, v));
@@ -229,7 +259,7 @@ Result<Emission> emit_detail::EmitMindFormers(const RunConfig& config) {
                       "stage s as chunk s / p of rank s mod p; the lists give "
                       "each stage's layers in model order, which MindFormers "
                       "runs on that loop placement");
-  } else if (config.schedule != "1f1b" && config.schedule != "interleaved") {
+  } else if (config.schedule != "1f1b" && config.schedule != "interleaved" && !gpipe) {
     AddNote(text, "simulated under schedule " + config.schedule +
                       "; these keys set the split and the recompute only");
   } else if (config.schedule == "interleaved" && v == 1) {
@@ -237,9 +267,28 @@ Result<Emission> emit_detail::EmitMindFormers(const RunConfig& config) {
                       "; these keys set the split and the recompute only");
   }
   if (!rc.note.empty()) AddNote(text, rc.note);
+  if (!why_no_shape.empty()) AddNote(text, why_no_shape);
+  if (!config.derived.empty()) {
+    // MindSpore's graph compiler places the communication; MindFormers'
+    // YAML has no overlap switch for ppb to set.
+    std::vector<std::string> overlap;
+    if (t.overlap_grad_reduce) overlap.push_back("overlap_grad_reduce");
+    if (t.overlap_param_gather) overlap.push_back("overlap_param_gather");
+    if (t.tp_comm_overlap) overlap.push_back("tp_comm_overlap");
+    for (const std::string& o : overlap) {
+      AddNote(text, fmt::format("cannot express training.{}: MindFormers' YAML has no such "
+                                "switch (MindSpore's compiler schedules the communication)",
+                                o));
+    }
+  }
+  if (!config.derived.empty() && t.grad_dtype != Dtype::Fp32) {
+    AddNote(text, fmt::format("cannot express training.grad_dtype {}: MindSpore keeps the "
+                              "gradients in the parameters' float32",
+                              DtypeName(t.grad_dtype)));
+  }
   NoteLowPrecisionNotEmitted(text, config, "MindFormers");
   NoteShardingNotEmitted(text, config, "MindFormers");
-  NoteMoeNotEmitted(text, config, "MindFormers");
+  NoteMoeNotEmitted(text, config, "MindFormers", shape.has_value());
   return e;
 }
 

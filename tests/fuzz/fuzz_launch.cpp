@@ -1,8 +1,9 @@
-// libFuzzer harness: --from megatron and --from torchtitan
+// libFuzzer harness: --from megatron, --from torchtitan and --from mindformers
 // (apps/commands/from_launch.h): each input read as a Megatron-LM launch
 // script in the bash subset (or a log with an arguments block), as a
 // torchtitan v0.2.2 job config (TOML) and as the function `f` of a
-// torchtitan main config registry (Python read as data), into a ppb config
+// torchtitan main config registry (Python read as data), and as a
+// MindFormers training YAML, into a ppb config
 // on an H100 machine, loaded and prepared. Any input either gives a config
 // that loads again or is refused with a message that names the file.
 #include <algorithm>
@@ -48,5 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   in.gpus = 8;
   Check("torchtitan", "f.toml", "f.toml", text, in);
   Check("torchtitan", "models/llama3/r.py:f", "models/llama3/r.py", text, in);
+  // MindFormers' world is its layout's product.
+  in.gpus.reset();
+  Check("mindformers", "f.yaml", "f.yaml", text, in);
   return 0;
 }
