@@ -19,6 +19,7 @@
 #include "apps/commands/from_launch.h"
 #include "apps/input/config.h"
 #include "apps/input/python_config.h"
+#include "apps/input/text_lines.h"
 #include "apps/input/toml_reader.h"
 #include "apps/input/torchtitan_models.h"
 #include "apps/output/emit.h"
@@ -595,6 +596,87 @@ TEST_CASE("from torchtitan: what --emit torchtitan-0.2.2 writes reads back as th
     }
   }
   CHECK(grid == 16);
+}
+
+}  // namespace ppb
+
+namespace ppb {
+namespace {
+
+// --emit torchtitan (main's Python form: assignments to the Trainer.Config
+// a config function returns), set on llama3_8b() of main's registry in a
+// function of its own, then --from torchtitan: the simulation JSONs of the
+// config and of what was read back. Empty when the emission is refused or
+// says it cannot express the run (`why` says which).
+std::pair<std::string, std::string> MainRoundTrip(const RunConfig& c, std::string& why) {
+  Result<PreparedRun> run = Prepare(c);
+  REQUIRE(run.ok());
+  Result<Emission> e = Emit(Framework::Torchtitan, c, run->program);
+  if (!e.ok()) {
+    why = e.error().message;
+    return {};
+  }
+  if (!e->recompute_expressed || e->text.find("cannot express") != std::string::npos) {
+    why = "not expressed";
+    return {};
+  }
+  std::string registry = test::ReadAll(Data("main/llama3/config_registry.py"));
+  registry += "\n\ndef ppb_run() -> Trainer.Config:\n    config = llama3_8b()\n";
+  ForEachLine(e->text, [&](std::string_view line, int) {
+    if (line.rfind("#", 0) != 0) registry += "    " + std::string(line) + "\n";
+    return true;
+  });
+  registry += "    return config\n";
+  LaunchInputs in;
+  in.cluster_path = "machine.yaml";
+  in.cluster_text = "hardware: {gpu: h100-sxm}\n";
+  const Training& t = c.training;
+  in.gpus = static_cast<int>(t.tp * t.cp * c.shape.p * t.dp);
+  Result<commands::LaunchConfig> back = commands::ReadLaunchConfig(
+      "torchtitan", "models/llama3/config_registry.py:ppb_run", registry, in);
+  INFO(e->text);
+  if (!back.ok()) FAIL(back.error().message);
+  Result<RunConfig> b = ParseConfig(back->yaml, "registry.py", CliOverrides());
+  REQUIRE(b.ok());
+  return {test::SimJson(*b), test::SimJson(c)};
+}
+
+}  // namespace
+
+TEST_CASE("from torchtitan: what --emit torchtitan writes on main's llama3_8b() reads back") {
+  // Llama-3-8B over torchtitan's schedules, pipeline shapes, TP and
+  // recompute, with FSDP2 and HSDP.
+  int grid = 0;
+  for (const char* schedule : {"1f1b", "gpipe", "interleaved", "zbv-zero-bubble"}) {
+    for (int tp : {1, 2}) {
+      for (const char* recompute : {"", "  recompute: {full: true}\n"}) {
+        for (int shard : {4, 2}) {
+          const bool v_shape = std::string(schedule) == "interleaved" ||
+                               std::string(schedule) == "zbv-zero-bubble";
+          const std::string text = fmt::format(
+              "model: {{name: llama3-8b, hf_config: {}/hf/llama3-8b.json}}\n"
+              "training: {{seq_length: 8192, micro_batch_size: 1, global_batch_size: 32, "
+              "dtype: bf16, grad_dtype: fp32, tensor_parallel: {}, sequence_parallel: {}, "
+              "data_parallel: 4, fsdp: torch, data_parallel_shard: {}}}\n"
+              "hardware: {{gpu: h100-sxm}}\n"
+              "pipeline: {{stages: 2, schedule: {}{}}}\n"
+              "strategy:\n  layers_per_chunk: {}\n{}",
+              PPB_TEST_DATA_DIR, tp, tp > 1 ? "true" : "false", shard, schedule,
+              v_shape ? ", virtual_stages: 2" : "", v_shape ? "[9, 9, 8, 8]" : "[17, 17]",
+              recompute);
+          Result<RunConfig> c = ParseConfig(text, "grid.yaml", CliOverrides());
+          if (!c.ok()) FAIL(c.error().message);
+          std::string why;
+          const auto [back, original] = MainRoundTrip(*c, why);
+          INFO(text << "\n" << why);
+          REQUIRE_FALSE(back.empty());
+          CHECK(back == original);
+          ++grid;
+        }
+      }
+    }
+  }
+  CHECK(grid == 32);
 }
 
 }  // namespace ppb
