@@ -155,7 +155,15 @@ TEST_CASE("torchtitan flavours: llama3's SwiGLU width by FeedForward's rule") {
   CHECK(FindTorchtitanFlavour("llama3", "7B") == nullptr);
   CHECK(TorchtitanFlavours("llama3").size() == 8);
   CHECK(TorchtitanFlavours("llama3", true).size() == 6);
-  CHECK(TorchtitanFlavours("qwen3", true).size() == 8);
+  // main's qwen3_configs: 8 dense flavours and 3 MoE ones.
+  CHECK(TorchtitanFlavours("qwen3", true).size() == 11);
+  CHECK(TorchtitanFlavours("qwen3").size() == 10);
+  const TorchtitanFlavour* big = FindTorchtitanFlavour("qwen3", "235B-A22B", true);
+  REQUIRE(big != nullptr);
+  CHECK(big->experts == 128);
+  CHECK(big->top_k == 8);
+  CHECK(big->moe_hidden == 1536);
+  CHECK(big->n_kv_heads == 4);
   const TorchtitanFlavour* q06 = FindTorchtitanFlavour("qwen3", "0.6B", true);
   REQUIRE(q06 != nullptr);
   CHECK(q06->tied);
@@ -226,12 +234,13 @@ TEST_CASE("torchtitan: refusals name the line, the key, the rule and both values
                    "torchtitan v0.2.2's [parallelism] (data_parallel_replicate_degree, ",
                    0) == 0);
   CHECK(Refusal("[model]\nflavor = \"7B\"\n", 8) ==
-        "run.toml:2: model.flavor: must be a dense llama3 flavour of torchtitan v0.2.2 "
+        "run.toml:2: model.flavor: must be a llama3 flavour of torchtitan v0.2.2 "
         "(debugmodel, debugmodel_flex_attn, debugmodel_varlen_attn, 8B, 8B_flex, 8B_varlen, "
-        "70B, 405B; MoE flavours are not read yet); got \"7B\"");
+        "70B, 405B); got \"7B\"");
   CHECK(Refusal("[model]\nname = \"deepseek_v3\"\n", 8) ==
         "run.toml:2: model.name: must be a model whose flavours ppb knows (llama3, qwen3; "
-        "torchtitan's MoE and other models are not read yet); got \"deepseek_v3\"");
+        "deepseek_v3, llama4, gpt_oss and torchtitan's other models are not read yet); got "
+        "\"deepseek_v3\"");
   CHECK(Refusal(model + "[parallelism]\npipeline_parallel_degree = 2\n"
                         "pipeline_parallel_layers_per_stage = 6\n",
                 8) ==
@@ -281,6 +290,78 @@ TEST_CASE("torchtitan: layer SAC on each rank's own blocks under the V placement
                      "decoder.13: full, decoder.16: full, decoder.19: full, decoder.22: full, "
                      "decoder.25: full, decoder.28: full, decoder.31: full}\n") !=
         std::string::npos);
+}
+
+TEST_CASE("torchtitan: qwen3's MoE flavours with expert parallelism") {
+  // Qwen3-30B-A3B as its HuggingFace config.json gives it, on 16 H100s:
+  // FSDP2 over all 16, 8-way expert parallelism out of dp_shard (experts
+  // unsplit: ETP = TP = 1), 2 x 4096-token sequences a rank.
+  auto hand = [](const std::string& rest) {
+    const std::string text = fmt::format(
+        "model: {{name: qwen3-30b-a3b, hf_config: {}/mindformers/qwen3-30b-a3b/config.json}}\n"
+        "training: {{seq_length: 4096, micro_batch_size: 2, global_batch_size: 32, dtype: bf16, "
+        "grad_dtype: fp32, tensor_parallel: 1, data_parallel: 16, fsdp: torch{}}}\n"
+        "hardware: {{gpu: h100-sxm}}\n"
+        "pipeline: {{stages: 1, schedule: 1f1b}}\n{}",
+        PPB_TEST_DATA_DIR, rest, "");
+    return text;
+  };
+  // v0.2.2's default AC (selective, layer SAC "2"): full recompute on
+  // every second block (1, 3, ..., 47).
+  std::string layers;
+  for (int i = 1; i < 48; i += 2) layers += fmt::format("{}decoder.{}: full", i > 1 ? ", " : "", i);
+  Result<RunConfig> a = ParseConfig(
+      hand(", expert_parallel: 8") + "strategy:\n  recompute:\n    layers: {" + layers + "}\n",
+      "hand.yaml", CliOverrides());
+  if (!a.ok()) FAIL(a.error().message);
+  Result<commands::LaunchConfig> toml = FromToml(
+      "[model]\nname = \"qwen3\"\nflavor = \"30B-A3B\"\n[training]\n"
+      "local_batch_size = 2\nseq_len = 4096\n[parallelism]\n"
+      "expert_parallel_degree = 8\n",
+      16);
+  if (!toml.ok()) FAIL(toml.error().message);
+  Result<RunConfig> t = ParseConfig(toml->yaml, "run.toml", CliOverrides());
+  REQUIRE(t.ok());
+  CHECK(t->architecture.experts == 128);
+  CHECK(t->training.ep == 8);
+  CHECK(test::SimJson(*t) == test::SimJson(*a));
+  // main's qwen3_30b_a3b(): FSDP over every rank, EP 1, FullAC, flex
+  // attention (simulated as causal, said so).
+  Result<RunConfig> b =
+      ParseConfig(hand("") + "strategy:\n  recompute: {full: true}\n", "hand.yaml", CliOverrides());
+  if (!b.ok()) FAIL(b.error().message);
+  const std::string registry = Data("main/qwen3/config_registry.py:qwen3_30b_a3b");
+  CHECK(test::LaunchJson("torchtitan", registry, H100(16)) == test::SimJson(*b));
+  // main's qwen3_moe_deepep(): EP 4 with model_registry's
+  // moe_comm_backend="deepep" (ppb's flex dispatcher on DeepEP).
+  Result<commands::LaunchConfig> deepep = commands::ReadLaunchConfig(
+      "torchtitan", Data("main/qwen3/config_registry.py:qwen3_moe_deepep"),
+      test::ReadAll(Data("main/qwen3/config_registry.py")), H100(8));
+  if (!deepep.ok()) FAIL(deepep.error().message);
+  Result<RunConfig> d = ParseConfig(deepep->yaml, "registry.py", CliOverrides());
+  REQUIRE(d.ok());
+  CHECK(d->training.ep == 4);
+  CHECK(d->architecture.experts == 64);
+  CHECK(d->training.moe.dispatcher == Dispatcher::Flex);
+  CHECK(d->training.moe.backend == FlexBackend::DeepEp);
+  // ParallelDims' rules: ETP is 1 or TP; ep x etp divides dp_shard x cp x tp.
+  CHECK(Refusal("[model]\nname = \"qwen3\"\nflavor = \"30B-A3B\"\n[parallelism]\n"
+                "tensor_parallel_degree = 4\nexpert_parallel_degree = 2\n"
+                "expert_tensor_parallel_degree = 2\n",
+                16) ==
+        "run.toml:7: parallelism.expert_tensor_parallel_degree: must be 1 or the TP degree (4) "
+        "(torchtitan's ParallelDims); got the integer 2");
+  CHECK(Refusal("[model]\nname = \"qwen3\"\nflavor = \"30B-A3B\"\n[parallelism]\n"
+                "data_parallel_shard_degree = 2\nexpert_parallel_degree = 4\n",
+                2) ==
+        "run.toml:6: parallelism.expert_parallel_degree: ep x etp (4 x 1) must divide dp_shard x "
+        "cp x tp (2 x 1 x 1; torchtitan's ParallelDims takes the expert ranks from them); got 4");
+  // A dense flavour has no experts to spread.
+  CHECK(Refusal("[model]\nname = \"qwen3\"\nflavor = \"8B\"\n[parallelism]\n"
+                "expert_parallel_degree = 2\n",
+                8) ==
+        "run.toml:5: parallelism.expert_parallel_degree: must be 1 for qwen3 8B (a "
+        "dense model: no experts); got the integer 2");
 }
 
 TEST_CASE("torchtitan: rowwise FP8 runs as ppb's blockwise and says so") {
@@ -651,8 +732,8 @@ TEST_CASE("from torchtitan: what --emit torchtitan writes on main's llama3_8b() 
     for (int tp : {1, 2}) {
       for (const char* recompute : {"", "  recompute: {full: true}\n"}) {
         for (int shard : {4, 2}) {
-          const bool v_shape = std::string(schedule) == "interleaved" ||
-                               std::string(schedule) == "zbv-zero-bubble";
+          const bool v_shape =
+              std::string(schedule) == "interleaved" || std::string(schedule) == "zbv-zero-bubble";
           const std::string text = fmt::format(
               "model: {{name: llama3-8b, hf_config: {}/hf/llama3-8b.json}}\n"
               "training: {{seq_length: 8192, micro_batch_size: 1, global_batch_size: 32, "

@@ -56,10 +56,11 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
                       "config_registry.py); got \"{}\"",
                       path, version, fmt::join(models, ", "), model));
     }
-    Fail(
-        fmt::format("{}: model.name: must be a model whose flavours ppb knows ({}; "
-                    "torchtitan's MoE and other models are not read yet); got \"{}\"",
-                    job.Line("model.name"), fmt::join(models, ", "), model));
+    Fail(fmt::format(
+        "{}: model.name: must be a model whose flavours ppb knows ({}; "
+        "deepseek_v3, llama4, gpt_oss and torchtitan's other models are not read yet); got "
+        "\"{}\"",
+        job.Line("model.name"), fmt::join(models, ", "), model));
   }
   if (main != nullptr) {
     const TomlValue* spec = job.Raw("model_spec");
@@ -70,11 +71,9 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
   const std::string flavor = job.Str(flavor_key, main != nullptr ? "" : "debugmodel");
   const TorchtitanFlavour* f = FindTorchtitanFlavour(model, flavor, main != nullptr);
   if (f == nullptr) {
-    Fail(
-        fmt::format("{}: {}: must be a dense {} flavour of {} ({}; MoE flavours are not read "
-                    "yet); got \"{}\"",
-                    job.Line(flavor_key), flavor_key, model, version,
-                    fmt::join(TorchtitanFlavours(model, main != nullptr), ", "), flavor));
+    Fail(fmt::format("{}: {}: must be a {} flavour of {} ({}); got \"{}\"", job.Line(flavor_key),
+                     flavor_key, model, version,
+                     fmt::join(TorchtitanFlavours(model, main != nullptr), ", "), flavor));
   }
   std::string attention(f->attention);
   if (main != nullptr) {
@@ -96,12 +95,18 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
   o.Key(4, "num_attention_heads", f->n_heads, shape);
   o.Key(4, "num_key_value_heads", f->n_kv_heads > 0 ? f->n_kv_heads : f->n_heads, shape);
   o.Key(4, "head_dim", f->head_dim > 0 ? f->head_dim : f->dim / f->n_heads, shape);
-  o.Key(4, "ffn_hidden_size", FfnHidden(*f), shape);
+  if (f->experts == 0 || f->ffn_hidden > 0) o.Key(4, "ffn_hidden_size", FfnHidden(*f), shape);
   o.Key(4, "vocab_size", f->vocab_size, shape);
   o.Key(4, "tie_embeddings", Bool(f->tied), shape);
   o.Key(4, "gated_mlp", "true", shape);
   o.Key(4, "norm", "rmsnorm", shape);
   if (f->qk_norm) o.Key(4, "qk_norm", "true", shape);
+  if (f->experts > 0) {
+    o.Line(4, "moe:");
+    o.Key(6, "num_experts", f->experts, shape);
+    o.Key(6, "top_k", f->top_k, shape);
+    o.Key(6, "expert_ffn_hidden_size", f->moe_hidden, shape);
+  }
   if (attention != "sdpa") {
     notes.push_back(
         fmt::format("{} {}: attention {} with its block-causal mask is "
@@ -127,10 +132,15 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
   const std::int64_t cp = job.Int("parallelism.context_parallel_degree", 1, 1, want_degree);
   const std::int64_t ep = job.Int("parallelism.expert_parallel_degree", 1, 1, want_degree);
   const std::int64_t etp = job.Int("parallelism.expert_tensor_parallel_degree", 1, 1, want_degree);
-  if (ep != 1 || etp != 1) {
+  if (f->experts == 0 && (ep != 1 || etp != 1)) {
     const std::string key = ep != 1 ? "parallelism.expert_parallel_degree"
                                     : "parallelism.expert_tensor_parallel_degree";
     job.Wrong(key, fmt::format("1 for {} {} (a dense model: no experts)", model, flavor));
+  }
+  if (ep > 1 && etp != 1 && etp != tp) {
+    // ParallelDims: "Currently we only support ETP=TP or ETP=1".
+    job.Wrong("parallelism.expert_tensor_parallel_degree",
+              fmt::format("1 or the TP degree ({}) (torchtitan's ParallelDims)", tp));
   }
   const std::int64_t others = rep * cp * tp * pp;
   std::int64_t world = 0;
@@ -169,6 +179,17 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
   }
   const std::string world_where = world_origin == "--gpus" ? path + ": --gpus" : world_origin;
   const std::int64_t dp = rep * shard;
+  // ParallelDims' sparse mesh pp x dp_replicate x efsdp x ep x etp: the
+  // expert ranks come out of dp_shard x cp x tp, efsdp = dp_shard x cp x tp
+  // / (etp x ep) whole.
+  const std::int64_t expert_tp = ep > 1 ? etp : tp;
+  if (ep > 1 && (shard * cp * tp) % (ep * etp) != 0) {
+    Fail(fmt::format(
+        "{}: parallelism.expert_parallel_degree: ep x etp ({} x {}) must divide "
+        "dp_shard x cp x tp ({} x {} x {}; torchtitan's ParallelDims takes the "
+        "expert ranks from them); got {}",
+        job.Line("parallelism.expert_parallel_degree"), ep, etp, shard, cp, tp, ep * etp));
+  }
 
   // ---- batch and sequence ------------------------------------------------
   std::int64_t seq = 0, mbs = 0, global = 0, accumulation = 1, per_pipeline = 1;
@@ -415,6 +436,28 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
                                                 : "parallelism.enable_async_tensor_parallel";
   if (job.Bool(async_key, false)) o.Key(2, "tp_comm_overlap", "true", where(async_key));
   o.Key(2, "context_parallel", cp, where("parallelism.context_parallel_degree"));
+  if (f->experts > 0) {
+    o.Key(2, "expert_parallel", ep, where("parallelism.expert_parallel_degree"));
+    // The experts' communication: all-to-all ("standard"), or DeepEP's
+    // kernels (ppb's flex dispatcher).
+    // v0.2.2: parallelism.expert_parallel_comm_backend; main: the
+    // model_registry argument moe_comm_backend (standard, deepep, hybridep).
+    const std::string backend_key = main != nullptr ? "model_spec.moe_comm_backend"
+                                                    : "parallelism.expert_parallel_comm_backend";
+    const std::string backend =
+        main != nullptr ? job.Choice(backend_key, "standard", {"standard", "deepep", "hybridep"})
+                        : job.Choice(backend_key, "standard", {"standard", "deepep"});
+    std::string moe;
+    if (expert_tp != tp) moe += fmt::format("expert_tensor_parallel: {}", expert_tp);
+    if (backend != "standard" && ep > 1) {
+      moe += std::string(moe.empty() ? "" : ", ") + "dispatcher: flex, backend: " + backend;
+    }
+    if (!moe.empty()) {
+      o.Line(2, "moe: {" + moe + "}",
+             backend != "standard" ? where(backend_key)
+                                   : where("parallelism.expert_tensor_parallel_degree"));
+    }
+  }
   o.Key(2, "data_parallel", dp,
         shard_v != nullptr ? where("parallelism.data_parallel_shard_degree")
                            : world_where + " / the other degrees");

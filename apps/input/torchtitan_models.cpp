@@ -1,8 +1,8 @@
 // The flavour tables of apps/input/torchtitan_models.h, copied as figures
 // from torchtitan v0.2.2 (models/llama3/__init__.py llama3_args,
-// models/qwen3/__init__.py qwen3_args) and main at b5bcd76c
+// models/qwen3/__init__.py qwen3_args, dense and MoE) and main at b5bcd76c
 // (models/llama3/__init__.py _debugmodel ... _405b, models/qwen3/
-// __init__.py _debugmodel ... _32b).
+// __init__.py _debugmodel ... _32b, _debugmodel_moe, _30b_a3b, _235b_a22b).
 #include "apps/input/torchtitan_models.h"
 
 #include <cmath>
@@ -46,6 +46,17 @@ TorchtitanFlavour Qwen(std::string_view flavor, std::int64_t vocab, std::int64_t
   return f;
 }
 
+// qwen3's MoE flavours: every layer's MLP routed (moe_enabled, no shared
+// experts), `kv` KV heads.
+TorchtitanFlavour Moe(TorchtitanFlavour f, std::int64_t kv, std::int64_t experts,
+                      std::int64_t top_k, std::int64_t moe_hidden) {
+  f.n_kv_heads = kv;
+  f.experts = experts;
+  f.top_k = top_k;
+  f.moe_hidden = moe_hidden;
+  return f;
+}
+
 TorchtitanFlavour Main(TorchtitanFlavour f) {
   f.main = true;
   return f;
@@ -79,6 +90,11 @@ const std::vector<TorchtitanFlavour>& Table() {
       Qwen("8B", 151936, 4096, 36, 32, 12288, false),
       Qwen("14B", 151936, 5120, 40, 40, 17408, false),
       Qwen("32B", 151936, 5120, 64, 64, 25600, false),
+      // qwen3_args (MoE): MoEArgs num_experts, top_k, moe_inter_dim; the
+      // dense hidden_dim is given but no layer uses it.
+      Moe(Qwen("debugmodel_moe", 2048, 256, 8, 16, 3072, false), 8, 64, 8, 768),
+      Moe(Qwen("30B-A3B", 151936, 2048, 48, 32, 6144, false), 4, 128, 8, 768),
+      Moe(Qwen("235B-A22B", 151936, 4096, 94, 64, 12288, false), 4, 128, 8, 1536),
       // main's llama3_configs: flex attention by default; 1B and 3B tie
       // the embedding and the LM head.
       Main(Llama("debugmodel", 256, 6, 16, 0, 256, 0, "flex", 2048)),
@@ -97,6 +113,10 @@ const std::vector<TorchtitanFlavour>& Table() {
       Main(Flex(Qwen("8B", 151936, 4096, 36, 32, 12288, false))),
       Main(Flex(Qwen("14B", 151936, 5120, 40, 40, 17408, false))),
       Main(Flex(Qwen("32B", 151936, 5120, 64, 64, 25600, false))),
+      // main's MoE flavours (_build_qwen3_moe_layers): no dense width.
+      Main(Flex(Moe(Qwen("debugmodel_moe", 2048, 256, 8, 16, 0, false), 8, 64, 8, 768))),
+      Main(Flex(Moe(Qwen("30B-A3B", 151936, 2048, 48, 32, 0, false), 4, 128, 8, 768))),
+      Main(Flex(Moe(Qwen("235B-A22B", 151936, 4096, 94, 64, 0, false), 4, 128, 8, 1536))),
   };
   return table;
 }

@@ -3,13 +3,14 @@
 // main's `model_registry(flavor)` (b5bcd76c, models/llama3/__init__.py
 // llama3_configs: v0.2.2's llama3 flavours, their SwiGLU width by the same
 // rule in models/common/feed_forward.py compute_ffn_hidden_dim, plus 1B
-// and 3B with tied embeddings; qwen3_configs' dense flavours, v0.2.2's
-// shapes; attention backend flex by default), for
-// the dense decoders ppb reads: llama3 (model/args.py TransformerModelArgs:
+// and 3B with tied embeddings; qwen3_configs' dense and MoE flavours,
+// v0.2.2's shapes; attention backend flex by default), for the decoders
+// ppb reads: llama3 (model/args.py TransformerModelArgs:
 // vocab_size 128256, multiple_of 256, no ffn_dim_multiplier, n_kv_heads =
 // n_heads by default; the SwiGLU width of model.py FeedForward) and qwen3
 // (model/args.py Qwen3ModelArgs: head_dim and hidden_dim given, qk_norm,
-// enable_weight_tying on the three smallest). Every flavour is untied
+// enable_weight_tying on the three smallest; the MoE flavours route every
+// layer's MLP, MoEArgs without shared experts). Every flavour is untied
 // unless it says otherwise, uses RMSNorm and rotary positions, and has no
 // biases.
 #pragma once
@@ -35,6 +36,11 @@ struct TorchtitanFlavour {
   double ffn_dim_multiplier = 0;  // 0: None
   bool qk_norm = false;
   bool tied = false;
+  // Routed experts on every layer (qwen3's MoE flavours; 0: dense): their
+  // count, the experts a token takes and one expert's width.
+  std::int64_t experts = 0;
+  std::int64_t top_k = 0;
+  std::int64_t moe_hidden = 0;
   std::string_view attention = "sdpa";  // attn_type: sdpa | flex | varlen
   bool main = false;                    // main's registry, else v0.2.2's
 };
@@ -53,7 +59,7 @@ std::int64_t FfnHidden(const TorchtitanFlavour& f);
 const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::string_view flavor,
                                                bool main = false);
 
-// The models ppb reads ("llama3", "qwen3"; their dense flavours), and one
+// The models ppb reads ("llama3", "qwen3"), and one
 // model's flavours, in torchtitan's order.
 std::vector<std::string> TorchtitanModels(bool main = false);
 std::vector<std::string> TorchtitanFlavours(std::string_view model, bool main = false);
