@@ -256,6 +256,10 @@ TEST_CASE("mindformers: refusals name the line, the key, the rule and both value
             "config.json (model.model_config names no model_type); got 'path/to/model_dir' "
             "(no readable " +
             Data("path/to/model_dir/config.json") + ")");
+  // Bytes that are not UTF-8 are an error like any other value (the fuzzer's
+  // find: the HuggingFace view of the model refused to serialize them).
+  CHECK(Refusal("model:\n  model_config: {model_type: \"\xff\", hidden_size: 8}\n")
+            .rfind(run + ":2: model.model_config.model_type (read as the HuggingFace", 0) == 0);
   // No model at all.
   CHECK(Refusal(par + "model:\n  model_config: {hidden_size: 8}\n")
             .rfind(run + ":7: model.model_config.model_type: must be given", 0) == 0);

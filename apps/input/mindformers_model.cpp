@@ -161,7 +161,9 @@ ModelDict ReadModelDict(Doc& doc, std::vector<std::string>& notes) {
           fmt::format("{}: {}.untie_embeddings_and_output_weights: must be the negation of "
                       "tie_word_embeddings ({}) when both are given; got {}",
                       doc.Line(mc + ".untie_embeddings_and_output_weights"), mc,
-                      d.hf["tie_word_embeddings"].dump(), u.dump()));
+                      d.hf["tie_word_embeddings"].dump(-1, ' ', false,
+                                                       nlohmann::json::error_handler_t::replace),
+                      u.dump()));
     }
     d.hf["tie_word_embeddings"] = !u.get<bool>();
     d.origin["tie_word_embeddings"] = d.origin["untie_embeddings_and_output_weights"];
@@ -219,19 +221,24 @@ void LegacyModel(Doc& doc, ModelDict& d) {
   // multiplier is given, then int(2 x that / 3), rounded up to multiple_of
   // (256 by default). Llama-3.1-70B (1.3, 256): 28,672.
   if (!d.hf.contains("intermediate_size") && d.hf.contains("hidden_size") &&
-      d.hf["hidden_size"].is_number_integer()) {
+      d.hf["hidden_size"].is_number_integer() && d.hf["hidden_size"].get<std::int64_t>() > 0 &&
+      d.hf["hidden_size"].get<std::int64_t>() <= kMaxInt) {
     std::int64_t multiple = 256;
     if (d.hf.contains("multiple_of")) {
-      if (!d.hf["multiple_of"].is_number_integer() || d.hf["multiple_of"].get<std::int64_t>() < 1) {
-        doc.Wrong("model.model_config.multiple_of", "a positive integer");
+      if (!d.hf["multiple_of"].is_number_integer() || d.hf["multiple_of"].get<std::int64_t>() < 1 ||
+          d.hf["multiple_of"].get<std::int64_t>() > kMaxInt) {
+        doc.Wrong("model.model_config.multiple_of",
+                  fmt::format("a positive integer (at most {})", kMaxInt));
       }
       multiple = d.hf["multiple_of"].get<std::int64_t>();
     }
     std::int64_t width = 4 * d.hf["hidden_size"].get<std::int64_t>();
     if (d.hf.contains("ffn_dim_multiplier") && !d.hf["ffn_dim_multiplier"].is_null()) {
       if (!d.hf["ffn_dim_multiplier"].is_number() ||
-          d.hf["ffn_dim_multiplier"].get<double>() <= 0) {
-        doc.Wrong("model.model_config.ffn_dim_multiplier", "a positive number or None");
+          !(d.hf["ffn_dim_multiplier"].get<double>() > 0) ||
+          d.hf["ffn_dim_multiplier"].get<double>() > 1000) {
+        doc.Wrong("model.model_config.ffn_dim_multiplier",
+                  "a positive number (at most 1000) or None");
       }
       width = static_cast<std::int64_t>((d.hf["ffn_dim_multiplier"].get<double>() + 0.01) *
                                         static_cast<double>(width));
@@ -327,7 +334,10 @@ Architecture ReadModel(Doc& doc, ModelDict& d) {
     d.origin[name] = d.origin["num_moe_experts"];
     d.hf.erase("num_moe_experts");
   }
-  Result<Architecture> a = ParseHfConfig(d.hf.dump());
+  // Strings that are not UTF-8 are replaced, not thrown on (the YAML may
+  // hold any bytes).
+  Result<Architecture> a =
+      ParseHfConfig(d.hf.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   if (!a.ok()) {
     const Error& e = a.error();
     std::string key = e.key;
