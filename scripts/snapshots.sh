@@ -273,6 +273,21 @@ case_ from-torchtitan-main-405b-config.txt --from torchtitan \
   $T/main/llama3/config_registry.py:llama3_405b --cluster $M/h100.yaml --gpus 512 --show-config
 case_ from-torchtitan-main-8b.txt search --from torchtitan $T/main/llama3/config_registry.py:llama3_8b \
   --cluster $M/h100.yaml --gpus 64 --node-limit 2000
+case_ from-torchtitan-main-moe-config.txt --from torchtitan \
+  $T/main/qwen3/config_registry.py:qwen3_moe_deepep --cluster $M/h100.yaml --gpus 8 --show-config
+
+# ---- --from mindformers (issue 47): MindFormers' own training YAMLs as input
+F=data/mindformers
+case_ from-mindformers-qwen3-32b.txt --from mindformers $F/pretrain_qwen3_32b_4k.yaml \
+  --cluster $M/h100.yaml
+case_ from-mindformers-70b-config.txt --from mindformers $F/finetune_llama3_1_70b.yaml \
+  --cluster $M/h100.yaml --show-config
+case_ from-mindformers-moe.json --from mindformers $F/pretrain_qwen3_30b_a3b_4k.yaml \
+  --cluster $M/h100.yaml --format json
+case_ from-mindformers-template.txt --from mindformers $F/llm_pretrain_dense_template.yaml \
+  --cluster $M/h100.yaml   # refused: pretrained_model_dir is a placeholder
+case_ from-mindformers-qwen2.5-search.txt search --from mindformers $F/finetune_qwen2_5_7b_8k.yaml \
+  --cluster $M/h100.yaml --node-limit 2000
 
 # ---- sweep: the rows in point order (two threads), the summary and the file
 # (one thread: the file's order follows completion), a bad grid
