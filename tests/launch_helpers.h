@@ -10,14 +10,17 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "apps/commands/from_launch.h"
 #include "apps/input/config.h"
 #include "apps/input/torchtitan_launch.h"
+#include "apps/output/emit.h"
 #include "apps/output/output.h"
 #include "core/engine.h"
 
@@ -39,6 +42,9 @@ inline LaunchInputs Machine(const std::string& cluster_path,
   return in;
 }
 
+// The H100 machine of configs/megatron/h100.yaml, with a world size.
+inline LaunchInputs H100(std::optional<int> gpus = std::nullopt);
+
 // The simulation's JSON report with the names that differ between a
 // launch and a hand-written config (path, model name, input notes) made
 // equal.
@@ -53,6 +59,17 @@ inline std::string SimJson(RunConfig c) {
   Engine engine;
   const SimResult r = engine.Run(run->spec, run->program, SimOptions{});
   return FormatSimJson(c, *run, r, nullptr);
+}
+
+inline LaunchInputs H100(std::optional<int> gpus) {
+  return Machine(std::string(PPB_TEST_DATA_DIR) + "/../../configs/megatron/h100.yaml", gpus);
+}
+
+// A ppb config file loaded and simulated.
+inline std::string FileJson(const std::string& path) {
+  Result<RunConfig> c = LoadConfig(path, CliOverrides());
+  if (!c.ok()) FAIL(c.error().message);
+  return SimJson(*c);
 }
 
 // The launch at `path` read by `framework`'s reader and simulated.
@@ -92,6 +109,65 @@ inline std::string MachineOf(const std::filesystem::path& config) {
     if (doc[key]) machine[key] = doc[key];
   }
   return YAML::Dump(machine) + "\n";
+}
+
+// --emit `emit`, then --from `framework` on what it wrote (read as `path`):
+// the simulation JSONs of what was read back and of the config. Empty when
+// the emission is refused, does not express the recompute, or its text
+// holds one of `cannot` (`why` says which). `wrap` turns the emitted text
+// into the file read (torchtitan main's form into a config function).
+inline std::pair<std::string, std::string> EmitReadBack(
+    const RunConfig& c, Framework emit, const std::string& framework, const std::string& path,
+    const std::string& machine, const std::vector<std::string>& cannot, std::string& why,
+    const std::function<std::string(const std::string&)>& wrap = nullptr) {
+  Result<PreparedRun> run = Prepare(c);
+  REQUIRE(run.ok());
+  Result<Emission> e = Emit(emit, c, run->program);
+  if (!e.ok()) {
+    why = e.error().message;
+    return {};
+  }
+  const bool refused = std::any_of(cannot.begin(), cannot.end(), [&](const std::string& s) {
+    return e->text.find(s) != std::string::npos;
+  });
+  if (!e->recompute_expressed || refused) {
+    why = "not expressed";
+    return {};
+  }
+  LaunchInputs in;
+  in.cluster_path = "machine.yaml";
+  in.cluster_text = machine;
+  const Training& t = c.training;
+  in.gpus = static_cast<int>(t.tp * t.cp * c.shape.p * t.dp);
+  Result<commands::LaunchConfig> back =
+      commands::ReadLaunchConfig(framework, path, wrap ? wrap(e->text) : e->text, in);
+  INFO(e->text);
+  if (!back.ok()) FAIL(back.error().message);
+  Result<RunConfig> b = ParseConfig(back->yaml, path, CliOverrides());
+  REQUIRE(b.ok());
+  return {SimJson(*b), SimJson(c)};
+}
+
+// Every shipped config with a derived model through `round_trip(config,
+// machine, why)` (an EmitReadBack), each read-back checked equal; returns
+// how many were compared, the others in `skipped` with their reasons.
+template <class RoundTripFn>
+int ShippedRoundTrips(RoundTripFn round_trip, std::vector<std::string>& skipped) {
+  int compared = 0;
+  for (const std::filesystem::path& f : ShippedConfigs()) {
+    Result<RunConfig> c = LoadConfig(f.string(), CliOverrides());
+    if (!c.ok() || c->derived.empty()) continue;
+    std::string why;
+    const auto [back, original] = round_trip(*c, MachineOf(f), why);
+    INFO(f.filename().string());
+    if (back.empty()) {
+      skipped.push_back(f.filename().string() + ": " + why);
+      continue;
+    }
+    CHECK(back == original);
+    ++compared;
+  }
+  return compared;
 }
 
 }  // namespace ppb::test

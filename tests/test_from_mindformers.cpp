@@ -27,15 +27,9 @@ std::string Data(const std::string& name) {
   return std::string(PPB_TEST_DATA_DIR) + "/mindformers/" + name;
 }
 
-LaunchInputs H100(std::optional<int> gpus = std::nullopt) {
-  return test::Machine(std::string(PPB_TEST_DATA_DIR) + "/../../configs/megatron/h100.yaml", gpus);
-}
+using test::H100;
 
-std::string ConfigJson(const std::string& file) {
-  Result<RunConfig> c = LoadConfig(Data(file), CliOverrides());
-  if (!c.ok()) FAIL(c.error().message);
-  return test::SimJson(*c);
-}
+std::string ConfigJson(const std::string& file) { return test::FileJson(Data(file)); }
 
 // A YAML read as if it were tests/data/mindformers/run.yaml.
 Result<commands::LaunchConfig> FromYaml(const std::string& text,
@@ -289,57 +283,20 @@ TEST_CASE("mindformers: what was assumed and ignored is said") {
 namespace ppb {
 namespace {
 
-// --emit mindformers, then --from mindformers: the simulation JSONs of the
-// config and of what was read back. Empty when the emission is refused or
-// says it cannot express the run (`why` says which).
+// --emit mindformers, then --from mindformers (test::EmitReadBack); a run
+// the form states it cannot carry is skipped.
 std::pair<std::string, std::string> RoundTrip(const RunConfig& c, const std::string& machine,
                                               std::string& why) {
-  Result<PreparedRun> run = Prepare(c);
-  REQUIRE(run.ok());
-  Result<Emission> e = Emit(Framework::MindFormers, c, run->program);
-  if (!e.ok()) {
-    why = e.error().message;
-    return {};
-  }
-  if (!e->recompute_expressed || e->text.find("cannot express") != std::string::npos ||
-      e->text.find("is not written") != std::string::npos ||
-      e->text.find("these keys set the split") != std::string::npos ||
-      e->text.find("V placement") != std::string::npos) {
-    why = "not expressed";
-    return {};
-  }
-  LaunchInputs in;
-  in.cluster_path = "machine.yaml";
-  in.cluster_text = machine;
-  const Training& t = c.training;
-  in.gpus = static_cast<int>(t.tp * t.cp * c.shape.p * t.dp);
-  Result<commands::LaunchConfig> back =
-      commands::ReadLaunchConfig("mindformers", "emitted.yaml", e->text, in);
-  INFO(e->text);
-  if (!back.ok()) FAIL(back.error().message);
-  Result<RunConfig> b = ParseConfig(back->yaml, "emitted.yaml", CliOverrides());
-  REQUIRE(b.ok());
-  return {test::SimJson(*b), test::SimJson(c)};
+  return test::EmitReadBack(
+      c, Framework::MindFormers, "mindformers", "emitted.yaml", machine,
+      {"cannot express", "is not written", "these keys set the split", "V placement"}, why);
 }
 
 }  // namespace
 
 TEST_CASE("from mindformers: what --emit mindformers writes reads back as the same run") {
-  int shipped = 0;
   std::vector<std::string> skipped;
-  for (const std::filesystem::path& f : test::ShippedConfigs()) {
-    Result<RunConfig> c = LoadConfig(f.string(), CliOverrides());
-    if (!c.ok() || c->derived.empty()) continue;
-    std::string why;
-    const auto [back, original] = RoundTrip(*c, test::MachineOf(f), why);
-    INFO(f.filename().string());
-    if (back.empty()) {
-      skipped.push_back(f.filename().string() + ": " + why);
-      continue;
-    }
-    CHECK(back == original);
-    ++shipped;
-  }
+  const int shipped = test::ShippedRoundTrips(RoundTrip, skipped);
   INFO(fmt::format("skipped: {}", fmt::join(skipped, "; ")));
   // llama2-7b, llama2-70b, llama3-8b, llama3.1-405b and qwen2.5-72b among
   // them; the skipped ones overlap communication, shard past ZeRO-1, train

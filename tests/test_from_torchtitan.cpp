@@ -32,15 +32,9 @@ std::string Data(const std::string& name) {
   return std::string(PPB_TEST_DATA_DIR) + "/torchtitan/" + name;
 }
 
-LaunchInputs H100(std::optional<int> gpus = std::nullopt) {
-  return test::Machine(std::string(PPB_TEST_DATA_DIR) + "/../../configs/megatron/h100.yaml", gpus);
-}
+using test::H100;
 
-std::string ConfigJson(const std::string& file) {
-  Result<RunConfig> c = LoadConfig(Data(file), CliOverrides());
-  if (!c.ok()) FAIL(c.error().message);
-  return test::SimJson(*c);
-}
+std::string ConfigJson(const std::string& file) { return test::FileJson(Data(file)); }
 
 Result<commands::LaunchConfig> FromToml(const std::string& text,
                                         std::optional<int> gpus = std::nullopt) {
@@ -591,35 +585,11 @@ TEST_CASE("torchtitan main: the token counts and Trainer.Config's checks") {
 namespace ppb {
 namespace {
 
-// --emit torchtitan-0.2.2, then --from torchtitan: the simulation JSONs of
-// the config and of what was read back. Empty when the emission is refused
-// or says it cannot express the run (`why` says which).
+// --emit torchtitan-0.2.2, then --from torchtitan (test::EmitReadBack).
 std::pair<std::string, std::string> RoundTrip(const RunConfig& c, const std::string& machine,
                                               std::string& why) {
-  Result<PreparedRun> run = Prepare(c);
-  REQUIRE(run.ok());
-  Result<Emission> e = Emit(Framework::Torchtitan022, c, run->program);
-  if (!e.ok()) {
-    why = e.error().message;
-    return {};
-  }
-  if (!e->recompute_expressed || e->text.find("cannot express") != std::string::npos ||
-      e->text.find("no torchtitan v0.2.2 flavour") != std::string::npos) {
-    why = "not expressed";
-    return {};
-  }
-  LaunchInputs in;
-  in.cluster_path = "machine.yaml";
-  in.cluster_text = machine;
-  const Training& t = c.training;
-  in.gpus = static_cast<int>(t.tp * t.cp * c.shape.p * t.dp);
-  Result<commands::LaunchConfig> back =
-      commands::ReadLaunchConfig("torchtitan", "emitted.toml", e->text, in);
-  INFO(e->text);
-  if (!back.ok()) FAIL(back.error().message);
-  Result<RunConfig> b = ParseConfig(back->yaml, "emitted.toml", CliOverrides());
-  REQUIRE(b.ok());
-  return {test::SimJson(*b), test::SimJson(c)};
+  return test::EmitReadBack(c, Framework::Torchtitan022, "torchtitan", "emitted.toml", machine,
+                            {"cannot express", "no torchtitan v0.2.2 flavour"}, why);
 }
 
 }  // namespace
@@ -628,21 +598,8 @@ TEST_CASE("from torchtitan: what --emit torchtitan-0.2.2 writes reads back as th
   // Every shipped config torchtitan v0.2.2 can run (a llama3 or qwen3
   // flavour, FSDP2 or plain data parallelism, no recompute or full on
   // every block), each skipped config with its reason.
-  int shipped = 0;
   std::vector<std::string> skipped;
-  for (const std::filesystem::path& f : test::ShippedConfigs()) {
-    Result<RunConfig> c = LoadConfig(f.string(), CliOverrides());
-    if (!c.ok() || c->derived.empty()) continue;
-    std::string why;
-    const auto [back, original] = RoundTrip(*c, test::MachineOf(f), why);
-    INFO(f.filename().string());
-    if (back.empty()) {
-      skipped.push_back(f.filename().string() + ": " + why);
-      continue;
-    }
-    CHECK(back == original);
-    ++shipped;
-  }
+  const int shipped = test::ShippedRoundTrips(RoundTrip, skipped);
   INFO(fmt::format("skipped: {}", fmt::join(skipped, "; ")));
   // configs/llama3-70b-fsdp.yaml; the guide's runs selective recompute,
   // which torchtitan's one-mode policies do not express as ppb simulates it.
@@ -686,40 +643,20 @@ namespace {
 
 // --emit torchtitan (main's Python form: assignments to the Trainer.Config
 // a config function returns), set on llama3_8b() of main's registry in a
-// function of its own, then --from torchtitan: the simulation JSONs of the
-// config and of what was read back. Empty when the emission is refused or
-// says it cannot express the run (`why` says which).
+// function of its own, then --from torchtitan (test::EmitReadBack).
 std::pair<std::string, std::string> MainRoundTrip(const RunConfig& c, std::string& why) {
-  Result<PreparedRun> run = Prepare(c);
-  REQUIRE(run.ok());
-  Result<Emission> e = Emit(Framework::Torchtitan, c, run->program);
-  if (!e.ok()) {
-    why = e.error().message;
-    return {};
-  }
-  if (!e->recompute_expressed || e->text.find("cannot express") != std::string::npos) {
-    why = "not expressed";
-    return {};
-  }
-  std::string registry = test::ReadAll(Data("main/llama3/config_registry.py"));
-  registry += "\n\ndef ppb_run() -> Trainer.Config:\n    config = llama3_8b()\n";
-  ForEachLine(e->text, [&](std::string_view line, int) {
-    if (line.rfind("#", 0) != 0) registry += "    " + std::string(line) + "\n";
-    return true;
-  });
-  registry += "    return config\n";
-  LaunchInputs in;
-  in.cluster_path = "machine.yaml";
-  in.cluster_text = "hardware: {gpu: h100-sxm}\n";
-  const Training& t = c.training;
-  in.gpus = static_cast<int>(t.tp * t.cp * c.shape.p * t.dp);
-  Result<commands::LaunchConfig> back = commands::ReadLaunchConfig(
-      "torchtitan", "models/llama3/config_registry.py:ppb_run", registry, in);
-  INFO(e->text);
-  if (!back.ok()) FAIL(back.error().message);
-  Result<RunConfig> b = ParseConfig(back->yaml, "registry.py", CliOverrides());
-  REQUIRE(b.ok());
-  return {test::SimJson(*b), test::SimJson(c)};
+  auto wrap = [](const std::string& text) {
+    std::string registry = test::ReadAll(Data("main/llama3/config_registry.py"));
+    registry += "\n\ndef ppb_run() -> Trainer.Config:\n    config = llama3_8b()\n";
+    ForEachLine(text, [&](std::string_view line, int) {
+      if (line.rfind("#", 0) != 0) registry += "    " + std::string(line) + "\n";
+      return true;
+    });
+    return registry + "    return config\n";
+  };
+  return test::EmitReadBack(c, Framework::Torchtitan, "torchtitan",
+                            "models/llama3/config_registry.py:ppb_run",
+                            "hardware: {gpu: h100-sxm}\n", {"cannot express"}, why, wrap);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // PlaceLaunchError (apps/input/launch_run.h).
 #include "apps/input/launch_run.h"
 
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
@@ -47,6 +48,15 @@ void ConfigWriter::Copy(std::string_view text, const std::string& path) {
          fmt::format("{}:{}", path, line));
     return true;
   });
+}
+
+void FinishLaunch(LaunchRun& run, ConfigWriter& o, const std::vector<std::string>& ignored) {
+  if (!ignored.empty()) {
+    run.notes.push_back(
+        fmt::format("ignored (ppb does not model them): {}", fmt::join(ignored, " ")));
+  }
+  run.yaml = std::move(o.yaml_);
+  run.origins = std::move(o.origins_);
 }
 
 Status WriteCluster(ConfigWriter& o, const LaunchInputs& in, const std::string& path) {

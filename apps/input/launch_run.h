@@ -76,6 +76,11 @@ class ConfigWriter {
 // file is not such a map.
 Status WriteCluster(ConfigWriter& o, const LaunchInputs& in, const std::string& path);
 
+// Ends a reader's translation: `ignored` (the keys or flags ppb does not
+// model) as one note when there are any, and the config text with its
+// origins moved from `o` into `run`.
+void FinishLaunch(LaunchRun& run, ConfigWriter& o, const std::vector<std::string>& ignored);
+
 // A ppb config error (message "yaml_path:LINE: key: ...") about the text of
 // `run.yaml` placed where that line came from: "train.sh:57: --hidden-size
 // (read as ppb model.architecture.hidden_size): ...". Other messages are

@@ -607,11 +607,9 @@ LaunchRun Translate(Args& a, const LaunchCommand* launch, const std::string& pat
     notes.push_back(fmt::format("{} other arguments of the log are not modelled (data, "
                                 "logging, checkpointing, learning rate, ...)",
                                 unread.size()));
-  } else if (!unread.empty()) {
-    notes.push_back(fmt::format("ignored (ppb does not model them): {}", fmt::join(unread, " ")));
+    unread.clear();
   }
-  run.yaml = std::move(o.yaml_);
-  run.origins = std::move(o.origins_);
+  FinishLaunch(run, o, unread);
   return run;
 }
 

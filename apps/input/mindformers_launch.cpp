@@ -366,11 +366,7 @@ LaunchRun Translate(Doc& doc, const LaunchInputs& in) {
   }
   for (std::string& k : doc.Unread("")) ignored.push_back(std::move(k));
   std::sort(ignored.begin(), ignored.end());
-  if (!ignored.empty()) {
-    notes.push_back(fmt::format("ignored (ppb does not model them): {}", fmt::join(ignored, " ")));
-  }
-  run.yaml = std::move(o.yaml_);
-  run.origins = std::move(o.origins_);
+  FinishLaunch(run, o, ignored);
   return run;
 }
 

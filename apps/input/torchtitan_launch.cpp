@@ -680,12 +680,7 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
   if (Status st = WriteCluster(o, in, path); !st.ok()) Fail(st.error().message);
 
   // ---- what was not read -------------------------------------------------
-  const std::vector<std::string> ignored = job.Unread();
-  if (!ignored.empty()) {
-    notes.push_back(fmt::format("ignored (ppb does not model them): {}", fmt::join(ignored, " ")));
-  }
-  run.yaml = std::move(o.yaml_);
-  run.origins = std::move(o.origins_);
+  FinishLaunch(run, o, job.Unread());
   return run;
 }
 
