@@ -231,10 +231,10 @@ TEST_CASE("torchtitan: refusals name the line, the key, the rule and both values
         "run.toml:2: model.flavor: must be a llama3 flavour of torchtitan v0.2.2 "
         "(debugmodel, debugmodel_flex_attn, debugmodel_varlen_attn, 8B, 8B_flex, 8B_varlen, "
         "70B, 405B); got \"7B\"");
-  CHECK(Refusal("[model]\nname = \"deepseek_v3\"\n", 8) ==
-        "run.toml:2: model.name: must be a model whose flavours ppb knows (llama3, qwen3; "
-        "deepseek_v3, llama4, gpt_oss and torchtitan's other models are not read yet); got "
-        "\"deepseek_v3\"");
+  CHECK(Refusal("[model]\nname = \"llama4\"\n", 8) ==
+        "run.toml:2: model.name: must be a model whose flavours ppb knows (llama3, qwen3, "
+        "deepseek_v3; llama4, gpt_oss and torchtitan's other models are not read yet); got "
+        "\"llama4\"");
   CHECK(Refusal(model + "[parallelism]\npipeline_parallel_degree = 2\n"
                         "pipeline_parallel_layers_per_stage = 6\n",
                 8) ==
@@ -356,6 +356,52 @@ TEST_CASE("torchtitan: qwen3's MoE flavours with expert parallelism") {
                 8) ==
         "run.toml:5: parallelism.expert_parallel_degree: must be 1 for qwen3 8B (a "
         "dense model: no experts); got the integer 2");
+}
+
+TEST_CASE("torchtitan: deepseek_v3's flavours (MLA, shared experts, dense first layers)") {
+  // DeepSeek-V2-Lite's shape (deepseekv3_args "16B"): 27 layers, the first
+  // dense (inter_dim 10944), then 64 routed experts of 1408 (6 a token) and
+  // 2 shared (one FeedForward of 2 x 1408); MLA with no q LoRA. 64 H100s:
+  // FSDP2 over all, 8-way expert parallelism, 4 x 4096-token sequences a
+  // rank, op-level SAC read as ppb's selective recompute.
+  Result<RunConfig> hand = ParseConfig(
+      "model:\n  name: deepseek-v2-lite\n  architecture:\n    hidden_size: 2048\n"
+      "    num_layers: 27\n    num_attention_heads: 16\n    ffn_hidden_size: 10944\n"
+      "    vocab_size: 102400\n"
+      "    moe: {num_experts: 64, top_k: 6, expert_ffn_hidden_size: 1408, "
+      "shared_ffn_hidden_size: 2816, first_k_dense: 1}\n"
+      "    mla: {q_lora_rank: 0, kv_lora_rank: 512, qk_nope_head_dim: 128, "
+      "qk_rope_head_dim: 64, v_head_dim: 128}\n"
+      "training: {seq_length: 4096, micro_batch_size: 4, global_batch_size: 256, dtype: bf16, "
+      "grad_dtype: fp32, tensor_parallel: 1, data_parallel: 64, fsdp: torch, "
+      "expert_parallel: 8}\n"
+      "hardware: {gpu: h100-sxm}\n"
+      "pipeline: {stages: 1, schedule: 1f1b}\n"
+      "strategy:\n  recompute: {selective: true}\n",
+      "hand.yaml", CliOverrides());
+  if (!hand.ok()) FAIL(hand.error().message);
+  const std::string want = test::SimJson(*hand);
+  // v0.2.2's own train_configs/deepseek_v3_16b.toml, and main's
+  // deepseek_v3_16b().
+  CHECK(test::LaunchJson("torchtitan", Data("deepseek_v3_16b.toml"), H100(64)) == want);
+  CHECK(test::LaunchJson("torchtitan", Data("main/deepseek_v3/config_registry.py:deepseek_v3_16b"),
+                         H100(64)) == want);
+  // The 671B: three dense layers, 256 experts (8 a token) and one shared.
+  const TorchtitanFlavour* v3 = FindTorchtitanFlavour("deepseek_v3", "671B", true);
+  REQUIRE(v3 != nullptr);
+  CHECK(v3->dense_layers == 3);
+  CHECK(v3->shared_experts == 1);
+  CHECK(v3->q_lora_rank == 1536);
+  // main's MTP decoder is not read.
+  const std::string registry = Data("main/deepseek_v3/config_registry.py");
+  Result<commands::LaunchConfig> mtp = commands::ReadLaunchConfig(
+      "torchtitan", registry + ":deepseek_v3_debugmodel_mtp", test::ReadAll(registry), H100(8));
+  REQUIRE_FALSE(mtp.ok());
+  CHECK(mtp.error().message ==
+        registry +
+            ":78: model_spec.num_mtp_layers: must be 0 (ppb does not read torchtitan's "
+            "MTP decoder yet; its MTPDecoder also refuses pipeline parallelism); got the "
+            "integer 1");
 }
 
 TEST_CASE("torchtitan: rowwise FP8 runs as ppb's blockwise and says so") {

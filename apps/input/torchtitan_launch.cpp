@@ -56,11 +56,11 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
                       "config_registry.py); got \"{}\"",
                       path, version, fmt::join(models, ", "), model));
     }
-    Fail(fmt::format(
-        "{}: model.name: must be a model whose flavours ppb knows ({}; "
-        "deepseek_v3, llama4, gpt_oss and torchtitan's other models are not read yet); got "
-        "\"{}\"",
-        job.Line("model.name"), fmt::join(models, ", "), model));
+    Fail(
+        fmt::format("{}: model.name: must be a model whose flavours ppb knows ({}; "
+                    "llama4, gpt_oss and torchtitan's other models are not read yet); got "
+                    "\"{}\"",
+                    job.Line("model.name"), fmt::join(models, ", "), model));
   }
   if (main != nullptr) {
     const TomlValue* spec = job.Raw("model_spec");
@@ -93,8 +93,10 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
   o.Key(4, "hidden_size", f->dim, shape);
   o.Key(4, "num_layers", f->n_layers, shape);
   o.Key(4, "num_attention_heads", f->n_heads, shape);
-  o.Key(4, "num_key_value_heads", f->n_kv_heads > 0 ? f->n_kv_heads : f->n_heads, shape);
-  o.Key(4, "head_dim", f->head_dim > 0 ? f->head_dim : f->dim / f->n_heads, shape);
+  if (f->kv_lora_rank == 0) {
+    o.Key(4, "num_key_value_heads", f->n_kv_heads > 0 ? f->n_kv_heads : f->n_heads, shape);
+    o.Key(4, "head_dim", f->head_dim > 0 ? f->head_dim : f->dim / f->n_heads, shape);
+  }
   if (f->experts == 0 || f->ffn_hidden > 0) o.Key(4, "ffn_hidden_size", FfnHidden(*f), shape);
   o.Key(4, "vocab_size", f->vocab_size, shape);
   o.Key(4, "tie_embeddings", Bool(f->tied), shape);
@@ -106,6 +108,27 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
     o.Key(6, "num_experts", f->experts, shape);
     o.Key(6, "top_k", f->top_k, shape);
     o.Key(6, "expert_ffn_hidden_size", f->moe_hidden, shape);
+    if (f->shared_experts > 0) {
+      // One FeedForward of moe_inter_dim x num_shared_experts.
+      o.Key(6, "shared_ffn_hidden_size", f->moe_hidden * f->shared_experts, shape);
+    }
+    if (f->dense_layers > 0) o.Key(6, "first_k_dense", f->dense_layers, shape);
+  }
+  if (f->kv_lora_rank > 0) {
+    o.Line(4, "mla:");
+    o.Key(6, "q_lora_rank", f->q_lora_rank, shape);
+    o.Key(6, "kv_lora_rank", f->kv_lora_rank, shape);
+    o.Key(6, "qk_nope_head_dim", f->qk_nope_head_dim, shape);
+    o.Key(6, "qk_rope_head_dim", f->qk_rope_head_dim, shape);
+    o.Key(6, "v_head_dim", f->v_head_dim, shape);
+  }
+  if (main != nullptr && f->model == "deepseek_v3" &&
+      job.Int("model_spec.num_mtp_layers", 0, 0, "an integer >= 0") > 0) {
+    // model_registry(..., num_mtp_layers=N): main's MTPDecoder after the
+    // last layer, which ppb's torchtitan split does not place.
+    job.Wrong("model_spec.num_mtp_layers",
+              "0 (ppb does not read torchtitan's MTP decoder yet; its MTPDecoder also refuses "
+              "pipeline parallelism)");
   }
   if (attention != "sdpa") {
     notes.push_back(

@@ -2,7 +2,8 @@
 // from torchtitan v0.2.2 (models/llama3/__init__.py llama3_args,
 // models/qwen3/__init__.py qwen3_args, dense and MoE) and main at b5bcd76c
 // (models/llama3/__init__.py _debugmodel ... _405b, models/qwen3/
-// __init__.py _debugmodel ... _32b, _debugmodel_moe, _30b_a3b, _235b_a22b).
+// __init__.py _debugmodel ... _32b, _debugmodel_moe, _30b_a3b, _235b_a22b;
+// deepseek_v3: v0.2.2's deepseekv3_args, main's _debugmodel ... _671b).
 #include "apps/input/torchtitan_models.h"
 
 #include <cmath>
@@ -57,6 +58,35 @@ TorchtitanFlavour Moe(TorchtitanFlavour f, std::int64_t kv, std::int64_t experts
   return f;
 }
 
+// deepseek_v3: MLA (q_lora_rank, kv_lora_rank 512, 128 + 64 QK head
+// dims, 128 V), `dense` dense layers of `inter` then routed experts.
+TorchtitanFlavour DeepSeek(std::string_view flavor, std::int64_t vocab, std::int64_t dim,
+                           std::int64_t inter, std::int64_t moe_inter, std::int64_t layers,
+                           std::int64_t dense, std::int64_t heads, std::int64_t experts,
+                           std::int64_t shared, std::int64_t top_k, std::int64_t q_lora,
+                           std::string_view attention) {
+  TorchtitanFlavour f;
+  f.model = "deepseek_v3";
+  f.flavor = flavor;
+  f.dim = dim;
+  f.n_layers = layers;
+  f.n_heads = heads;
+  f.vocab_size = vocab;
+  f.ffn_hidden = inter;
+  f.experts = experts;
+  f.top_k = top_k;
+  f.moe_hidden = moe_inter;
+  f.shared_experts = shared;
+  f.dense_layers = dense;
+  f.q_lora_rank = q_lora;
+  f.kv_lora_rank = 512;
+  f.qk_nope_head_dim = 128;
+  f.qk_rope_head_dim = 64;
+  f.v_head_dim = 128;
+  f.attention = attention;
+  return f;
+}
+
 TorchtitanFlavour Main(TorchtitanFlavour f) {
   f.main = true;
   return f;
@@ -95,6 +125,12 @@ const std::vector<TorchtitanFlavour>& Table() {
       Moe(Qwen("debugmodel_moe", 2048, 256, 8, 16, 3072, false), 8, 64, 8, 768),
       Moe(Qwen("30B-A3B", 151936, 2048, 48, 32, 6144, false), 4, 128, 8, 768),
       Moe(Qwen("235B-A22B", 151936, 4096, 94, 64, 12288, false), 4, 128, 8, 1536),
+      // deepseekv3_args: DeepSeek-V2-Lite's 16B, V2's 236B, V3's 671B.
+      DeepSeek("debugmodel", 2048, 256, 1024, 256, 6, 1, 16, 8, 2, 3, 0, "sdpa"),
+      DeepSeek("debugmodel_flex_attn", 2048, 256, 1024, 256, 6, 1, 16, 8, 2, 3, 0, "flex"),
+      DeepSeek("16B", 102400, 2048, 10944, 1408, 27, 1, 16, 64, 2, 6, 0, "flex"),
+      DeepSeek("236B", 102400, 5120, 12288, 1536, 60, 1, 128, 160, 2, 6, 1536, "flex"),
+      DeepSeek("671B", 129280, 7168, 18432, 2048, 61, 3, 128, 256, 1, 8, 1536, "flex"),
       // main's llama3_configs: flex attention by default; 1B and 3B tie
       // the embedding and the LM head.
       Main(Llama("debugmodel", 256, 6, 16, 0, 256, 0, "flex", 2048)),
@@ -117,6 +153,12 @@ const std::vector<TorchtitanFlavour>& Table() {
       Main(Flex(Moe(Qwen("debugmodel_moe", 2048, 256, 8, 16, 0, false), 8, 64, 8, 768))),
       Main(Flex(Moe(Qwen("30B-A3B", 151936, 2048, 48, 32, 0, false), 4, 128, 8, 768))),
       Main(Flex(Moe(Qwen("235B-A22B", 151936, 4096, 94, 64, 0, false), 4, 128, 8, 1536))),
+      // main's deepseekv3_configs: v0.2.2's shapes, flex attention by
+      // default (model_registry's attn_backend).
+      Main(DeepSeek("debugmodel", 2048, 256, 1024, 256, 6, 1, 16, 8, 2, 3, 0, "flex")),
+      Main(DeepSeek("16B", 102400, 2048, 10944, 1408, 27, 1, 16, 64, 2, 6, 0, "flex")),
+      Main(DeepSeek("236B", 102400, 5120, 12288, 1536, 60, 1, 128, 160, 2, 6, 1536, "flex")),
+      Main(DeepSeek("671B", 129280, 7168, 18432, 2048, 61, 3, 128, 256, 1, 8, 1536, "flex")),
   };
   return table;
 }
@@ -145,7 +187,9 @@ const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::stri
   return nullptr;
 }
 
-std::vector<std::string> TorchtitanModels(bool /*main*/) { return {"llama3", "qwen3"}; }
+std::vector<std::string> TorchtitanModels(bool /*main*/) {
+  return {"llama3", "qwen3", "deepseek_v3"};
+}
 
 std::vector<std::string> TorchtitanFlavours(std::string_view model, bool main) {
   std::vector<std::string> out;

@@ -10,7 +10,10 @@
 // n_heads by default; the SwiGLU width of model.py FeedForward) and qwen3
 // (model/args.py Qwen3ModelArgs: head_dim and hidden_dim given, qk_norm,
 // enable_weight_tying on the three smallest; the MoE flavours route every
-// layer's MLP, MoEArgs without shared experts). Every flavour is untied
+// layer's MLP, MoEArgs without shared experts) and deepseek_v3
+// (model/args.py DeepSeekV3ModelArgs, main's _debugmodel ... _671b: MLA,
+// n_dense_layers dense layers of inter_dim, then routed experts with
+// shared ones of moe_inter_dim each). Every flavour is untied
 // unless it says otherwise, uses RMSNorm and rotary positions, and has no
 // biases.
 #pragma once
@@ -41,6 +44,15 @@ struct TorchtitanFlavour {
   std::int64_t experts = 0;
   std::int64_t top_k = 0;
   std::int64_t moe_hidden = 0;
+  // deepseek_v3: shared experts of moe_hidden each, the first dense layers
+  // (of ffn_hidden), and multi-head latent attention (kv_lora_rank > 0).
+  std::int64_t shared_experts = 0;
+  std::int64_t dense_layers = 0;
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
   std::string_view attention = "sdpa";  // attn_type: sdpa | flex | varlen
   bool main = false;                    // main's registry, else v0.2.2's
 };
@@ -59,7 +71,7 @@ std::int64_t FfnHidden(const TorchtitanFlavour& f);
 const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::string_view flavor,
                                                bool main = false);
 
-// The models ppb reads ("llama3", "qwen3"), and one
+// The models ppb reads ("llama3", "qwen3", "deepseek_v3"), and one
 // model's flavours, in torchtitan's order.
 std::vector<std::string> TorchtitanModels(bool main = false);
 std::vector<std::string> TorchtitanFlavours(std::string_view model, bool main = false);

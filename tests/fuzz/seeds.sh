@@ -31,5 +31,5 @@ seed candidates tests/data/snapshots/inputs/candidates.yaml
 seed plan configs/plan-llama3-8b.yaml configs/llama3-70b-fp8.yaml tests/data/plan/*.yaml
 seed runs tests/data/step/runs*.yaml configs/guide/runs/runs.yaml
 seed launch configs/megatron/*.sh configs/megatron/*.log tests/data/megatron/*.sh \
-  tests/data/torchtitan/*.toml tests/data/torchtitan/main/llama3/config_registry.py \
+  tests/data/torchtitan/*.toml tests/data/torchtitan/main/*/config_registry.py \
   tests/data/mindformers/*.yaml
