@@ -82,6 +82,8 @@ TEST_CASE("mindformers: LlamaFeedForward's width from multiple_of and ffn_dim_mu
   // Llama-2-7B: int(2 x 16384 / 3) = 10922, up to a multiple of 256: 11008.
   RunConfig a = Loaded(Legacy("    hidden_size: 4096\n    num_layers: 4\n"));
   CHECK(a.architecture.ffn == 11008);
+  // LlamaConfig computes in float16 unless compute_dtype says otherwise.
+  CHECK(a.training.dtype == Dtype::Fp16);
   // Llama-3-8B's (1.3, 1024): int(1.31 x 16384) = 21463, int(2 x 21463 / 3)
   // = 14308, up to 1024: 14336.
   RunConfig b = Loaded(
@@ -133,6 +135,42 @@ TEST_CASE("mindformers: op-level select_recompute as selective on each stage's f
   CHECK(notes.find(file + ":96: recompute_config.select_recompute: op-level selective "
                           "recompute (per op pattern) is simulated as ppb's selective") !=
         std::string::npos);
+}
+
+TEST_CASE("mindformers: GLM-4's legacy ChatGLM2Config") {
+  // finetune_glm4_9b.yaml: GLM-4-9B's shape (HF config.json: 40 layers of
+  // 4096, 32 heads of 128 over 2 KV groups, FFN 13696, vocabulary 151552,
+  // Q/K/V biases), 2 x 1 x 4 = 8 devices, offset [-1, 0, 2, -1].
+  const std::string file = Data("finetune_glm4_9b.yaml");
+  Result<commands::LaunchConfig> r =
+      commands::ReadLaunchConfig("mindformers", file, test::ReadAll(file), H100(8));
+  if (!r.ok()) FAIL(r.error().message);
+  Result<RunConfig> c = ParseConfig(r->yaml, file, CliOverrides());
+  REQUIRE(c.ok());
+  const Architecture& a = c->architecture;
+  CHECK(a.layers == 40);
+  CHECK(a.kv_heads == 2);
+  CHECK(a.head_dim == 128);
+  CHECK(a.ffn == 13696);
+  CHECK(a.vocab == 151552);
+  CHECK(a.qkv_bias);
+  CHECK_FALSE(a.tied_embeddings);
+  CHECK(c->training.dtype == Dtype::Bf16);
+  // 40 / 4 = 10 a stage with offset [-1, 0, 2, -1], the embedding first and
+  // the head last.
+  CHECK(c->strategy.layers_per_stage == std::vector<int>{10, 10, 12, 10});
+  // ChatGLM2Config's defaults and refusals.
+  const std::string glm =
+      "parallel_config: {data_parallel: 1}\nmodel:\n  model_config:\n    type: ChatGLM2Config\n"
+      "    seq_length: 1024\n";
+  RunConfig d = Loaded(glm);
+  CHECK(d.architecture.layers == 28);
+  CHECK(d.architecture.vocab == 65024);
+  CHECK(d.architecture.kv_heads == 2);
+  CHECK(Refusal(glm + "    rmsnorm: False\n") ==
+        Data("run.yaml") +
+            ":6: model.model_config.rmsnorm: must be True (ppb reads GLM with "
+            "RMSNorm; LayerNorm GLM is not read); got 'False'");
 }
 
 TEST_CASE("mindformers: the step by base_trainer.py's batch rule") {

@@ -238,7 +238,9 @@ LaunchRun Translate(Doc& doc, const LaunchInputs& in) {
     doc.Wrong(seq_key, "the sequence length (a positive integer)");
   }
   const std::string dtype_key = "model.model_config.compute_dtype";
-  const std::string dtype = doc.Str(dtype_key, "bfloat16");
+  // The legacy classes compute in float16 by default (LlamaConfig,
+  // ChatGLM2Config), the mcore form in bfloat16 (MFModelConfig).
+  const std::string dtype = doc.Str(dtype_key, legacy ? "float16" : "bfloat16");
   std::string ppb_dtype;
   if (dtype == "bfloat16") {
     ppb_dtype = "bf16";
@@ -255,7 +257,7 @@ LaunchRun Translate(Doc& doc, const LaunchInputs& in) {
   o.Key(2, "seq_length", *seq, where(seq_key));
   o.Key(2, "micro_batch_size", mbs, where("runner_config.batch_size"));
   o.Key(2, "global_batch_size", mbs * dp * m, m_where);
-  o.Key(2, "dtype", ppb_dtype, doc.Has(dtype_key) ? where(dtype_key) : "");
+  o.Key(2, "dtype", ppb_dtype, where(dtype_key));
   o.Key(2, "grad_dtype", "fp32", "");
   o.Key(2, "tensor_parallel", mp, where("parallel_config.model_parallel"));
   o.Key(2, "sequence_parallel", Bool(sp && mp > 1), where("parallel_config.use_seq_parallel"));

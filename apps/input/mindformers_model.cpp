@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <initializer_list>
 #include <utility>
@@ -176,9 +177,85 @@ namespace {
 
 // The model_type of the legacy form, by its config class; the experts of
 // its top-level moe_config.
+// A model_config key of the legacy classes that the alias table does not
+// hold, read (and so no longer listed as ignored).
+YAML::Node TakeKey(Doc& doc, ModelDict& d, const std::string& key) {
+  const std::string full = "model.model_config." + key;
+  d.ignored.erase(std::remove(d.ignored.begin(), d.ignored.end(), full), d.ignored.end());
+  return doc.Get(full);
+}
+
+// ChatGLM2Config (models/glm2/glm2_config.py; GLM-4's legacy form) as a
+// Llama-style HuggingFace config: its defaults (28 layers of 4096, FFN
+// 13696, 32 heads of kv_channels 128, padded_vocab_size 65024, Q/K/V
+// biases), multi_query_attention's multi_query_group_num KV heads (2),
+// SwiGLU, RMSNorm, an untied output layer.
+void GlmModel(Doc& doc, ModelDict& d, const std::string& where) {
+  d.hf["model_type"] = "llama";
+  d.origin["model_type"] = where;
+  auto fallback = [&](const char* key, const nlohmann::json& value) {
+    if (!d.hf.contains(key)) {
+      d.hf[key] = value;
+      d.origin[key] = where + " (ChatGLM2Config's default)";
+    }
+  };
+  fallback("num_hidden_layers", 28);
+  fallback("hidden_size", 4096);
+  fallback("intermediate_size", 13696);
+  fallback("head_dim", 128);
+  fallback("num_attention_heads", 32);
+  fallback("attention_bias", true);
+  fallback("tie_word_embeddings", false);
+  const std::string mc = "model.model_config.";
+  if (const YAML::Node v = TakeKey(doc, d, "padded_vocab_size"); v.IsDefined()) {
+    if (d.hf.contains("vocab_size")) {
+      Fail(
+          fmt::format("{}: {}padded_vocab_size: must not be given with vocab_size (one "
+                      "field); got both",
+                      doc.Line(mc + "padded_vocab_size"), mc));
+    }
+    d.hf["vocab_size"] = ToJson(v);
+    d.origin["vocab_size"] = doc.Line(mc + "padded_vocab_size") + ": " + mc + "padded_vocab_size";
+  }
+  fallback("vocab_size", 65024);
+  auto flag = [&](const char* key, bool def) {
+    const YAML::Node v = TakeKey(doc, d, key);
+    if (!v.IsDefined() || v.IsNull()) return def;
+    const std::optional<bool> b = Doc::AsBool(v);
+    if (!b) doc.Wrong(mc + key, "a bool (True or False)");
+    return *b;
+  };
+  if (!flag("rmsnorm", true)) {
+    doc.Wrong(mc + "rmsnorm", "True (ppb reads GLM with RMSNorm; LayerNorm GLM is not read)");
+  }
+  if (flag("add_bias_linear", false)) {
+    doc.Wrong(mc + "add_bias_linear",
+              "False (ppb reads GLM's biases on Q, K and V only, add_qkv_bias)");
+  }
+  const bool mqa = flag("multi_query_attention", true);
+  const YAML::Node groups = TakeKey(doc, d, "multi_query_group_num");
+  if (!d.hf.contains("num_key_value_heads")) {
+    if (!mqa) {
+      d.hf["num_key_value_heads"] = d.hf["num_attention_heads"];
+      d.origin["num_key_value_heads"] =
+          doc.Line(mc + "multi_query_attention") + ": " + mc + "multi_query_attention";
+    } else if (groups.IsDefined()) {
+      d.hf["num_key_value_heads"] = ToJson(groups);
+      d.origin["num_key_value_heads"] =
+          doc.Line(mc + "multi_query_group_num") + ": " + mc + "multi_query_group_num";
+    } else {
+      fallback("num_key_value_heads", 2);
+    }
+  }
+}
+
 void LegacyModel(Doc& doc, ModelDict& d) {
   const std::string type_key = "model.model_config.type";
   const std::string type = doc.Str(type_key, "");
+  if (type == "ChatGLM2Config") {
+    GlmModel(doc, d, doc.Line(type_key) + ": " + type_key);
+    return;
+  }
   const bool experts = doc.Has("moe_config.expert_num") &&
                        Doc::AsInt(doc.Get("moe_config.expert_num")).value_or(1) > 1;
   if (type != "LlamaConfig" && !d.unread_dir.empty()) {
@@ -193,7 +270,7 @@ void LegacyModel(Doc& doc, ModelDict& d) {
         fmt::format("{}: model.model_config.model_type: must be given (the mcore form: "
                     "llama, qwen2, qwen3, qwen3_moe, deepseek_v3, ..., in model_config or "
                     "pretrained_model_dir's config.json), or model_config.type must be "
-                    "LlamaConfig (the legacy form ppb reads); got {}",
+                    "LlamaConfig or ChatGLM2Config (the legacy forms ppb reads); got {}",
                     doc.Line(type.empty() ? "model.model_config" : type_key),
                     type.empty() ? "neither" : "type '" + type + "'"));
   }
