@@ -320,6 +320,115 @@ TEST_CASE("from megatron: every argument ppb does not model is listed") {
   CHECK(r->notes.back() == "ignored (ppb does not model them): --lr --step-batch-size-schedule");
 }
 
+TEST_CASE("from megatron: sliding windows, sinks and the GLU flags by Megatron's rules") {
+  // Megatron's own gpt-oss example (examples/gptoss/02_train.sh) on 4 GPUs
+  // (PP = the world = 4 holds its 12 layers): --window-size 127,0 is a
+  // 128-key window, --window-attn-skip-freq 2 makes every 2nd (1-based)
+  // layer full, --softmax-type learnable a sink logit per head,
+  // --quick-geglu a gated MLP and --recompute-activations selective
+  // recompute (validate_args).
+  std::string text = Slurp(Data("02_train.sh"));
+  const std::string from = "GPUS_PER_NODE=8\n", to = "GPUS_PER_NODE=4\n";
+  REQUIRE(text.find(from) != std::string::npos);
+  text.replace(text.find(from), from.size(), to);
+  Result<commands::LaunchConfig> oss = FromText(text);
+  if (!oss.ok()) FAIL(oss.error().message);
+  CHECK(oss->yaml.find("    layer_types: [sliding_attention, full_attention, sliding_attention, "
+                       "full_attention, sliding_attention, full_attention, sliding_attention, "
+                       "full_attention, sliding_attention, full_attention, sliding_attention, "
+                       "full_attention]\n") != std::string::npos);
+  CHECK(oss->yaml.find("    sliding_window: 128\n") != std::string::npos);
+  CHECK(oss->yaml.find("    attention_sinks: true\n") != std::string::npos);
+  CHECK(oss->yaml.find("    gated_mlp: true\n") != std::string::npos);
+  CHECK(oss->yaml.find("decoder.11: selective}") != std::string::npos);
+  // A pattern list: 1 slides; -1 on the left is no window at all.
+  Result<commands::LaunchConfig> listed =
+      FromText(Script("  --window-size 4095,0 --window-attn-skip-freq \"[1,0,0,1]\""));
+  if (!listed.ok()) FAIL(listed.error().message);
+  CHECK(listed->yaml.find("    layer_types: [sliding_attention, full_attention, "
+                          "full_attention, sliding_attention]\n") != std::string::npos);
+  CHECK(listed->yaml.find("    sliding_window: 4096\n") != std::string::npos);
+  Result<commands::LaunchConfig> none = FromText(Script("  --window-size -1,0"));
+  REQUIRE(none.ok());
+  CHECK(none->yaml.find("layer_types") == std::string::npos);
+  Result<commands::LaunchConfig> bad = FromText(Script("  --window-size 127,5"));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message ==
+        "run.sh:6: --window-size: must be LEFT,RIGHT with LEFT -1 (no window) or from 0 to "
+        "1000000000 and RIGHT 0 or -1 (a causal decoder sees no later key); got '127,5'");
+  // add_bias_linear (Megatron's default) with RMSNorm: GPT-OSS's biases on
+  // Q, K, V, the attention output and every expert; a dense MLP's are not
+  // modelled, and the note says so.
+  Result<commands::LaunchConfig> biased = FromText(
+      Script("  --normalization RMSNorm --swiglu --num-experts 4 --moe-ffn-hidden-size 512"));
+  if (!biased.ok()) FAIL(biased.error().message);
+  CHECK(biased->yaml.find("    qkv_bias: true\n    attention_out_bias: true\n") !=
+        std::string::npos);
+  CHECK(biased->yaml.find("      expert_bias: true\n") != std::string::npos);
+  Result<commands::LaunchConfig> dense = FromText(Script("  --normalization RMSNorm"));
+  REQUIRE(dense.ok());
+  CHECK(std::find(dense->notes.begin(), dense->notes.end(),
+                  "add_bias_linear (no --disable-bias-linear) with RMSNorm: the biases of a "
+                  "dense or shared MLP's fc1 and fc2 are not modelled (those of Q, K, V, the "
+                  "attention output and the routed experts are)") != dense->notes.end());
+  Result<commands::LaunchConfig> plain =
+      FromText(Script("  --normalization RMSNorm --disable-bias-linear"));
+  REQUIRE(plain.ok());
+  CHECK(plain->yaml.find("bias") == std::string::npos);
+  Result<commands::LaunchConfig> short_list =
+      FromText(Script("  --window-size 127,0 --window-attn-skip-freq \"[1,0]\""));
+  REQUIRE_FALSE(short_list.ok());
+  CHECK(short_list.error().message ==
+        "run.sh:6: --window-attn-skip-freq: must list one entry a layer (4); got 2");
+}
+
+// Windowed models through --emit megatron and back: the sliding layers as
+// --window-size and --window-attn-skip-freq (an integer where the full
+// layers are every N-th, else the pattern), sinks as --softmax-type.
+TEST_CASE("from megatron: sliding layers and sinks emitted read back as the same run") {
+  const std::string rest =
+      "    num_attention_heads: 16\n    num_key_value_heads: 4\n"
+      "    ffn_hidden_size: 5632\n    vocab_size: 32000\n    attention_sinks: true\n"
+      "training: {seq_length: 8192, micro_batch_size: 1, global_batch_size: 64, dtype: bf16,\n"
+      "           tensor_parallel: 2, data_parallel: 4, distributed_optimizer: true}\n"
+      "hardware: {gpu: h100-sxm}\n"
+      "pipeline: {stages: 2, schedule: 1f1b}\n";
+  const std::string machine = "hardware: {gpu: h100-sxm}\n";
+  for (const std::string& types :
+       {std::string("[sliding_attention, sliding_attention, full_attention, sliding_attention, "
+                    "sliding_attention, full_attention]"),
+        std::string("[sliding_attention, full_attention, full_attention, sliding_attention, "
+                    "sliding_attention, sliding_attention]")}) {
+    Result<RunConfig> c = ParseConfig(
+        "model:\n  name: windowed\n  architecture:\n    hidden_size: 2048\n"
+        "    num_layers: 6\n    layer_types: " +
+            types + "\n    sliding_window: 1024\n" + rest,
+        "windowed.yaml", CliOverrides());
+    if (!c.ok()) FAIL(c.error().message);
+    std::string why;
+    const auto [back, want] =
+        test::EmitReadBack(*c, Framework::Megatron, "megatron", "emitted.txt", machine, {}, why);
+    INFO(why);
+    REQUIRE(!want.empty());
+    CHECK(back == want);
+  }
+  // The flags themselves: every 3rd layer full is the integer 3.
+  Result<RunConfig> c = ParseConfig(
+      "model:\n  name: windowed\n  architecture:\n    hidden_size: 2048\n"
+      "    num_layers: 6\n    layer_types: [sliding_attention, sliding_attention, "
+      "full_attention, sliding_attention, sliding_attention, full_attention]\n"
+      "    sliding_window: 1024\n" +
+          rest,
+      "windowed.yaml", CliOverrides());
+  REQUIRE(c.ok());
+  Result<PreparedRun> run = Prepare(*c);
+  REQUIRE(run.ok());
+  Result<Emission> e = Emit(Framework::Megatron, *c, run->program);
+  REQUIRE(e.ok());
+  CHECK(e->text.find("--window-size 1023,0\n--window-attn-skip-freq 3\n") != std::string::npos);
+  CHECK(e->text.find("--softmax-type learnable\n") != std::string::npos);
+}
+
 TEST_CASE("from megatron: a log's iterations after the warm-up are the measured step") {
   Result<std::vector<LoggedIteration>> its =
       ReadMegatronIterations("l.log", Slurp(Shipped("llama3_8b_h100_fp8.log")));

@@ -23,6 +23,7 @@
 #include "apps/input/toml_reader.h"
 #include "apps/input/torchtitan_models.h"
 #include "apps/output/emit.h"
+#include "core/cost_model.h"
 #include "tests/launch_helpers.h"
 
 namespace ppb {
@@ -233,7 +234,7 @@ TEST_CASE("torchtitan: refusals name the line, the key, the rule and both values
         "70B, 405B); got \"7B\"");
   CHECK(Refusal("[model]\nname = \"llama4\"\n", 8) ==
         "run.toml:2: model.name: must be a model whose flavours ppb knows (llama3, qwen3, "
-        "deepseek_v3; llama4, gpt_oss and torchtitan's other models are not read yet); got "
+        "deepseek_v3, gpt_oss; llama4 and torchtitan's other models are not read yet); got "
         "\"llama4\"");
   CHECK(Refusal(model + "[parallelism]\npipeline_parallel_degree = 2\n"
                         "pipeline_parallel_layers_per_stage = 6\n",
@@ -404,6 +405,86 @@ TEST_CASE("torchtitan: deepseek_v3's flavours (MLA, shared experts, dense first 
             "integer 1");
 }
 
+TEST_CASE("torchtitan: gpt_oss's flavours (sliding windows, sinks, biased experts)") {
+  // main's gpt_oss_120b() on 64 H100s (FSDP2 over all, 8192-token
+  // sequences, FullAC) is the run of OpenAI's own config.json for
+  // GPT-OSS-120B (configs/hf/gpt-oss-120b.json, read by ppb's HuggingFace
+  // reader: its layer_types, sliding_window 128, attention_bias, sinks and
+  // biased router and experts) written by hand.
+  const std::string run =
+      "training: {seq_length: 8192, micro_batch_size: 1, global_batch_size: 64, dtype: bf16, "
+      "grad_dtype: fp32, tensor_parallel: 1, data_parallel: 64, fsdp: torch}\n"
+      "hardware: {gpu: h100-sxm}\n"
+      "pipeline: {stages: 1, schedule: 1f1b}\n"
+      "strategy:\n  recompute: {full: true}\n";
+  Result<RunConfig> hf =
+      ParseConfig("model:\n  name: gpt-oss-120b\n  hf_config: " + std::string(PPB_CONFIGS_DIR) +
+                      "/hf/gpt-oss-120b.json\n" + run,
+                  "hand.yaml", CliOverrides());
+  if (!hf.ok()) FAIL(hf.error().message);
+  const std::string want = test::SimJson(*hf);
+  const std::string registry = Data("main/gpt_oss/config_registry.py");
+  CHECK(test::LaunchJson("torchtitan", registry + ":gpt_oss_120b", H100(64)) == want);
+  // The same shape written inline: even layers slide over 128 keys.
+  std::string types;
+  for (int i = 0; i < 36; ++i) types += i % 2 == 0 ? "sliding_attention, " : "full_attention, ";
+  types.resize(types.size() - 2);
+  const std::string inline_arch =
+      "model:\n  name: gpt-oss-120b\n  architecture:\n    hidden_size: 2880\n"
+      "    num_layers: 36\n    num_attention_heads: 64\n    num_key_value_heads: 8\n"
+      "    head_dim: 64\n    vocab_size: 201088\n    qkv_bias: true\n"
+      "    attention_out_bias: true\n    attention_sinks: true\n"
+      "    layer_types: [" +
+      types +
+      "]\n    sliding_window: 128\n"
+      "    moe: {num_experts: 128, top_k: 4, expert_ffn_hidden_size: 2880, router_bias: true, "
+      "expert_bias: true}\n";
+  Result<RunConfig> hand = ParseConfig(inline_arch + run, "hand.yaml", CliOverrides());
+  if (!hand.ok()) FAIL(hand.error().message);
+  CHECK(test::SimJson(*hand) == want);
+  // 116.83B parameters (OpenAI's model card: 116.8B): each layer's
+  // attention (Q, K, V, O with biases, 64 sinks), router (128 x 2880 +
+  // 128), 128 experts of 2 x 2 x 2880^2 + 2 x 2880 + 2880 weights and
+  // biases, two RMSNorms; the embedding and head of 201088 x 2880; the
+  // final norm.
+  const std::int64_t h = 2880, attn = h * 4096 + 4096 + 2 * (h * 512 + 512) + 4096 * h + h + 64;
+  const std::int64_t experts = 128 * (h * 2 * h + 2 * h + h * h + h), router = 128 * h + 128;
+  const std::int64_t total = 36 * (attn + router + experts + 2 * h) + 2 * 201088 * h + h;
+  CHECK(TotalParams(hand->architecture, false) == total);
+  CHECK(TotalParams(hf->architecture, false) == total);
+  CHECK(total == 116'829'156'672);
+  // v0.2.2's own train_configs/debug_model.toml: GptOssModelArgs' defaults
+  // under dim 256 and 4 layers (the vocabulary stays 201088), FlexAttention.
+  Result<commands::LaunchConfig> debug =
+      commands::ReadLaunchConfig("torchtitan", Data("gpt_oss_debug_model.toml"),
+                                 test::ReadAll(Data("gpt_oss_debug_model.toml")), H100(8));
+  if (!debug.ok()) FAIL(debug.error().message);
+  CHECK(debug->yaml.find("    hidden_size: 256\n") != std::string::npos);
+  CHECK(debug->yaml.find("    vocab_size: 201088\n") != std::string::npos);
+  CHECK(debug->yaml.find("    layer_types: [sliding_attention, full_attention, "
+                         "sliding_attention, full_attention]\n") != std::string::npos);
+  CHECK(debug->yaml.find("      num_experts: 8\n") != std::string::npos);
+  // main's debug model: a 2048-token vocabulary; a helper's keyword
+  // argument picks FlexAttention (gpt_oss_debugmodel_flex).
+  Result<commands::LaunchConfig> flex = commands::ReadLaunchConfig(
+      "torchtitan", registry + ":gpt_oss_debugmodel_flex", test::ReadAll(registry), H100(8));
+  if (!flex.ok()) FAIL(flex.error().message);
+  CHECK(flex->yaml.find("    vocab_size: 2048\n") != std::string::npos);
+  CHECK(fmt::format("{}", fmt::join(flex->notes, "\n"))
+            .find("attention flex with its "
+                  "block-causal mask") != std::string::npos);
+  // v0.2.2's gpt_oss runs neither pipeline nor context parallelism.
+  const std::string v022 = "[model]\nname = \"gpt_oss\"\nflavor = \"20b\"\n[parallelism]\n";
+  CHECK(Refusal(v022 + "pipeline_parallel_degree = 2\n", 8) ==
+        "run.toml:5: parallelism.pipeline_parallel_degree: must be 1 for gpt_oss in torchtitan "
+        "v0.2.2 (its TrainSpec has no pipelining_fn: torchtitan refuses pipeline parallelism "
+        "for it); got the integer 2");
+  CHECK(Refusal(v022 + "context_parallel_degree = 2\n", 8) ==
+        "run.toml:5: parallelism.context_parallel_degree: must be 1 for gpt_oss in torchtitan "
+        "v0.2.2 (GptOssModelArgs refuses context parallelism: \"CP support for gpt-oss model "
+        "is still in progress\"); got the integer 2");
+}
+
 TEST_CASE("torchtitan: rowwise FP8 runs as ppb's blockwise and says so") {
   Result<commands::LaunchConfig> r = FromToml(
       "[model]\nflavor = \"8B\"\nconverters = [\"quantize.linear.float8\"]\n"
@@ -500,6 +581,40 @@ TEST_CASE("python config: what is not straight-line data is refused at its line"
         "r.py:2: expected the string to be closed on its line; got the end of the line");
   CHECK(error("def f():\n    c = X.Config()\n    c.a.b = 1\n    c.a.b.d = 2\n") ==
         "r.py:4: expected c.a.b to be an object ppb built; got a plain value");
+}
+
+TEST_CASE("python config: a helper's arguments bind as Python binds them") {
+  const std::string helper =
+      "def _h(flavor: str, backend: str = \"varlen\", n: int = 2 * 3):\n"
+      "    return Trainer.Config(model_spec=model_registry(flavor, attn_backend=backend), "
+      "steps=n)\n";
+  auto run = [&](const std::string& call) {
+    Result<PythonConfig> r =
+        EvaluateConfigFunction("r.py", helper + "def f():\n    return " + call + "\n", "f");
+    if (!r.ok()) FAIL(r.error().message);
+    return *r;
+  };
+  // Positional, then by keyword, then the defaults (evaluated at the call).
+  PythonConfig c = run("_h(\"8B\")");
+  CHECK(c.values.values.at("model_spec.flavor").s == "8B");
+  CHECK(c.values.values.at("model_spec.attn_backend").s == "varlen");
+  CHECK(c.values.values.at("steps").i == 6);
+  c = run("_h(\"70B\", n=4, backend=\"flex\")");
+  CHECK(c.values.values.at("model_spec.flavor").s == "70B");
+  CHECK(c.values.values.at("model_spec.attn_backend").s == "flex");
+  CHECK(c.values.values.at("steps").i == 4);
+  auto error = [&](const std::string& call) {
+    Result<PythonConfig> r =
+        EvaluateConfigFunction("r.py", helper + "def f():\n    return " + call + "\n", "f");
+    REQUIRE_FALSE(r.ok());
+    return r.error().message;
+  };
+  CHECK(error("_h()") == "r.py:4: _h: expected the argument flavor; got none");
+  CHECK(error("_h(\"8B\", colour=1)") ==
+        "r.py:4: _h: expected arguments it takes; got the argument colour");
+  CHECK(error("_h(\"8B\", flavor=\"70B\")") ==
+        "r.py:4: _h: expected each argument once; got the argument flavor");
+  CHECK(error("_h(1, 2, 3, 4)") == "r.py:4: _h: expected at most 3 positional arguments; got 4");
 }
 
 TEST_CASE("torchtitan main's llama3 config functions simulate as the same runs") {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "apps/input/config.h"
+#include "core/mixers.h"
 #include "tests/app_helpers.h"
 
 namespace ppb {
@@ -223,6 +224,72 @@ TEST_CASE("config: inline MoE, MLA and MTP match their config.json",
   CHECK(inl->layers[3].kind == LayerKind::Decoder);
 }
 
+// One layer_types list: full attention every `every`-th layer (1-based;
+// with `even`, on the odd 0-based ones), `other` on the rest.
+std::string LayerTypes(int layers, const std::string& other, int every,
+                       bool even = false) {
+  std::string out = "[";
+  for (int i = 0; i < layers; ++i) {
+    const bool full =
+        even ? i % 2 == 1 : (every > 0 && (i + 1) % every == 0);
+    out += std::string(i > 0 ? ", " : "") + (full ? "full_attention" : other);
+  }
+  return out + "]";
+}
+
+TEST_CASE("config: inline windowed and chunked layers match their config.json",
+          "[cost]") {
+  const std::string rest =
+      "training: {seq_length: 16384, tensor_parallel: 1, data_parallel: 8,\n"
+      "           expert_parallel: 8}\n"
+      "hardware: {gpu: h100-sxm}\n"
+      "pipeline: {stages: 4, microbatches: 8}\n";
+  // GPT-OSS-120B: the even layers slide over 128 keys (layer_types), sinks
+  // and biases.
+  Result<RunConfig> oss = ParseHf(
+      "model:\n  architecture:\n    hidden_size: 2880\n    num_layers: 36\n"
+      "    num_attention_heads: 64\n    num_key_value_heads: 8\n"
+      "    head_dim: 64\n    vocab_size: 201088\n    qkv_bias: true\n"
+      "    attention_out_bias: true\n    attention_sinks: true\n"
+      "    layer_types: " +
+      LayerTypes(36, "sliding_attention", 0, true) +
+      "\n    sliding_window: 128\n"
+      "    moe: {num_experts: 128, top_k: 4, expert_ffn_hidden_size: 2880,\n"
+      "          router_bias: true, expert_bias: true}\n" +
+      rest);
+  if (!oss.ok()) FAIL(oss.error().message);
+  Result<RunConfig> oss_hf = ParseHf(
+      "model: {hf_config: " + Configs("hf/gpt-oss-120b.json") + "}\n" + rest);
+  if (!oss_hf.ok()) FAIL(oss_hf.error().message);
+  CheckSameLayers(*oss, *oss_hf);
+  // At 16,384 tokens a sliding layer's attention core is a small share of
+  // a full one's: (w s - w^2 / 2) / (s^2 / 2) with w = 128.
+  REQUIRE(oss->architecture.blocks.size() == 36);
+  CHECK(oss->architecture.blocks[0].span == Span::Sliding);
+  CHECK(oss->architecture.blocks[1].span == Span::Full);
+  CHECK(SpanShare(oss->architecture, Span::Sliding, 16384) ==
+        Approx((128.0 * 16384 - 128.0 * 128 / 2) / (16384.0 * 16384 / 2)));
+  // Llama 4 Scout: chunked attention of 8192 tokens but on every 4th layer
+  // (no_rope_layers), one shared expert beside 16 routed ones.
+  Result<RunConfig> scout = ParseHf(
+      "model:\n  architecture:\n    hidden_size: 5120\n    num_layers: 48\n"
+      "    num_attention_heads: 40\n    num_key_value_heads: 8\n"
+      "    head_dim: 128\n    ffn_hidden_size: 16384\n"
+      "    vocab_size: 202048\n    layer_types: " +
+      LayerTypes(48, "chunked_attention", 4) +
+      "\n    attention_chunk_size: 8192\n"
+      "    moe: {num_experts: 16, top_k: 1, expert_ffn_hidden_size: 8192,\n"
+      "          shared_ffn_hidden_size: 8192}\n" +
+      rest);
+  if (!scout.ok()) FAIL(scout.error().message);
+  Result<RunConfig> scout_hf = ParseHf(
+      "model: {hf_config: " + Configs("hf/llama4-scout.json") + "}\n" + rest);
+  if (!scout_hf.ok()) FAIL(scout_hf.error().message);
+  CheckSameLayers(*scout, *scout_hf);
+  CHECK(scout->architecture.blocks[3].span == Span::Full);
+  CHECK(scout->architecture.blocks[4].span == Span::Chunked);
+}
+
 TEST_CASE("config: inline architecture errors name file:line:key",
           "[cost]") {
   auto error = [](const std::string& arch) {
@@ -261,6 +328,32 @@ TEST_CASE("config: inline architecture errors name file:line:key",
                    "expert_ffn_hidden_size: 8}\n"),
              Catch::Contains("run.yaml:7: model.architecture.moe.top_k: must "
                              "be at most moe.num_experts (4); got 5"));
+  const std::string two = "    hidden_size: 64\n    num_layers: 2\n"
+                          "    num_attention_heads: 4\n    vocab_size: 10\n"
+                          "    ffn_hidden_size: 128\n";
+  CHECK_THAT(error(two + "    layer_types: [full_attention]\n"),
+             Catch::Contains("run.yaml:8: model.architecture.layer_types: must "
+                             "have one entry per decoder layer (num_layers: "
+                             "2); got 1"));
+  CHECK_THAT(
+      error(two + "    layer_types: [full_attention, linear_attention]\n"),
+      Catch::Contains("run.yaml:8: model.architecture.layer_types[1]: must be "
+                      "one of full_attention, sliding_attention, "
+                      "chunked_attention; got linear_attention"));
+  CHECK_THAT(
+      error(two + "    layer_types: [sliding_attention, full_attention]\n"),
+      Catch::Contains("run.yaml:2: model.architecture.sliding_window: must be "
+                      "given (a positive integer) when a layer_types entry is "
+                      "sliding_attention; got nothing"));
+  CHECK_THAT(error(two + "    sliding_window: 128\n"),
+             Catch::Contains("run.yaml:8: model.architecture.sliding_window: "
+                             "must be given only with a layer_types entry "
+                             "sliding_attention (no layer uses it); got 128"));
+  CHECK_THAT(error(two + "    layer_types: [chunked_attention, full_attention]\n"
+                         "    attention_chunk_size: 0\n"),
+             Catch::Contains("run.yaml:9: model.architecture."
+                             "attention_chunk_size: must be a positive "
+                             "integer; got 0"));
   Result<RunConfig> both = ParseHf(
       "model:\n  hf_config: hf/llama3-8b.json\n  architecture: {}\n" +
       std::string(kLlama3Rest));

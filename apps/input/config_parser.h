@@ -78,6 +78,8 @@ class Parser : public ConfigReader {
   Result<bool> ArchBool(const Entries& e, std::string_view key,
                         bool fallback);
   Result<Architecture> ParseArchitecture(const Entry& section);
+  Status ParseLayerTypes(const Entries& e, const std::string& path,
+                         Architecture& a);
   Result<Entries> TrainingEntries(const Entry& section);
   Result<Training> ParseTraining(const Entry& section);
   Status ParseLowPrecision(const Entries& e, Training& t);

@@ -6,6 +6,7 @@
 
 #include "core/rank_layout.h"
 
+#include <algorithm>
 #include <climits>
 
 namespace ppb::config_detail {
@@ -44,7 +45,8 @@ Result<Architecture> Parser::ParseArchitecture(const Entry& section) {
            "num_key_value_heads", "head_dim", "ffn_hidden_size",
            "vocab_size", "tie_embeddings", "gated_mlp", "qkv_bias",
            "qk_norm", "norm", "learned_positions", "moe", "mla",
-           "mtp_layers"});
+           "mtp_layers", "layer_types", "sliding_window",
+           "attention_chunk_size", "attention_sinks", "attention_out_bias"});
   if (!r.ok()) return r.error();
   const Entries& e = *r;
   Architecture a;
@@ -84,7 +86,8 @@ do {                               \
         Map(moe->value, moe->path,
             {"num_experts", "top_k", "expert_ffn_hidden_size",
              "shared_ffn_hidden_size", "shared_expert_gate", "router_bias",
-             "first_k_dense", "layer_freq", "sparse_step", "dense_layers"});
+             "first_k_dense", "layer_freq", "sparse_step", "dense_layers",
+             "expert_bias"});
     if (!m.ok()) return m.error();
     const std::string& mp = moe->path;
     PPB_ARCH(a.experts, ArchInt(*m, "num_experts", mp, 1, std::nullopt));
@@ -99,6 +102,7 @@ do {                               \
     PPB_ARCH(a.shared_ffn, ArchInt(*m, "shared_ffn_hidden_size", mp, 0, 0));
     PPB_ARCH(a.shared_expert_gate, ArchBool(*m, "shared_expert_gate", false));
     PPB_ARCH(a.router_bias, ArchBool(*m, "router_bias", false));
+    PPB_ARCH(a.expert_bias, ArchBool(*m, "expert_bias", false));
     PPB_ARCH(a.moe_layout.first_k_dense,
              ArchInt(*m, "first_k_dense", mp, 0, 0));
     PPB_ARCH(a.moe_layout.moe_layer_freq, ArchInt(*m, "layer_freq", mp, 1, 1));
@@ -139,7 +143,10 @@ do {                               \
     }
     a.kv_heads = a.heads;
   }
+  PPB_ARCH(a.attention_sinks, ArchBool(e, "attention_sinks", false));
+  PPB_ARCH(a.out_bias, ArchBool(e, "attention_out_bias", false));
 #undef PPB_ARCH
+  if (Status s = ParseLayerTypes(e, path, a); !s.ok()) return s.error();
   if (a.heads % a.kv_heads != 0) {
     return Fail(path + ".num_key_value_heads",
                 "must divide num_attention_heads (" +
@@ -147,6 +154,74 @@ do {                               \
                     std::to_string(a.kv_heads));
   }
   return a;
+}
+
+// model.architecture.layer_types (one attention span per decoder layer, by
+// HuggingFace's names: GPT-OSS's config.json "layer_types"; ppb's
+// "chunked_attention" for Llama 4's chunked layers) with the window of
+// each span used: sliding_window for a sliding_attention layer,
+// attention_chunk_size for a chunked_attention one. A window given with no
+// layer of its span is refused (it would change nothing).
+Status Parser::ParseLayerTypes(const Entries& e, const std::string& path,
+                               Architecture& a) {
+  const Entry* types = Find(e, "layer_types");
+  if (types != nullptr) {
+    Result<std::vector<Entry>> items =
+        List(types->value, types->path,
+             "a list of full_attention, sliding_attention or "
+             "chunked_attention, one per decoder layer");
+    if (!items.ok()) return items.error();
+    if (static_cast<std::int64_t>(items->size()) != a.layers) {
+      return Fail(types->path,
+                  "must have one entry per decoder layer (num_layers: " +
+                      std::to_string(a.layers) + "); got " +
+                      std::to_string(items->size()));
+    }
+    a.blocks.assign(items->size(), LayerBlock{});
+    for (size_t i = 0; i < items->size(); ++i) {
+      const Entry& item = (*items)[i];
+      Result<size_t> k = Choice(item.value, item.path,
+                                {"full_attention", "sliding_attention",
+                                 "chunked_attention"});
+      if (!k.ok()) return k.error();
+      a.blocks[i].span = *k == 1   ? Span::Sliding
+                         : *k == 2 ? Span::Chunked
+                                   : Span::Full;
+    }
+  }
+  struct Window {
+    const char* key;
+    Span span;
+    const char* name;
+    std::int64_t* value;
+  };
+  for (const Window& w :
+       {Window{"sliding_window", Span::Sliding, "sliding_attention",
+               &a.sliding_window},
+        Window{"attention_chunk_size", Span::Chunked, "chunked_attention",
+               &a.attention_chunk}}) {
+    const bool used =
+        std::any_of(a.blocks.begin(), a.blocks.end(),
+                    [&](const LayerBlock& b) { return b.span == w.span; });
+    const Entry* x = Find(e, w.key);
+    if (x == nullptr) {
+      if (!used) continue;
+      return Fail(path + "." + w.key,
+                  std::string("must be given (a positive integer) when a "
+                              "layer_types entry is ") +
+                      w.name + "; got nothing");
+    }
+    if (!used) {
+      return Fail(x->path,
+                  std::string("must be given only with a layer_types entry ") +
+                      w.name + " (no layer uses it); got " + Given(x->value));
+    }
+    Result<std::int64_t> v =
+        Integer(x->value, x->path, 1, INT_MAX, "a positive integer");
+    if (!v.ok()) return v.error();
+    *w.value = *v;
+  }
+  return Status();
 }
 
 // The keys of training:.

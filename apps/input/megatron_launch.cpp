@@ -80,6 +80,71 @@ void ReadParallel(Job& j, const LaunchCommand* launch, const LaunchInputs& in) {
 }
 
 // model: the architecture.
+// --window-size and --window-attn-skip-freq (TransformerConfig.window_size
+// and window_attn_skip_freq; core/transformer/utils.py
+// is_layer_window_attention: 1-based layer n slides iff n % N != 0, or
+// pattern[n - 1] == 1; every layer without a skip frequency), written as
+// model.architecture's layer_types and sliding_window: TE's window (L, R)
+// lets a query see itself and the L keys before it, so L + 1 keys. And
+// --softmax-type (learnable: a sink logit per head, GPT-OSS's).
+void WriteWindows(Job& j, std::int64_t layers) {
+  Args& a = j.a;
+  ConfigWriter& o = j.o;
+  auto where = [&](const std::string& dest) { return a.Where(dest); };
+  if (std::optional<std::string> w = a.Str("window_size", /*flatten=*/false)) {
+    // "127,0" on a command line; "(127, 0)" in a log's arguments block.
+    std::string text;
+    for (char c : *w) {
+      if (c != '(' && c != ')' && c != ' ') text += c;
+    }
+    const size_t comma = text.find(',');
+    std::int64_t left = 0, right = 0;
+    const auto read = [](std::string_view x, std::int64_t& v) {
+      auto [p, ec] = std::from_chars(x.data(), x.data() + x.size(), v);
+      return !x.empty() && ec == std::errc() && p == x.data() + x.size();
+    };
+    if (comma == std::string::npos || !read(std::string_view(text).substr(0, comma), left) ||
+        !read(std::string_view(text).substr(comma + 1), right) || left < -1 ||
+        left > 1'000'000'000 || (right != 0 && right != -1)) {
+      Fail(
+          fmt::format("{}: must be LEFT,RIGHT with LEFT -1 (no window) or from 0 to "
+                      "1000000000 and RIGHT 0 or -1 (a causal decoder sees no later key); "
+                      "got '{}'",
+                      where("window_size"), Abbreviate(*w)));
+    }
+    std::vector<int> slides(static_cast<size_t>(layers), 1);
+    if (std::optional<std::string> skip = a.Str("window_attn_skip_freq", /*flatten=*/false)) {
+      if (skip->find('[') != std::string::npos) {
+        slides = MoeLayerPattern(*skip, where("window_attn_skip_freq"));
+        if (static_cast<std::int64_t>(slides.size()) != layers) {
+          Fail(fmt::format("{}: must list one entry a layer ({}); got {}",
+                           where("window_attn_skip_freq"), layers, slides.size()));
+        }
+      } else if (std::optional<std::int64_t> n = a.Int("window_attn_skip_freq", 1)) {
+        for (std::int64_t i = 0; i < layers; ++i) {
+          slides[static_cast<size_t>(i)] = (i + 1) % *n != 0 ? 1 : 0;
+        }
+      }
+    }
+    if (left >= 0 && std::find(slides.begin(), slides.end(), 1) != slides.end()) {
+      std::vector<std::string> types;
+      for (int x : slides) types.emplace_back(x == 1 ? "sliding_attention" : "full_attention");
+      o.Key(4, "layer_types", fmt::format("[{}]", fmt::join(types, ", ")),
+            a.Peek("window_attn_skip_freq") != nullptr ? where("window_attn_skip_freq")
+                                                       : where("window_size"));
+      o.Key(4, "sliding_window", left + 1, where("window_size"));
+    }
+  }
+  const std::string softmax =
+      a.Choice("softmax_type", {"vanilla", "off-by-one", "learnable"}).value_or("vanilla");
+  if (softmax == "learnable") o.Key(4, "attention_sinks", "true", where("softmax_type"));
+  if (softmax == "off-by-one") {
+    j.notes.push_back(
+        "--softmax-type off-by-one: a fixed offset in the softmax, no "
+        "parameters; simulated as the vanilla softmax");
+  }
+}
+
 void WriteModel(Job& j) {
   Args& a = j.a;
   [[maybe_unused]] ConfigWriter& o = j.o;
@@ -177,18 +242,34 @@ void WriteModel(Job& j) {
   o.Key(4, "vocab_size", vocab, vocab_origin);
   o.Key(4, "tie_embeddings", Bool(!a.Flag("untie_embeddings_and_output_weights")),
         where("untie_embeddings_and_output_weights"));
-  o.Key(4, "gated_mlp", Bool(swiglu), where("swiglu"));
-  const std::string norm = a.Choice("normalization", {"LayerNorm", "RMSNorm"}).value_or("LayerNorm");
+  // argument_utils.py: --quick-geglu (GPT-OSS's) is a gated linear unit
+  // too; the default width above follows --swiglu alone.
+  const bool quick_geglu = a.Flag("quick_geglu");
+  o.Key(4, "gated_mlp", Bool(swiglu || quick_geglu),
+        quick_geglu ? where("quick_geglu") : where("swiglu"));
+  const std::string norm =
+      a.Choice("normalization", {"LayerNorm", "RMSNorm"}).value_or("LayerNorm");
   o.Key(4, "norm", norm == "RMSNorm" ? "rmsnorm" : "layernorm", where("normalization"));
-  if (a.Flag("add_qkv_bias")) o.Key(4, "qkv_bias", "true", where("add_qkv_bias"));
-  if (a.Flag("qk_layernorm")) o.Key(4, "qk_norm", "true", where("qk_layernorm"));
   // --disable-bias-linear is add_bias_linear = False in a log.
-  const bool no_bias = a.log() ? (a.Peek("add_bias_linear") != nullptr && !a.Flag("add_bias_linear"))
-                               : a.Flag("disable_bias_linear");
-  if (no_bias == (norm == "LayerNorm")) {
-    notes.push_back(norm == "LayerNorm"
-                        ? "--disable-bias-linear: ppb puts biases on every linear with LayerNorm"
-                        : "biases: ppb puts none on the linears with RMSNorm");
+  const bool no_bias = a.log()
+                           ? (a.Peek("add_bias_linear") != nullptr && !a.Flag("add_bias_linear"))
+                           : a.Flag("disable_bias_linear");
+  // add_bias_linear (Megatron's default) biases linear_qkv, linear_proj, fc1
+  // and fc2, every expert's too (GPT-OSS's); add_qkv_bias linear_qkv alone.
+  // With LayerNorm ppb's norm already carries every linear's bias.
+  const bool rms_biases = norm == "RMSNorm" && !no_bias;
+  const std::string bias_origin = a.Peek("disable_bias_linear") != nullptr
+                                      ? where("disable_bias_linear")
+                                      : where("normalization") + " (add_bias_linear)";
+  if (a.Flag("add_qkv_bias") || rms_biases) {
+    o.Key(4, "qkv_bias", "true",
+          a.Peek("add_qkv_bias") != nullptr ? where("add_qkv_bias") : bias_origin);
+  }
+  if (rms_biases) o.Key(4, "attention_out_bias", "true", bias_origin);
+  if (a.Flag("qk_layernorm")) o.Key(4, "qk_norm", "true", where("qk_layernorm"));
+  WriteWindows(j, layers);
+  if (norm == "LayerNorm" && no_bias) {
+    notes.push_back("--disable-bias-linear: ppb puts biases on every linear with LayerNorm");
   }
   {
     const std::string pos =
@@ -215,6 +296,7 @@ void WriteModel(Job& j) {
     if (a.Flag("moe_shared_expert_gate")) {
       o.Key(6, "shared_expert_gate", "true", where("moe_shared_expert_gate"));
     }
+    if (rms_biases) o.Key(6, "expert_bias", "true", bias_origin);
     if (a.Flag("moe_router_enable_expert_bias")) {
       o.Key(6, "router_bias", "true", where("moe_router_enable_expert_bias"));
     }
@@ -235,6 +317,13 @@ void WriteModel(Job& j) {
         o.Key(6, "layer_freq", *n, where("moe_layer_freq"));
       }
     }
+  }
+  if (rms_biases && (a.Peek("num_experts") == nullptr || a.Peek("moe_layer_freq") != nullptr ||
+                     a.Peek("moe_shared_expert_intermediate_size") != nullptr)) {
+    notes.push_back(
+        "add_bias_linear (no --disable-bias-linear) with RMSNorm: the biases of a "
+        "dense or shared MLP's fc1 and fc2 are not modelled (those of Q, K, V, the "
+        "attention output and the routed experts are)");
   }
   if (mla) {
     o.Line(4, "mla:");
@@ -536,8 +625,16 @@ void WritePipeline(Job& j, LaunchRun& run) {
       carry(dest, flag, std::to_string(*n));
     }
   }
-  if (auto g = a.Choice("recompute_granularity", {"full", "selective"})) {
-    carry("recompute_granularity", "--recompute-granularity", *g);
+  std::optional<std::string> granularity = a.Choice("recompute_granularity", {"full", "selective"});
+  if (a.Flag("recompute_activations")) {
+    // validate_args: --recompute-activations sets the granularity to
+    // selective, whatever --recompute-granularity said.
+    granularity = "selective";
+    carry("recompute_activations", "--recompute-granularity", "selective");
+  } else if (granularity) {
+    carry("recompute_granularity", "--recompute-granularity", *granularity);
+  }
+  if (auto g = granularity) {
     if (auto m = a.Choice("recompute_method", {"uniform", "block"})) {
       carry("recompute_method", "--recompute-method", *m);
     }

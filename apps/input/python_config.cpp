@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -31,9 +32,21 @@ struct Bad {
 
 // ---- the evaluator -------------------------------------------------------------
 
+// A parameter of a top-level function: its name and where its default's
+// expression starts (0: none).
+struct Param {
+  std::string name;
+  size_t default_at = 0;
+};
+
 struct Function {
   std::string name;
   bool takes_arguments = false;
+  // The parameters, when each is plain (NAME, NAME: T, NAME = default;
+  // not *args, **kwargs or the / and * markers); else a call with
+  // arguments is unknown.
+  std::vector<Param> params;
+  bool plain_params = true;
   size_t body = 0;  // the token after the ':'
   int line = 0;
 };
@@ -47,14 +60,36 @@ class Evaluator {
 
   const std::vector<Function>& functions() const { return functions_; }
 
-  Ref Call(const std::string& name, int line) {
+  // Runs `name` with its arguments bound to its parameters (each default
+  // evaluated at the call, in the module's scope: torchtitan's defaults are
+  // constants). Arguments that do not bind as Python binds them are an
+  // error at the call's line.
+  Ref Call(const std::string& name, int line, const std::vector<Ref>& positional = {},
+           const std::vector<std::pair<std::string, Ref>>& keywords = {}) {
     const Function* fn = nullptr;
     for (const Function& f : functions_) {
       if (f.name == name) fn = &f;
     }
     if (fn == nullptr)
       throw Bad{fmt::format("{}:{}: expected a function {}; got none", path_, line, name)};
-    if (fn->takes_arguments) return MakeUnknown(line, name + "(...)");
+    if (fn->takes_arguments && !fn->plain_params) return MakeUnknown(line, name + "(...)");
+    if (positional.size() > fn->params.size()) {
+      throw Bad{fmt::format("{}:{}: {}: expected at most {} positional arguments; got {}", path_,
+                            line, name, fn->params.size(), positional.size())};
+    }
+    std::map<std::string, Ref> bound;
+    for (size_t k = 0; k < positional.size(); ++k) bound[fn->params[k].name] = positional[k];
+    for (const auto& keyword : keywords) {
+      const std::string& key = keyword.first;
+      const Ref& value = keyword.second;
+      const bool known = std::any_of(fn->params.begin(), fn->params.end(),
+                                     [&](const Param& p) { return p.name == key; });
+      if (!known || bound.count(key) != 0) {
+        throw Bad{fmt::format("{}:{}: {}: expected {}; got the argument {}", path_, line, name,
+                              known ? "each argument once" : "arguments it takes", key)};
+      }
+      bound[key] = value;
+    }
     if (++calls_ > kMaxCalls) {
       throw Bad{
           fmt::format("{}:{}: {}: expected at most {} nested calls of the file's "
@@ -64,6 +99,16 @@ class Evaluator {
     const size_t saved = pos_;
     std::map<std::string, Ref> saved_locals = std::move(locals_);
     locals_.clear();
+    for (const Param& p : fn->params) {
+      if (bound.count(p.name) != 0) continue;
+      if (p.default_at == 0) {
+        throw Bad{fmt::format("{}:{}: {}: expected the argument {}; got none", path_, line, name,
+                              p.name)};
+      }
+      pos_ = p.default_at;
+      bound[p.name] = Expression();
+    }
+    locals_ = std::move(bound);
     pos_ = fn->body;
     Ref result = Block(true);
     pos_ = saved;
@@ -129,12 +174,7 @@ class Evaluator {
         fn.name = Next().text;
         Expect("(");
         fn.takes_arguments = !IsOp(")");
-        int depth = 1;
-        while (depth > 0 && Peek().kind != Token::Kind::End) {
-          if (IsOp("(")) ++depth;
-          if (IsOp(")")) --depth;
-          Next();
-        }
+        ScanParams(fn);
         while (!IsOp(":") && Peek().kind != Token::Kind::Newline &&
                Peek().kind != Token::Kind::End) {
           Next();
@@ -165,6 +205,36 @@ class Evaluator {
         }
       }
       SkipStatement();
+    }
+  }
+
+  // The parameter list after the '(' through its ')': each parameter's
+  // name and its default's start; an annotation or a default is passed
+  // over (its brackets balanced).
+  void ScanParams(Function& fn) {
+    int depth = 1;
+    bool at_start = true;  // at the start of a parameter
+    bool in_default = false;
+    while (depth > 0 && Peek().kind != Token::Kind::End) {
+      if (depth == 1 && at_start) {
+        at_start = false;
+        in_default = false;
+        if (Peek().kind == Token::Kind::Name) {
+          fn.params.push_back(Param{Peek().text, 0});
+        } else if (!IsOp(")")) {
+          fn.plain_params = false;  // *args, **kwargs, / or *
+        }
+      } else if (depth == 1 && IsOp("=") && !in_default && !fn.params.empty()) {
+        Next();
+        fn.params.back().default_at = pos_;
+        in_default = true;
+        continue;
+      } else if (depth == 1 && IsOp(",")) {
+        at_start = true;
+      }
+      if (IsOp("(") || IsOp("[") || IsOp("{")) ++depth;
+      if (IsOp(")") || IsOp("]") || IsOp("}")) --depth;
+      Next();
     }
   }
 
@@ -634,10 +704,7 @@ class Evaluator {
       Next();
     }
     Expect(")");
-    if (callee->kind == Value::Kind::Function) {
-      if (!positional.empty() || !keywords.empty()) return MakeUnknown(line, callee->s + "(...)");
-      return Call(callee->s, line);
-    }
+    if (callee->kind == Value::Kind::Function) return Call(callee->s, line, positional, keywords);
     const std::string name = callee->kind == Value::Kind::Name ? callee->s : "";
     const bool config = name.size() >= 6 && name.compare(name.size() - 6, 6, "Config") == 0;
     if (config || name == "model_registry") {

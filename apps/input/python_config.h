@@ -11,7 +11,11 @@
 // + - * / // % ** on numbers, `and`, `or`, `not`, comparisons, `x if c
 // else y`, lambdas (unknown), and calls with positional and keyword
 // arguments. A call of another function of the file runs it (a fresh
-// object each time, as Python builds one). A call whose callee ends in
+// object each time, as Python builds one), its arguments bound to its
+// parameters as Python binds them (positional, then by keyword, then the
+// defaults, evaluated at the call in the module's scope); a function
+// with *args, **kwargs or the / and * markers called with arguments is an
+// unknown value. A call whose callee ends in
 // "Config" (Trainer.Config, TrainingConfig, FullAC.Config) or is
 // `model_registry` builds an object of that type with its keyword
 // arguments as fields (model_registry's first argument is its `flavor`).

@@ -58,7 +58,7 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
     }
     Fail(
         fmt::format("{}: model.name: must be a model whose flavours ppb knows ({}; "
-                    "llama4, gpt_oss and torchtitan's other models are not read yet); got "
+                    "llama4 and torchtitan's other models are not read yet); got "
                     "\"{}\"",
                     job.Line("model.name"), fmt::join(models, ", "), model));
   }
@@ -103,6 +103,20 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
   o.Key(4, "gated_mlp", "true", shape);
   o.Key(4, "norm", "rmsnorm", shape);
   if (f->qk_norm) o.Key(4, "qk_norm", "true", shape);
+  if (f->sliding_window > 0) {
+    // gpt_oss: the even layers slide (layer_id % 2 == 0).
+    std::vector<std::string> types;
+    for (std::int64_t i = 0; i < f->n_layers; ++i) {
+      types.emplace_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+    }
+    o.Key(4, "layer_types", fmt::format("[{}]", fmt::join(types, ", ")), shape);
+    o.Key(4, "sliding_window", f->sliding_window, shape);
+  }
+  if (f->gpt_oss) {
+    o.Key(4, "qkv_bias", "true", shape);
+    o.Key(4, "attention_out_bias", "true", shape);
+    o.Key(4, "attention_sinks", "true", shape);
+  }
   if (f->experts > 0) {
     o.Line(4, "moe:");
     o.Key(6, "num_experts", f->experts, shape);
@@ -113,6 +127,11 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
       o.Key(6, "shared_ffn_hidden_size", f->moe_hidden * f->shared_experts, shape);
     }
     if (f->dense_layers > 0) o.Key(6, "first_k_dense", f->dense_layers, shape);
+    if (f->gpt_oss) {
+      // The router's gate Linear and both expert matrices carry biases.
+      o.Key(6, "router_bias", "true", shape);
+      o.Key(6, "expert_bias", "true", shape);
+    }
   }
   if (f->kv_lora_rank > 0) {
     o.Line(4, "mla:");
@@ -159,6 +178,22 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
     const std::string key = ep != 1 ? "parallelism.expert_parallel_degree"
                                     : "parallelism.expert_tensor_parallel_degree";
     job.Wrong(key, fmt::format("1 for {} {} (a dense model: no experts)", model, flavor));
+  }
+  if (main == nullptr && f->gpt_oss && pp > 1) {
+    // v0.2.2's gpt_oss TrainSpec has no pipelining_fn, and train.py raises
+    // "Pipeline Parallel is enabled but gpt_oss does not support pipelining".
+    job.Wrong("parallelism.pipeline_parallel_degree",
+              fmt::format("1 for gpt_oss in {} (its TrainSpec has no pipelining_fn: torchtitan "
+                          "refuses pipeline parallelism for it)",
+                          version));
+  }
+  if (main == nullptr && f->gpt_oss && cp > 1) {
+    // v0.2.2's GptOssModelArgs.update_from_config raises NotImplementedError
+    // ("CP support for gpt-oss model is still in progress").
+    job.Wrong("parallelism.context_parallel_degree",
+              fmt::format("1 for gpt_oss in {} (GptOssModelArgs refuses context parallelism: "
+                          "\"CP support for gpt-oss model is still in progress\")",
+                          version));
   }
   if (ep > 1 && etp != 1 && etp != tp) {
     // ParallelDims: "Currently we only support ETP=TP or ETP=1".

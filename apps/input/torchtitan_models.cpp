@@ -3,7 +3,9 @@
 // models/qwen3/__init__.py qwen3_args, dense and MoE) and main at b5bcd76c
 // (models/llama3/__init__.py _debugmodel ... _405b, models/qwen3/
 // __init__.py _debugmodel ... _32b, _debugmodel_moe, _30b_a3b, _235b_a22b;
-// deepseek_v3: v0.2.2's deepseekv3_args, main's _debugmodel ... _671b).
+// deepseek_v3: v0.2.2's deepseekv3_args, main's _debugmodel ... _671b;
+// gpt_oss: v0.2.2's gptoss_configs over GptOssModelArgs' defaults, main's
+// models/gpt_oss/__init__.py _debugmodel, _20b, _120b).
 #include "apps/input/torchtitan_models.h"
 
 #include <cmath>
@@ -87,6 +89,31 @@ TorchtitanFlavour DeepSeek(std::string_view flavor, std::int64_t vocab, std::int
   return f;
 }
 
+// gpt_oss (GptOssModelArgs' defaults, which main's flavours write out):
+// dim 2880 unless given, 64 heads of 64, 8 KV heads, every layer's MLP
+// routed to `experts` experts of 2880 (top 4, no shared ones), 128-key
+// sliding windows on the even layers, GPT-OSS's biases and sinks; v0.2.2
+// runs FlexAttention only (attn_type "flex"), main varlen by default.
+TorchtitanFlavour GptOss(std::string_view flavor, std::int64_t vocab, std::int64_t dim,
+                         std::int64_t layers, std::int64_t experts, std::string_view attention) {
+  TorchtitanFlavour f;
+  f.model = "gpt_oss";
+  f.flavor = flavor;
+  f.dim = dim;
+  f.n_layers = layers;
+  f.n_heads = 64;
+  f.n_kv_heads = 8;
+  f.head_dim = 64;
+  f.vocab_size = vocab;
+  f.experts = experts;
+  f.top_k = 4;
+  f.moe_hidden = 2880;
+  f.sliding_window = 128;
+  f.gpt_oss = true;
+  f.attention = attention;
+  return f;
+}
+
 TorchtitanFlavour Main(TorchtitanFlavour f) {
   f.main = true;
   return f;
@@ -131,6 +158,10 @@ const std::vector<TorchtitanFlavour>& Table() {
       DeepSeek("16B", 102400, 2048, 10944, 1408, 27, 1, 16, 64, 2, 6, 0, "flex"),
       DeepSeek("236B", 102400, 5120, 12288, 1536, 60, 1, 128, 160, 2, 6, 1536, "flex"),
       DeepSeek("671B", 129280, 7168, 18432, 2048, 61, 3, 128, 256, 1, 8, 1536, "flex"),
+      // gptoss_configs: the debug model keeps the default vocabulary.
+      GptOss("debugmodel", 201088, 256, 4, 8, "flex"),
+      GptOss("20b", 201088, 2880, 24, 32, "flex"),
+      GptOss("120b", 201088, 2880, 36, 128, "flex"),
       // main's llama3_configs: flex attention by default; 1B and 3B tie
       // the embedding and the LM head.
       Main(Llama("debugmodel", 256, 6, 16, 0, 256, 0, "flex", 2048)),
@@ -159,6 +190,11 @@ const std::vector<TorchtitanFlavour>& Table() {
       Main(DeepSeek("16B", 102400, 2048, 10944, 1408, 27, 1, 16, 64, 2, 6, 0, "flex")),
       Main(DeepSeek("236B", 102400, 5120, 12288, 1536, 60, 1, 128, 160, 2, 6, 1536, "flex")),
       Main(DeepSeek("671B", 129280, 7168, 18432, 2048, 61, 3, 128, 256, 1, 8, 1536, "flex")),
+      // main's gptoss_configs: varlen attention by default (model_registry's
+      // attn_backend); the debug model's vocabulary is 2048.
+      Main(GptOss("debugmodel", 2048, 256, 4, 8, "varlen")),
+      Main(GptOss("20b", 201088, 2880, 24, 32, "varlen")),
+      Main(GptOss("120b", 201088, 2880, 36, 128, "varlen")),
   };
   return table;
 }
@@ -188,7 +224,7 @@ const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::stri
 }
 
 std::vector<std::string> TorchtitanModels(bool /*main*/) {
-  return {"llama3", "qwen3", "deepseek_v3"};
+  return {"llama3", "qwen3", "deepseek_v3", "gpt_oss"};
 }
 
 std::vector<std::string> TorchtitanFlavours(std::string_view model, bool main) {

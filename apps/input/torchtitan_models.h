@@ -13,7 +13,12 @@
 // layer's MLP, MoEArgs without shared experts) and deepseek_v3
 // (model/args.py DeepSeekV3ModelArgs, main's _debugmodel ... _671b: MLA,
 // n_dense_layers dense layers of inter_dim, then routed experts with
-// shared ones of moe_inter_dim each). Every flavour is untied
+// shared ones of moe_inter_dim each) and gpt_oss (v0.2.2's
+// model/args.py GptOssModelArgs and main's _debugmodel, _20b, _120b: 64
+// heads of 64 with 8 KV heads, 128-key sliding windows on the even layers
+// (model.py TransformerBlock use_sliding_attention = layer_id % 2 == 0;
+// main's _build_gptoss_layers), every layer routed to experts of
+// moe_inter_dim 2880 with biases, sinks). Every flavour is untied
 // unless it says otherwise, uses RMSNorm and rotary positions, and has no
 // biases.
 #pragma once
@@ -53,6 +58,12 @@ struct TorchtitanFlavour {
   std::int64_t qk_nope_head_dim = 0;
   std::int64_t qk_rope_head_dim = 0;
   std::int64_t v_head_dim = 0;
+  // gpt_oss: a sliding window of this many keys on the even layers (0:
+  // every layer full attention), and GPT-OSS's biases: Q, K, V and the
+  // output projection biased, a learned sink logit per head, a biased
+  // router and biased experts.
+  std::int64_t sliding_window = 0;
+  bool gpt_oss = false;
   std::string_view attention = "sdpa";  // attn_type: sdpa | flex | varlen
   bool main = false;                    // main's registry, else v0.2.2's
 };
@@ -71,7 +82,7 @@ std::int64_t FfnHidden(const TorchtitanFlavour& f);
 const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::string_view flavor,
                                                bool main = false);
 
-// The models ppb reads ("llama3", "qwen3", "deepseek_v3"), and one
+// The models ppb reads ("llama3", "qwen3", "deepseek_v3", "gpt_oss"), and one
 // model's flavours, in torchtitan's order.
 std::vector<std::string> TorchtitanModels(bool main = false);
 std::vector<std::string> TorchtitanFlavours(std::string_view model, bool main = false);

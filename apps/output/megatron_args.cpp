@@ -289,7 +289,8 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
                                        "--multi-latent-attention", "--q-lora-rank",
                                        "--kv-lora-rank", "--qk-head-dim",
                                        "--qk-pos-emb-head-dim", "--v-head-dim",
-                                       "--mtp-num-layers"};
+                                       "--mtp-num-layers", "--window-size",
+                                       "--window-attn-skip-freq", "--softmax-type"};
   for (const auto& [name, value] : *flags) {
     if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
       return Error{"", "ppb does not read " + name};

@@ -5,6 +5,7 @@
 // name the model that was simulated and nothing else.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,35 @@ std::string MoePattern(const Architecture& a) {
   return "(" + out + ")";
 }
 
+// Megatron's window flags for the sliding layers of `a` (TransformerConfig
+// window_size (w - 1, 0): a query sees itself and w - 1 keys before it;
+// window_attn_skip_freq: an integer N when the full layers are every N-th
+// (1-based), else the per-layer pattern run-length written, 1 sliding;
+// core/transformer/utils.py is_layer_window_attention). Empty when no
+// layer slides.
+std::string WindowFlags(const Architecture& a) {
+  std::vector<int> slides;
+  for (int i = 0; i < a.layers; ++i) slides.push_back(a.Block(i).span == Span::Sliding ? 1 : 0);
+  if (a.sliding_window <= 0 || std::find(slides.begin(), slides.end(), 1) == slides.end()) {
+    return "";
+  }
+  std::string text = fmt::format("--window-size {},0\n", a.sliding_window - 1);
+  if (std::find(slides.begin(), slides.end(), 0) == slides.end()) return text;
+  for (int n = 2; n <= a.layers; ++n) {
+    bool every = true;
+    for (int i = 0; i < a.layers && every; ++i) every = slides[i] == ((i + 1) % n != 0 ? 1 : 0);
+    if (every) return text + fmt::format("--window-attn-skip-freq {}\n", n);
+  }
+  std::string runs;
+  for (size_t i = 0; i < slides.size();) {
+    size_t k = i;
+    while (k < slides.size() && slides[k] == slides[i]) ++k;
+    runs += fmt::format("{}[{}]*{}", runs.empty() ? "" : "+", slides[i], k - i);
+    i = k;
+  }
+  return text + "--window-attn-skip-freq \"(" + runs + ")\"\n";
+}
+
 }  // namespace
 
 std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>& missing) {
@@ -53,16 +83,26 @@ std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>
   }
   if (a.gated_mlp) text += "--swiglu\n";
   if (!a.tied_embeddings) text += "--untie-embeddings-and-output-weights\n";
-  // ppb's norms: LayerNorm with biases on every linear (GPT-2/3), or
-  // RMSNorm with none besides Q, K, V's.
+  // ppb's norms: LayerNorm with biases on every linear (GPT-2/3); RMSNorm
+  // with biases on Q, K, V, the attention output and every routed expert,
+  // on a model whose every MLP is routed (GPT-OSS): Megatron's
+  // add_bias_linear, its default; or RMSNorm with none besides Q, K, V's.
+  bool all_routed = a.experts > 0 && a.shared_ffn == 0;
+  for (int i = 0; i < a.layers && all_routed; ++i) all_routed = a.IsMoeLayer(i);
+  const bool rms_biases =
+      !a.layernorm_with_bias && a.qkv_bias && a.out_bias && a.expert_bias && all_routed;
   text += a.layernorm_with_bias ? "--normalization LayerNorm\n"
+          : rms_biases          ? "--normalization RMSNorm\n"
                                 : "--normalization RMSNorm\n--disable-bias-linear\n";
-  if (a.qkv_bias) text += "--add-qkv-bias\n";
+  if (a.qkv_bias && !rms_biases) text += "--add-qkv-bias\n";
   if (a.qk_norm) text += "--qk-layernorm\n";
+  text += WindowFlags(a);
+  if (a.attention_sinks) text += "--softmax-type learnable\n";
   if (a.learned_positions > 0) {
-    text += fmt::format("--position-embedding-type learned_absolute\n"
-                        "--max-position-embeddings {}\n",
-                        a.learned_positions);
+    text += fmt::format(
+        "--position-embedding-type learned_absolute\n"
+        "--max-position-embeddings {}\n",
+        a.learned_positions);
   } else {
     text += fmt::format("--position-embedding-type rope\n--max-position-embeddings {}\n", t.seq);
   }
@@ -96,11 +136,17 @@ std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>
       break;
     }
   }
-  if (a.sliding_window > 0 || a.attention_chunk > 0) {
-    missing.emplace_back("the sliding-window and chunked attention");
+  for (int i = 0; i < a.layers; ++i) {
+    if (a.Block(i).span == Span::Chunked) {
+      missing.emplace_back("the chunked attention (Llama 4's)");
+      break;
+    }
   }
-  if (a.attention_sinks || a.attention_out_gate || a.out_bias || a.expert_bias) {
-    missing.emplace_back("the attention sinks, gates and biases of GPT-OSS and Qwen3-Next");
+  if (a.attention_out_gate) missing.emplace_back("the attention output gate of Qwen3-Next");
+  if ((a.out_bias || a.expert_bias) && !rms_biases) {
+    missing.emplace_back(
+        "biases on the attention output or the experts alone (Megatron's "
+        "add_bias_linear puts them on every linear)");
   }
   return text;
 }
