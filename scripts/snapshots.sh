@@ -277,6 +277,8 @@ case_ from-torchtitan-main-moe-config.txt --from torchtitan \
   $T/main/qwen3/config_registry.py:qwen3_moe_deepep --cluster $M/h100.yaml --gpus 8 --show-config
 case_ from-torchtitan-main-gpt-oss.txt --from torchtitan \
   $T/main/gpt_oss/config_registry.py:gpt_oss_120b --cluster $M/h100.yaml --gpus 64
+case_ from-torchtitan-llama4-scout.txt --from torchtitan $T/llama4_17bx16e.toml \
+  --cluster $M/h100.yaml --gpus 64
 
 # ---- --from mindformers (issue 47): MindFormers' own training YAMLs as input
 F=data/mindformers

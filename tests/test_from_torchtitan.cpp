@@ -232,10 +232,10 @@ TEST_CASE("torchtitan: refusals name the line, the key, the rule and both values
         "run.toml:2: model.flavor: must be a llama3 flavour of torchtitan v0.2.2 "
         "(debugmodel, debugmodel_flex_attn, debugmodel_varlen_attn, 8B, 8B_flex, 8B_varlen, "
         "70B, 405B); got \"7B\"");
-  CHECK(Refusal("[model]\nname = \"llama4\"\n", 8) ==
+  CHECK(Refusal("[model]\nname = \"flux\"\n", 8) ==
         "run.toml:2: model.name: must be a model whose flavours ppb knows (llama3, qwen3, "
-        "deepseek_v3, gpt_oss; llama4 and torchtitan's other models are not read yet); got "
-        "\"llama4\"");
+        "deepseek_v3, gpt_oss, llama4; torchtitan's other models are not read yet); got "
+        "\"flux\"");
   CHECK(Refusal(model + "[parallelism]\npipeline_parallel_degree = 2\n"
                         "pipeline_parallel_layers_per_stage = 6\n",
                 8) ==
@@ -483,6 +483,67 @@ TEST_CASE("torchtitan: gpt_oss's flavours (sliding windows, sinks, biased expert
         "run.toml:5: parallelism.context_parallel_degree: must be 1 for gpt_oss in torchtitan "
         "v0.2.2 (GptOssModelArgs refuses context parallelism: \"CP support for gpt-oss model "
         "is still in progress\"); got the integer 2");
+}
+
+TEST_CASE("torchtitan: llama4's flavours (interleaved experts, a shared one, iRoPE)") {
+  // v0.2.2's own train_configs/llama4_17bx16e.toml (Scout: 16 experts of
+  // 8192 on every layer, top 1, one shared expert of 8192; TP 8 with the
+  // experts TP-sharded, FSDP over the rest, full AC) holds the parameters
+  // of Meta's config.json for Llama-4-Scout (configs/hf/llama4-scout.json).
+  Result<commands::LaunchConfig> scout =
+      commands::ReadLaunchConfig("torchtitan", Data("llama4_17bx16e.toml"),
+                                 test::ReadAll(Data("llama4_17bx16e.toml")), H100(64));
+  if (!scout.ok()) FAIL(scout.error().message);
+  Result<RunConfig> read = ParseConfig(scout->yaml, "read.yaml", CliOverrides());
+  if (!read.ok()) FAIL(read.error().message);
+  Result<RunConfig> hf =
+      ParseConfig("model: {name: scout, hf_config: " + std::string(PPB_CONFIGS_DIR) +
+                      "/hf/llama4-scout.json}\n"
+                      "training: {seq_length: 8192, tensor_parallel: 8}\n"
+                      "hardware: {gpu: h100-sxm}\n"
+                      "pipeline: {stages: 1, microbatches: 1}\n",
+                  "hf.yaml", CliOverrides());
+  if (!hf.ok()) FAIL(hf.error().message);
+  CHECK(TotalParams(read->architecture, false) == TotalParams(hf->architecture, false));
+  // The expert width by auto_scale_hidden_dim: int(int(2 x 20480 / 3) x
+  // 1.2) = 16383, / (top 1 + 1 shared) = 8191, up to a multiple of 2048.
+  CHECK(Llama4MoeHidden(5120, 2048, 1.2, 2) == 8192);
+  CHECK(read->architecture.expert_ffn == 8192);
+  CHECK(read->architecture.shared_ffn == 8192);
+  // iRoPE (17bx128e_irope, Maverick): NoPE on layer_id % 4 == 0 (full
+  // attention), 8192-token blocks elsewhere; the experts on every 2nd
+  // layer ((layer_id + 1) % 2 == 0), dense layers of 16384 between.
+  Result<commands::LaunchConfig> maverick =
+      FromToml("[model]\nname = \"llama4\"\nflavor = \"17bx128e_irope\"\n", 64);
+  if (!maverick.ok()) FAIL(maverick.error().message);
+  Result<RunConfig> m = ParseConfig(maverick->yaml, "m.yaml", CliOverrides());
+  if (!m.ok()) FAIL(m.error().message);
+  const Architecture& a = m->architecture;
+  REQUIRE(a.blocks.size() == 48);
+  CHECK(a.attention_chunk == 8192);
+  CHECK(a.blocks[0].span == Span::Full);
+  CHECK(a.blocks[1].span == Span::Chunked);
+  CHECK(a.blocks[4].span == Span::Full);
+  CHECK(a.blocks[47].span == Span::Chunked);
+  CHECK_FALSE(a.IsMoeLayer(0));
+  CHECK(a.IsMoeLayer(1));
+  CHECK(a.ffn == 16384);
+  CHECK(a.experts == 128);
+  // The debug model: MoEArgs' 8 experts on layers 1, 3, 5; int(2 x 1024 /
+  // 3) = 682 / 2 = 341, up to 512; dense layers of 768.
+  Result<commands::LaunchConfig> debug =
+      FromToml("[model]\nname = \"llama4\"\nflavor = \"debugmodel\"\n", 8);
+  if (!debug.ok()) FAIL(debug.error().message);
+  CHECK(debug->yaml.find("    ffn_hidden_size: 768\n") != std::string::npos);
+  CHECK(debug->yaml.find("      expert_ffn_hidden_size: 512\n") != std::string::npos);
+  CHECK(debug->yaml.find("      sparse_step: 2\n") != std::string::npos);
+  // FlexAttention (the iRoPE flavours) refuses context parallelism.
+  CHECK(Refusal("[model]\nname = \"llama4\"\nflavor = \"17bx16e_irope\"\n[parallelism]\n"
+                "context_parallel_degree = 2\n",
+                16) ==
+        "run.toml:5: parallelism.context_parallel_degree: must be 1 for llama4 17bx16e_irope "
+        "(its FlexAttention: torchtitan's Context Parallel only supports SDPA attention); got "
+        "the integer 2");
 }
 
 TEST_CASE("torchtitan: rowwise FP8 runs as ppb's blockwise and says so") {

@@ -58,7 +58,7 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
     }
     Fail(
         fmt::format("{}: model.name: must be a model whose flavours ppb knows ({}; "
-                    "llama4 and torchtitan's other models are not read yet); got "
+                    "torchtitan's other models are not read yet); got "
                     "\"{}\"",
                     job.Line("model.name"), fmt::join(models, ", "), model));
   }
@@ -97,7 +97,9 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
     o.Key(4, "num_key_value_heads", f->n_kv_heads > 0 ? f->n_kv_heads : f->n_heads, shape);
     o.Key(4, "head_dim", f->head_dim > 0 ? f->head_dim : f->dim / f->n_heads, shape);
   }
-  if (f->experts == 0 || f->ffn_hidden > 0) o.Key(4, "ffn_hidden_size", FfnHidden(*f), shape);
+  if (f->experts == 0 || f->ffn_hidden > 0 || f->moe_step > 1) {
+    o.Key(4, "ffn_hidden_size", FfnHidden(*f), shape);
+  }
   o.Key(4, "vocab_size", f->vocab_size, shape);
   o.Key(4, "tie_embeddings", Bool(f->tied), shape);
   o.Key(4, "gated_mlp", "true", shape);
@@ -111,6 +113,16 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
     }
     o.Key(4, "layer_types", fmt::format("[{}]", fmt::join(types, ", ")), shape);
     o.Key(4, "sliding_window", f->sliding_window, shape);
+  }
+  if (f->nope_every > 0) {
+    // llama4's iRoPE: layer_id % every_n_layers_nope == 0 is NoPE (full
+    // attention), the others attend within fixed_attn_block_size blocks.
+    std::vector<std::string> types;
+    for (std::int64_t i = 0; i < f->n_layers; ++i) {
+      types.emplace_back(i % f->nope_every == 0 ? "full_attention" : "chunked_attention");
+    }
+    o.Key(4, "layer_types", fmt::format("[{}]", fmt::join(types, ", ")), shape);
+    o.Key(4, "attention_chunk_size", f->chunk, shape);
   }
   if (f->gpt_oss) {
     o.Key(4, "qkv_bias", "true", shape);
@@ -127,6 +139,7 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
       o.Key(6, "shared_ffn_hidden_size", f->moe_hidden * f->shared_experts, shape);
     }
     if (f->dense_layers > 0) o.Key(6, "first_k_dense", f->dense_layers, shape);
+    if (f->moe_step > 1) o.Key(6, "sparse_step", f->moe_step, shape);
     if (f->gpt_oss) {
       // The router's gate Linear and both expert matrices carry biases.
       o.Key(6, "router_bias", "true", shape);
@@ -194,6 +207,14 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
               fmt::format("1 for gpt_oss in {} (GptOssModelArgs refuses context parallelism: "
                           "\"CP support for gpt-oss model is still in progress\")",
                           version));
+  }
+  if (main == nullptr && f->model == "llama4" && f->attention != "sdpa" && cp > 1) {
+    // TransformerModelArgs.update_from_config: "Context Parallel only
+    // supports SDPA attention".
+    job.Wrong("parallelism.context_parallel_degree",
+              fmt::format("1 for llama4 {} (its FlexAttention: torchtitan's Context Parallel "
+                          "only supports SDPA attention)",
+                          flavor));
   }
   if (ep > 1 && etp != 1 && etp != tp) {
     // ParallelDims: "Currently we only support ETP=TP or ETP=1".

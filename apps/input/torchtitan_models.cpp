@@ -5,7 +5,8 @@
 // __init__.py _debugmodel ... _32b, _debugmodel_moe, _30b_a3b, _235b_a22b;
 // deepseek_v3: v0.2.2's deepseekv3_args, main's _debugmodel ... _671b;
 // gpt_oss: v0.2.2's gptoss_configs over GptOssModelArgs' defaults, main's
-// models/gpt_oss/__init__.py _debugmodel, _20b, _120b).
+// models/gpt_oss/__init__.py _debugmodel, _20b, _120b; llama4: v0.2.2's
+// llama4_args).
 #include "apps/input/torchtitan_models.h"
 
 #include <cmath>
@@ -114,6 +115,36 @@ TorchtitanFlavour GptOss(std::string_view flavor, std::int64_t vocab, std::int64
   return f;
 }
 
+// llama4 (TransformerModelArgs' defaults: vocab 202048, multiple_of 256,
+// no multiplier, interleave_moe_layer_step 2; MoEArgs' defaults: 8
+// experts, top 1, one shared expert of the experts' width): `step` the MoE
+// interleave, `nope` every_n_layers_nope (0: None) with blocks of `chunk`.
+TorchtitanFlavour Llama4(std::string_view flavor, std::int64_t dim, std::int64_t layers,
+                         std::int64_t heads, std::int64_t kv, std::int64_t vocab,
+                         std::int64_t multiple_of, double multiplier, std::int64_t experts,
+                         std::int64_t step, std::int64_t nope, std::int64_t chunk) {
+  TorchtitanFlavour f;
+  f.model = "llama4";
+  f.flavor = flavor;
+  f.dim = dim;
+  f.n_layers = layers;
+  f.n_heads = heads;
+  f.n_kv_heads = kv;
+  f.vocab_size = vocab;
+  f.multiple_of = multiple_of;
+  f.ffn_dim_multiplier = multiplier;
+  f.experts = experts;
+  f.top_k = 1;
+  f.shared_experts = 1;
+  f.moe_hidden = Llama4MoeHidden(dim, multiple_of, multiplier, f.top_k + f.shared_experts);
+  f.moe_step = step;
+  f.nope_every = nope;
+  f.chunk = nope > 0 ? chunk : 0;
+  // The iRoPE flavours run FlexAttention with a block-causal mask.
+  f.attention = nope > 0 ? "flex" : "sdpa";
+  return f;
+}
+
 TorchtitanFlavour Main(TorchtitanFlavour f) {
   f.main = true;
   return f;
@@ -162,6 +193,15 @@ const std::vector<TorchtitanFlavour>& Table() {
       GptOss("debugmodel", 201088, 256, 4, 8, "flex"),
       GptOss("20b", 201088, 2880, 24, 32, "flex"),
       GptOss("120b", 201088, 2880, 36, 128, "flex"),
+      // llama4_args: Scout (17bx16e, every layer routed) and Maverick
+      // (17bx128e, every 2nd), each also with iRoPE (NoPE every 4th layer,
+      // 8192-token blocks; the debug model's 256).
+      Llama4("debugmodel", 256, 6, 16, 0, 2048, 256, 0, 8, 2, 0, 0),
+      Llama4("17bx16e", 5120, 48, 40, 8, 202048, 2048, 1.2, 16, 1, 0, 0),
+      Llama4("17bx128e", 5120, 48, 40, 8, 202048, 2048, 1.2, 128, 2, 0, 0),
+      Llama4("debugmodel_irope", 256, 6, 16, 0, 2048, 256, 0, 8, 2, 4, 256),
+      Llama4("17bx16e_irope", 5120, 48, 40, 8, 202048, 2048, 1.2, 16, 1, 4, 8192),
+      Llama4("17bx128e_irope", 5120, 48, 40, 8, 202048, 2048, 1.2, 128, 2, 4, 8192),
       // main's llama3_configs: flex attention by default; 1B and 3B tie
       // the embedding and the LM head.
       Main(Llama("debugmodel", 256, 6, 16, 0, 256, 0, "flex", 2048)),
@@ -210,6 +250,16 @@ std::int64_t Llama3FfnHidden(std::int64_t dim, std::int64_t multiple_of, double 
   return multiple_of * ((hidden + multiple_of - 1) / multiple_of);
 }
 
+std::int64_t Llama4MoeHidden(std::int64_t dim, std::int64_t multiple_of, double multiplier,
+                             std::int64_t experts_a_token) {
+  std::int64_t hidden = (2 * 4 * dim) / 3;
+  if (multiplier > 0) {
+    hidden = static_cast<std::int64_t>(std::floor(multiplier * static_cast<double>(hidden)));
+  }
+  hidden /= experts_a_token;
+  return multiple_of * ((hidden + multiple_of - 1) / multiple_of);
+}
+
 std::int64_t FfnHidden(const TorchtitanFlavour& f) {
   return f.ffn_hidden > 0 ? f.ffn_hidden
                           : Llama3FfnHidden(f.dim, f.multiple_of, f.ffn_dim_multiplier);
@@ -223,8 +273,10 @@ const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::stri
   return nullptr;
 }
 
-std::vector<std::string> TorchtitanModels(bool /*main*/) {
-  return {"llama3", "qwen3", "deepseek_v3", "gpt_oss"};
+std::vector<std::string> TorchtitanModels(bool main) {
+  // main has no llama4 folder (b5bcd76c).
+  if (main) return {"llama3", "qwen3", "deepseek_v3", "gpt_oss"};
+  return {"llama3", "qwen3", "deepseek_v3", "gpt_oss", "llama4"};
 }
 
 std::vector<std::string> TorchtitanFlavours(std::string_view model, bool main) {

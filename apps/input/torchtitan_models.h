@@ -18,7 +18,11 @@
 // heads of 64 with 8 KV heads, 128-key sliding windows on the even layers
 // (model.py TransformerBlock use_sliding_attention = layer_id % 2 == 0;
 // main's _build_gptoss_layers), every layer routed to experts of
-// moe_inter_dim 2880 with biases, sinks). Every flavour is untied
+// moe_inter_dim 2880 with biases, sinks) and v0.2.2's llama4
+// (model/args.py TransformerModelArgs, llama4_args; model/model.py
+// TransformerBlock: every interleave_moe_layer_step-th layer routed, the
+// experts' width by the auto_scale_hidden_dim rule, one shared expert;
+// iRoPE's chunked layers). Every flavour is untied
 // unless it says otherwise, uses RMSNorm and rotary positions, and has no
 // biases.
 #pragma once
@@ -64,6 +68,14 @@ struct TorchtitanFlavour {
   // router and biased experts.
   std::int64_t sliding_window = 0;
   bool gpt_oss = false;
+  // llama4: the MoE layers are those with (layer_id + 1) % moe_step == 0
+  // (interleave_moe_layer_step; the others dense of ffn_hidden); with
+  // iRoPE (every_n_layers_nope > 0) layer_id % nope_every == 0 is a NoPE
+  // layer of full attention and the others attend within blocks of
+  // `chunk` tokens (fixed_attn_block_size).
+  std::int64_t moe_step = 1;
+  std::int64_t nope_every = 0;
+  std::int64_t chunk = 0;
   std::string_view attention = "sdpa";  // attn_type: sdpa | flex | varlen
   bool main = false;                    // main's registry, else v0.2.2's
 };
@@ -74,6 +86,13 @@ struct TorchtitanFlavour {
 // 53,248.
 std::int64_t Llama3FfnHidden(std::int64_t dim, std::int64_t multiple_of, double multiplier);
 
+// llama4's expert width (model.py TransformerBlock, auto_scale_hidden_dim):
+// int(2 * 4dim / 3), times the multiplier (truncated), divided by top_k +
+// num_shared_experts (truncated), rounded up to a multiple of multiple_of.
+// 17bx16e: 8,192.
+std::int64_t Llama4MoeHidden(std::int64_t dim, std::int64_t multiple_of, double multiplier,
+                             std::int64_t experts_a_token);
+
 // The FFN width of a flavour (given, or Llama3FfnHidden).
 std::int64_t FfnHidden(const TorchtitanFlavour& f);
 
@@ -82,7 +101,8 @@ std::int64_t FfnHidden(const TorchtitanFlavour& f);
 const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::string_view flavor,
                                                bool main = false);
 
-// The models ppb reads ("llama3", "qwen3", "deepseek_v3", "gpt_oss"), and one
+// The models ppb reads ("llama3", "qwen3", "deepseek_v3", "gpt_oss" and
+// v0.2.2's "llama4"), and one
 // model's flavours, in torchtitan's order.
 std::vector<std::string> TorchtitanModels(bool main = false);
 std::vector<std::string> TorchtitanFlavours(std::string_view model, bool main = false);
