@@ -63,6 +63,7 @@ struct Mamba2Shape {
   bool conv_bias = true;      // use_conv_bias
   bool proj_bias = false;     // use_bias (in_proj, out_proj)
   std::int64_t inner() const { return heads * head_dim; }
+  bool operator==(const Mamba2Shape&) const = default;
 };
 
 // Gated DeltaNet shapes [HF modeling_qwen3_next.py Qwen3NextGatedDeltaNet].
@@ -75,6 +76,7 @@ struct DeltaNetShape {
   std::int64_t chunk = 64;       // the chunked kernel's block (fla)
   std::int64_t keys() const { return key_heads * key_dim; }
   std::int64_t values() const { return value_heads * value_dim; }
+  bool operator==(const DeltaNetShape&) const = default;
 };
 
 // The model. Sizes are element counts, not bytes.
@@ -139,6 +141,14 @@ struct Architecture {
   // Whether layer i has an MLP (every layer but Nemotron-H's "M" and "*").
   bool HasMlp(int i) const { return Block(i).mlp != MlpKind::None; }
 };
+
+// Whether `a` and `b` give the same model (what the cost model reads): the
+// same shapes, and layer by layer the same mixer, span and MLP kind. A
+// field no layer uses is not compared (the dense width of a model whose
+// every MLP is routed, a window no layer slides in, the Mamba shape of an
+// attention-only model), nor how the MoE layers are spelt (DeepSeek's
+// first_k_dense or Qwen's sparse step), only which they are.
+bool SameLayers(const Architecture& a, const Architecture& b);
 
 // Per-head widths of the attention core: Q and K (MLA: nope + rope), V.
 inline std::int64_t QkDim(const Architecture& a) {

@@ -858,6 +858,113 @@ TEST_CASE("from torchtitan: what --emit torchtitan-0.2.2 writes reads back as th
   CHECK(grid == 16);
 }
 
+TEST_CASE("from torchtitan: every v0.2.2 flavour is the architecture --emit matches") {
+  // FlavourArchitecture (what --emit torchtitan-0.2.2 names a flavour for)
+  // builds the same model as the ppb config --from torchtitan writes for
+  // the flavour, for every flavour of every model.
+  int flavours = 0;
+  for (const std::string& model : TorchtitanModels()) {
+    for (const std::string& name : TorchtitanFlavours(model)) {
+      Result<commands::LaunchConfig> r =
+          FromToml(fmt::format("[model]\nname = \"{}\"\nflavor = \"{}\"\n", model, name), 8);
+      INFO(model << " " << name);
+      if (!r.ok()) FAIL(r.error().message);
+      Result<RunConfig> c = ParseConfig(r->yaml, "read.yaml", CliOverrides());
+      if (!c.ok()) FAIL(c.error().message);
+      CHECK(SameLayers(FlavourArchitecture(*FindTorchtitanFlavour(model, name)), c->architecture));
+      ++flavours;
+    }
+  }
+  CHECK(flavours == 32);
+}
+
+TEST_CASE("from torchtitan: MoE flavours emitted by name read back as the same run") {
+  // GPT-OSS-20B from OpenAI's shape written inline (its config.json is the
+  // 120B's with 24 layers and 32 experts) on 16 H100s: FSDP2 over all,
+  // experts 8-way parallel, full AC. --emit torchtitan-0.2.2 names
+  // gpt_oss 20b (FlavourArchitecture); the read-back simulates the same.
+  std::string types;
+  for (int i = 0; i < 24; ++i) types += i % 2 == 0 ? "sliding_attention, " : "full_attention, ";
+  types.resize(types.size() - 2);
+  const std::string oss =
+      "model:\n  name: gpt-oss-20b\n  architecture:\n    hidden_size: 2880\n"
+      "    num_layers: 24\n    num_attention_heads: 64\n    num_key_value_heads: 8\n"
+      "    head_dim: 64\n    vocab_size: 201088\n    qkv_bias: true\n"
+      "    attention_out_bias: true\n    attention_sinks: true\n"
+      "    layer_types: [" +
+      types +
+      "]\n    sliding_window: 128\n"
+      "    moe: {num_experts: 32, top_k: 4, expert_ffn_hidden_size: 2880, router_bias: true, "
+      "expert_bias: true}\n"
+      "training: {seq_length: 8192, micro_batch_size: 1, global_batch_size: 32, dtype: bf16, "
+      "grad_dtype: fp32, tensor_parallel: 1, data_parallel: 16, fsdp: torch, "
+      "expert_parallel: 8}\n"
+      "hardware: {gpu: h100-sxm}\n"
+      "pipeline: {stages: 1, schedule: 1f1b}\n"
+      "strategy:\n  recompute: {full: true}\n";
+  Result<RunConfig> c = ParseConfig(oss, "oss.yaml", CliOverrides());
+  if (!c.ok()) FAIL(c.error().message);
+  Result<PreparedRun> run = Prepare(*c);
+  REQUIRE(run.ok());
+  Result<Emission> e = Emit(Framework::Torchtitan022, *c, run->program);
+  if (!e.ok()) FAIL(e.error().message);
+  CHECK(e->text.find("name = \"gpt_oss\"\nflavor = \"20b\"") != std::string::npos);
+  CHECK(e->text.find("expert_parallel_degree = 8") != std::string::npos);
+  std::string why;
+  const auto [back, want] = RoundTrip(*c, "hardware: {gpu: h100-sxm}\n", why);
+  INFO(e->text << "\n" << why);
+  REQUIRE_FALSE(back.empty());
+  CHECK(back == want);
+  // Qwen3-30B-A3B from its config.json is v0.2.2's qwen3 30B-A3B; DeepEP
+  // and the forced balance (debug.moe_force_load_balance) come back too.
+  Result<RunConfig> qwen = ParseConfig(
+      "model: {name: qwen3-30b-a3b, hf_config: " + std::string(PPB_CONFIGS_DIR) +
+          "/hf/qwen3-30b-a3b.json}\n"
+          "training: {seq_length: 4096, micro_batch_size: 2, global_batch_size: 64, "
+          "dtype: bf16, grad_dtype: fp32, tensor_parallel: 1, data_parallel: 16, fsdp: torch, "
+          "expert_parallel: 8, moe: {dispatcher: flex, backend: deepep, force_balance: true}}\n"
+          "hardware: {gpu: h100-sxm}\npipeline: {stages: 1, schedule: 1f1b}\n",
+      "qwen.yaml", CliOverrides());
+  if (!qwen.ok()) FAIL(qwen.error().message);
+  Result<PreparedRun> qwen_run = Prepare(*qwen);
+  REQUIRE(qwen_run.ok());
+  Result<Emission> q = Emit(Framework::Torchtitan022, *qwen, qwen_run->program);
+  if (!q.ok()) FAIL(q.error().message);
+  CHECK(q->text.find("name = \"qwen3\"\nflavor = \"30B-A3B\"") != std::string::npos);
+  CHECK(q->text.find("moe_force_load_balance = true") != std::string::npos);
+  const auto [qback, qwant] = RoundTrip(*qwen, "hardware: {gpu: h100-sxm}\n", why);
+  INFO(q->text << "\n" << why);
+  REQUIRE_FALSE(qback.empty());
+  CHECK(qback == qwant);
+  // Llama-4-Scout from Meta's config.json: its chunked layers are HF's
+  // (NoPE on every 4th, 1-based), not torchtitan's iRoPE (layer_id % 4 ==
+  // 0), so no flavour builds it and the emit says so.
+  Result<RunConfig> scout = ParseConfig(
+      "model: {name: scout, hf_config: " + std::string(PPB_CONFIGS_DIR) +
+          "/hf/llama4-scout.json}\n"
+          "training: {seq_length: 8192, micro_batch_size: 1, global_batch_size: 16, "
+          "tensor_parallel: 8, sequence_parallel: true, data_parallel: 2, fsdp: torch}\n"
+          "hardware: {gpu: h100-sxm}\npipeline: {stages: 1, schedule: 1f1b}\n",
+      "scout.yaml", CliOverrides());
+  if (!scout.ok()) FAIL(scout.error().message);
+  Result<PreparedRun> scout_run = Prepare(*scout);
+  REQUIRE(scout_run.ok());
+  Result<Emission> s = Emit(Framework::Torchtitan022, *scout, scout_run->program);
+  if (!s.ok()) FAIL(s.error().message);
+  CHECK(s->text.find("no torchtitan v0.2.2 flavour has this model's shape") != std::string::npos);
+  // gpt_oss under pipeline parallelism: v0.2.2 has no pipelining_fn.
+  std::string piped = oss;
+  piped.replace(piped.find("data_parallel: 16"), 17, "data_parallel: 8");
+  piped.replace(piped.find("stages: 1"), 9, "stages: 2");
+  Result<RunConfig> p2 = ParseConfig(piped, "oss.yaml", CliOverrides());
+  if (!p2.ok()) FAIL(p2.error().message);
+  Result<PreparedRun> p2_run = Prepare(*p2);
+  REQUIRE(p2_run.ok());
+  Result<Emission> e2 = Emit(Framework::Torchtitan022, *p2, p2_run->program);
+  if (!e2.ok()) FAIL(e2.error().message);
+  CHECK(e2->text.find("cannot express pipeline parallelism for gpt_oss") != std::string::npos);
+}
+
 }  // namespace ppb
 
 namespace ppb {

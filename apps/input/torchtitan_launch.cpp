@@ -531,9 +531,14 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
     if (backend != "standard" && ep > 1) {
       moe += std::string(moe.empty() ? "" : ", ") + "dispatcher: flex, backend: " + backend;
     }
+    // DebugConfig.moe_force_load_balance (v0.2.2 and main): tokens routed
+    // round-robin, every expert the same load.
+    const bool balanced = job.Bool("debug.moe_force_load_balance", false);
+    if (balanced) moe += std::string(moe.empty() ? "" : ", ") + "force_balance: true";
     if (!moe.empty()) {
       o.Line(2, "moe: {" + moe + "}",
              backend != "standard" ? where(backend_key)
+             : balanced            ? where("debug.moe_force_load_balance")
                                    : where("parallelism.expert_tensor_parallel_degree"));
     }
   }

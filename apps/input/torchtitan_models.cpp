@@ -265,6 +265,57 @@ std::int64_t FfnHidden(const TorchtitanFlavour& f) {
                           : Llama3FfnHidden(f.dim, f.multiple_of, f.ffn_dim_multiplier);
 }
 
+Architecture FlavourArchitecture(const TorchtitanFlavour& f) {
+  Architecture a;
+  a.hidden = f.dim;
+  a.layers = static_cast<int>(f.n_layers);
+  a.heads = static_cast<int>(f.n_heads);
+  a.kv_heads = static_cast<int>(f.kv_lora_rank > 0 || f.n_kv_heads == 0 ? f.n_heads : f.n_kv_heads);
+  a.head_dim = f.head_dim > 0 && f.kv_lora_rank == 0 ? f.head_dim : f.dim / f.n_heads;
+  if (f.experts == 0 || f.ffn_hidden > 0 || f.moe_step > 1) a.ffn = FfnHidden(f);
+  a.vocab = f.vocab_size;
+  a.tied_embeddings = f.tied;
+  a.gated_mlp = true;
+  a.qk_norm = f.qk_norm;
+  if (f.sliding_window > 0) {
+    a.blocks.assign(static_cast<size_t>(f.n_layers), LayerBlock{});
+    for (size_t i = 0; i < a.blocks.size(); ++i) {
+      if (i % 2 == 0) a.blocks[i].span = Span::Sliding;
+    }
+    a.sliding_window = f.sliding_window;
+  }
+  if (f.nope_every > 0) {
+    a.blocks.assign(static_cast<size_t>(f.n_layers), LayerBlock{});
+    for (size_t i = 0; i < a.blocks.size(); ++i) {
+      if (static_cast<std::int64_t>(i) % f.nope_every != 0) a.blocks[i].span = Span::Chunked;
+    }
+    a.attention_chunk = f.chunk;
+  }
+  if (f.gpt_oss) {
+    a.qkv_bias = true;
+    a.out_bias = true;
+    a.attention_sinks = true;
+  }
+  if (f.experts > 0) {
+    a.experts = static_cast<int>(f.experts);
+    a.top_k = static_cast<int>(f.top_k);
+    a.expert_ffn = f.moe_hidden;
+    a.shared_ffn = f.moe_hidden * f.shared_experts;
+    a.moe_layout.first_k_dense = static_cast<int>(f.dense_layers);
+    a.moe_layout.decoder_sparse_step = static_cast<int>(f.moe_step);
+    a.router_bias = f.gpt_oss;
+    a.expert_bias = f.gpt_oss;
+  }
+  if (f.kv_lora_rank > 0) {
+    a.q_lora_rank = f.q_lora_rank;
+    a.kv_lora_rank = f.kv_lora_rank;
+    a.qk_nope_head_dim = f.qk_nope_head_dim;
+    a.qk_rope_head_dim = f.qk_rope_head_dim;
+    a.v_head_dim = f.v_head_dim;
+  }
+  return a;
+}
+
 const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::string_view flavor,
                                                bool main) {
   for (const TorchtitanFlavour& f : Table()) {

@@ -32,6 +32,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/architecture.h"
+
 namespace ppb {
 
 struct TorchtitanFlavour {
@@ -95,6 +97,12 @@ std::int64_t Llama4MoeHidden(std::int64_t dim, std::int64_t multiple_of, double 
 
 // The FFN width of a flavour (given, or Llama3FfnHidden).
 std::int64_t FfnHidden(const TorchtitanFlavour& f);
+
+// The architecture a flavour builds: what --from torchtitan writes as
+// model.architecture for it (tests/test_from_torchtitan.cpp checks the two
+// agree on every flavour), and what --emit torchtitan matches a run's
+// model against.
+Architecture FlavourArchitecture(const TorchtitanFlavour& f);
 
 // nullptr when `model` has no such flavour or is not a model ppb reads;
 // `main` picks main's registry.

@@ -211,30 +211,21 @@ std::string TorchtitanDataParallel(const RunConfig& config) {
 
 namespace {
 
-// The torchtitan v0.2.2 flavour (apps/input/torchtitan_models.h, its sdpa
-// ones) whose shape `a` is, or nullptr: a dense decoder of RMSNorm, rotary
-// positions and no biases, every layer full attention.
+// The torchtitan v0.2.2 flavour (apps/input/torchtitan_models.h) that
+// builds the model `a` (core/architecture.h SameLayers), or nullptr; of a
+// shape several flavours build (8B, 8B_flex, 8B_varlen), the first with
+// sdpa attention (ppb simulates the others' masks as causal attention).
 const TorchtitanFlavour* FlavourOf(const Architecture& a) {
-  if (a.experts > 0 || a.kv_lora_rank > 0 || a.mtp_layers > 0 || !a.blocks.empty() ||
-      a.sliding_window > 0 || a.attention_chunk > 0 || a.attention_sinks ||
-      a.attention_out_gate || a.out_bias || a.qkv_bias || a.layernorm_with_bias ||
-      a.learned_positions > 0 || !a.gated_mlp) {
-    return nullptr;
-  }
+  const TorchtitanFlavour* found = nullptr;
   for (const std::string& model : TorchtitanModels()) {
     for (const std::string& name : TorchtitanFlavours(model)) {
       const TorchtitanFlavour* f = FindTorchtitanFlavour(model, name);
-      if (f->attention != "sdpa") continue;
-      const std::int64_t kv = f->n_kv_heads > 0 ? f->n_kv_heads : f->n_heads;
-      const std::int64_t head_dim = f->head_dim > 0 ? f->head_dim : f->dim / f->n_heads;
-      if (a.hidden == f->dim && a.layers == f->n_layers && a.heads == f->n_heads &&
-          a.kv_heads == kv && a.head_dim == head_dim && a.ffn == FfnHidden(*f) &&
-          a.vocab == f->vocab_size && a.tied_embeddings == f->tied && a.qk_norm == f->qk_norm) {
-        return f;
-      }
+      if (!SameLayers(FlavourArchitecture(*f), a)) continue;
+      if (f->attention == "sdpa") return f;
+      if (found == nullptr) found = f;
     }
   }
-  return nullptr;
+  return found;
 }
 
 // The data-parallel degrees as simulated, in both forms: FSDP2 (or HSDP
@@ -252,6 +243,63 @@ bool SetDataParallel(const Training& t, Set& set) {
         fmt::format("\"{}\"", ReshardName(sh.reshard)));
   }
   return fsdp;
+}
+
+// The experts' degrees and dispatch, in both forms (ParallelismConfig and
+// DebugConfig of v0.2.2 and of main at b5bcd76c):
+// expert_parallel_degree, expert_tensor_parallel_degree where it differs
+// from TP, expert_parallel_comm_backend standard (all-to-all), deepep or
+// hybridep (not with expert TP), debug.moe_force_load_balance.
+// torchtitan's MoE is dropless and has no combined 1F1B nor an all-gather
+// dispatcher: said, not written (debug.moe_force_load_balance is the
+// caller's, ForceBalance). The TOML form of a dense model writes
+// none of them; `python` picks the form's literals.
+template <class Set>
+void WriteMoe(const RunConfig& config, Set& set, std::string& text, bool python) {
+  const Training& t = config.training;
+  if (python || config.architecture.experts > 0) {
+    set("parallelism", "expert_parallel_degree", std::to_string(t.ep));
+  }
+  if (config.architecture.experts > 0) {
+    const MoeSettings& mo = t.moe;
+    if (ExpertTp(t) != t.tp) {
+      set("parallelism", "expert_tensor_parallel_degree", std::to_string(ExpertTp(t)));
+    }
+    if (mo.dispatcher == Dispatcher::Flex && ExpertTp(t) > 1) {
+      AddNote(text,
+              "cannot express the flex dispatcher with expert tensor parallelism: "
+              "torchtitan's DeepEP and HybridEP refuse expert TP");
+    } else if (mo.dispatcher == Dispatcher::Flex) {
+      set("parallelism", "expert_parallel_comm_backend",
+          fmt::format("\"{}\"", FlexBackendName(mo.backend)));
+    }
+    // debug.moe_force_load_balance: set by the caller, after its
+    // [parallelism] keys (a TOML table is written once).
+    if (mo.dispatcher == Dispatcher::AllGather) {
+      AddNote(text,
+              "cannot express training.moe.dispatcher allgather: torchtitan "
+              "dispatches by all-to-all (expert_parallel_comm_backend standard)");
+    }
+    if (mo.overlap_ep_comm) {
+      AddNote(text,
+              "cannot express training.moe.overlap_ep_comm: torchtitan has no "
+              "combined 1F1B; the simulated step hid all-to-alls it will expose");
+    }
+    if (mo.capacity_factor > 0) {
+      AddNote(text,
+              "cannot express training.moe.capacity_factor: torchtitan's MoE is "
+              "dropless");
+    }
+  }
+}
+
+// debug.moe_force_load_balance (DebugConfig, v0.2.2 and main) for a run
+// whose experts are forced to balance.
+template <class Set>
+void ForceBalance(const RunConfig& config, Set& set, bool python) {
+  if (config.architecture.experts > 0 && config.training.moe.force_balance) {
+    set("debug", "moe_force_load_balance", python ? "True" : "true");
+  }
 }
 
 // The rest of a v0.2.2 job config for a model from an architecture
@@ -272,6 +320,7 @@ void WriteV022Job(const RunConfig& config, Set& set, int m, std::string& text) {
   }
   if (t.tp > 1 && t.tp_comm_overlap) set("parallelism", "enable_async_tensor_parallel", "true");
   set("parallelism", "context_parallel_degree", std::to_string(t.cp));
+  WriteMoe(config, set, text, false);
   const bool fsdp = SetDataParallel(t, set);
   const std::int64_t local = pp ? t.micro_batch * m : t.micro_batch;
   set("training", "local_batch_size", std::to_string(local));
@@ -298,6 +347,20 @@ void WriteV022Job(const RunConfig& config, Set& set, int m, std::string& text) {
   } else {
     set("model", "name", fmt::format("\"{}\"", f->model));
     set("model", "flavor", fmt::format("\"{}\"", f->flavor));
+    // What v0.2.2 refuses for these models (--from torchtitan refuses it
+    // too): gpt_oss has no pipelining_fn and no context parallelism;
+    // FlexAttention runs no context parallelism.
+    if (f->gpt_oss && config.shape.p > 1) {
+      AddNote(text,
+              "cannot express pipeline parallelism for gpt_oss: torchtitan v0.2.2's "
+              "gpt_oss TrainSpec has no pipelining_fn");
+    }
+    if (t.cp > 1 && (f->gpt_oss || (f->model == "llama4" && f->attention != "sdpa"))) {
+      AddNote(text,
+              fmt::format("cannot express context parallelism for {} {}: torchtitan "
+                          "v0.2.2 refuses it ({})",
+                          f->model, f->flavor, f->gpt_oss ? "GptOssModelArgs" : "FlexAttention"));
+    }
   }
   const LowPrecision& low = t.low;
   if (low.recipe == Recipe::Fp8Tensorwise) {
@@ -308,6 +371,7 @@ void WriteV022Job(const RunConfig& config, Set& set, int m, std::string& text) {
   } else if (low.recipe == Recipe::Mxfp8) {
     set("model", "converters", "[\"quantize.linear.mx\"]");
   }
+  ForceBalance(config, set, false);
 }
 
 }  // namespace
@@ -460,38 +524,8 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
       set("parallelism", "tensor_parallel_degree", std::to_string(t.tp));
       set("parallelism", "enable_sequence_parallel", t.sp && t.tp > 1 ? "True" : "False");
       set("parallelism", "context_parallel_degree", std::to_string(t.cp));
-      set("parallelism", "expert_parallel_degree", std::to_string(t.ep));
-      if (config.architecture.experts > 0) {
-        // MoE (torchtitan main b5bcd76, ParallelismConfig and DebugConfig):
-        // expert_tensor_parallel_degree; expert_parallel_comm_backend
-        // standard (all-to-all), deepep or hybridep (not with expert TP);
-        // debug.moe_force_load_balance. Its MoE is dropless and has no
-        // combined 1F1B nor an all-gather dispatcher: said, not written.
-        const MoeSettings& mo = t.moe;
-        if (ExpertTp(t) != t.tp) {
-          set("parallelism", "expert_tensor_parallel_degree", std::to_string(ExpertTp(t)));
-        }
-        if (mo.dispatcher == Dispatcher::Flex && ExpertTp(t) > 1) {
-          AddNote(text, "cannot express the flex dispatcher with expert tensor parallelism: "
-                        "torchtitan's DeepEP and HybridEP refuse expert TP");
-        } else if (mo.dispatcher == Dispatcher::Flex) {
-          set("parallelism", "expert_parallel_comm_backend",
-              fmt::format("\"{}\"", FlexBackendName(mo.backend)));
-        }
-        if (mo.force_balance) set("debug", "moe_force_load_balance", "True");
-        if (mo.dispatcher == Dispatcher::AllGather) {
-          AddNote(text, "cannot express training.moe.dispatcher allgather: torchtitan "
-                        "dispatches by all-to-all (expert_parallel_comm_backend standard)");
-        }
-        if (mo.overlap_ep_comm) {
-          AddNote(text, "cannot express training.moe.overlap_ep_comm: torchtitan has no "
-                        "combined 1F1B; the simulated step hid all-to-alls it will expose");
-        }
-        if (mo.capacity_factor > 0) {
-          AddNote(text, "cannot express training.moe.capacity_factor: torchtitan's MoE is "
-                        "dropless");
-        }
-      }
+      WriteMoe(config, set, text, true);
+      ForceBalance(config, set, true);
       // FSDP2 (or HSDP) as simulated; else DDP (TorchtitanDataParallel
       // refused what torchtitan cannot run).
       const bool fsdp = SetDataParallel(t, set);
