@@ -902,67 +902,57 @@ TEST_CASE("from torchtitan: MoE flavours emitted by name read back as the same r
       "hardware: {gpu: h100-sxm}\n"
       "pipeline: {stages: 1, schedule: 1f1b}\n"
       "strategy:\n  recompute: {full: true}\n";
-  Result<RunConfig> c = ParseConfig(oss, "oss.yaml", CliOverrides());
-  if (!c.ok()) FAIL(c.error().message);
-  Result<PreparedRun> run = Prepare(*c);
-  REQUIRE(run.ok());
-  Result<Emission> e = Emit(Framework::Torchtitan022, *c, run->program);
-  if (!e.ok()) FAIL(e.error().message);
-  CHECK(e->text.find("name = \"gpt_oss\"\nflavor = \"20b\"") != std::string::npos);
-  CHECK(e->text.find("expert_parallel_degree = 8") != std::string::npos);
-  std::string why;
-  const auto [back, want] = RoundTrip(*c, "hardware: {gpu: h100-sxm}\n", why);
-  INFO(e->text << "\n" << why);
-  REQUIRE_FALSE(back.empty());
-  CHECK(back == want);
+  const std::string machine = "hardware: {gpu: h100-sxm}\n";
+  // The config of `text`, its --emit torchtitan-0.2.2 text, and (with
+  // `back`) the check that the text reads back as the same simulation.
+  auto emit = [&](const std::string& text, bool back) {
+    Result<RunConfig> c = ParseConfig(text, "run.yaml", CliOverrides());
+    if (!c.ok()) FAIL(c.error().message);
+    Result<PreparedRun> run = Prepare(*c);
+    REQUIRE(run.ok());
+    Result<Emission> e = Emit(Framework::Torchtitan022, *c, run->program);
+    if (!e.ok()) FAIL(e.error().message);
+    if (back) {
+      std::string why;
+      const auto [read, want] = RoundTrip(*c, machine, why);
+      INFO(e->text << "\n" << why);
+      REQUIRE_FALSE(read.empty());
+      CHECK(read == want);
+    }
+    return e->text;
+  };
+  const std::string e = emit(oss, true);
+  CHECK(e.find("name = \"gpt_oss\"\nflavor = \"20b\"") != std::string::npos);
+  CHECK(e.find("expert_parallel_degree = 8") != std::string::npos);
   // Qwen3-30B-A3B from its config.json is v0.2.2's qwen3 30B-A3B; DeepEP
   // and the forced balance (debug.moe_force_load_balance) come back too.
-  Result<RunConfig> qwen = ParseConfig(
+  const std::string q = emit(
       "model: {name: qwen3-30b-a3b, hf_config: " + std::string(PPB_CONFIGS_DIR) +
           "/hf/qwen3-30b-a3b.json}\n"
           "training: {seq_length: 4096, micro_batch_size: 2, global_batch_size: 64, "
           "dtype: bf16, grad_dtype: fp32, tensor_parallel: 1, data_parallel: 16, fsdp: torch, "
           "expert_parallel: 8, moe: {dispatcher: flex, backend: deepep, force_balance: true}}\n"
           "hardware: {gpu: h100-sxm}\npipeline: {stages: 1, schedule: 1f1b}\n",
-      "qwen.yaml", CliOverrides());
-  if (!qwen.ok()) FAIL(qwen.error().message);
-  Result<PreparedRun> qwen_run = Prepare(*qwen);
-  REQUIRE(qwen_run.ok());
-  Result<Emission> q = Emit(Framework::Torchtitan022, *qwen, qwen_run->program);
-  if (!q.ok()) FAIL(q.error().message);
-  CHECK(q->text.find("name = \"qwen3\"\nflavor = \"30B-A3B\"") != std::string::npos);
-  CHECK(q->text.find("moe_force_load_balance = true") != std::string::npos);
-  const auto [qback, qwant] = RoundTrip(*qwen, "hardware: {gpu: h100-sxm}\n", why);
-  INFO(q->text << "\n" << why);
-  REQUIRE_FALSE(qback.empty());
-  CHECK(qback == qwant);
+      true);
+  CHECK(q.find("name = \"qwen3\"\nflavor = \"30B-A3B\"") != std::string::npos);
+  CHECK(q.find("moe_force_load_balance = true") != std::string::npos);
   // Llama-4-Scout from Meta's config.json: its chunked layers are HF's
   // (NoPE on every 4th, 1-based), not torchtitan's iRoPE (layer_id % 4 ==
   // 0), so no flavour builds it and the emit says so.
-  Result<RunConfig> scout = ParseConfig(
+  const std::string scout = emit(
       "model: {name: scout, hf_config: " + std::string(PPB_CONFIGS_DIR) +
           "/hf/llama4-scout.json}\n"
           "training: {seq_length: 8192, micro_batch_size: 1, global_batch_size: 16, "
           "tensor_parallel: 8, sequence_parallel: true, data_parallel: 2, fsdp: torch}\n"
           "hardware: {gpu: h100-sxm}\npipeline: {stages: 1, schedule: 1f1b}\n",
-      "scout.yaml", CliOverrides());
-  if (!scout.ok()) FAIL(scout.error().message);
-  Result<PreparedRun> scout_run = Prepare(*scout);
-  REQUIRE(scout_run.ok());
-  Result<Emission> s = Emit(Framework::Torchtitan022, *scout, scout_run->program);
-  if (!s.ok()) FAIL(s.error().message);
-  CHECK(s->text.find("no torchtitan v0.2.2 flavour has this model's shape") != std::string::npos);
+      false);
+  CHECK(scout.find("no torchtitan v0.2.2 flavour has this model's shape") != std::string::npos);
   // gpt_oss under pipeline parallelism: v0.2.2 has no pipelining_fn.
   std::string piped = oss;
   piped.replace(piped.find("data_parallel: 16"), 17, "data_parallel: 8");
   piped.replace(piped.find("stages: 1"), 9, "stages: 2");
-  Result<RunConfig> p2 = ParseConfig(piped, "oss.yaml", CliOverrides());
-  if (!p2.ok()) FAIL(p2.error().message);
-  Result<PreparedRun> p2_run = Prepare(*p2);
-  REQUIRE(p2_run.ok());
-  Result<Emission> e2 = Emit(Framework::Torchtitan022, *p2, p2_run->program);
-  if (!e2.ok()) FAIL(e2.error().message);
-  CHECK(e2->text.find("cannot express pipeline parallelism for gpt_oss") != std::string::npos);
+  CHECK(emit(piped, false).find("cannot express pipeline parallelism for gpt_oss") !=
+        std::string::npos);
 }
 
 }  // namespace ppb
