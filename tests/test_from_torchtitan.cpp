@@ -393,16 +393,40 @@ TEST_CASE("torchtitan: deepseek_v3's flavours (MLA, shared experts, dense first 
   CHECK(v3->dense_layers == 3);
   CHECK(v3->shared_experts == 1);
   CHECK(v3->q_lora_rank == 1536);
-  // main's MTP decoder is not read.
+  // main's MTP decoder: model_registry("debugmodel", num_mtp_layers=1) is
+  // one MTP block after layer 5 (mtp_layers.0, before the final norm), a
+  // copy of the last block (MoE) with its own norms and eh_proj; the
+  // embedding and head are shared.
   const std::string registry = Data("main/deepseek_v3/config_registry.py");
   Result<commands::LaunchConfig> mtp = commands::ReadLaunchConfig(
       "torchtitan", registry + ":deepseek_v3_debugmodel_mtp", test::ReadAll(registry), H100(8));
-  REQUIRE_FALSE(mtp.ok());
-  CHECK(mtp.error().message ==
-        registry +
-            ":78: model_spec.num_mtp_layers: must be 0 (ppb does not read torchtitan's "
-            "MTP decoder yet; its MTPDecoder also refuses pipeline parallelism); got the "
-            "integer 1");
+  if (!mtp.ok()) FAIL(mtp.error().message);
+  CHECK(mtp->yaml.find("    mtp_layers: 1\n") != std::string::npos);
+  Result<RunConfig> with_mtp = ParseConfig(mtp->yaml, "mtp.yaml", CliOverrides());
+  if (!with_mtp.ok()) FAIL(with_mtp.error().message);
+  REQUIRE(with_mtp->layers.size() == 9);
+  CHECK(with_mtp->layers[7].kind == LayerKind::Mtp);
+  CHECK(with_mtp->architecture.IsMoeLayer(6));
+  // Its own weights: the block, eh_proj (2 x 256 -> 256) and three norms
+  // (enorm, hnorm, mtp_norm), as torchtitan's MTPTransformerBlock.
+  const Architecture& dsa = with_mtp->architecture;
+  CHECK(with_mtp->derived[7].params.total() == MtpLayerParams(dsa).total());
+  CHECK(MtpLayerParams(dsa).total() ==
+        DecoderLayerParams(dsa, 5).total() + 2 * 256 * 256 + 3 * 256);
+  // mtp.py refuses pipeline and context parallelism with MTP.
+  const std::string piped = test::ReadAll(registry) +
+                            "\n\ndef ppb_piped() -> Trainer.Config:\n"
+                            "    config = deepseek_v3_debugmodel_mtp()\n"
+                            "    config.parallelism.pipeline_parallel_degree = 2\n"
+                            "    config.training.disable_cuda_graphs = True\n"
+                            "    return config\n";
+  Result<commands::LaunchConfig> refused =
+      commands::ReadLaunchConfig("torchtitan", registry + ":ppb_piped", piped, H100(8));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find(
+            ": parallelism.pipeline_parallel_degree: must be 1 with model_spec.num_mtp_layers > "
+            "0 (torchtitan's MTP decoder refuses pipeline and context parallelism, "
+            "deepseek_v3/mtp.py); got the integer 2") != std::string::npos);
 }
 
 TEST_CASE("torchtitan: gpt_oss's flavours (sliding windows, sinks, biased experts)") {

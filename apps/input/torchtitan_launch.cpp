@@ -154,14 +154,16 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
     o.Key(6, "qk_rope_head_dim", f->qk_rope_head_dim, shape);
     o.Key(6, "v_head_dim", f->v_head_dim, shape);
   }
-  if (main != nullptr && f->model == "deepseek_v3" &&
-      job.Int("model_spec.num_mtp_layers", 0, 0, "an integer >= 0") > 0) {
-    // model_registry(..., num_mtp_layers=N): main's MTPDecoder after the
-    // last layer, which ppb's torchtitan split does not place.
-    job.Wrong("model_spec.num_mtp_layers",
-              "0 (ppb does not read torchtitan's MTP decoder yet; its MTPDecoder also refuses "
-              "pipeline parallelism)");
-  }
+  std::int64_t mtp_layers = 0;
+  // main's deepseek_v3 model_registry(..., num_mtp_layers=N): N MTP blocks
+  // after the last layer (deepseek_v3/__init__.py _build_mtp_layers: each a
+  // copy of the last block with enorm, hnorm, eh_proj and mtp_norm, the
+  // embedding and head shared), DeepSeek-V3's MTP modules. mtp.py refuses
+  // pipeline and context parallelism with them (checked with the degrees).
+  mtp_layers = main != nullptr && f->model == "deepseek_v3"
+                   ? job.Int("model_spec.num_mtp_layers", 0, 0, "an integer >= 0")
+                   : 0;
+  if (mtp_layers > 0) o.Key(4, "mtp_layers", mtp_layers, where("model_spec.num_mtp_layers"));
   if (attention != "sdpa") {
     notes.push_back(
         fmt::format("{} {}: attention {} with its block-causal mask is "
@@ -191,6 +193,16 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
     const std::string key = ep != 1 ? "parallelism.expert_parallel_degree"
                                     : "parallelism.expert_tensor_parallel_degree";
     job.Wrong(key, fmt::format("1 for {} {} (a dense model: no experts)", model, flavor));
+  }
+  for (const auto& [degree, key] : {std::pair{pp, "parallelism.pipeline_parallel_degree"},
+                                    std::pair{cp, "parallelism.context_parallel_degree"}}) {
+    if (mtp_layers > 0 && degree > 1) {
+      // deepseek_v3/mtp.py: "MTP does not support pipeline parallelism
+      // yet." / "... context parallelism ...".
+      job.Wrong(key,
+                "1 with model_spec.num_mtp_layers > 0 (torchtitan's MTP decoder refuses "
+                "pipeline and context parallelism, deepseek_v3/mtp.py)");
+    }
   }
   if (main == nullptr && f->gpt_oss && pp > 1) {
     // v0.2.2's gpt_oss TrainSpec has no pipelining_fn, and train.py raises
@@ -670,6 +682,13 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
     }
     parts = DefaultParts(job, stages, f->n_layers, first_less, last_less,
                          "parallelism.pipeline_parallel_degree");
+  }
+  // The MTP blocks (pp is 1 with them) before the final norm, under
+  // MTPDecoder's mtp_layers.
+  for (std::int64_t k = 0; k < mtp_layers && !parts.empty(); ++k) {
+    std::vector<std::string>& last = parts.back();
+    const auto norm = std::find(last.begin(), last.end(), "norm");
+    last.insert(norm, "mtp_layers." + std::to_string(k));
   }
   // The fragment ParseTorchtitan reads: the split and the schedule.
   std::string fragment = "[parallelism]\n";

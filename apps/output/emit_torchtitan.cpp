@@ -86,7 +86,7 @@ std::string TorchScheduleName(const std::string& schedule) {
 std::vector<std::string> TorchtitanModules(const std::vector<Layer>& layers, size_t begin,
                                            size_t end, const char* head) {
   std::vector<std::string> out;
-  int decoder = 0;
+  int decoder = 0, mtp = 0;
   for (size_t i = 0; i < end; ++i) {
     const LayerKind k = layers[i].kind;
     std::vector<std::string> names;
@@ -94,6 +94,9 @@ std::vector<std::string> TorchtitanModules(const std::vector<Layer>& layers, siz
       names = {"tok_embeddings"};
     } else if (k == LayerKind::Head) {
       names = {"norm", head};
+    } else if (k == LayerKind::Mtp) {
+      // main's MTPDecoder.mtp_layers (deepseek_v3/mtp.py).
+      names = {"mtp_layers." + std::to_string(mtp++)};
     } else {
       names = {"layers." + std::to_string(decoder++)};
     }
