@@ -41,12 +41,12 @@ struct Param {
 
 struct Function {
   std::string name;
-  bool takes_arguments = false;
   // The parameters, when each is plain (NAME, NAME: T, NAME = default;
   // not *args, **kwargs or the / and * markers); else a call with
   // arguments is unknown.
   std::vector<Param> params;
   bool plain_params = true;
+  bool takes_arguments() const { return !params.empty() || !plain_params; }
   size_t body = 0;  // the token after the ':'
   int line = 0;
 };
@@ -72,7 +72,7 @@ class Evaluator {
     }
     if (fn == nullptr)
       throw Bad{fmt::format("{}:{}: expected a function {}; got none", path_, line, name)};
-    if (fn->takes_arguments && !fn->plain_params) return MakeUnknown(line, name + "(...)");
+    if (!fn->plain_params) return MakeUnknown(line, name + "(...)");
     if (positional.size() > fn->params.size()) {
       throw Bad{fmt::format("{}:{}: {}: expected at most {} positional arguments; got {}", path_,
                             line, name, fn->params.size(), positional.size())};
@@ -173,7 +173,6 @@ class Evaluator {
         if (Peek().kind != Token::Kind::Name) Fail("a function name");
         fn.name = Next().text;
         Expect("(");
-        fn.takes_arguments = !IsOp(")");
         ScanParams(fn);
         while (!IsOp(":") && Peek().kind != Token::Kind::Newline &&
                Peek().kind != Token::Kind::End) {
@@ -831,7 +830,7 @@ Result<std::vector<std::string>> ConfigFunctions(const std::string& path, std::s
     Evaluator e(path, std::move(*tokens));
     std::vector<std::string> out;
     for (const Function& f : e.functions()) {
-      if (!f.takes_arguments) out.push_back(f.name);
+      if (!f.takes_arguments()) out.push_back(f.name);
     }
     return out;
   } catch (const Bad& b) {
@@ -848,8 +847,8 @@ Result<PythonConfig> EvaluateConfigFunction(const std::string& path, std::string
     bool found = false;
     std::vector<std::string> names;
     for (const Function& f : e.functions()) {
-      if (!f.takes_arguments) names.push_back(f.name);
-      found = found || (f.name == function && !f.takes_arguments);
+      if (!f.takes_arguments()) names.push_back(f.name);
+      found = found || (f.name == function && !f.takes_arguments());
     }
     if (!found) {
       return Error{"", fmt::format("{}: {}: must be a function of the file that takes no "

@@ -14,21 +14,25 @@
 namespace ppb::emit_detail {
 namespace {
 
-// "([0]*3+[1]*58)": Megatron's --moe-layer-freq pattern (arguments.py
-// moe_freq_type), 1 for an MoE layer, run-length written.
-std::string MoePattern(const Architecture& a) {
+// "([0]*3+[1]*58)": a per-layer 0/1 pattern run-length written as
+// Megatron's list expressions (arguments.py moe_freq_type, which reads
+// --moe-layer-freq and --window-attn-skip-freq).
+std::string RunLengthPattern(const std::vector<int>& bits) {
   std::string out;
-  int i = 0;
-  while (i < a.layers) {
-    const bool moe = a.IsMoeLayer(i);
-    int n = 0;
-    while (i < a.layers && a.IsMoeLayer(i) == moe) {
-      ++n;
-      ++i;
-    }
-    out += fmt::format("{}[{}]*{}", out.empty() ? "" : "+", moe ? 1 : 0, n);
+  for (size_t i = 0; i < bits.size();) {
+    size_t k = i;
+    while (k < bits.size() && bits[k] == bits[i]) ++k;
+    out += fmt::format("{}[{}]*{}", out.empty() ? "" : "+", bits[i], k - i);
+    i = k;
   }
   return "(" + out + ")";
+}
+
+// Megatron's --moe-layer-freq pattern, 1 for an MoE layer.
+std::string MoePattern(const Architecture& a) {
+  std::vector<int> moe;
+  for (int i = 0; i < a.layers; ++i) moe.push_back(a.IsMoeLayer(i) ? 1 : 0);
+  return RunLengthPattern(moe);
 }
 
 // Megatron's window flags for the sliding layers of `a` (TransformerConfig
@@ -50,14 +54,7 @@ std::string WindowFlags(const Architecture& a) {
     for (int i = 0; i < a.layers && every; ++i) every = slides[i] == ((i + 1) % n != 0 ? 1 : 0);
     if (every) return text + fmt::format("--window-attn-skip-freq {}\n", n);
   }
-  std::string runs;
-  for (size_t i = 0; i < slides.size();) {
-    size_t k = i;
-    while (k < slides.size() && slides[k] == slides[i]) ++k;
-    runs += fmt::format("{}[{}]*{}", runs.empty() ? "" : "+", slides[i], k - i);
-    i = k;
-  }
-  return text + "--window-attn-skip-freq \"(" + runs + ")\"\n";
+  return text + "--window-attn-skip-freq \"" + RunLengthPattern(slides) + "\"\n";
 }
 
 }  // namespace
@@ -99,10 +96,9 @@ std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>
   text += WindowFlags(a);
   if (a.attention_sinks) text += "--softmax-type learnable\n";
   if (a.learned_positions > 0) {
-    text += fmt::format(
-        "--position-embedding-type learned_absolute\n"
-        "--max-position-embeddings {}\n",
-        a.learned_positions);
+    text += fmt::format("--position-embedding-type learned_absolute\n"
+                        "--max-position-embeddings {}\n",
+                        a.learned_positions);
   } else {
     text += fmt::format("--position-embedding-type rope\n--max-position-embeddings {}\n", t.seq);
   }
