@@ -156,6 +156,23 @@ TEST_CASE("launch script: assignments, arrays, tests, case and arithmetic as bas
   CHECK(c->environment == std::vector<std::string>{"GPUS_PER_NODE", "NODES"});
 }
 
+TEST_CASE("launch script: a line continuation is removed inside double quotes as bash does") {
+  // Megatron-LM's examples/mamba/train.sh and t5/train_t5_220m_distributed.sh
+  // write options="\<newline> --flag value \<newline> ..." and pass ${options}
+  // unquoted: bash drops each \<newline> pair, in double quotes too (man
+  // bash, QUOTING); single quotes keep it.
+  const std::string text =
+      "OPTS=\" \\\n"                                          // 1
+      "   --num-layers 4 \\\n"                                // 2
+      "   --name a\\\n"                                       // 3
+      "b\"\n"                                                  // 4
+      "torchrun --nproc_per_node 8 pretrain_gpt.py ${OPTS} \"x\\\ny\" 'p\\\nq'\n";  // 5
+  Result<LaunchCommand> c = ReadLaunchScript("t.sh", text);
+  if (!c.ok()) FAIL(c.error().message);
+  CHECK(Texts(c->args) ==
+        std::vector<std::string>{"--num-layers", "4", "--name", "ab", "xy", "p\\\nq"});
+}
+
 TEST_CASE("launch script: what ppb cannot evaluate is refused at its line") {
   auto refused = [](const std::string& text) {
     Result<LaunchCommand> c = ReadLaunchScript("t.sh", text);

@@ -290,6 +290,70 @@ TEST_CASE("config: inline windowed and chunked layers match their config.json",
   CHECK(scout->architecture.blocks[4].span == Span::Chunked);
 }
 
+TEST_CASE("config: an inline hybrid layer pattern matches Nemotron-H's config.json",
+          "[cost]") {
+  const std::string rest =
+      "training: {seq_length: 8192, tensor_parallel: 8, data_parallel: 8}\n"
+      "hardware: {gpu: h100-sxm}\n"
+      "pipeline: {stages: 2, microbatches: 8}\n";
+  // Nemotron-H-56B: Megatron's hybrid pattern is the config.json's
+  // hybrid_override_pattern; 256 Mamba heads of 64, a 256-wide state.
+  const std::string h56 =
+      "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-"
+      "M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-";
+  Result<RunConfig> inl = ParseHf(
+      "model:\n  architecture:\n    hidden_size: 8192\n    num_layers: 118\n"
+      "    num_attention_heads: 64\n    num_key_value_heads: 8\n    head_dim: 128\n"
+      "    ffn_hidden_size: 32768\n    vocab_size: 131072\n    gated_mlp: false\n"
+      "    hybrid_layer_pattern: \"" + h56 + "\"\n"
+      "    mamba: {num_heads: 256, state_dim: 256}\n" + rest);
+  if (!inl.ok()) FAIL(inl.error().message);
+  Result<RunConfig> hf = ParseHf(
+      "model: {hf_config: " + Configs("hf/nemotron-h-56b.json") + "}\n" + rest);
+  if (!hf.ok()) FAIL(hf.error().message);
+  CheckSameLayers(*inl, *hf);
+  CHECK(inl->architecture.mamba == hf->architecture.mamba);
+  CHECK(inl->architecture.blocks == hf->architecture.blocks);
+  // Nemotron 3 Nano: E blocks of routed experts; Megatron's default Mamba
+  // heads (2 x 2688 / 64 = 84) are not the model's 64, so they are given.
+  const std::string nano = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME";
+  const std::string nano_rest =
+      "training: {seq_length: 8192, tensor_parallel: 2, data_parallel: 8,\n"
+      "           expert_parallel: 8}\n"
+      "hardware: {gpu: h100-sxm}\n"
+      "pipeline: {stages: 2, microbatches: 8}\n";
+  Result<RunConfig> moe = ParseHf(
+      "model:\n  architecture:\n    hidden_size: 2688\n    num_layers: 52\n"
+      "    num_attention_heads: 32\n    num_key_value_heads: 2\n    head_dim: 128\n"
+      "    vocab_size: 131072\n    gated_mlp: false\n"
+      "    hybrid_layer_pattern: " + nano + "\n"
+      "    mamba: {num_heads: 64}\n"
+      "    moe: {num_experts: 128, top_k: 6, expert_ffn_hidden_size: 1856,\n"
+      "          shared_ffn_hidden_size: 3712, router_bias: true}\n" + nano_rest);
+  if (!moe.ok()) FAIL(moe.error().message);
+  Result<RunConfig> moe_hf = ParseHf(
+      "model: {hf_config: " + Configs("hf/nemotron-3-nano-30b-a3b.json") + "}\n" + nano_rest);
+  if (!moe_hf.ok()) FAIL(moe_hf.error().message);
+  CheckSameLayers(*moe, *moe_hf);
+  CHECK(moe->architecture.mamba == moe_hf->architecture.mamba);
+  CHECK(moe->architecture.blocks[1].mlp == MlpKind::Moe);
+  CHECK(moe->architecture.blocks[5].mixer == Mixer::Attention);
+  // Megatron's defaults (TransformerConfig): 2 x 1024 / 64 = 32 heads of
+  // 64, a 128-wide state, 8 groups; MambaMixer's 4-wide convolution.
+  Result<RunConfig> small = ParseHf(
+      "model:\n  architecture:\n    hidden_size: 1024\n    num_layers: 4\n"
+      "    num_attention_heads: 16\n    ffn_hidden_size: 4096\n    vocab_size: 32000\n"
+      "    hybrid_layer_pattern: M*M-\n" + rest);
+  if (!small.ok()) FAIL(small.error().message);
+  const Mamba2Shape& m = small->architecture.mamba;
+  CHECK(m.heads == 32);
+  CHECK(m.head_dim == 64);
+  CHECK(m.state == 128);
+  CHECK(m.groups == 8);
+  CHECK(m.conv == 4);
+  CHECK(m.chunk == 128);
+}
+
 TEST_CASE("config: inline architecture errors name file:line:key",
           "[cost]") {
   auto error = [](const std::string& arch) {
@@ -354,6 +418,36 @@ TEST_CASE("config: inline architecture errors name file:line:key",
              Catch::Contains("run.yaml:9: model.architecture."
                              "attention_chunk_size: must be a positive "
                              "integer; got 0"));
+  CHECK_THAT(error(two + "    hybrid_layer_pattern: M*G\n"),
+             Catch::Contains("run.yaml:8: model.architecture.hybrid_layer_pattern: must "
+                             "have one symbol per decoder layer (num_layers: 2); got 3"));
+  CHECK_THAT(error(two + "    hybrid_layer_pattern: M|*\n"),
+             Catch::Contains("run.yaml:8: model.architecture.hybrid_layer_pattern: must "
+                             "have one symbol per decoder layer"));
+  CHECK_THAT(error(two + "    hybrid_layer_pattern: MG\n"),
+             Catch::Contains("must hold only M (Mamba-2), * (attention), - (MLP) and E "
+                             "(MoE)"));
+  CHECK_THAT(error(two + "    hybrid_layer_pattern: ME\n"),
+             Catch::Contains("run.yaml:8: model.architecture.hybrid_layer_pattern: has MoE "
+                             "layers (E), which need model.architecture.moe; got none"));
+  CHECK_THAT(error(two + "    hybrid_layer_pattern: \"*-\"\n    mamba: {state_dim: 64}\n"),
+             Catch::Contains("run.yaml:9: model.architecture.mamba: must be given only with "
+                             "a hybrid_layer_pattern holding M (Mamba) layers"));
+  CHECK_THAT(error(two + "    hybrid_layer_pattern: M-\n    mamba: {num_groups: 3}\n"),
+             Catch::Contains("run.yaml:9: model.architecture.mamba.num_groups: must divide "
+                             "the Mamba heads (2, Megatron's assert); got 3"));
+  CHECK_THAT(error(two + "    hybrid_layer_pattern: M-\n    mamba: {head_dim: 48}\n"),
+             Catch::Contains("model.architecture.mamba.head_dim: must divide 2 x hidden_size "
+                             "(128, Megatron's d_inner when num_heads is not given); got 48"));
+  CHECK_THAT(error(two + "    hybrid_layer_pattern: M*\n"
+                         "    layer_types: [full_attention, full_attention]\n"),
+             Catch::Contains("run.yaml:9: model.architecture.layer_types: must not be given "
+                             "with hybrid_layer_pattern"));
+  CHECK_THAT(error("    hidden_size: 64\n    num_layers: 2\n"
+                   "    num_attention_heads: 4\n    vocab_size: 10\n"
+                   "    hybrid_layer_pattern: M-\n    mamba: {num_groups: 2}\n"),
+             Catch::Contains("model.architecture.ffn_hidden_size: must be "
+                             "positive (the model has dense layers)"));
   Result<RunConfig> both = ParseHf(
       "model:\n  hf_config: hf/llama3-8b.json\n  architecture: {}\n" +
       std::string(kLlama3Rest));

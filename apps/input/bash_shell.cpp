@@ -203,7 +203,10 @@ void Shell::ExpandInto(std::string_view s, int line, bool split, bool in_quotes,
       j = end + 1;
     } else if (c == '\\' && j + 1 < s.size()) {
       const char n = s[j + 1];
-      if (!in_quotes || n == '$' || n == '`' || n == '"' || n == '\\') {
+      if (n == '\n') {
+        // A line continuation, quoted or not, is removed (man bash,
+        // QUOTING: "A \<newline> pair is treated as a line continuation").
+      } else if (!in_quotes || n == '$' || n == '`' || n == '"' || n == '\\') {
         f.Add(std::string_view(&s[j + 1], 1), false, false);
       } else {
         f.Add(s.substr(j, 2), false, false);

@@ -80,6 +80,9 @@ class Parser : public ConfigReader {
   Result<Architecture> ParseArchitecture(const Entry& section);
   Status ParseLayerTypes(const Entries& e, const std::string& path,
                          Architecture& a);
+  // config_hybrid.cpp: hybrid_layer_pattern and mamba.
+  Status ParseHybridPattern(const Entries& e, const std::string& path,
+                            Architecture& a);
   Result<Entries> TrainingEntries(const Entry& section);
   Result<Training> ParseTraining(const Entry& section);
   Status ParseLowPrecision(const Entries& e, Training& t);

@@ -46,7 +46,8 @@ Result<Architecture> Parser::ParseArchitecture(const Entry& section) {
            "vocab_size", "tie_embeddings", "gated_mlp", "qkv_bias",
            "qk_norm", "norm", "learned_positions", "moe", "mla",
            "mtp_layers", "layer_types", "sliding_window",
-           "attention_chunk_size", "attention_sinks", "attention_out_bias"});
+           "attention_chunk_size", "attention_sinks", "attention_out_bias",
+           "hybrid_layer_pattern", "mamba"});
   if (!r.ok()) return r.error();
   const Entries& e = *r;
   Architecture a;
@@ -146,6 +147,7 @@ do {                               \
   PPB_ARCH(a.attention_sinks, ArchBool(e, "attention_sinks", false));
   PPB_ARCH(a.out_bias, ArchBool(e, "attention_out_bias", false));
 #undef PPB_ARCH
+  if (Status s = ParseHybridPattern(e, path, a); !s.ok()) return s.error();
   if (Status s = ParseLayerTypes(e, path, a); !s.ok()) return s.error();
   if (a.heads % a.kv_heads != 0) {
     return Fail(path + ".num_key_value_heads",

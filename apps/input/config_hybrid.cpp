@@ -1,0 +1,116 @@
+// model.architecture.hybrid_layer_pattern and model.architecture.mamba: a
+// hybrid model's layers written inline, one symbol a layer, by Megatron-LM's
+// pattern (core 0.20, megatron/core/models/hybrid/hybrid_layer_allocation.py
+// Symbols): M a Mamba-2 mixer, * self-attention, - an MLP, E a mixture of
+// experts, each a block with one norm (core/architecture.h LayerBlock, as
+// HuggingFace's Nemotron-H hybrid_override_pattern). Megatron's other
+// symbols (G gated DeltaNet, D DeepSeek sparse attention, + latent
+// attention), its pipeline separators | and its MTP separator / are refused
+// here: a ppb config gives the split in the pipeline section and MTP layers
+// by mtp_layers.
+//
+// The Mamba shapes take Megatron-LM's defaults (TransformerConfig
+// mamba_state_dim 128, mamba_head_dim 64, mamba_num_groups 8,
+// mamba_num_heads None: expand 2 x hidden / head_dim; MambaMixer d_conv 4,
+// chunk_size 128, conv_bias on, no in/out projection bias).
+#include <climits>
+#include <string>
+
+#include "apps/input/config_parser.h"
+
+namespace ppb::config_detail {
+
+Status Parser::ParseHybridPattern(const Entries& e, const std::string& path,
+                                  Architecture& a) {
+  const Entry* pattern = Find(e, "hybrid_layer_pattern");
+  const Entry* mamba = Find(e, "mamba");
+  if (pattern == nullptr) {
+    if (mamba == nullptr) return Status();
+    return Fail(mamba->path,
+                "must be given only with a hybrid_layer_pattern holding M (Mamba) "
+                "layers; got it without one");
+  }
+  if (const Entry* types = Find(e, "layer_types")) {
+    return Fail(types->path,
+                "must not be given with hybrid_layer_pattern (its * layers are "
+                "full attention); got both");
+  }
+  Result<std::string> text =
+      String(pattern->value, pattern->path,
+             "a string of M, *, - and E, one per decoder layer");
+  if (!text.ok()) return text.error();
+  const std::string& p = *text;
+  if (static_cast<std::int64_t>(p.size()) != a.layers) {
+    return Fail(pattern->path,
+                "must have one symbol per decoder layer (num_layers: " +
+                    std::to_string(a.layers) + "); got " + std::to_string(p.size()) +
+                    " in \"" + p + "\"");
+  }
+  a.blocks.assign(p.size(), LayerBlock{});
+  bool has_mamba = false, has_moe = false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    LayerBlock& b = a.blocks[i];
+    switch (p[i]) {
+      case 'M': b = {Mixer::Mamba2, Span::Full, MlpKind::None}; has_mamba = true; break;
+      case '*': b = {Mixer::Attention, Span::Full, MlpKind::None}; break;
+      case '-': b = {Mixer::None, Span::Full, MlpKind::Dense}; break;
+      case 'E': b = {Mixer::None, Span::Full, MlpKind::Moe}; has_moe = true; break;
+      default:
+        return Fail(pattern->path,
+                    "must hold only M (Mamba-2), * (attention), - (MLP) and E (MoE), one "
+                    "per layer (ppb does not model Megatron's G, D or + layers; a "
+                    "ppb config gives the split in pipeline, not by |); got '" +
+                        std::string(1, p[i]) + "' at position " + std::to_string(i + 1) +
+                        " of \"" + p + "\"");
+    }
+  }
+  if (has_moe && a.experts == 0) {
+    return Fail(pattern->path,
+                "has MoE layers (E), which need model.architecture.moe; got none");
+  }
+  if (!has_mamba) {
+    if (mamba == nullptr) return Status();
+    return Fail(mamba->path,
+                "must be given only with a hybrid_layer_pattern holding M (Mamba) "
+                "layers; got \"" + p + "\"");
+  }
+  Entries m;
+  if (mamba != nullptr) {
+    Result<Entries> r = Map(mamba->value, mamba->path,
+                            {"num_heads", "head_dim", "state_dim", "num_groups",
+                             "conv_kernel", "chunk_size"});
+    if (!r.ok()) return r.error();
+    m = std::move(*r);
+  }
+  const std::string mp = path + ".mamba";
+  Mamba2Shape& s = a.mamba;
+#define PPB_MAMBA(lhs, expr)       \
+  do {                             \
+    auto r_ = (expr);              \
+    if (!r_.ok()) return r_.error(); \
+    lhs = *r_;                     \
+  } while (false)
+  PPB_MAMBA(s.head_dim, ArchInt(m, "head_dim", mp, 1, 64));
+  PPB_MAMBA(s.state, ArchInt(m, "state_dim", mp, 1, 128));
+  PPB_MAMBA(s.groups, ArchInt(m, "num_groups", mp, 1, 8));
+  PPB_MAMBA(s.conv, ArchInt(m, "conv_kernel", mp, 1, 4));
+  PPB_MAMBA(s.chunk, ArchInt(m, "chunk_size", mp, 1, 128));
+  if (Find(m, "num_heads") == nullptr && (2 * a.hidden) % s.head_dim != 0) {
+    return Fail(mp + ".head_dim",
+                "must divide 2 x hidden_size (" + std::to_string(2 * a.hidden) +
+                    ", Megatron's d_inner when num_heads is not given); got " +
+                    std::to_string(s.head_dim));
+  }
+  PPB_MAMBA(s.heads, ArchInt(m, "num_heads", mp, 1, 2 * a.hidden / s.head_dim));
+#undef PPB_MAMBA
+  s.conv_bias = true;
+  s.proj_bias = false;
+  if (s.heads % s.groups != 0) {
+    return Fail(mp + ".num_groups",
+                "must divide the Mamba heads (" + std::to_string(s.heads) +
+                    ", Megatron's assert); got " + std::to_string(s.groups));
+  }
+  return Status();
+}
+
+}  // namespace ppb::config_detail
