@@ -220,6 +220,90 @@ TEST_CASE("from megatron: the example launches simulate as the same runs written
   CHECK(LaunchJson(Shipped("llama3_8b_h100_fp8.log"), H100()) == ConfigJson("llama3_8b_h100_fp8.yaml"));
 }
 
+TEST_CASE("from megatron: a hybrid model's pattern, Mamba shape and pipeline segments") {
+  // examples/mamba/train.sh as it is: it parses through its case, its
+  // options string and its pattern, then needs the vocabulary its
+  // SentencePiece model holds.
+  const std::string file = Data("mamba_train.sh");
+  const std::string text = Slurp(file);
+  Result<commands::LaunchConfig> as_is =
+      commands::ReadLaunchConfig("megatron", file, text, H100());
+  REQUIRE_FALSE(as_is.ok());
+  CHECK_THAT(as_is.error().message,
+             Catch::Contains("mamba_train.sh: --vocab-size: must be given (ppb does not read "
+                             "tokenizer 'GPTSentencePieceTokenizer'); got nothing"));
+  // With the vocabulary given it is the hand-written run: 48 layers from
+  // the pattern, Megatron's default Mamba shape (32 heads of 64 at h 1024).
+  std::string with_vocab = text;
+  const std::string tok = "--tokenizer-model ${TOKENIZER_PATH} \\";
+  REQUIRE(with_vocab.find(tok) != std::string::npos);
+  with_vocab.replace(with_vocab.find(tok), tok.size(),
+                     "--tokenizer-model ${TOKENIZER_PATH} --vocab-size 256000 \\");
+  Result<commands::LaunchConfig> run =
+      commands::ReadLaunchConfig("megatron", file, with_vocab, H100());
+  if (!run.ok()) FAIL(run.error().message);
+  Result<RunConfig> c = ParseConfig(run->yaml, file, CliOverrides());
+  REQUIRE(c.ok());
+  CHECK(c->architecture.layers == 48);
+  CHECK(c->architecture.mamba.heads == 32);
+  CHECK(SimJson(*c) == ConfigJson("mamba_800m_8.yaml"));
+  // Its lines are the options string's (an escaped newline counts once).
+  std::string pattern_origin;
+  for (size_t i = 0, line = 0; i < run->yaml.size(); ++line) {
+    const size_t end = run->yaml.find('\n', i);
+    if (run->yaml.compare(i, 26, "    hybrid_layer_pattern: ") == 0) {
+      pattern_origin = run->origins.at(line);
+    }
+    i = end == std::string::npos ? run->yaml.size() : end + 1;
+  }
+  CHECK_THAT(pattern_origin, Catch::EndsWith("mamba_train.sh:103: --hybrid-layer-pattern"));
+
+  // '|' segments are the stages in Megatron's order (segment = chunk x p +
+  // rank): four segments on p 2 give v 2, the embedding with segment 0 and
+  // the head with segment 3; the --mamba-* arguments set the shape.
+  const std::string hybrid =
+      "  --hybrid-layer-pattern \"M-*-|M-*-M-|M-|*-M-\" --pipeline-model-parallel-size 2 \\\n"
+      "  --mamba-num-heads 16 --mamba-head-dim 32 --mamba-state-dim 64 --mamba-num-groups 4 \\\n"
+      "  --global-batch-size 8";
+  Result<commands::LaunchConfig> pipes = FromText(Script(hybrid, 4));
+  if (!pipes.ok()) FAIL(pipes.error().message);
+  Result<RunConfig> pc = ParseConfig(pipes->yaml, "run.sh", CliOverrides());
+  REQUIRE(pc.ok());
+  CHECK(pc->architecture.layers == 16);
+  CHECK(pc->shape.p == 2);
+  CHECK(pc->shape.v == 2);
+  CHECK(pc->strategy.layers_per_stage == std::vector<int>{5, 6, 2, 5});
+  CHECK(pc->architecture.mamba ==
+        Mamba2Shape{16, 32, 64, 4, 4, 128, true, false});
+  CHECK(pc->architecture.Block(4).mixer == Mixer::Mamba2);
+  CHECK_FALSE(pc->architecture.HasMlp(4));
+  CHECK(pc->architecture.Block(5).mlp == MlpKind::Dense);
+  CHECK(pc->architecture.Block(6).mixer == Mixer::Attention);
+
+  auto refused = [&](const std::string& args, int gpus = 4) {
+    Result<commands::LaunchConfig> r = FromText(Script(args, gpus));
+    REQUIRE_FALSE(r.ok());
+    return r.error().message;
+  };
+  CHECK_THAT(refused("  --hybrid-layer-pattern \"M-*-|M-*-|M-*-\" "
+                     "--pipeline-model-parallel-size 2"),
+             Catch::Contains("run.sh:6: --hybrid-layer-pattern: its 3 pipeline segments must be "
+                             "divisible by --pipeline-model-parallel-size 2"));
+  CHECK_THAT(refused("  --hybrid-layer-pattern \"M-*G\""),
+             Catch::Contains("run.sh:6: --hybrid-layer-pattern: must hold M (Mamba), * "
+                             "(attention), - (MLP), E (MoE) and |"));
+  CHECK_THAT(refused("  --hybrid-layer-pattern \"M-*-/M-\""),
+             Catch::Contains("run.sh:6: --hybrid-layer-pattern: must not hold MTP patterns "
+                             "after '/'"));
+  CHECK_THAT(refused("  --hybrid-layer-pattern \"M-|*-\" --pipeline-model-parallel-size 2 "
+                     "--pipeline-model-parallel-layout \"Et|tL\""),
+             Catch::Contains("run.sh:6: --pipeline-model-parallel-layout: must not be given "
+                             "with '|' in --hybrid-layer-pattern"));
+  CHECK_THAT(refused("  --hybrid-layer-pattern M- --hybrid-override-pattern M-"),
+             Catch::Contains("--hybrid-override-pattern: must not be given with "
+                             "--hybrid-layer-pattern"));
+}
+
 TEST_CASE("from megatron: a world that cannot hold TP x PP is refused with both numbers") {
   const std::string file = Data("train_gpt3_175b_distributed.sh");
   Result<commands::LaunchConfig> r = commands::ReadLaunchConfig("megatron", file, Slurp(file), H100());

@@ -101,8 +101,11 @@ class Lexer {
     out += s_[i_++];
     while (i_ < s_.size() && s_[i_] != close) {
       if (close == '"' && s_[i_] == '\\' && i_ + 1 < s_.size()) {
+        // The escaped character too, so an escaped newline counts once.
         if (s_[i_ + 1] == '\n') ++line_;
         out += s_[i_++];
+        out += s_[i_++];
+        continue;
       } else if (close == '"' && s_[i_] == '$' && i_ + 1 < s_.size() &&
                  (s_[i_ + 1] == '(' || s_[i_ + 1] == '{')) {
         Nested(out);

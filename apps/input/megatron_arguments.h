@@ -215,6 +215,25 @@ bool ReadLogArgs(const std::string& path, std::string_view text, Args& args);
 // --moe-layer-freq as a list pattern ("([0]*3+[1]*58)", "[0, 1, 1]";
 // arguments.py moe_freq_type): 1 for an MoE layer; `where` places errors.
 std::vector<int> MoeLayerPattern(std::string_view text, const std::string& where);
+// --hybrid-layer-pattern (or the deprecated --hybrid-override-pattern):
+// Megatron-LM's hybrid model (pretrain_hybrid.py), read by
+// apps/input/megatron_hybrid.cpp.
+struct HybridPattern {
+  std::string symbols;                 // one per decoder layer, without '|'
+  std::vector<std::int64_t> segments;  // the layers of each '|' segment
+  std::string dest;                    // the argument it came from
+};
+// The pattern, or nullopt when the run gives none; refuses what ppb cannot
+// model (MTP depths after '/', the G, D and + layers) at its line.
+std::optional<HybridPattern> ReadHybridPattern(Args& args);
+// model.architecture's hybrid_layer_pattern and mamba (the --mamba-* shape
+// arguments given) at indent 4.
+void WriteHybridModel(Args& args, const HybridPattern& h, ConfigWriter& o);
+// The '|' segments as the --pipeline-model-parallel-layout that places the
+// same layers ("Et*2|t*2L"; the embedding on the first segment and the
+// head on the last, as HybridModel builds them).
+std::string HybridLayout(const HybridPattern& h);
+
 // A file `ppb-sim --emit megatron --emit-file` wrote: its megatron section
 // with every other line (the "==== ppb emit: NAME ====" headers, other
 // frameworks' sections) made a comment, so lines keep their numbers; empty

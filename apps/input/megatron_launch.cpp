@@ -40,6 +40,7 @@ struct Job {
   World world;
   std::int64_t layers = 0;  // decoder layers
   std::int64_t ffn = 0;     // the dense MLP's width
+  std::optional<HybridPattern> hybrid = std::nullopt;  // a hybrid model's pattern
 
   // An argument Megatron-LM requires.
   std::int64_t Need(const std::string& dest, std::int64_t min) {
@@ -153,7 +154,25 @@ void WriteModel(Job& j) {
   [[maybe_unused]] auto where = [&](const std::string& dest) { return a.Where(dest); };
   const std::int64_t t = j.t;
   // ---- model -------------------------------------------------------------
-  const std::int64_t layers = j.layers = j.Need("num_layers", 1);
+  // A hybrid model's layers are its pattern's (validate_args sets
+  // num_layers from it, warning when --num-layers differs).
+  j.hybrid = ReadHybridPattern(a);
+  std::string layers_origin = where("num_layers");
+  if (j.hybrid) {
+    j.layers = static_cast<std::int64_t>(j.hybrid->symbols.size());
+    layers_origin = where(j.hybrid->dest);
+    if (auto n = a.Int("num_layers", 1); n && *n != j.layers) {
+      notes.push_back(fmt::format("--num-layers {} ignored: --{} holds {} layers (Megatron-LM "
+                                  "takes the pattern's)",
+                                  *n, j.hybrid->dest == "hybrid_layer_pattern"
+                                          ? "hybrid-layer-pattern"
+                                          : "hybrid-override-pattern",
+                                  j.layers));
+    }
+  } else {
+    j.layers = j.Need("num_layers", 1);
+  }
+  const std::int64_t layers = j.layers;
   const std::int64_t h = j.Need("hidden_size", 1);
   const std::int64_t heads = j.Need("num_attention_heads", 1);
   const bool swiglu = a.Flag("swiglu");
@@ -226,7 +245,7 @@ void WriteModel(Job& j) {
   }(), "");
   o.Line(2, "architecture:");
   o.Key(4, "hidden_size", h, where("hidden_size"));
-  o.Key(4, "num_layers", layers, where("num_layers"));
+  o.Key(4, "num_layers", layers, layers_origin);
   o.Key(4, "num_attention_heads", heads, where("num_attention_heads"));
   if (!mla) {
     if (gqa && groups) {
@@ -268,6 +287,7 @@ void WriteModel(Job& j) {
   if (rms_biases) o.Key(4, "attention_out_bias", "true", bias_origin);
   if (a.Flag("qk_layernorm")) o.Key(4, "qk_norm", "true", where("qk_layernorm"));
   WriteWindows(j, layers);
+  if (j.hybrid) WriteHybridModel(a, *j.hybrid, o);
   if (norm == "LayerNorm" && no_bias) {
     notes.push_back("--disable-bias-linear: ppb puts biases on every linear with LayerNorm");
   }
@@ -569,6 +589,33 @@ void WritePipeline(Job& j, LaunchRun& run) {
   const std::optional<std::string> layout = a.Str("pipeline_model_parallel_layout");
   const std::optional<std::int64_t> group =
       a.Int("microbatch_group_size_per_virtual_pipeline_stage", 1);
+  const bool hybrid_pipes = j.hybrid && j.hybrid->segments.size() > 1;
+  if (hybrid_pipes && !a.log()) {
+    // validate_args: with '|' in the pattern its segments are the stages.
+    for (const char* dest :
+         {"pipeline_model_parallel_layout", "num_layers_per_virtual_pipeline_stage",
+          "num_virtual_stages_per_pipeline_rank", "decoder_first_pipeline_num_layers",
+          "decoder_last_pipeline_num_layers"}) {
+      if (a.Peek(dest) == nullptr || a.Peek(dest)->value == "None") continue;
+      Fail(fmt::format("{}: must not be given with '|' in --{} (Megatron-LM's assert: the "
+                       "pattern's segments are the pipeline stages)",
+                       where(dest), j.hybrid->dest == "hybrid_layer_pattern"
+                                        ? "hybrid-layer-pattern"
+                                        : "hybrid-override-pattern"));
+    }
+  }
+  if (hybrid_pipes) {
+    const auto segments = static_cast<std::int64_t>(j.hybrid->segments.size());
+    if (segments % p != 0) {
+      Fail(fmt::format("{}: its {} pipeline segments must be divisible by "
+                       "--pipeline-model-parallel-size {} (Megatron-LM's assert)",
+                       where(j.hybrid->dest), segments, p));
+    }
+    v = segments / p;
+    v_origin = where(j.hybrid->dest);
+    carry(j.hybrid->dest, "--pipeline-model-parallel-layout",
+          "\"" + HybridLayout(*j.hybrid) + "\"");
+  }
   if (layout && !a.log()) {
     // arguments.py: v = the layout's stages / p, which must divide.
     Result<int> stages = MegatronLayoutStages(
@@ -593,7 +640,9 @@ void WritePipeline(Job& j, LaunchRun& run) {
     }
     carry("pipeline_model_parallel_layout", "--pipeline-model-parallel-layout", q + "\"");
   }
-  if (a.log()) {
+  if (hybrid_pipes) {
+    a.Int("virtual_pipeline_model_parallel_size", 1);  // a log's: the segments'
+  } else if (a.log()) {
     if (auto vpp = a.Int("virtual_pipeline_model_parallel_size", 1)) {
       v = *vpp;
       v_origin = where("virtual_pipeline_model_parallel_size");
@@ -614,7 +663,7 @@ void WritePipeline(Job& j, LaunchRun& run) {
     v = n_layers / p / *per;
     v_origin = where("num_layers_per_virtual_pipeline_stage");
   }
-  if (v > 1 && !layout) {
+  if (v > 1 && !layout && !hybrid_pipes) {
     carry(a.log() ? "virtual_pipeline_model_parallel_size" : "num_virtual_stages_per_pipeline_rank",
           "--num-virtual-stages-per-pipeline-rank", std::to_string(v));
   }
