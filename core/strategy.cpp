@@ -271,6 +271,28 @@ std::string FormatMegatronLayout(const std::vector<int>& layers_per_stage,
   return out;
 }
 
+std::string HybridPatternLayout(std::string_view pattern) {
+  pattern = pattern.substr(0, pattern.find('/'));
+  if (pattern.find('|') == std::string_view::npos) return "";
+  std::string out = "E";
+  size_t run = 0;
+  auto flush = [&] {
+    if (run == 1) out += 't';
+    if (run > 1) out += "t*" + std::to_string(run);
+    run = 0;
+  };
+  for (char c : pattern) {
+    if (c == '|') {
+      flush();
+      out += '|';
+    } else {
+      ++run;
+    }
+  }
+  flush();
+  return out + "L";
+}
+
 Status ApplyFirstNRecompute(const std::vector<Layer>& layers,
                             const std::vector<int>& layers_per_stage,
                             const std::vector<int>& counts,

@@ -33,6 +33,14 @@ Result<std::vector<int>> ParseMegatronLayout(std::string_view layout,
 // string, or when it expands to more than `max_symbols` symbols.
 Result<int> MegatronLayoutStages(std::string_view layout, size_t max_symbols);
 
+// The --pipeline-model-parallel-layout placing the layers of a Megatron-LM
+// --hybrid-layer-pattern's '|' segments (core 0.20,
+// hybrid_layer_allocation.py select_pipeline_segment: segment k is global
+// stage k; the embedding goes with the first segment, the head with the
+// last): "M-*|-M|M-" gives "Et*3|t*2|t*2L". Every symbol but '|' is one
+// layer; an MTP part after '/' is not read. Empty when there is no '|'.
+std::string HybridPatternLayout(std::string_view pattern);
+
 // Writes layers per stage as a Megatron layout string with the symbols of
 // `layers` ("E" for embedding, "t" for decoder/moe/other, "m" MTP, "L" head),
 // compressing runs "t*n". REQUIRES: counts add up to layers.size().

@@ -572,6 +572,56 @@ namespace ppb {
 // --emit megatron, then --from megatron: every shipped config whose run
 // Megatron-LM can express comes back as the same simulation. A shipped
 // config is left out only for a stated reason.
+TEST_CASE("from megatron: a hybrid model emitted reads back as the same run") {
+  // --emit megatron writes a hybrid model's split as its pattern's '|'
+  // segments (Megatron refuses a layout beside them) with the Mamba shape;
+  // --from megatron reads it back as the same run.
+  auto round_trip = [](const std::string& yaml, int gpus) {
+    Result<RunConfig> c = ParseConfig(yaml, std::string(PPB_TEST_DATA_DIR) + "/run.yaml",
+                                      CliOverrides());
+    if (!c.ok()) FAIL(c.error().message);
+    Result<PreparedRun> run = Prepare(*c);
+    REQUIRE(run.ok());
+    Result<Emission> e = Emit(Framework::Megatron, *c, run->program);
+    if (!e.ok()) FAIL(e.error().message);
+    INFO(e->text);
+    CHECK(e->text.find("--pipeline-model-parallel-layout") == std::string::npos);
+    CHECK(e->text.find("not expressed") == std::string::npos);
+    LaunchInputs in = H100(gpus);
+    Result<commands::LaunchConfig> back =
+        commands::ReadLaunchConfig("megatron", "emitted.txt", e->text, in);
+    if (!back.ok()) FAIL(back.error().message);
+    Result<RunConfig> b = ParseConfig(back->yaml, "emitted.txt", CliOverrides());
+    REQUIRE(b.ok());
+    CHECK(b->strategy.layers_per_stage == c->strategy.layers_per_stage);
+    CHECK(SimJson(*b) == SimJson(*c));
+    return e->text;
+  };
+  const std::string hf = std::string(PPB_TEST_DATA_DIR) + "/../../configs/hf/";
+  // Nemotron-H-56B, 4 ranks x 2 chunks, an uneven split of its 118 layers
+  // (the embedding with the first, the head with the last).
+  const std::string h56 = round_trip(
+      "model: {hf_config: " + hf + "nemotron-h-56b.json}\n"
+      "training: {seq_length: 8192, micro_batch_size: 1, global_batch_size: 64,\n"
+      "           tensor_parallel: 8, data_parallel: 4}\n"
+      "hardware: {gpu: h100-sxm}\n"
+      "pipeline: {stages: 4, virtual_stages: 2, schedule: interleaved}\n"
+      "strategy: {layers_per_chunk: [16, 15, 15, 15, 15, 15, 15, 14]}\n",
+      128);
+  CHECK_THAT(h56, Catch::Contains("--hybrid-layer-pattern \"M-M-M-M*-M-M-M-|M-M*-M-M-M-M-M*|"));
+  CHECK_THAT(h56, Catch::Contains("--mamba-num-heads 256\n--mamba-head-dim 64\n"
+                                  "--mamba-state-dim 256\n--mamba-num-groups 8\n"));
+  // Nemotron 3 Nano: E blocks on 8-way expert parallelism, one stage.
+  const std::string nano = round_trip(
+      "model: {hf_config: " + hf + "nemotron-3-nano-30b-a3b.json}\n"
+      "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 32,\n"
+      "           tensor_parallel: 2, data_parallel: 8, expert_parallel: 8}\n"
+      "hardware: {gpu: h100-sxm}\n"
+      "pipeline: {stages: 1}\n",
+      16);
+  CHECK_THAT(nano, Catch::Contains("--hybrid-layer-pattern \"MEMEM*EMEMEM*E"));
+}
+
 TEST_CASE("from megatron: what --emit megatron writes reads back as the same run") {
   int checked = 0;
   std::vector<std::string> skipped;

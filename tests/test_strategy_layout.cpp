@@ -145,6 +145,19 @@ TEST_CASE("strategy: a layout nested 30,000 deep is refused, not a crash",
   CHECK(message.rfind("run.yaml:", 0) == 0);
   CHECK(message.size() < 300);
 }
+TEST_CASE("strategy: a hybrid pattern's segments as a Megatron layout",
+          "[config][strategy]") {
+  // Segment k is global stage k; the embedding goes with segment 0, the
+  // head with the last; an empty segment is an empty stage.
+  CHECK(HybridPatternLayout("M-*|-M|M-") == "Et*3|t*2|t*2L");
+  CHECK(HybridPatternLayout("M|*-M-||E") == "Et|t*4||tL");
+  CHECK(HybridPatternLayout("M-M-/MM/MM").empty());  // no '|'; MTP not read
+  CHECK(HybridPatternLayout("M-|M-/MM") == "Et*2|t*2L");
+  Result<int> stages = MegatronLayoutStages(HybridPatternLayout("M|*-M-||E"), 100);
+  REQUIRE(stages.ok());
+  CHECK(*stages == 4);
+}
+
 TEST_CASE("strategy: first-N recompute", "[config][strategy]") {
   std::vector<Layer> layers = Kinds("EttttL");
   for (Layer& l : layers) {

@@ -222,6 +222,7 @@ struct HybridPattern {
   std::string symbols;                 // one per decoder layer, without '|'
   std::vector<std::int64_t> segments;  // the layers of each '|' segment
   std::string dest;                    // the argument it came from
+  std::string text;                    // as given
 };
 // The pattern, or nullopt when the run gives none; refuses what ppb cannot
 // model (MTP depths after '/', the G, D and + layers) at its line.
@@ -229,10 +230,6 @@ std::optional<HybridPattern> ReadHybridPattern(Args& args);
 // model.architecture's hybrid_layer_pattern and mamba (the --mamba-* shape
 // arguments given) at indent 4.
 void WriteHybridModel(Args& args, const HybridPattern& h, ConfigWriter& o);
-// The '|' segments as the --pipeline-model-parallel-layout that places the
-// same layers ("Et*2|t*2L"; the embedding on the first segment and the
-// head on the last, as HybridModel builds them).
-std::string HybridLayout(const HybridPattern& h);
 
 // A file `ppb-sim --emit megatron --emit-file` wrote: its megatron section
 // with every other line (the "==== ppb emit: NAME ====" headers, other

@@ -38,6 +38,7 @@ std::optional<HybridPattern> ReadHybridPattern(Args& a) {
   }
   HybridPattern h;
   h.dest = dest;
+  h.text = *text;
   std::int64_t n = 0;
   for (size_t i = 0; i < text->size(); ++i) {
     const char c = (*text)[i];
@@ -89,16 +90,6 @@ void WriteHybridModel(Args& a, const HybridPattern& h, ConfigWriter& o) {
     opened = true;
     o.Key(6, k.key, *v, a.Where(k.dest));
   }
-}
-
-std::string HybridLayout(const HybridPattern& h) {
-  if (h.segments.size() <= 1) return "";
-  std::string out = "E";
-  for (size_t s = 0; s < h.segments.size(); ++s) {
-    if (s > 0) out += "|";
-    if (h.segments[s] > 0) out += fmt::format("t*{}", h.segments[s]);
-  }
-  return out + "L";
 }
 
 }  // namespace ppb::megatron_detail

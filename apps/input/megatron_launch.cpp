@@ -614,7 +614,7 @@ void WritePipeline(Job& j, LaunchRun& run) {
     v = segments / p;
     v_origin = where(j.hybrid->dest);
     carry(j.hybrid->dest, "--pipeline-model-parallel-layout",
-          "\"" + HybridLayout(*j.hybrid) + "\"");
+          "\"" + HybridPatternLayout(j.hybrid->text) + "\"");
   }
   if (layout && !a.log()) {
     // arguments.py: v = the layout's stages / p, which must divide.

@@ -114,8 +114,15 @@ std::string MtpRecompute(const Layer& layer, const std::string& granularity,
                          const std::string& method);
 
 // A derived model's shape as Megatron-LM's flags, one a line; `missing`
-// gets what of the architecture the flags cannot say.
+// gets what of the architecture the flags cannot say. A hybrid model's
+// --hybrid-layer-pattern holds its split: '|' between the stages of
+// config.strategy when there are several.
 std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>& missing);
+// Whether `a` is a Megatron-LM hybrid model (pretrain_hybrid.py): every
+// decoder layer one block of M (a Mamba-2 mixer alone), * (full softmax
+// attention alone, not latent), - (a dense MLP alone) or E (experts
+// alone), and no MTP layers.
+bool MegatronHybrid(const Architecture& a);
 
 Result<Emission> EmitMegatron(const RunConfig& config);
 Result<Emission> EmitMindFormers(const RunConfig& config);

@@ -469,8 +469,10 @@ Result<Emission> emit_detail::EmitMegatron(const RunConfig& config) {
                             config.model_name.empty() ? config.path : config.model_name,
                             DescribeRun(config)));
   text += fmt::format("--pipeline-model-parallel-size {}\n", p);
-  // One stage holds every layer: no layout to give.
-  if (stages > 1) {
+  // A hybrid model's stages are its pattern's '|' segments (validate_args
+  // refuses a layout beside them); one stage holds every layer: no layout.
+  const bool hybrid = !config.derived.empty() && MegatronHybrid(config.architecture);
+  if (stages > 1 && !hybrid) {
     text += fmt::format("--pipeline-model-parallel-layout \"{}\"\n",
                         FormatMegatronLayout(s.layers_per_stage, layers));
   }
@@ -499,7 +501,13 @@ Result<Emission> emit_detail::EmitMegatron(const RunConfig& config) {
   const std::string needs =
       config.derived.empty() ? fmt::format("It needs the model's {}, m = {}", model, m)
                              : fmt::format("m = {}", m);
-  if (stages > 1) {
+  if (stages > 1 && hybrid) {
+    AddNote(text, fmt::format("the hybrid pattern's {} segments (| in the order stage = chunk * "
+                              "p + rank) are the stages and set v = {} (pretrain_hybrid.py). "
+                              "{} micro-batches = --global-batch-size / "
+                              "(--micro-batch-size x data parallel size)",
+                              stages, v, needs, m));
+  } else if (stages > 1) {
     AddNote(text, fmt::format("the layout's {} stages (| in the order stage = chunk * "
                               "p + rank) set v = {}; Megatron-LM refuses "
                               "--num-virtual-stages-per-pipeline-rank with a layout. "
@@ -532,7 +540,9 @@ Result<Emission> emit_detail::EmitMegatron(const RunConfig& config) {
                               config.schedule));
   }
   if (!rc.note.empty()) AddNote(text, rc.note);
-  if (const auto uneven = MegatronUnevenFlags(layers, s.layers_per_stage, p, v)) {
+  if (hybrid) {
+    AddNote(text, "a hybrid model: run it with pretrain_hybrid.py");
+  } else if (const auto uneven = MegatronUnevenFlags(layers, s.layers_per_stage, p, v)) {
     std::vector<std::string> flags;
     if (v > 1) {
       flags.push_back(fmt::format("--num-virtual-stages-per-pipeline-rank {}", v));

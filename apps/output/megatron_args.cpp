@@ -290,7 +290,10 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
                                        "--kv-lora-rank", "--qk-head-dim",
                                        "--qk-pos-emb-head-dim", "--v-head-dim",
                                        "--mtp-num-layers", "--window-size",
-                                       "--window-attn-skip-freq", "--softmax-type"};
+                                       "--window-attn-skip-freq", "--softmax-type",
+                                       "--hybrid-layer-pattern", "--mamba-num-heads",
+                                       "--mamba-head-dim", "--mamba-state-dim",
+                                       "--mamba-num-groups"};
   for (const auto& [name, value] : *flags) {
     if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
       return Error{"", "ppb does not read " + name};
@@ -313,6 +316,22 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
   Result<int> p = FlagInt(*flags, "--pipeline-model-parallel-size", 1);
   if (!p.ok()) return p.error();
   plan.p = *p;
+  // A hybrid pattern's '|' segments are the stages (validate_args refuses
+  // a layout beside them); they are read as the layout they place.
+  std::string hybrid_layout;
+  if (has("--hybrid-layer-pattern")) {
+    hybrid_layout = HybridPatternLayout(flags->at("--hybrid-layer-pattern"));
+    if (!hybrid_layout.empty() &&
+        (has("--pipeline-model-parallel-layout") ||
+         has("--num-virtual-stages-per-pipeline-rank") ||
+         has("--decoder-first-pipeline-num-layers") || has("--decoder-last-pipeline-num-layers"))) {
+      return Error{"",
+                   "--hybrid-layer-pattern with '|' must not be given with "
+                   "--pipeline-model-parallel-layout, --num-virtual-stages-per-pipeline-rank or "
+                   "--decoder-first/last-pipeline-num-layers (Megatron-LM)"};
+    }
+    if (!hybrid_layout.empty()) (*flags)["--pipeline-model-parallel-layout"] = hybrid_layout;
+  }
   const bool layout = has("--pipeline-model-parallel-layout");
   if (layout &&
       (has("--num-virtual-stages-per-pipeline-rank") ||

@@ -57,7 +57,50 @@ std::string WindowFlags(const Architecture& a) {
   return text + "--window-attn-skip-freq \"" + RunLengthPattern(slides) + "\"\n";
 }
 
+// Layer i's symbol in Megatron's hybrid pattern (MegatronHybrid holds).
+char HybridSymbol(const Architecture& a, int i) {
+  const LayerBlock b = a.Block(i);
+  if (b.mixer == Mixer::Mamba2) return 'M';
+  if (b.mixer == Mixer::Attention) return '*';
+  return a.IsMoeLayer(i) ? 'E' : '-';
+}
+
+// --hybrid-layer-pattern: one symbol a decoder layer, '|' between the
+// stages (segment k is global stage k, as the layout's).
+std::string HybridPatternFlag(const RunConfig& config) {
+  const Architecture& a = config.architecture;
+  const std::vector<int>& per_stage = config.strategy.layers_per_stage;
+  std::string out;
+  int decoder = 0;
+  size_t layer = 0;
+  for (size_t s = 0; s < per_stage.size(); ++s) {
+    if (s > 0) out += '|';
+    for (int k = 0; k < per_stage[s] && layer < config.layers.size(); ++k, ++layer) {
+      if (IsDecoder(config.layers[layer].kind)) out += HybridSymbol(a, decoder++);
+    }
+  }
+  return fmt::format("--hybrid-layer-pattern \"{}\"\n", out);
+}
+
 }  // namespace
+
+bool MegatronHybrid(const Architecture& a) {
+  if (a.blocks.empty() || a.mtp_layers > 0) return false;
+  bool hybrid = false;
+  for (int i = 0; i < a.layers; ++i) {
+    const LayerBlock b = a.Block(i);
+    const bool mixer_alone = b.mlp == MlpKind::None;
+    if (mixer_alone && b.mixer == Mixer::Mamba2) {
+      hybrid = true;
+    } else if (mixer_alone && b.mixer == Mixer::Attention) {
+      if (b.span != Span::Full || a.mla()) return false;
+      hybrid = true;
+    } else if (b.mixer != Mixer::None) {
+      return false;  // a transformer layer, or a mixer Megatron's pattern lacks
+    }
+  }
+  return hybrid;
+}
 
 std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>& missing) {
   const Architecture& a = config.architecture;
@@ -123,13 +166,35 @@ std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>
     if (!all) text += fmt::format("--moe-layer-freq \"{}\"\n", MoePattern(a));
   }
   if (a.mtp_layers > 0) text += fmt::format("--mtp-num-layers {}\n", a.mtp_layers);
-  // What these flags cannot say (Megatron's hybrid models take other
-  // arguments, not read here).
-  for (int i = 0; i < a.layers; ++i) {
-    const LayerBlock b = a.Block(i);
-    if (b.mixer != Mixer::Attention) {
-      missing.emplace_back("the Mamba and linear-attention mixers");
-      break;
+  if (MegatronHybrid(a)) {
+    // pretrain_hybrid.py: the pattern, and TransformerConfig's Mamba shape;
+    // MambaMixer fixes the convolution's width and bias, the scan's chunk
+    // and no projection bias.
+    text += HybridPatternFlag(config);
+    if (std::any_of(a.blocks.begin(), a.blocks.end(),
+                    [](const LayerBlock& b) { return b.mixer == Mixer::Mamba2; })) {
+      text += fmt::format(
+          "--mamba-num-heads {}\n--mamba-head-dim {}\n--mamba-state-dim {}\n"
+          "--mamba-num-groups {}\n",
+          a.mamba.heads, a.mamba.head_dim, a.mamba.state, a.mamba.groups);
+      const Mamba2Shape fixed;
+      if (a.mamba.conv != fixed.conv || a.mamba.chunk != fixed.chunk || !a.mamba.conv_bias ||
+          a.mamba.proj_bias) {
+        missing.emplace_back(
+            "the Mamba convolution width, scan chunk or biases (Megatron's MambaMixer "
+            "fixes a 4-wide biased convolution, chunks of 128 and unbiased projections)");
+      }
+    }
+  } else {
+    // What these flags cannot say: a mixer other than attention in a
+    // layer that also has an MLP (Qwen3-Next's DeltaNet), or in a pattern
+    // Megatron's hybrid symbols cannot write.
+    for (int i = 0; i < a.layers; ++i) {
+      const LayerBlock b = a.Block(i);
+      if (b.mixer != Mixer::Attention) {
+        missing.emplace_back("the Mamba and linear-attention mixers");
+        break;
+      }
     }
   }
   for (int i = 0; i < a.layers; ++i) {
