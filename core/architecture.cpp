@@ -44,4 +44,15 @@ bool SameLayers(const Architecture& a, const Architecture& b) {
          (!delta || a.deltanet == b.deltanet);
 }
 
+char HybridSymbol(const Architecture& a, int i) {
+  const LayerBlock b = a.Block(i);
+  if (b.mlp == MlpKind::None) {
+    if (b.mixer == Mixer::Mamba2) return 'M';
+    if (b.mixer == Mixer::Attention && b.span == Span::Full) return '*';
+    return 0;
+  }
+  if (b.mixer != Mixer::None) return 0;
+  return a.IsMoeLayer(i) ? 'E' : '-';
+}
+
 }  // namespace ppb

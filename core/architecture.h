@@ -150,6 +150,13 @@ struct Architecture {
 // first_k_dense or Qwen's sparse step), only which they are.
 bool SameLayers(const Architecture& a, const Architecture& b);
 
+// Layer i as a symbol of Megatron-LM's hybrid pattern (core 0.20,
+// hybrid_layer_allocation.py Symbols; HuggingFace Nemotron-H's
+// hybrid_override_pattern): 'M' a Mamba-2 mixer alone, '*' full attention
+// alone, '-' a dense MLP alone, 'E' experts alone; 0 for any other block (a
+// transformer layer with both, a windowed or a DeltaNet one).
+char HybridSymbol(const Architecture& a, int i);
+
 // Per-head widths of the attention core: Q and K (MLA: nope + rope), V.
 inline std::int64_t QkDim(const Architecture& a) {
   return a.mla() ? a.qk_nope_head_dim + a.qk_rope_head_dim : a.head_dim;

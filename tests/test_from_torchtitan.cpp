@@ -500,11 +500,11 @@ TEST_CASE("torchtitan: gpt_oss's flavours (sliding windows, sinks, biased expert
   // v0.2.2's gpt_oss runs neither pipeline nor context parallelism.
   const std::string v022 = "[model]\nname = \"gpt_oss\"\nflavor = \"20b\"\n[parallelism]\n";
   CHECK(Refusal(v022 + "pipeline_parallel_degree = 2\n", 8) ==
-        "run.toml:5: parallelism.pipeline_parallel_degree: must be 1 for gpt_oss in torchtitan "
+        "run.toml:5: parallelism.pipeline_parallel_degree: must be 1 for gpt_oss 20b in torchtitan "
         "v0.2.2 (its TrainSpec has no pipelining_fn: torchtitan refuses pipeline parallelism "
         "for it); got the integer 2");
   CHECK(Refusal(v022 + "context_parallel_degree = 2\n", 8) ==
-        "run.toml:5: parallelism.context_parallel_degree: must be 1 for gpt_oss in torchtitan "
+        "run.toml:5: parallelism.context_parallel_degree: must be 1 for gpt_oss 20b in torchtitan "
         "v0.2.2 (GptOssModelArgs refuses context parallelism: \"CP support for gpt-oss model "
         "is still in progress\"); got the integer 2");
 }
@@ -565,9 +565,9 @@ TEST_CASE("torchtitan: llama4's flavours (interleaved experts, a shared one, iRo
   CHECK(Refusal("[model]\nname = \"llama4\"\nflavor = \"17bx16e_irope\"\n[parallelism]\n"
                 "context_parallel_degree = 2\n",
                 16) ==
-        "run.toml:5: parallelism.context_parallel_degree: must be 1 for llama4 17bx16e_irope "
-        "(its FlexAttention: torchtitan's Context Parallel only supports SDPA attention); got "
-        "the integer 2");
+        "run.toml:5: parallelism.context_parallel_degree: must be 1 for llama4 17bx16e_irope in "
+        "torchtitan v0.2.2 (its FlexAttention: torchtitan's Context Parallel only supports SDPA "
+        "attention); got the integer 2");
 }
 
 TEST_CASE("torchtitan: rowwise FP8 runs as ppb's blockwise and says so") {
@@ -975,8 +975,8 @@ TEST_CASE("from torchtitan: MoE flavours emitted by name read back as the same r
   std::string piped = oss;
   piped.replace(piped.find("data_parallel: 16"), 17, "data_parallel: 8");
   piped.replace(piped.find("stages: 1"), 9, "stages: 2");
-  CHECK(emit(piped, false).find("cannot express pipeline parallelism for gpt_oss") !=
-        std::string::npos);
+  CHECK(emit(piped, false).find("cannot express pipeline parallelism for gpt_oss 20b in "
+                                "torchtitan") != std::string::npos);
 }
 
 }  // namespace ppb

@@ -1,12 +1,16 @@
 // model.hf_config with training and hardware in the run config, and
 // `ppb-sim model` (apps/model_output.h).
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "apps/input/architecture_writer.h"
 #include "apps/input/config.h"
+#include "apps/input/hf_config.h"
 #include "core/mixers.h"
 #include "tests/app_helpers.h"
 
@@ -352,6 +356,52 @@ TEST_CASE("config: an inline hybrid layer pattern matches Nemotron-H's config.js
   CHECK(m.groups == 8);
   CHECK(m.conv == 4);
   CHECK(m.chunk == 128);
+}
+
+TEST_CASE("config: every shipped config.json written as model.architecture reads back the same",
+          "[cost]") {
+  // WriteArchitecture (apps/input/architecture_writer.h), which the
+  // torchtitan and MindFormers readers write their model with: every
+  // shipped HuggingFace model, parsed back, is the same model layer by
+  // layer; only Qwen3-Next (DeltaNet and an output gate) has no such form.
+  const std::string rest =
+      "training: {seq_length: 4096}\n"
+      "hardware: {peak_tflops: 400}\n"
+      "cluster: {devices: {memory: 80GiB}}\n"
+      "pipeline: {stages: 1, microbatches: 1}\n";
+  int written = 0;
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(Configs("hf"))) {
+    files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  for (const std::string& path : files) {
+    INFO(path);
+    Result<Architecture> a = LoadHfConfig(path);
+    REQUIRE(a.ok());
+    ConfigWriter o;
+    o.Line(0, "model:");
+    Status st = WriteArchitecture(o, *a, [](std::string_view) { return std::string(); });
+    const bool deltanet =
+        std::any_of(a->blocks.begin(), a->blocks.end(),
+                    [](const LayerBlock& b) { return b.mixer == Mixer::GatedDeltaNet; });
+    if (deltanet) {
+      REQUIRE_FALSE(st.ok());
+      CHECK(st.error().message ==
+            "must be a model ppb's model.architecture keys can write; got layers other than "
+            "attention with its MLP (layer_types) or Megatron's hybrid blocks "
+            "(hybrid_layer_pattern): gated DeltaNet, or a mixer beside an MLP; an attention "
+            "output gate (Qwen3-Next's)");
+      continue;
+    }
+    REQUIRE(st.ok());
+    INFO(o.yaml_);
+    Result<RunConfig> back = ParseHf(o.yaml_ + rest);
+    if (!back.ok()) FAIL(back.error().message);
+    CHECK(SameLayers(back->architecture, *a));
+    ++written;
+  }
+  CHECK(written >= 15);
 }
 
 TEST_CASE("config: inline architecture errors name file:line:key",

@@ -8,8 +8,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <initializer_list>
+#include <map>
+#include <string_view>
 #include <utility>
 
+#include "apps/input/architecture_writer.h"
 #include "apps/input/config.h"
 #include "apps/input/hf_config.h"
 
@@ -332,68 +335,50 @@ void LegacyModel(Doc& doc, ModelDict& d) {
 
 void WriteArchitecture(ConfigWriter& o, const Architecture& a,
                        const std::map<std::string, std::string>& origin, const std::string& where) {
-  // Each field's origin: the first of its HuggingFace names given.
-  auto at = [&](std::initializer_list<const char*> keys) {
-    for (const char* k : keys) {
-      if (const auto it = origin.find(k); it != origin.end()) return it->second;
-    }
-    return where;
-  };
   if (!a.blocks.empty() || a.sliding_window > 0 || a.attention_chunk > 0 || a.attention_sinks ||
       a.attention_out_gate || a.out_bias || a.expert_bias) {
     Fail(where +
          ": the model: must be a transformer of full-attention layers (ppb reads MindFormers' "
          "llama, qwen, mixtral and deepseek models); got hybrid, windowed or biased layers");
   }
-  o.Line(2, "architecture:");
-  o.Key(4, "hidden_size", a.hidden, at({"hidden_size"}));
-  o.Key(4, "num_layers", a.layers, at({"num_hidden_layers"}));
-  o.Key(4, "num_attention_heads", a.heads, at({"num_attention_heads"}));
-  if (!a.mla()) {
-    o.Key(4, "num_key_value_heads", a.kv_heads, at({"num_key_value_heads", "num_attention_heads"}));
-    o.Key(4, "head_dim", a.head_dim, at({"head_dim", "hidden_size"}));
-  }
-  if (a.ffn > 0) o.Key(4, "ffn_hidden_size", a.ffn, at({"intermediate_size"}));
-  o.Key(4, "vocab_size", a.vocab, at({"vocab_size"}));
-  o.Key(4, "tie_embeddings", Bool(a.tied_embeddings), at({"tie_word_embeddings", "model_type"}));
-  o.Key(4, "gated_mlp", Bool(a.gated_mlp), at({"hidden_act", "model_type"}));
-  if (a.qkv_bias) o.Key(4, "qkv_bias", "true", at({"attention_bias", "model_type"}));
-  if (a.qk_norm) o.Key(4, "qk_norm", "true", at({"model_type"}));
-  o.Key(4, "norm", a.layernorm_with_bias ? "layernorm" : "rmsnorm", at({"model_type"}));
-  if (a.learned_positions > 0)
-    o.Key(4, "learned_positions", a.learned_positions, at({"model_type"}));
-  if (a.mtp_layers > 0) o.Key(4, "mtp_layers", a.mtp_layers, at({"num_nextn_predict_layers"}));
-  if (a.experts > 0) {
-    o.Line(4, "moe:");
-    o.Key(6, "num_experts", a.experts,
-          at({"num_local_experts", "n_routed_experts", "num_experts"}));
-    o.Key(6, "top_k", a.top_k, at({"num_experts_per_tok"}));
-    o.Key(6, "expert_ffn_hidden_size", a.expert_ffn,
-          at({"moe_intermediate_size", "intermediate_size"}));
-    if (a.shared_ffn > 0)
-      o.Key(6, "shared_ffn_hidden_size", a.shared_ffn,
-            at({"n_shared_experts", "shared_expert_intermediate_size",
-                "moe_shared_expert_intermediate_size"}));
-    if (a.shared_expert_gate) o.Key(6, "shared_expert_gate", "true", at({"model_type"}));
-    if (a.router_bias) o.Key(6, "router_bias", "true", at({"model_type"}));
-    const MoeLayout& l = a.moe_layout;
-    if (l.first_k_dense > 0)
-      o.Key(6, "first_k_dense", l.first_k_dense, at({"first_k_dense_replace"}));
-    if (l.moe_layer_freq != 1) o.Key(6, "layer_freq", l.moe_layer_freq, at({"moe_layer_freq"}));
-    if (l.decoder_sparse_step != 1)
-      o.Key(6, "sparse_step", l.decoder_sparse_step, at({"decoder_sparse_step"}));
-    if (!l.mlp_only_layers.empty()) {
-      o.Key(6, "dense_layers", fmt::format("[{}]", fmt::join(l.mlp_only_layers, ", ")),
-            at({"mlp_only_layers"}));
+  // Each ppb key's HuggingFace names, the first given placing its line.
+  static const std::map<std::string_view, std::vector<const char*>> kNames = {
+      {"hidden_size", {"hidden_size"}},
+      {"num_layers", {"num_hidden_layers"}},
+      {"num_attention_heads", {"num_attention_heads"}},
+      {"num_key_value_heads", {"num_key_value_heads", "num_attention_heads"}},
+      {"head_dim", {"head_dim", "hidden_size"}},
+      {"ffn_hidden_size", {"intermediate_size"}},
+      {"vocab_size", {"vocab_size"}},
+      {"tie_embeddings", {"tie_word_embeddings", "model_type"}},
+      {"gated_mlp", {"hidden_act", "model_type"}},
+      {"qkv_bias", {"attention_bias", "model_type"}},
+      {"mtp_layers", {"num_nextn_predict_layers"}},
+      {"moe.num_experts", {"num_local_experts", "n_routed_experts", "num_experts"}},
+      {"moe.top_k", {"num_experts_per_tok"}},
+      {"moe.expert_ffn_hidden_size", {"moe_intermediate_size", "intermediate_size"}},
+      {"moe.shared_ffn_hidden_size",
+       {"n_shared_experts", "shared_expert_intermediate_size",
+        "moe_shared_expert_intermediate_size"}},
+      {"moe.first_k_dense", {"first_k_dense_replace"}},
+      {"moe.layer_freq", {"moe_layer_freq"}},
+      {"moe.sparse_step", {"decoder_sparse_step"}},
+      {"moe.dense_layers", {"mlp_only_layers"}},
+      {"mla.q_lora_rank", {"q_lora_rank"}},
+      {"mla.kv_lora_rank", {"kv_lora_rank"}},
+      {"mla.qk_nope_head_dim", {"qk_nope_head_dim"}},
+      {"mla.qk_rope_head_dim", {"qk_rope_head_dim"}},
+      {"mla.v_head_dim", {"v_head_dim"}}};
+  auto at = [&](std::string_view key) -> std::string {
+    const auto names = kNames.find(key);
+    for (const char* k : names != kNames.end() ? names->second
+                                               : std::vector<const char*>{"model_type"}) {
+      if (const auto it = origin.find(k); it != origin.end()) return it->second;
     }
-  }
-  if (a.mla()) {
-    o.Line(4, "mla:");
-    o.Key(6, "q_lora_rank", a.q_lora_rank, at({"q_lora_rank"}));
-    o.Key(6, "kv_lora_rank", a.kv_lora_rank, at({"kv_lora_rank"}));
-    o.Key(6, "qk_nope_head_dim", a.qk_nope_head_dim, at({"qk_nope_head_dim"}));
-    o.Key(6, "qk_rope_head_dim", a.qk_rope_head_dim, at({"qk_rope_head_dim"}));
-    o.Key(6, "v_head_dim", a.v_head_dim, at({"v_head_dim"}));
+    return where;
+  };
+  if (Status st = ppb::WriteArchitecture(o, a, at); !st.ok()) {
+    Fail(where + ": the model: " + st.error().message);
   }
 }
 

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "apps/input/architecture_writer.h"
 #include "apps/input/python_config.h"
 #include "apps/input/toml_reader.h"
 #include "apps/input/torchtitan_job.h"
@@ -89,81 +90,25 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
                 : fmt::format("# ppb config read from {} ({} job config)", path, kVersion));
   o.Line(0, "model:");
   o.Text(2, "name", fmt::format("{} {}", model, flavor), where(name_key));
-  o.Line(2, "architecture:");
-  o.Key(4, "hidden_size", f->dim, shape);
-  o.Key(4, "num_layers", f->n_layers, shape);
-  o.Key(4, "num_attention_heads", f->n_heads, shape);
-  if (f->kv_lora_rank == 0) {
-    o.Key(4, "num_key_value_heads", f->n_kv_heads > 0 ? f->n_kv_heads : f->n_heads, shape);
-    o.Key(4, "head_dim", f->head_dim > 0 ? f->head_dim : f->dim / f->n_heads, shape);
-  }
-  if (f->experts == 0 || f->ffn_hidden > 0 || f->moe_step > 1) {
-    o.Key(4, "ffn_hidden_size", FfnHidden(*f), shape);
-  }
-  o.Key(4, "vocab_size", f->vocab_size, shape);
-  o.Key(4, "tie_embeddings", Bool(f->tied), shape);
-  o.Key(4, "gated_mlp", "true", shape);
-  o.Key(4, "norm", "rmsnorm", shape);
-  if (f->qk_norm) o.Key(4, "qk_norm", "true", shape);
-  if (f->sliding_window > 0) {
-    // gpt_oss: the even layers slide (layer_id % 2 == 0).
-    std::vector<std::string> types;
-    for (std::int64_t i = 0; i < f->n_layers; ++i) {
-      types.emplace_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
-    }
-    o.Key(4, "layer_types", fmt::format("[{}]", fmt::join(types, ", ")), shape);
-    o.Key(4, "sliding_window", f->sliding_window, shape);
-  }
-  if (f->nope_every > 0) {
-    // llama4's iRoPE: layer_id % every_n_layers_nope == 0 is NoPE (full
-    // attention), the others attend within fixed_attn_block_size blocks.
-    std::vector<std::string> types;
-    for (std::int64_t i = 0; i < f->n_layers; ++i) {
-      types.emplace_back(i % f->nope_every == 0 ? "full_attention" : "chunked_attention");
-    }
-    o.Key(4, "layer_types", fmt::format("[{}]", fmt::join(types, ", ")), shape);
-    o.Key(4, "attention_chunk_size", f->chunk, shape);
-  }
-  if (f->gpt_oss) {
-    o.Key(4, "qkv_bias", "true", shape);
-    o.Key(4, "attention_out_bias", "true", shape);
-    o.Key(4, "attention_sinks", "true", shape);
-  }
-  if (f->experts > 0) {
-    o.Line(4, "moe:");
-    o.Key(6, "num_experts", f->experts, shape);
-    o.Key(6, "top_k", f->top_k, shape);
-    o.Key(6, "expert_ffn_hidden_size", f->moe_hidden, shape);
-    if (f->shared_experts > 0) {
-      // One FeedForward of moe_inter_dim x num_shared_experts.
-      o.Key(6, "shared_ffn_hidden_size", f->moe_hidden * f->shared_experts, shape);
-    }
-    if (f->dense_layers > 0) o.Key(6, "first_k_dense", f->dense_layers, shape);
-    if (f->moe_step > 1) o.Key(6, "sparse_step", f->moe_step, shape);
-    if (f->gpt_oss) {
-      // The router's gate Linear and both expert matrices carry biases.
-      o.Key(6, "router_bias", "true", shape);
-      o.Key(6, "expert_bias", "true", shape);
-    }
-  }
-  if (f->kv_lora_rank > 0) {
-    o.Line(4, "mla:");
-    o.Key(6, "q_lora_rank", f->q_lora_rank, shape);
-    o.Key(6, "kv_lora_rank", f->kv_lora_rank, shape);
-    o.Key(6, "qk_nope_head_dim", f->qk_nope_head_dim, shape);
-    o.Key(6, "qk_rope_head_dim", f->qk_rope_head_dim, shape);
-    o.Key(6, "v_head_dim", f->v_head_dim, shape);
-  }
-  std::int64_t mtp_layers = 0;
   // main's deepseek_v3 model_registry(..., num_mtp_layers=N): N MTP blocks
   // after the last layer (deepseek_v3/__init__.py _build_mtp_layers: each a
   // copy of the last block with enorm, hnorm, eh_proj and mtp_norm, the
   // embedding and head shared), DeepSeek-V3's MTP modules. mtp.py refuses
   // pipeline and context parallelism with them (checked with the degrees).
-  mtp_layers = main != nullptr && f->model == "deepseek_v3"
-                   ? job.Int("model_spec.num_mtp_layers", 0, 0, "an integer >= 0")
-                   : 0;
-  if (mtp_layers > 0) o.Key(4, "mtp_layers", mtp_layers, where("model_spec.num_mtp_layers"));
+  const std::int64_t mtp_layers =
+      main != nullptr && f->model == "deepseek_v3"
+          ? job.Int("model_spec.num_mtp_layers", 0, 0, "an integer >= 0")
+          : 0;
+  // The flavour's model by its modules' rules (torchtitan_models.h).
+  Architecture arch = FlavourArchitecture(*f);
+  arch.mtp_layers = static_cast<int>(mtp_layers);
+  const std::string mtp_origin = where("model_spec.num_mtp_layers");
+  if (Status st = WriteArchitecture(
+          o, arch,
+          [&](std::string_view key) { return key == "mtp_layers" ? mtp_origin : shape; });
+      !st.ok()) {
+    Fail(shape + ": " + st.error().message);
+  }
   if (attention != "sdpa") {
     notes.push_back(
         fmt::format("{} {}: attention {} with its block-causal mask is "
@@ -204,29 +149,13 @@ LaunchRun Translate(Job& job, const LaunchInputs& in, const MainInput* main) {
                 "pipeline and context parallelism, deepseek_v3/mtp.py)");
     }
   }
-  if (main == nullptr && f->gpt_oss && pp > 1) {
-    // v0.2.2's gpt_oss TrainSpec has no pipelining_fn, and train.py raises
-    // "Pipeline Parallel is enabled but gpt_oss does not support pipelining".
+  if (const std::string why = V022PipelineRefusal(*f); pp > 1 && !why.empty()) {
     job.Wrong("parallelism.pipeline_parallel_degree",
-              fmt::format("1 for gpt_oss in {} (its TrainSpec has no pipelining_fn: torchtitan "
-                          "refuses pipeline parallelism for it)",
-                          version));
+              fmt::format("1 for {} {} in {} ({})", f->model, flavor, version, why));
   }
-  if (main == nullptr && f->gpt_oss && cp > 1) {
-    // v0.2.2's GptOssModelArgs.update_from_config raises NotImplementedError
-    // ("CP support for gpt-oss model is still in progress").
+  if (const std::string why = V022ContextRefusal(*f); cp > 1 && !why.empty()) {
     job.Wrong("parallelism.context_parallel_degree",
-              fmt::format("1 for gpt_oss in {} (GptOssModelArgs refuses context parallelism: "
-                          "\"CP support for gpt-oss model is still in progress\")",
-                          version));
-  }
-  if (main == nullptr && f->model == "llama4" && f->attention != "sdpa" && cp > 1) {
-    // TransformerModelArgs.update_from_config: "Context Parallel only
-    // supports SDPA attention".
-    job.Wrong("parallelism.context_parallel_degree",
-              fmt::format("1 for llama4 {} (its FlexAttention: torchtitan's Context Parallel "
-                          "only supports SDPA attention)",
-                          flavor));
+              fmt::format("1 for {} {} in {} ({})", f->model, flavor, version, why));
   }
   if (ep > 1 && etp != 1 && etp != tp) {
     // ParallelDims: "Currently we only support ETP=TP or ETP=1".

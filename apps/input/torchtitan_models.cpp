@@ -316,6 +316,23 @@ Architecture FlavourArchitecture(const TorchtitanFlavour& f) {
   return a;
 }
 
+std::string V022PipelineRefusal(const TorchtitanFlavour& f) {
+  if (f.main || !f.gpt_oss) return "";
+  return "its TrainSpec has no pipelining_fn: torchtitan refuses pipeline parallelism for it";
+}
+
+std::string V022ContextRefusal(const TorchtitanFlavour& f) {
+  if (f.main) return "";
+  if (f.gpt_oss) {
+    return "GptOssModelArgs refuses context parallelism: \"CP support for gpt-oss model is "
+           "still in progress\"";
+  }
+  if (f.model == "llama4" && f.attention != "sdpa") {
+    return "its FlexAttention: torchtitan's Context Parallel only supports SDPA attention";
+  }
+  return "";
+}
+
 const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::string_view flavor,
                                                bool main) {
   for (const TorchtitanFlavour& f : Table()) {

@@ -104,6 +104,16 @@ std::int64_t FfnHidden(const TorchtitanFlavour& f);
 // model against.
 Architecture FlavourArchitecture(const TorchtitanFlavour& f);
 
+// Why torchtitan v0.2.2 refuses pipeline parallelism (p > 1) or context
+// parallelism (cp > 1) for flavour `f`, or "" where it runs it (and for
+// main's flavours): gpt_oss's TrainSpec has no pipelining_fn (train.py:
+// "Pipeline Parallel is enabled but gpt_oss does not support pipelining");
+// GptOssModelArgs.update_from_config refuses CP; TransformerModelArgs.
+// update_from_config refuses CP with FlexAttention (llama4's iRoPE
+// flavours). --from torchtitan refuses such a job, --emit names it.
+std::string V022PipelineRefusal(const TorchtitanFlavour& f);
+std::string V022ContextRefusal(const TorchtitanFlavour& f);
+
 // nullptr when `model` has no such flavour or is not a model ppb reads;
 // `main` picks main's registry.
 const TorchtitanFlavour* FindTorchtitanFlavour(std::string_view model, std::string_view flavor,

@@ -351,18 +351,16 @@ void WriteV022Job(const RunConfig& config, Set& set, int m, std::string& text) {
     set("model", "name", fmt::format("\"{}\"", f->model));
     set("model", "flavor", fmt::format("\"{}\"", f->flavor));
     // What v0.2.2 refuses for these models (--from torchtitan refuses it
-    // too): gpt_oss has no pipelining_fn and no context parallelism;
-    // FlexAttention runs no context parallelism.
-    if (f->gpt_oss && config.shape.p > 1) {
-      AddNote(text,
-              "cannot express pipeline parallelism for gpt_oss: torchtitan v0.2.2's "
-              "gpt_oss TrainSpec has no pipelining_fn");
+    // too).
+    if (const std::string why = V022PipelineRefusal(*f); config.shape.p > 1 && !why.empty()) {
+      AddNote(text, fmt::format("cannot express pipeline parallelism for {} {} in torchtitan "
+                                "v0.2.2: {}",
+                                f->model, f->flavor, why));
     }
-    if (t.cp > 1 && (f->gpt_oss || (f->model == "llama4" && f->attention != "sdpa"))) {
-      AddNote(text,
-              fmt::format("cannot express context parallelism for {} {}: torchtitan "
-                          "v0.2.2 refuses it ({})",
-                          f->model, f->flavor, f->gpt_oss ? "GptOssModelArgs" : "FlexAttention"));
+    if (const std::string why = V022ContextRefusal(*f); t.cp > 1 && !why.empty()) {
+      AddNote(text, fmt::format("cannot express context parallelism for {} {} in torchtitan "
+                                "v0.2.2: {}",
+                                f->model, f->flavor, why));
     }
   }
   const LowPrecision& low = t.low;

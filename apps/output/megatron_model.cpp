@@ -57,14 +57,6 @@ std::string WindowFlags(const Architecture& a) {
   return text + "--window-attn-skip-freq \"" + RunLengthPattern(slides) + "\"\n";
 }
 
-// Layer i's symbol in Megatron's hybrid pattern (MegatronHybrid holds).
-char HybridSymbol(const Architecture& a, int i) {
-  const LayerBlock b = a.Block(i);
-  if (b.mixer == Mixer::Mamba2) return 'M';
-  if (b.mixer == Mixer::Attention) return '*';
-  return a.IsMoeLayer(i) ? 'E' : '-';
-}
-
 // --hybrid-layer-pattern: one symbol a decoder layer, '|' between the
 // stages (segment k is global stage k, as the layout's).
 std::string HybridPatternFlag(const RunConfig& config) {
@@ -85,21 +77,11 @@ std::string HybridPatternFlag(const RunConfig& config) {
 }  // namespace
 
 bool MegatronHybrid(const Architecture& a) {
-  if (a.blocks.empty() || a.mtp_layers > 0) return false;
-  bool hybrid = false;
+  if (a.blocks.empty() || a.mtp_layers > 0 || a.mla()) return false;
   for (int i = 0; i < a.layers; ++i) {
-    const LayerBlock b = a.Block(i);
-    const bool mixer_alone = b.mlp == MlpKind::None;
-    if (mixer_alone && b.mixer == Mixer::Mamba2) {
-      hybrid = true;
-    } else if (mixer_alone && b.mixer == Mixer::Attention) {
-      if (b.span != Span::Full || a.mla()) return false;
-      hybrid = true;
-    } else if (b.mixer != Mixer::None) {
-      return false;  // a transformer layer, or a mixer Megatron's pattern lacks
-    }
+    if (HybridSymbol(a, i) == 0) return false;
   }
-  return hybrid;
+  return true;
 }
 
 std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>& missing) {

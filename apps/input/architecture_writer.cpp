@@ -1,0 +1,150 @@
+// WriteArchitecture (apps/input/architecture_writer.h).
+#include "apps/input/architecture_writer.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace ppb {
+namespace {
+
+const char* Bool(bool b) { return b ? "true" : "false"; }
+
+// layer_types when every layer is an attention layer with its MLP (GPT-OSS,
+// Llama 4); the hybrid pattern when every layer is one of Megatron's hybrid
+// blocks (Nemotron-H); else what cannot be written.
+struct Layers {
+  std::vector<std::string> types;  // layer_types, or empty
+  std::string pattern;             // hybrid_layer_pattern, or empty
+  std::string unwritable;
+};
+
+Layers Classify(const Architecture& a) {
+  Layers out;
+  if (a.blocks.empty()) return out;
+  bool transformer = true, hybrid = true, windowed = false;
+  for (int i = 0; i < a.layers; ++i) {
+    const LayerBlock b = a.Block(i);
+    transformer = transformer && b.mixer == Mixer::Attention && b.mlp == MlpKind::Auto;
+    windowed = windowed || b.span != Span::Full;
+    hybrid = hybrid && HybridSymbol(a, i) != 0;
+  }
+  if (transformer) {
+    if (!windowed) return out;  // every layer as the default
+    for (int i = 0; i < a.layers; ++i) {
+      const Span s = a.Block(i).span;
+      out.types.emplace_back(s == Span::Sliding   ? "sliding_attention"
+                             : s == Span::Chunked ? "chunked_attention"
+                                                  : "full_attention");
+    }
+  } else if (hybrid) {
+    for (int i = 0; i < a.layers; ++i) out.pattern += HybridSymbol(a, i);
+  } else {
+    out.unwritable = "layers other than attention with its MLP (layer_types) or Megatron's "
+                     "hybrid blocks (hybrid_layer_pattern): gated DeltaNet, or a mixer beside "
+                     "an MLP";
+  }
+  return out;
+}
+
+}  // namespace
+
+Status WriteArchitecture(ConfigWriter& o, const Architecture& a,
+                         const std::function<std::string(std::string_view key)>& origin) {
+  const Layers layers = Classify(a);
+  std::string unwritable = layers.unwritable;
+  auto also = [&](const char* what) {
+    unwritable += (unwritable.empty() ? "" : "; ") + std::string(what);
+  };
+  if (a.attention_out_gate) also("an attention output gate (Qwen3-Next's)");
+  const bool mamba = std::any_of(a.blocks.begin(), a.blocks.end(),
+                                 [](const LayerBlock& b) { return b.mixer == Mixer::Mamba2; });
+  if (mamba && (!a.mamba.conv_bias || a.mamba.proj_bias)) {
+    also("Mamba biases other than a biased convolution and unbiased projections");
+  }
+  if (!unwritable.empty()) {
+    return Error{"", "must be a model ppb's model.architecture keys can write; got " +
+                         unwritable};
+  }
+  auto key = [&](int indent, std::string_view k, const auto& value, std::string_view full) {
+    o.Key(indent, std::string(k), value, origin(full));
+  };
+  o.Line(2, "architecture:");
+  key(4, "hidden_size", a.hidden, "hidden_size");
+  key(4, "num_layers", a.layers, "num_layers");
+  key(4, "num_attention_heads", a.heads, "num_attention_heads");
+  if (!a.mla()) {
+    key(4, "num_key_value_heads", a.kv_heads, "num_key_value_heads");
+    key(4, "head_dim", a.head_dim, "head_dim");
+  }
+  if (a.ffn > 0) key(4, "ffn_hidden_size", a.ffn, "ffn_hidden_size");
+  key(4, "vocab_size", a.vocab, "vocab_size");
+  key(4, "tie_embeddings", Bool(a.tied_embeddings), "tie_embeddings");
+  key(4, "gated_mlp", Bool(a.gated_mlp), "gated_mlp");
+  if (a.qkv_bias) key(4, "qkv_bias", "true", "qkv_bias");
+  if (a.qk_norm) key(4, "qk_norm", "true", "qk_norm");
+  key(4, "norm", a.layernorm_with_bias ? "layernorm" : "rmsnorm", "norm");
+  if (a.learned_positions > 0) {
+    key(4, "learned_positions", a.learned_positions, "learned_positions");
+  }
+  if (!layers.types.empty()) {
+    key(4, "layer_types", fmt::format("[{}]", fmt::join(layers.types, ", ")), "layer_types");
+    const auto uses = [&](const char* type) {
+      return std::find(layers.types.begin(), layers.types.end(), type) != layers.types.end();
+    };
+    if (uses("sliding_attention")) key(4, "sliding_window", a.sliding_window, "sliding_window");
+    if (uses("chunked_attention")) {
+      key(4, "attention_chunk_size", a.attention_chunk, "attention_chunk_size");
+    }
+  }
+  if (a.attention_sinks) key(4, "attention_sinks", "true", "attention_sinks");
+  if (a.out_bias) key(4, "attention_out_bias", "true", "attention_out_bias");
+  if (!layers.pattern.empty()) {
+    o.Text(4, "hybrid_layer_pattern", layers.pattern, origin("hybrid_layer_pattern"));
+    if (mamba) {
+      o.Line(4, "mamba:");
+      key(6, "num_heads", a.mamba.heads, "mamba.num_heads");
+      key(6, "head_dim", a.mamba.head_dim, "mamba.head_dim");
+      key(6, "state_dim", a.mamba.state, "mamba.state_dim");
+      key(6, "num_groups", a.mamba.groups, "mamba.num_groups");
+      key(6, "conv_kernel", a.mamba.conv, "mamba.conv_kernel");
+      key(6, "chunk_size", a.mamba.chunk, "mamba.chunk_size");
+    }
+  }
+  if (a.experts > 0) {
+    o.Line(4, "moe:");
+    key(6, "num_experts", a.experts, "moe.num_experts");
+    key(6, "top_k", a.top_k, "moe.top_k");
+    key(6, "expert_ffn_hidden_size", a.expert_ffn, "moe.expert_ffn_hidden_size");
+    if (a.shared_ffn > 0) {
+      key(6, "shared_ffn_hidden_size", a.shared_ffn, "moe.shared_ffn_hidden_size");
+    }
+    if (a.shared_expert_gate) key(6, "shared_expert_gate", "true", "moe.shared_expert_gate");
+    if (a.router_bias) key(6, "router_bias", "true", "moe.router_bias");
+    if (a.expert_bias) key(6, "expert_bias", "true", "moe.expert_bias");
+    const MoeLayout& l = a.moe_layout;
+    if (l.first_k_dense > 0) key(6, "first_k_dense", l.first_k_dense, "moe.first_k_dense");
+    if (l.moe_layer_freq != 1) key(6, "layer_freq", l.moe_layer_freq, "moe.layer_freq");
+    if (l.decoder_sparse_step != 1) {
+      key(6, "sparse_step", l.decoder_sparse_step, "moe.sparse_step");
+    }
+    if (!l.mlp_only_layers.empty()) {
+      key(6, "dense_layers", fmt::format("[{}]", fmt::join(l.mlp_only_layers, ", ")),
+          "moe.dense_layers");
+    }
+  }
+  if (a.mla()) {
+    o.Line(4, "mla:");
+    key(6, "q_lora_rank", a.q_lora_rank, "mla.q_lora_rank");
+    key(6, "kv_lora_rank", a.kv_lora_rank, "mla.kv_lora_rank");
+    key(6, "qk_nope_head_dim", a.qk_nope_head_dim, "mla.qk_nope_head_dim");
+    key(6, "qk_rope_head_dim", a.qk_rope_head_dim, "mla.qk_rope_head_dim");
+    key(6, "v_head_dim", a.v_head_dim, "mla.v_head_dim");
+  }
+  if (a.mtp_layers > 0) key(4, "mtp_layers", a.mtp_layers, "mtp_layers");
+  return Status();
+}
+
+}  // namespace ppb
