@@ -173,6 +173,28 @@ TEST_CASE("launch script: a line continuation is removed inside double quotes as
         std::vector<std::string>{"--num-layers", "4", "--name", "ab", "xy", "p\\\nq"});
 }
 
+TEST_CASE("launch script: bash's dynamic variables are unknown and [[ -eq ]] reads empty as 0") {
+  // Megatron-LM's academic_paper_scripts: MASTER_PORT=$(($RANDOM + 1024)),
+  // SEED=$(($RANDOM)); multimodal/nvlm: [[ $BATCH -eq 0 ]] with BATCH unset.
+  const std::string text =
+      "PORT=$(($RANDOM + 1024))\n"
+      "if [[ $BATCH -eq 0 ]]; then M=yes; else M=no; fi\n"
+      "torchrun --nproc_per_node 8 pretrain_gpt.py --port $PORT --m $M\n";
+  Result<LaunchCommand> c = ReadLaunchScript("t.sh", text);
+  if (!c.ok()) FAIL(c.error().message);
+  REQUIRE(c->args.size() == 4);
+  CHECK(c->args[1].unknown);
+  CHECK(c->args[3].text == "yes");
+  // RANDOM is no variable read while unset; BATCH is.
+  CHECK(c->environment == std::vector<std::string>{"BATCH"});
+  // [ ] refuses an empty operand, as bash does.
+  Result<LaunchCommand> single =
+      ReadLaunchScript("t.sh", "if [ \"$BATCH\" -eq 0 ]; then M=1; fi\n"
+                               "torchrun --nproc_per_node 8 pretrain_gpt.py\n");
+  REQUIRE_FALSE(single.ok());
+  CHECK(single.error().message == "t.sh:1: a number: must be an integer; got ''");
+}
+
 TEST_CASE("launch script: what ppb cannot evaluate is refused at its line") {
   auto refused = [](const std::string& text) {
     Result<LaunchCommand> c = ReadLaunchScript("t.sh", text);
@@ -302,6 +324,18 @@ TEST_CASE("from megatron: a hybrid model's pattern, Mamba shape and pipeline seg
   CHECK_THAT(refused("  --hybrid-layer-pattern M- --hybrid-override-pattern M-"),
              Catch::Contains("--hybrid-override-pattern: must not be given with "
                              "--hybrid-layer-pattern"));
+}
+
+TEST_CASE("from megatron: a launch of a model ppb does not simulate is refused by its script") {
+  // Megatron-LM's t5/ and bert/ examples run pretrain_t5.py and
+  // pretrain_bert.py: not decoder-only language models.
+  Result<commands::LaunchConfig> t5 = FromText(
+      "torchrun --nproc_per_node 8 pretrain_t5.py --num-layers 2 --hidden-size 64\n");
+  REQUIRE_FALSE(t5.ok());
+  CHECK(t5.error().message ==
+        "run.sh:1: the launch: must run pretrain_gpt.py, pretrain_hybrid.py or "
+        "pretrain_mamba.py (ppb simulates decoder-only language models, not encoders, "
+        "encoder-decoders or vision-language models); got pretrain_t5.py");
 }
 
 TEST_CASE("from megatron: a world that cannot hold TP x PP is refused with both numbers") {

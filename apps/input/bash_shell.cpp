@@ -8,6 +8,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -127,6 +128,15 @@ void Shell::Note(const std::string& name) {
 const Shell::Var* Shell::Get(const std::string& name) {
   auto it = vars_.find(name);
   if (it != vars_.end()) return &it->second;
+  // bash's dynamic variables (man bash, "Shell Variables"): a new value at
+  // each read that ppb, running nothing, cannot know (MASTER_PORT=$((
+  // $RANDOM + 1024)) in Megatron-LM's examples).
+  static const std::set<std::string> kDynamic = {"RANDOM",       "SRANDOM",       "SECONDS",
+                                                 "EPOCHSECONDS", "EPOCHREALTIME", "BASHPID"};
+  if (kDynamic.count(name) != 0) {
+    static const Var unknown{{LaunchWord{"", 0, true}}};
+    return &unknown;
+  }
   Note(name);
   return nullptr;
 }

@@ -510,7 +510,10 @@ class Interpreter {
         if (o == "!=") return dbl ? !GlobMatch(r, l) : l != r;
         if (o == "<") return l < r;
         if (o == ">") return l > r;
-        const std::int64_t x = Shell::Integer(l, line), y = Shell::Integer(r, line);
+        // [[ ]] reads -eq's operands as arithmetic, where an empty one is 0
+        // (an unset BATCH in `[[ $BATCH -eq 0 ]]`); [ ] refuses it.
+        const std::int64_t x = dbl && l.empty() ? 0 : Shell::Integer(l, line);
+        const std::int64_t y = dbl && r.empty() ? 0 : Shell::Integer(r, line);
         if (o == "-eq") return x == y;
         if (o == "-ne") return x != y;
         if (o == "-lt") return x < y;

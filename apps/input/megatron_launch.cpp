@@ -738,6 +738,22 @@ LaunchRun Translate(Args& a, const LaunchCommand* launch, const std::string& pat
                       const LaunchInputs& in) {
   LaunchRun run;
   ConfigWriter o;
+  if (launch != nullptr && !launch->script.empty()) {
+    // The decoder-only language models ppb simulates: GPT (its MoE, MLA
+    // and windowed forms) and the hybrid Mamba models. BERT and T5 (an
+    // encoder, an encoder-decoder) and the vision-language models are not.
+    std::string base = launch->script;
+    if (const size_t slash = base.find_last_of('/'); slash != std::string::npos) {
+      base = base.substr(slash + 1);
+    }
+    if (base != "pretrain_gpt.py" && base != "pretrain_hybrid.py" &&
+        base != "pretrain_mamba.py") {
+      Fail(fmt::format("{}:{}: the launch: must run pretrain_gpt.py, pretrain_hybrid.py or "
+                       "pretrain_mamba.py (ppb simulates decoder-only language models, not "
+                       "encoders, encoder-decoders or vision-language models); got {}",
+                       path, launch->line, base));
+    }
+  }
   Job j{a, o, run.notes, path, 1, 1, 1, 1, 1, World{}, 0, 0};
   ReadParallel(j, launch, in);
   WriteModel(j);
