@@ -131,6 +131,9 @@ case_ emit-megatron-deepseek-v3.txt --config configs/deepseek-v3.yaml --emit meg
 for fw in megatron torchtitan; do
   case_ "emit-$fw-gpt-oss-120b.txt" --config configs/gpt-oss-120b.yaml --emit "$fw"
 done
+# A hybrid model (issue 47): its split as --hybrid-layer-pattern's '|' segments.
+case_ emit-megatron-mamba-800m.txt --config data/megatron/mamba_800m_8.yaml --stages 2 \
+  --emit megatron
 
 # ---- search under a node limit (and no time limit: a slow build, ASan,
 # must give the same bytes), one thread
