@@ -215,9 +215,15 @@ bool ReadLogArgs(const std::string& path, std::string_view text, Args& args);
 // --moe-layer-freq as a list pattern ("([0]*3+[1]*58)", "[0, 1, 1]";
 // arguments.py moe_freq_type): 1 for an MoE layer; `where` places errors.
 std::vector<int> MoeLayerPattern(std::string_view text, const std::string& where);
+// --window-size and --window-attn-skip-freq as model.architecture's
+// layer_types and sliding_window, and --softmax-type's sinks, for a model
+// of `layers` decoder layers (apps/input/megatron_layers.cpp).
+void WriteWindows(Args& args, ConfigWriter& o, std::vector<std::string>& notes,
+                  std::int64_t layers);
+
 // --hybrid-layer-pattern (or the deprecated --hybrid-override-pattern):
 // Megatron-LM's hybrid model (pretrain_hybrid.py), read by
-// apps/input/megatron_hybrid.cpp.
+// apps/input/megatron_layers.cpp.
 struct HybridPattern {
   std::string symbols;                 // one per decoder layer, without '|'
   std::vector<std::int64_t> segments;  // the layers of each '|' segment

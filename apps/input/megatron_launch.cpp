@@ -81,71 +81,6 @@ void ReadParallel(Job& j, const LaunchCommand* launch, const LaunchInputs& in) {
 }
 
 // model: the architecture.
-// --window-size and --window-attn-skip-freq (TransformerConfig.window_size
-// and window_attn_skip_freq; core/transformer/utils.py
-// is_layer_window_attention: 1-based layer n slides iff n % N != 0, or
-// pattern[n - 1] == 1; every layer without a skip frequency), written as
-// model.architecture's layer_types and sliding_window: TE's window (L, R)
-// lets a query see itself and the L keys before it, so L + 1 keys. And
-// --softmax-type (learnable: a sink logit per head, GPT-OSS's).
-void WriteWindows(Job& j, std::int64_t layers) {
-  Args& a = j.a;
-  ConfigWriter& o = j.o;
-  auto where = [&](const std::string& dest) { return a.Where(dest); };
-  if (std::optional<std::string> w = a.Str("window_size", /*flatten=*/false)) {
-    // "127,0" on a command line; "(127, 0)" in a log's arguments block.
-    std::string text;
-    for (char c : *w) {
-      if (c != '(' && c != ')' && c != ' ') text += c;
-    }
-    const size_t comma = text.find(',');
-    std::int64_t left = 0, right = 0;
-    const auto read = [](std::string_view x, std::int64_t& v) {
-      auto [p, ec] = std::from_chars(x.data(), x.data() + x.size(), v);
-      return !x.empty() && ec == std::errc() && p == x.data() + x.size();
-    };
-    if (comma == std::string::npos || !read(std::string_view(text).substr(0, comma), left) ||
-        !read(std::string_view(text).substr(comma + 1), right) || left < -1 ||
-        left > 1'000'000'000 || (right != 0 && right != -1)) {
-      Fail(
-          fmt::format("{}: must be LEFT,RIGHT with LEFT -1 (no window) or from 0 to "
-                      "1000000000 and RIGHT 0 or -1 (a causal decoder sees no later key); "
-                      "got '{}'",
-                      where("window_size"), Abbreviate(*w)));
-    }
-    std::vector<int> slides(static_cast<size_t>(layers), 1);
-    if (std::optional<std::string> skip = a.Str("window_attn_skip_freq", /*flatten=*/false)) {
-      if (skip->find('[') != std::string::npos) {
-        slides = MoeLayerPattern(*skip, where("window_attn_skip_freq"));
-        if (static_cast<std::int64_t>(slides.size()) != layers) {
-          Fail(fmt::format("{}: must list one entry a layer ({}); got {}",
-                           where("window_attn_skip_freq"), layers, slides.size()));
-        }
-      } else if (std::optional<std::int64_t> n = a.Int("window_attn_skip_freq", 1)) {
-        for (std::int64_t i = 0; i < layers; ++i) {
-          slides[static_cast<size_t>(i)] = (i + 1) % *n != 0 ? 1 : 0;
-        }
-      }
-    }
-    if (left >= 0 && std::find(slides.begin(), slides.end(), 1) != slides.end()) {
-      std::vector<std::string> types;
-      for (int x : slides) types.emplace_back(x == 1 ? "sliding_attention" : "full_attention");
-      o.Key(4, "layer_types", fmt::format("[{}]", fmt::join(types, ", ")),
-            a.Peek("window_attn_skip_freq") != nullptr ? where("window_attn_skip_freq")
-                                                       : where("window_size"));
-      o.Key(4, "sliding_window", left + 1, where("window_size"));
-    }
-  }
-  const std::string softmax =
-      a.Choice("softmax_type", {"vanilla", "off-by-one", "learnable"}).value_or("vanilla");
-  if (softmax == "learnable") o.Key(4, "attention_sinks", "true", where("softmax_type"));
-  if (softmax == "off-by-one") {
-    j.notes.push_back(
-        "--softmax-type off-by-one: a fixed offset in the softmax, no "
-        "parameters; simulated as the vanilla softmax");
-  }
-}
-
 void WriteModel(Job& j) {
   Args& a = j.a;
   [[maybe_unused]] ConfigWriter& o = j.o;
@@ -286,7 +221,7 @@ void WriteModel(Job& j) {
   }
   if (rms_biases) o.Key(4, "attention_out_bias", "true", bias_origin);
   if (a.Flag("qk_layernorm")) o.Key(4, "qk_norm", "true", where("qk_layernorm"));
-  WriteWindows(j, layers);
+  WriteWindows(a, o, j.notes, layers);
   if (j.hybrid) WriteHybridModel(a, *j.hybrid, o);
   if (norm == "LayerNorm" && no_bias) {
     notes.push_back("--disable-bias-linear: ppb puts biases on every linear with LayerNorm");
