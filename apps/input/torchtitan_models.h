@@ -99,7 +99,7 @@ std::int64_t Llama4MoeHidden(std::int64_t dim, std::int64_t multiple_of, double 
 std::int64_t FfnHidden(const TorchtitanFlavour& f);
 
 // The architecture a flavour builds: what --from torchtitan writes as
-// model.architecture for it (tests/test_from_torchtitan.cpp checks the two
+// model.architecture for it (tests/test_torchtitan_round_trip.cpp checks the two
 // agree on every flavour), and what --emit torchtitan matches a run's
 // model against.
 Architecture FlavourArchitecture(const TorchtitanFlavour& f);
