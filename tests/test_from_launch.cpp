@@ -351,9 +351,9 @@ TEST_CASE("from megatron: a world that cannot hold TP x PP is refused with both 
   const std::string oss = Data("02_train.sh");
   Result<commands::LaunchConfig> o = commands::ReadLaunchConfig("megatron", oss, Slurp(oss), H100());
   REQUIRE_FALSE(o.ok());
-  CHECK(o.error().message.rfind(oss + ":222: the 12 decoder layers left must divide over the 8 "
-                                      "other ranks",
-                                0) == 0);
+  CHECK(o.error().message ==
+        oss + ":222: the 12 decoder layers must divide over the 8 pipeline ranks (Megatron-LM: "
+              "\"Number of layers should be divisible by the pipeline-model-parallel size\")");
 }
 
 TEST_CASE("from megatron: Megatron's defaults and rules for what a launch leaves out") {
@@ -654,6 +654,8 @@ TEST_CASE("from megatron: a hybrid model emitted reads back as the same run") {
       "pipeline: {stages: 1}\n",
       16);
   CHECK_THAT(nano, Catch::Contains("--hybrid-layer-pattern \"MEMEM*EMEMEM*E"));
+  // Its MoE layers are the pattern's E layers: no --moe-layer-freq.
+  CHECK(nano.find("--moe-layer-freq") == std::string::npos);
 }
 
 TEST_CASE("from megatron: what --emit megatron writes reads back as the same run") {

@@ -489,6 +489,12 @@ TEST_CASE("config: inline architecture errors name file:line:key",
   CHECK_THAT(error(two + "    hybrid_layer_pattern: M-\n    mamba: {head_dim: 48}\n"),
              Catch::Contains("model.architecture.mamba.head_dim: must divide 2 x hidden_size "
                              "(128, Megatron's d_inner when num_heads is not given); got 48"));
+  CHECK_THAT(error(two + "    hybrid_layer_pattern: E-\n"
+                         "    moe: {num_experts: 4, top_k: 1, expert_ffn_hidden_size: 8,\n"
+                         "          first_k_dense: 1}\n"),
+             Catch::Contains("run.yaml:10: model.architecture.moe.first_k_dense: must not be "
+                             "given with hybrid_layer_pattern (its E and - layers say which "
+                             "layers are MoE); got 1"));
   CHECK_THAT(error(two + "    hybrid_layer_pattern: M*\n"
                          "    layer_types: [full_attention, full_attention]\n"),
              Catch::Contains("run.yaml:9: model.architecture.layer_types: must not be given "

@@ -68,6 +68,20 @@ Status Parser::ParseHybridPattern(const Entries& e, const std::string& path,
     return Fail(pattern->path,
                 "has MoE layers (E), which need model.architecture.moe; got none");
   }
+  // The pattern says which layers are MoE: the MoE layout's keys would
+  // change nothing.
+  if (const Entry* moe = Find(e, "moe")) {
+    if (moe->value.IsMap()) {
+      for (const char* key : {"first_k_dense", "layer_freq", "sparse_step", "dense_layers"}) {
+        for (const auto& kv : moe->value) {
+          if (kv.first.as<std::string>() != key) continue;
+          return Fail(moe->path + "." + key,
+                      "must not be given with hybrid_layer_pattern (its E and - layers say "
+                      "which layers are MoE); got " + Given(kv.second));
+        }
+      }
+    }
+  }
   if (!has_mamba) {
     if (mamba == nullptr) return Status();
     return Fail(mamba->path,

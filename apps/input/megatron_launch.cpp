@@ -255,7 +255,11 @@ void WriteModel(Job& j) {
     if (a.Flag("moe_router_enable_expert_bias")) {
       o.Key(6, "router_bias", "true", where("moe_router_enable_expert_bias"));
     }
-    if (auto freq = a.Str("moe_layer_freq", /*flatten=*/false)) {
+    if (auto freq = a.Str("moe_layer_freq", /*flatten=*/false); freq && j.hybrid) {
+      // A hybrid model's MoE layers are its pattern's E layers.
+      notes.push_back("--moe-layer-freq not read: a hybrid model's MoE layers are the E "
+                      "layers of its pattern");
+    } else if (freq) {
       if (freq->find('[') != std::string::npos) {
         const std::vector<int> pattern = MoeLayerPattern(*freq, where("moe_layer_freq"));
         if (static_cast<std::int64_t>(pattern.size()) != layers) {

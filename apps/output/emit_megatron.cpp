@@ -70,6 +70,13 @@ Result<std::vector<int>> emit_detail::MegatronUnevenSplit(const std::vector<Laye
   }
   int middle = 0;
   if (ranks_left > 0) {
+    if (!first && !last && rest % ranks_left != 0) {
+      // arguments.py validate_args, before get_num_layers_to_build's check.
+      return Error{"", fmt::format("the {} decoder layers must divide over the {} pipeline "
+                                   "ranks (Megatron-LM: \"Number of layers should be divisible "
+                                   "by the pipeline-model-parallel size\")",
+                                   rest, ranks_left)};
+    }
     if (rest % ranks_left != 0) {
       return Error{"", fmt::format("the {} decoder layers left must divide over the "
                                    "{} other ranks (Megatron-LM: \"the left over "

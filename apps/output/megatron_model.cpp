@@ -145,7 +145,10 @@ std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>
     if (a.router_bias) text += "--moe-router-enable-expert-bias\n";
     bool all = true;
     for (int i = 0; i < a.layers; ++i) all = all && a.IsMoeLayer(i);
-    if (!all) text += fmt::format("--moe-layer-freq \"{}\"\n", MoePattern(a));
+    // A hybrid model's MoE layers are its pattern's E layers.
+    if (!all && !MegatronHybrid(a)) {
+      text += fmt::format("--moe-layer-freq \"{}\"\n", MoePattern(a));
+    }
   }
   if (a.mtp_layers > 0) text += fmt::format("--mtp-num-layers {}\n", a.mtp_layers);
   if (MegatronHybrid(a)) {
