@@ -4,6 +4,20 @@
 
 namespace ppb {
 
+bool Architecture::HasMixer(Mixer m) const {
+  for (int i = 0; i < layers; ++i) {
+    if (Block(i).mixer == m) return true;
+  }
+  return false;
+}
+
+bool Architecture::HasSpan(Span s) const {
+  for (int i = 0; i < layers; ++i) {
+    if (Block(i).span == s) return true;
+  }
+  return false;
+}
+
 bool SameLayers(const Architecture& a, const Architecture& b) {
   if (a.layers != b.layers) return false;
   bool dense = false, moe = false, sliding = false, chunked = false, mamba = false, delta = false;

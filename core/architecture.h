@@ -129,6 +129,10 @@ struct Architecture {
   DeltaNetShape deltanet;
 
   bool mla() const { return kv_lora_rank > 0; }
+  // Whether any decoder layer's block (Block(i), i < layers) has mixer `m`,
+  // or attention over span `s`.
+  bool HasMixer(Mixer m) const;
+  bool HasSpan(Span s) const;
   bool IsMoeLayer(int i) const;  // 0-based decoder layer index
   // The MoE layers among decoder layers 0 .. i-1 (i past the last: all):
   // the row of measured expert loads layer i takes (core/moe.h).

@@ -72,6 +72,20 @@ inline std::string FileJson(const std::string& path) {
   return SimJson(*c);
 }
 
+// A file of tests/data/torchtitan; the simulation of a hand-written config
+// there; a TOML text read as a torchtitan launch ("run.toml") on the H100
+// machine.
+inline std::string TorchtitanData(const std::string& name) {
+  return std::string(PPB_TEST_DATA_DIR) + "/torchtitan/" + name;
+}
+inline std::string TorchtitanConfigJson(const std::string& file) {
+  return FileJson(TorchtitanData(file));
+}
+inline Result<commands::LaunchConfig> TorchtitanToml(const std::string& text,
+                                                     std::optional<int> gpus = std::nullopt) {
+  return commands::ReadLaunchConfig("torchtitan", "run.toml", text, H100(gpus));
+}
+
 // The launch at `path` read by `framework`'s reader and simulated.
 inline std::string LaunchJson(const std::string& framework, const std::string& path,
                               const LaunchInputs& in) {

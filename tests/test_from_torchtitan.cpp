@@ -29,21 +29,10 @@
 namespace ppb {
 namespace {
 
-std::string Data(const std::string& name) {
-  return std::string(PPB_TEST_DATA_DIR) + "/torchtitan/" + name;
-}
-
 using test::H100;
 
-std::string ConfigJson(const std::string& file) { return test::FileJson(Data(file)); }
-
-Result<commands::LaunchConfig> FromToml(const std::string& text,
-                                        std::optional<int> gpus = std::nullopt) {
-  return commands::ReadLaunchConfig("torchtitan", "run.toml", text, H100(gpus));
-}
-
 std::string Refusal(const std::string& text, std::optional<int> gpus = std::nullopt) {
-  Result<commands::LaunchConfig> r = FromToml(text, gpus);
+  Result<commands::LaunchConfig> r = test::TorchtitanToml(text, gpus);
   REQUIRE_FALSE(r.ok());
   return r.error().message;
 }
@@ -167,20 +156,21 @@ TEST_CASE("torchtitan flavours: llama3's SwiGLU width by FeedForward's rule") {
 
 TEST_CASE("torchtitan v0.2.2's own job configs simulate as the same runs written by hand") {
   SECTION("llama3_8b.toml on 64 GPUs: FSDP2, op-level SAC") {
-    CHECK(test::LaunchJson("torchtitan", Data("llama3_8b.toml"), H100(64)) ==
-          ConfigJson("llama3_8b_64.yaml"));
+    CHECK(test::LaunchJson("torchtitan", test::TorchtitanData("llama3_8b.toml"), H100(64)) ==
+          test::TorchtitanConfigJson("llama3_8b_64.yaml"));
   }
   SECTION("llama3_405b.toml on 512 GPUs: TP 8 with async TP, Float8, full AC") {
-    CHECK(test::LaunchJson("torchtitan", Data("llama3_405b.toml"), H100(512)) ==
-          ConfigJson("llama3_405b_512.yaml"));
+    CHECK(test::LaunchJson("torchtitan", test::TorchtitanData("llama3_405b.toml"), H100(512)) ==
+          test::TorchtitanConfigJson("llama3_405b_512.yaml"));
   }
   SECTION("the pipeline defaults: the split rule, two stages a rank, layer SAC every 2") {
-    CHECK(test::LaunchJson("torchtitan", Data("llama3_8b_pp.toml"), H100()) ==
-          ConfigJson("llama3_8b_pp.yaml"));
+    CHECK(test::LaunchJson("torchtitan", test::TorchtitanData("llama3_8b_pp.toml"), H100()) ==
+          test::TorchtitanConfigJson("llama3_8b_pp.yaml"));
   }
   SECTION("qwen3_32b.toml: the flavour's shape") {
-    Result<commands::LaunchConfig> r = commands::ReadLaunchConfig(
-        "torchtitan", Data("qwen3_32b.toml"), test::ReadAll(Data("qwen3_32b.toml")), H100(64));
+    Result<commands::LaunchConfig> r =
+        commands::ReadLaunchConfig("torchtitan", test::TorchtitanData("qwen3_32b.toml"),
+                                   test::ReadAll(test::TorchtitanData("qwen3_32b.toml")), H100(64));
     if (!r.ok()) FAIL(r.error().message);
     for (const char* line :
          {"    hidden_size: 5120\n", "    num_layers: 64\n", "    num_attention_heads: 64\n",
@@ -194,7 +184,8 @@ TEST_CASE("torchtitan v0.2.2's own job configs simulate as the same runs written
 
 TEST_CASE("torchtitan: what was assumed and ignored is said") {
   Result<commands::LaunchConfig> r = commands::ReadLaunchConfig(
-      "torchtitan", Data("llama3_405b.toml"), test::ReadAll(Data("llama3_405b.toml")), H100(512));
+      "torchtitan", test::TorchtitanData("llama3_405b.toml"),
+      test::ReadAll(test::TorchtitanData("llama3_405b.toml")), H100(512));
   REQUIRE(r.ok());
   REQUIRE(r->notes.size() == 2);
   CHECK(r->notes[0] ==
@@ -205,7 +196,7 @@ TEST_CASE("torchtitan: what was assumed and ignored is said") {
   CHECK(r->notes[1].find(" optimizer.lr ") != std::string::npos);
   // Where each line came from.
   REQUIRE(r->origins.size() > 20);
-  const std::string path = Data("llama3_405b.toml");
+  const std::string path = test::TorchtitanData("llama3_405b.toml");
   bool found = false;
   for (const std::string& o : r->origins) {
     found = found || o == path + ":41: parallelism.tensor_parallel_degree";
@@ -273,7 +264,7 @@ TEST_CASE("torchtitan: layer SAC on each rank's own blocks under the V placement
   // stages 0 and 3: blocks 0-7 then 25-31, and every 3rd of them is 2, 5,
   // 25, 28, 31. Rank 1 runs stages 1 and 2: blocks 8-24, every 3rd 10, 13,
   // 16, 19, 22.
-  Result<commands::LaunchConfig> r = FromToml(
+  Result<commands::LaunchConfig> r = test::TorchtitanToml(
       "[model]\nflavor = \"8B\"\n[training]\nlocal_batch_size = 4\n"
       "[parallelism]\npipeline_parallel_degree = 2\n"
       "pipeline_parallel_schedule = \"ZBVZeroBubble\"\n"
@@ -309,7 +300,7 @@ TEST_CASE("torchtitan: qwen3's MoE flavours with expert parallelism") {
       hand(", expert_parallel: 8") + "strategy:\n  recompute:\n    layers: {" + layers + "}\n",
       "hand.yaml", CliOverrides());
   if (!a.ok()) FAIL(a.error().message);
-  Result<commands::LaunchConfig> toml = FromToml(
+  Result<commands::LaunchConfig> toml = test::TorchtitanToml(
       "[model]\nname = \"qwen3\"\nflavor = \"30B-A3B\"\n[training]\n"
       "local_batch_size = 2\nseq_len = 4096\n[parallelism]\n"
       "expert_parallel_degree = 8\n",
@@ -325,13 +316,13 @@ TEST_CASE("torchtitan: qwen3's MoE flavours with expert parallelism") {
   Result<RunConfig> b =
       ParseConfig(hand("") + "strategy:\n  recompute: {full: true}\n", "hand.yaml", CliOverrides());
   if (!b.ok()) FAIL(b.error().message);
-  const std::string registry = Data("main/qwen3/config_registry.py:qwen3_30b_a3b");
+  const std::string registry = test::TorchtitanData("main/qwen3/config_registry.py:qwen3_30b_a3b");
   CHECK(test::LaunchJson("torchtitan", registry, H100(16)) == test::SimJson(*b));
   // main's qwen3_moe_deepep(): EP 4 with model_registry's
   // moe_comm_backend="deepep" (ppb's flex dispatcher on DeepEP).
   Result<commands::LaunchConfig> deepep = commands::ReadLaunchConfig(
-      "torchtitan", Data("main/qwen3/config_registry.py:qwen3_moe_deepep"),
-      test::ReadAll(Data("main/qwen3/config_registry.py")), H100(8));
+      "torchtitan", test::TorchtitanData("main/qwen3/config_registry.py:qwen3_moe_deepep"),
+      test::ReadAll(test::TorchtitanData("main/qwen3/config_registry.py")), H100(8));
   if (!deepep.ok()) FAIL(deepep.error().message);
   Result<RunConfig> d = ParseConfig(deepep->yaml, "registry.py", CliOverrides());
   REQUIRE(d.ok());
@@ -384,9 +375,12 @@ TEST_CASE("torchtitan: deepseek_v3's flavours (MLA, shared experts, dense first 
   const std::string want = test::SimJson(*hand);
   // v0.2.2's own train_configs/deepseek_v3_16b.toml, and main's
   // deepseek_v3_16b().
-  CHECK(test::LaunchJson("torchtitan", Data("deepseek_v3_16b.toml"), H100(64)) == want);
-  CHECK(test::LaunchJson("torchtitan", Data("main/deepseek_v3/config_registry.py:deepseek_v3_16b"),
-                         H100(64)) == want);
+  CHECK(test::LaunchJson("torchtitan", test::TorchtitanData("deepseek_v3_16b.toml"), H100(64)) ==
+        want);
+  CHECK(
+      test::LaunchJson("torchtitan",
+                       test::TorchtitanData("main/deepseek_v3/config_registry.py:deepseek_v3_16b"),
+                       H100(64)) == want);
   // The 671B: three dense layers, 256 experts (8 a token) and one shared.
   const TorchtitanFlavour* v3 = FindTorchtitanFlavour("deepseek_v3", "671B", true);
   REQUIRE(v3 != nullptr);
@@ -397,7 +391,7 @@ TEST_CASE("torchtitan: deepseek_v3's flavours (MLA, shared experts, dense first 
   // one MTP block after layer 5 (mtp_layers.0, before the final norm), a
   // copy of the last block (MoE) with its own norms and eh_proj; the
   // embedding and head are shared.
-  const std::string registry = Data("main/deepseek_v3/config_registry.py");
+  const std::string registry = test::TorchtitanData("main/deepseek_v3/config_registry.py");
   Result<commands::LaunchConfig> mtp = commands::ReadLaunchConfig(
       "torchtitan", registry + ":deepseek_v3_debugmodel_mtp", test::ReadAll(registry), H100(8));
   if (!mtp.ok()) FAIL(mtp.error().message);
@@ -447,7 +441,7 @@ TEST_CASE("torchtitan: gpt_oss's flavours (sliding windows, sinks, biased expert
                   "hand.yaml", CliOverrides());
   if (!hf.ok()) FAIL(hf.error().message);
   const std::string want = test::SimJson(*hf);
-  const std::string registry = Data("main/gpt_oss/config_registry.py");
+  const std::string registry = test::TorchtitanData("main/gpt_oss/config_registry.py");
   CHECK(test::LaunchJson("torchtitan", registry + ":gpt_oss_120b", H100(64)) == want);
   // The same shape written inline: even layers slide over 128 keys.
   std::string types;
@@ -479,9 +473,9 @@ TEST_CASE("torchtitan: gpt_oss's flavours (sliding windows, sinks, biased expert
   CHECK(total == 116'829'156'672);
   // v0.2.2's own train_configs/debug_model.toml: GptOssModelArgs' defaults
   // under dim 256 and 4 layers (the vocabulary stays 201088), FlexAttention.
-  Result<commands::LaunchConfig> debug =
-      commands::ReadLaunchConfig("torchtitan", Data("gpt_oss_debug_model.toml"),
-                                 test::ReadAll(Data("gpt_oss_debug_model.toml")), H100(8));
+  Result<commands::LaunchConfig> debug = commands::ReadLaunchConfig(
+      "torchtitan", test::TorchtitanData("gpt_oss_debug_model.toml"),
+      test::ReadAll(test::TorchtitanData("gpt_oss_debug_model.toml")), H100(8));
   if (!debug.ok()) FAIL(debug.error().message);
   CHECK(debug->yaml.find("    hidden_size: 256\n") != std::string::npos);
   CHECK(debug->yaml.find("    vocab_size: 201088\n") != std::string::npos);
@@ -514,9 +508,9 @@ TEST_CASE("torchtitan: llama4's flavours (interleaved experts, a shared one, iRo
   // 8192 on every layer, top 1, one shared expert of 8192; TP 8 with the
   // experts TP-sharded, FSDP over the rest, full AC) holds the parameters
   // of Meta's config.json for Llama-4-Scout (configs/hf/llama4-scout.json).
-  Result<commands::LaunchConfig> scout =
-      commands::ReadLaunchConfig("torchtitan", Data("llama4_17bx16e.toml"),
-                                 test::ReadAll(Data("llama4_17bx16e.toml")), H100(64));
+  Result<commands::LaunchConfig> scout = commands::ReadLaunchConfig(
+      "torchtitan", test::TorchtitanData("llama4_17bx16e.toml"),
+      test::ReadAll(test::TorchtitanData("llama4_17bx16e.toml")), H100(64));
   if (!scout.ok()) FAIL(scout.error().message);
   Result<RunConfig> read = ParseConfig(scout->yaml, "read.yaml", CliOverrides());
   if (!read.ok()) FAIL(read.error().message);
@@ -538,7 +532,7 @@ TEST_CASE("torchtitan: llama4's flavours (interleaved experts, a shared one, iRo
   // attention), 8192-token blocks elsewhere; the experts on every 2nd
   // layer ((layer_id + 1) % 2 == 0), dense layers of 16384 between.
   Result<commands::LaunchConfig> maverick =
-      FromToml("[model]\nname = \"llama4\"\nflavor = \"17bx128e_irope\"\n", 64);
+      test::TorchtitanToml("[model]\nname = \"llama4\"\nflavor = \"17bx128e_irope\"\n", 64);
   if (!maverick.ok()) FAIL(maverick.error().message);
   Result<RunConfig> m = ParseConfig(maverick->yaml, "m.yaml", CliOverrides());
   if (!m.ok()) FAIL(m.error().message);
@@ -556,7 +550,7 @@ TEST_CASE("torchtitan: llama4's flavours (interleaved experts, a shared one, iRo
   // The debug model: MoEArgs' 8 experts on layers 1, 3, 5; int(2 x 1024 /
   // 3) = 682 / 2 = 341, up to 512; dense layers of 768.
   Result<commands::LaunchConfig> debug =
-      FromToml("[model]\nname = \"llama4\"\nflavor = \"debugmodel\"\n", 8);
+      test::TorchtitanToml("[model]\nname = \"llama4\"\nflavor = \"debugmodel\"\n", 8);
   if (!debug.ok()) FAIL(debug.error().message);
   CHECK(debug->yaml.find("    ffn_hidden_size: 768\n") != std::string::npos);
   CHECK(debug->yaml.find("      expert_ffn_hidden_size: 512\n") != std::string::npos);
@@ -571,7 +565,7 @@ TEST_CASE("torchtitan: llama4's flavours (interleaved experts, a shared one, iRo
 }
 
 TEST_CASE("torchtitan: rowwise FP8 runs as ppb's blockwise and says so") {
-  Result<commands::LaunchConfig> r = FromToml(
+  Result<commands::LaunchConfig> r = test::TorchtitanToml(
       "[model]\nflavor = \"8B\"\nconverters = [\"quantize.linear.float8\"]\n"
       "[quantize.linear.float8]\nrecipe_name = \"rowwise\"\n",
       8);

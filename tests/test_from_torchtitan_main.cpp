@@ -20,17 +20,8 @@
 #include "tests/launch_helpers.h"
 
 namespace ppb {
-namespace {
-
-std::string Data(const std::string& name) {
-  return std::string(PPB_TEST_DATA_DIR) + "/torchtitan/" + name;
-}
 
 using test::H100;
-
-std::string ConfigJson(const std::string& file) { return test::FileJson(Data(file)); }
-
-}  // namespace
 
 // torchtitan main's config functions read as data (apps/input/python_config.h).
 TEST_CASE("python config: a function's returned object, flattened with lines") {
@@ -153,16 +144,16 @@ TEST_CASE("python config: a helper's arguments bind as Python binds them") {
 }
 
 TEST_CASE("torchtitan main's llama3 config functions simulate as the same runs") {
-  const std::string registry = Data("main/llama3/config_registry.py");
+  const std::string registry = test::TorchtitanData("main/llama3/config_registry.py");
   auto from = [&](const std::string& fn, int gpus) {
     return test::LaunchJson("torchtitan", registry + ":" + fn, H100(gpus));
   };
   SECTION("llama3_8b() is v0.2.2's llama3_8b.toml: the same run") {
-    CHECK(from("llama3_8b", 64) == ConfigJson("llama3_8b_64.yaml"));
+    CHECK(from("llama3_8b", 64) == test::TorchtitanConfigJson("llama3_8b_64.yaml"));
   }
   SECTION("llama3_70b() is v0.2.2's llama3_70b.toml: 8 x 8,192 tokens, TP 8, full AC") {
     CHECK(from("llama3_70b", 128) ==
-          test::LaunchJson("torchtitan", Data("llama3_70b.toml"), H100(128)));
+          test::LaunchJson("torchtitan", test::TorchtitanData("llama3_70b.toml"), H100(128)));
   }
   SECTION("llama3_405b(): Float8 rowwise (main's default) as blockwise, async TP") {
     Result<commands::LaunchConfig> r = commands::ReadLaunchConfig(
@@ -176,7 +167,7 @@ TEST_CASE("torchtitan main's llama3 config functions simulate as the same runs")
     }
   }
   SECTION("qwen3's registry: qwen3_14b()'s shape, as main's qwen3_configs gives it") {
-    const std::string qwen = Data("main/qwen3/config_registry.py");
+    const std::string qwen = test::TorchtitanData("main/qwen3/config_registry.py");
     Result<commands::LaunchConfig> r =
         commands::ReadLaunchConfig("torchtitan", qwen + ":qwen3_14b", test::ReadAll(qwen), H100(8));
     if (!r.ok()) FAIL(r.error().message);

@@ -382,10 +382,7 @@ TEST_CASE("config: every shipped config.json written as model.architecture reads
     ConfigWriter o;
     o.Line(0, "model:");
     Status st = WriteArchitecture(o, *a, [](std::string_view) { return std::string(); });
-    const bool deltanet =
-        std::any_of(a->blocks.begin(), a->blocks.end(),
-                    [](const LayerBlock& b) { return b.mixer == Mixer::GatedDeltaNet; });
-    if (deltanet) {
+    if (a->HasMixer(Mixer::GatedDeltaNet)) {
       REQUIRE_FALSE(st.ok());
       CHECK(st.error().message ==
             "must be a model ppb's model.architecture keys can write; got layers other than "

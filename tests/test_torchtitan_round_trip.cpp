@@ -23,20 +23,6 @@
 namespace ppb {
 namespace {
 
-std::string Data(const std::string& name) {
-  return std::string(PPB_TEST_DATA_DIR) + "/torchtitan/" + name;
-}
-
-Result<commands::LaunchConfig> FromToml(const std::string& text, std::optional<int> gpus) {
-  return commands::ReadLaunchConfig("torchtitan", "run.toml", text, test::H100(gpus));
-}
-
-}  // namespace
-}  // namespace ppb
-
-namespace ppb {
-namespace {
-
 // --emit torchtitan-0.2.2, then --from torchtitan (test::EmitReadBack).
 std::pair<std::string, std::string> RoundTrip(const RunConfig& c, const std::string& machine,
                                               std::string& why) {
@@ -95,8 +81,8 @@ TEST_CASE("from torchtitan: every v0.2.2 flavour is the architecture --emit matc
   int flavours = 0;
   for (const std::string& model : TorchtitanModels()) {
     for (const std::string& name : TorchtitanFlavours(model)) {
-      Result<commands::LaunchConfig> r =
-          FromToml(fmt::format("[model]\nname = \"{}\"\nflavor = \"{}\"\n", model, name), 8);
+      Result<commands::LaunchConfig> r = test::TorchtitanToml(
+          fmt::format("[model]\nname = \"{}\"\nflavor = \"{}\"\n", model, name), 8);
       INFO(model << " " << name);
       if (!r.ok()) FAIL(r.error().message);
       Result<RunConfig> c = ParseConfig(r->yaml, "read.yaml", CliOverrides());
@@ -195,7 +181,7 @@ namespace {
 // function of its own, then --from torchtitan (test::EmitReadBack).
 std::pair<std::string, std::string> MainRoundTrip(const RunConfig& c, std::string& why) {
   auto wrap = [](const std::string& text) {
-    std::string registry = test::ReadAll(Data("main/llama3/config_registry.py"));
+    std::string registry = test::ReadAll(test::TorchtitanData("main/llama3/config_registry.py"));
     registry += "\n\ndef ppb_run() -> Trainer.Config:\n    config = llama3_8b()\n";
     ForEachLine(text, [&](std::string_view line, int) {
       if (line.rfind("#", 0) != 0) registry += "    " + std::string(line) + "\n";

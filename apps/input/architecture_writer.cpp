@@ -59,9 +59,7 @@ Status WriteArchitecture(ConfigWriter& o, const Architecture& a,
     unwritable += (unwritable.empty() ? "" : "; ") + std::string(what);
   };
   if (a.attention_out_gate) also("an attention output gate (Qwen3-Next's)");
-  const bool mamba = std::any_of(a.blocks.begin(), a.blocks.end(),
-                                 [](const LayerBlock& b) { return b.mixer == Mixer::Mamba2; });
-  if (mamba && (!a.mamba.conv_bias || a.mamba.proj_bias)) {
+  if (a.HasMixer(Mixer::Mamba2) && (!a.mamba.conv_bias || a.mamba.proj_bias)) {
     also("Mamba biases other than a biased convolution and unbiased projections");
   }
   if (!unwritable.empty()) {
@@ -103,7 +101,7 @@ Status WriteArchitecture(ConfigWriter& o, const Architecture& a,
   if (a.out_bias) key(4, "attention_out_bias", "true", "attention_out_bias");
   if (!layers.pattern.empty()) {
     o.Text(4, "hybrid_layer_pattern", layers.pattern, origin("hybrid_layer_pattern"));
-    if (mamba) {
+    if (a.HasMixer(Mixer::Mamba2)) {
       o.Line(4, "mamba:");
       key(6, "num_heads", a.mamba.heads, "mamba.num_heads");
       key(6, "head_dim", a.mamba.head_dim, "mamba.head_dim");

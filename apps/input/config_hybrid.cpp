@@ -68,20 +68,6 @@ Status Parser::ParseHybridPattern(const Entries& e, const std::string& path,
     return Fail(pattern->path,
                 "has MoE layers (E), which need model.architecture.moe; got none");
   }
-  // The pattern says which layers are MoE: the MoE layout's keys would
-  // change nothing.
-  if (const Entry* moe = Find(e, "moe")) {
-    if (moe->value.IsMap()) {
-      for (const char* key : {"first_k_dense", "layer_freq", "sparse_step", "dense_layers"}) {
-        for (const auto& kv : moe->value) {
-          if (kv.first.as<std::string>() != key) continue;
-          return Fail(moe->path + "." + key,
-                      "must not be given with hybrid_layer_pattern (its E and - layers say "
-                      "which layers are MoE); got " + Given(kv.second));
-        }
-      }
-    }
-  }
   if (!has_mamba) {
     if (mamba == nullptr) return Status();
     return Fail(mamba->path,
@@ -98,25 +84,18 @@ Status Parser::ParseHybridPattern(const Entries& e, const std::string& path,
   }
   const std::string mp = path + ".mamba";
   Mamba2Shape& s = a.mamba;
-#define PPB_MAMBA(lhs, expr)       \
-  do {                             \
-    auto r_ = (expr);              \
-    if (!r_.ok()) return r_.error(); \
-    lhs = *r_;                     \
-  } while (false)
-  PPB_MAMBA(s.head_dim, ArchInt(m, "head_dim", mp, 1, 64));
-  PPB_MAMBA(s.state, ArchInt(m, "state_dim", mp, 1, 128));
-  PPB_MAMBA(s.groups, ArchInt(m, "num_groups", mp, 1, 8));
-  PPB_MAMBA(s.conv, ArchInt(m, "conv_kernel", mp, 1, 4));
-  PPB_MAMBA(s.chunk, ArchInt(m, "chunk_size", mp, 1, 128));
+  PPB_ASSIGN_OR_RETURN(s.head_dim, ArchInt(m, "head_dim", mp, 1, 64));
+  PPB_ASSIGN_OR_RETURN(s.state, ArchInt(m, "state_dim", mp, 1, 128));
+  PPB_ASSIGN_OR_RETURN(s.groups, ArchInt(m, "num_groups", mp, 1, 8));
+  PPB_ASSIGN_OR_RETURN(s.conv, ArchInt(m, "conv_kernel", mp, 1, 4));
+  PPB_ASSIGN_OR_RETURN(s.chunk, ArchInt(m, "chunk_size", mp, 1, 128));
   if (Find(m, "num_heads") == nullptr && (2 * a.hidden) % s.head_dim != 0) {
     return Fail(mp + ".head_dim",
                 "must divide 2 x hidden_size (" + std::to_string(2 * a.hidden) +
                     ", Megatron's d_inner when num_heads is not given); got " +
                     std::to_string(s.head_dim));
   }
-  PPB_MAMBA(s.heads, ArchInt(m, "num_heads", mp, 1, 2 * a.hidden / s.head_dim));
-#undef PPB_MAMBA
+  PPB_ASSIGN_OR_RETURN(s.heads, ArchInt(m, "num_heads", mp, 1, 2 * a.hidden / s.head_dim));
   s.conv_bias = true;
   s.proj_bias = false;
   if (s.heads % s.groups != 0) {

@@ -34,17 +34,10 @@
 #include <vector>
 
 #include "apps/input/config.h"
+#include "apps/input/status_macros.h"
 #include "apps/input/units.h"
 
 namespace ppb::config_detail {
-
-// Returns the error of a failed Status or Result from the enclosing function.
-#define PPB_RETURN_IF_ERROR(expr)                       \
-  do {                                                  \
-    if (auto ppb_status_ = (expr); !ppb_status_.ok()) { \
-      return ppb_status_.error();                       \
-    }                                                   \
-  } while (0)
 
 // Most layers a model may have in all (after `repeat` expansion, from a
 // HuggingFace config.json, model.architecture or a SAPP layer JSON): guards

@@ -51,16 +51,10 @@ Result<Architecture> Parser::ParseArchitecture(const Entry& section) {
   if (!r.ok()) return r.error();
   const Entries& e = *r;
   Architecture a;
-#define PPB_ARCH(lhs, expr)          \
-do {                               \
-  auto r_ = (expr);                \
-  if (!r_.ok()) return r_.error(); \
-  lhs = *r_;                       \
-} while (false)
-  PPB_ARCH(a.hidden, ArchInt(e, "hidden_size", path, 1, std::nullopt));
-  PPB_ARCH(a.layers, ArchInt(e, "num_layers", path, 1, std::nullopt));
-  PPB_ARCH(a.heads, ArchInt(e, "num_attention_heads", path, 1, std::nullopt));
-  PPB_ARCH(a.kv_heads, ArchInt(e, "num_key_value_heads", path, 1, a.heads));
+  PPB_ASSIGN_OR_RETURN(a.hidden, ArchInt(e, "hidden_size", path, 1, std::nullopt));
+  PPB_ASSIGN_OR_RETURN(a.layers, ArchInt(e, "num_layers", path, 1, std::nullopt));
+  PPB_ASSIGN_OR_RETURN(a.heads, ArchInt(e, "num_attention_heads", path, 1, std::nullopt));
+  PPB_ASSIGN_OR_RETURN(a.kv_heads, ArchInt(e, "num_key_value_heads", path, 1, a.heads));
   const Entry* mla = Find(e, "mla");
   if (!Find(e, "head_dim") && mla == nullptr && a.hidden % a.heads != 0) {
     return Fail(path + ".num_attention_heads",
@@ -68,20 +62,20 @@ do {                               \
                     ") when head_dim is not given; got " +
                     std::to_string(a.heads));
   }
-  PPB_ARCH(a.head_dim, ArchInt(e, "head_dim", path, 1, a.hidden / a.heads));
-  PPB_ARCH(a.ffn, ArchInt(e, "ffn_hidden_size", path, 1, 0));
-  PPB_ARCH(a.vocab, ArchInt(e, "vocab_size", path, 1, std::nullopt));
-  PPB_ARCH(a.tied_embeddings, ArchBool(e, "tie_embeddings", false));
-  PPB_ARCH(a.gated_mlp, ArchBool(e, "gated_mlp", true));
-  PPB_ARCH(a.qkv_bias, ArchBool(e, "qkv_bias", false));
-  PPB_ARCH(a.qk_norm, ArchBool(e, "qk_norm", false));
+  PPB_ASSIGN_OR_RETURN(a.head_dim, ArchInt(e, "head_dim", path, 1, a.hidden / a.heads));
+  PPB_ASSIGN_OR_RETURN(a.ffn, ArchInt(e, "ffn_hidden_size", path, 1, 0));
+  PPB_ASSIGN_OR_RETURN(a.vocab, ArchInt(e, "vocab_size", path, 1, std::nullopt));
+  PPB_ASSIGN_OR_RETURN(a.tied_embeddings, ArchBool(e, "tie_embeddings", false));
+  PPB_ASSIGN_OR_RETURN(a.gated_mlp, ArchBool(e, "gated_mlp", true));
+  PPB_ASSIGN_OR_RETURN(a.qkv_bias, ArchBool(e, "qkv_bias", false));
+  PPB_ASSIGN_OR_RETURN(a.qk_norm, ArchBool(e, "qk_norm", false));
   if (const Entry* n = Find(e, "norm")) {
     Result<size_t> i = Choice(n->value, n->path, {"rmsnorm", "layernorm"});
     if (!i.ok()) return i.error();
     a.layernorm_with_bias = *i == 1;
   }
-  PPB_ARCH(a.learned_positions, ArchInt(e, "learned_positions", path, 0, 0));
-  PPB_ARCH(a.mtp_layers, ArchInt(e, "mtp_layers", path, 0, 0));
+  PPB_ASSIGN_OR_RETURN(a.learned_positions, ArchInt(e, "learned_positions", path, 0, 0));
+  PPB_ASSIGN_OR_RETURN(a.mtp_layers, ArchInt(e, "mtp_layers", path, 0, 0));
   if (const Entry* moe = Find(e, "moe")) {
     Result<Entries> m =
         Map(moe->value, moe->path,
@@ -91,23 +85,34 @@ do {                               \
              "expert_bias"});
     if (!m.ok()) return m.error();
     const std::string& mp = moe->path;
-    PPB_ARCH(a.experts, ArchInt(*m, "num_experts", mp, 1, std::nullopt));
-    PPB_ARCH(a.top_k, ArchInt(*m, "top_k", mp, 1, std::nullopt));
+    // A hybrid model's pattern says which layers are MoE (its E layers): the
+    // MoE layout's keys would change nothing.
+    if (Find(e, "hybrid_layer_pattern") != nullptr) {
+      for (const char* key : {"first_k_dense", "layer_freq", "sparse_step", "dense_layers"}) {
+        if (const Entry* k = Find(*m, key)) {
+          return Fail(k->path,
+                      "must not be given with hybrid_layer_pattern (its E and - layers say "
+                      "which layers are MoE); got " + Given(k->value));
+        }
+      }
+    }
+    PPB_ASSIGN_OR_RETURN(a.experts, ArchInt(*m, "num_experts", mp, 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.top_k, ArchInt(*m, "top_k", mp, 1, std::nullopt));
     if (a.top_k > a.experts) {
       return Fail(mp + ".top_k", "must be at most moe.num_experts (" +
                                      std::to_string(a.experts) + "); got " +
                                      std::to_string(a.top_k));
     }
-    PPB_ARCH(a.expert_ffn,
+    PPB_ASSIGN_OR_RETURN(a.expert_ffn,
              ArchInt(*m, "expert_ffn_hidden_size", mp, 1, std::nullopt));
-    PPB_ARCH(a.shared_ffn, ArchInt(*m, "shared_ffn_hidden_size", mp, 0, 0));
-    PPB_ARCH(a.shared_expert_gate, ArchBool(*m, "shared_expert_gate", false));
-    PPB_ARCH(a.router_bias, ArchBool(*m, "router_bias", false));
-    PPB_ARCH(a.expert_bias, ArchBool(*m, "expert_bias", false));
-    PPB_ARCH(a.moe_layout.first_k_dense,
+    PPB_ASSIGN_OR_RETURN(a.shared_ffn, ArchInt(*m, "shared_ffn_hidden_size", mp, 0, 0));
+    PPB_ASSIGN_OR_RETURN(a.shared_expert_gate, ArchBool(*m, "shared_expert_gate", false));
+    PPB_ASSIGN_OR_RETURN(a.router_bias, ArchBool(*m, "router_bias", false));
+    PPB_ASSIGN_OR_RETURN(a.expert_bias, ArchBool(*m, "expert_bias", false));
+    PPB_ASSIGN_OR_RETURN(a.moe_layout.first_k_dense,
              ArchInt(*m, "first_k_dense", mp, 0, 0));
-    PPB_ARCH(a.moe_layout.moe_layer_freq, ArchInt(*m, "layer_freq", mp, 1, 1));
-    PPB_ARCH(a.moe_layout.decoder_sparse_step,
+    PPB_ASSIGN_OR_RETURN(a.moe_layout.moe_layer_freq, ArchInt(*m, "layer_freq", mp, 1, 1));
+    PPB_ASSIGN_OR_RETURN(a.moe_layout.decoder_sparse_step,
              ArchInt(*m, "sparse_step", mp, 1, 1));
     if (const Entry* d = Find(*m, "dense_layers")) {
       Result<std::vector<Entry>> items =
@@ -129,13 +134,13 @@ do {                               \
              "qk_rope_head_dim", "v_head_dim"});
     if (!m.ok()) return m.error();
     const std::string& mp = mla->path;
-    PPB_ARCH(a.q_lora_rank, ArchInt(*m, "q_lora_rank", mp, 0, 0));
-    PPB_ARCH(a.kv_lora_rank, ArchInt(*m, "kv_lora_rank", mp, 1, std::nullopt));
-    PPB_ARCH(a.qk_nope_head_dim,
+    PPB_ASSIGN_OR_RETURN(a.q_lora_rank, ArchInt(*m, "q_lora_rank", mp, 0, 0));
+    PPB_ASSIGN_OR_RETURN(a.kv_lora_rank, ArchInt(*m, "kv_lora_rank", mp, 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.qk_nope_head_dim,
              ArchInt(*m, "qk_nope_head_dim", mp, 1, std::nullopt));
-    PPB_ARCH(a.qk_rope_head_dim,
+    PPB_ASSIGN_OR_RETURN(a.qk_rope_head_dim,
              ArchInt(*m, "qk_rope_head_dim", mp, 1, std::nullopt));
-    PPB_ARCH(a.v_head_dim, ArchInt(*m, "v_head_dim", mp, 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.v_head_dim, ArchInt(*m, "v_head_dim", mp, 1, std::nullopt));
     if (const Entry* kv = Find(e, "num_key_value_heads")) {
       return Fail(kv->path,
                   "must not be given with model.architecture.mla (MLA gives "
@@ -144,9 +149,8 @@ do {                               \
     }
     a.kv_heads = a.heads;
   }
-  PPB_ARCH(a.attention_sinks, ArchBool(e, "attention_sinks", false));
-  PPB_ARCH(a.out_bias, ArchBool(e, "attention_out_bias", false));
-#undef PPB_ARCH
+  PPB_ASSIGN_OR_RETURN(a.attention_sinks, ArchBool(e, "attention_sinks", false));
+  PPB_ASSIGN_OR_RETURN(a.out_bias, ArchBool(e, "attention_out_bias", false));
   if (Status s = ParseHybridPattern(e, path, a); !s.ok()) return s.error();
   if (Status s = ParseLayerTypes(e, path, a); !s.ok()) return s.error();
   if (a.heads % a.kv_heads != 0) {
@@ -202,9 +206,7 @@ Status Parser::ParseLayerTypes(const Entries& e, const std::string& path,
                &a.sliding_window},
         Window{"attention_chunk_size", Span::Chunked, "chunked_attention",
                &a.attention_chunk}}) {
-    const bool used =
-        std::any_of(a.blocks.begin(), a.blocks.end(),
-                    [&](const LayerBlock& b) { return b.span == w.span; });
+    const bool used = a.HasSpan(w.span);
     const Entry* x = Find(e, w.key);
     if (x == nullptr) {
       if (!used) continue;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "apps/input/json_text.h"
+#include "apps/input/status_macros.h"
 
 namespace ppb {
 namespace {
@@ -103,12 +104,6 @@ class Fields {
   std::string prefix_;
 };
 
-#define PPB_HF_ASSIGN(lhs, expr)          \
-  do {                                    \
-    auto r_ = (expr);                     \
-    if (!r_.ok()) return r_.error();      \
-    lhs = *r_;                            \
-  } while (false)
 
 const std::vector<std::string>& KnownTypes() {
   static const std::vector<std::string> kTypes = {
@@ -124,12 +119,12 @@ const std::vector<std::string>& KnownTypes() {
 // width, the first first_k_dense_replace layers dense.
 Status ReadRoutedExperts(const Fields& f, Architecture& a) {
   std::int64_t v = 0;
-  PPB_HF_ASSIGN(v, f.Int("n_routed_experts", 1, std::nullopt));
+  PPB_ASSIGN_OR_RETURN(v, f.Int("n_routed_experts", 1, std::nullopt));
   a.experts = static_cast<int>(v);
-  PPB_HF_ASSIGN(a.expert_ffn, f.Int("moe_intermediate_size", 1, std::nullopt));
-  PPB_HF_ASSIGN(v, f.Int("n_shared_experts", 0, 0));
+  PPB_ASSIGN_OR_RETURN(a.expert_ffn, f.Int("moe_intermediate_size", 1, std::nullopt));
+  PPB_ASSIGN_OR_RETURN(v, f.Int("n_shared_experts", 0, 0));
   a.shared_ffn = v * a.expert_ffn;
-  PPB_HF_ASSIGN(v, f.Int("first_k_dense_replace", 0, 0));
+  PPB_ASSIGN_OR_RETURN(v, f.Int("first_k_dense_replace", 0, 0));
   a.moe_layout.first_k_dense = static_cast<int>(v);
   return Status();
 }
@@ -137,7 +132,7 @@ Status ReadRoutedExperts(const Fields& f, Architecture& a) {
 Result<Architecture> ParseObject(const Fields& f) {
   Architecture a;
   std::string type;
-  PPB_HF_ASSIGN(type, f.String("model_type", ""));
+  PPB_ASSIGN_OR_RETURN(type, f.String("model_type", ""));
   if (type.empty() && f.Has("n_embd")) type = "gpt2";  // GPT-2 style names
   bool known = false;
   std::string list;
@@ -162,12 +157,12 @@ Result<Architecture> ParseObject(const Fields& f) {
   const bool glm = type == "glm4_moe";
 
   std::int64_t v = 0;
-  PPB_HF_ASSIGN(a.hidden, f.Alias({"hidden_size", "n_embd"}, 1));
-  PPB_HF_ASSIGN(v, f.Alias({"num_hidden_layers", "n_layer"}, 1));
+  PPB_ASSIGN_OR_RETURN(a.hidden, f.Alias({"hidden_size", "n_embd"}, 1));
+  PPB_ASSIGN_OR_RETURN(v, f.Alias({"num_hidden_layers", "n_layer"}, 1));
   a.layers = static_cast<int>(v);
-  PPB_HF_ASSIGN(v, f.Alias({"num_attention_heads", "n_head"}, 1));
+  PPB_ASSIGN_OR_RETURN(v, f.Alias({"num_attention_heads", "n_head"}, 1));
   a.heads = static_cast<int>(v);
-  PPB_HF_ASSIGN(v, f.Int("num_key_value_heads", 1, a.heads));
+  PPB_ASSIGN_OR_RETURN(v, f.Int("num_key_value_heads", 1, a.heads));
   a.kv_heads = static_cast<int>(v);
   if (a.heads % a.kv_heads != 0) {
     return f.Fail("num_key_value_heads",
@@ -181,38 +176,38 @@ Result<Architecture> ParseObject(const Fields& f) {
                       ") when head_dim is not given; got " +
                       std::to_string(a.heads));
   }
-  PPB_HF_ASSIGN(a.head_dim, f.Int("head_dim", 1, a.hidden / a.heads));
-  PPB_HF_ASSIGN(a.vocab, f.Int("vocab_size", 1, std::nullopt));
+  PPB_ASSIGN_OR_RETURN(a.head_dim, f.Int("head_dim", 1, a.hidden / a.heads));
+  PPB_ASSIGN_OR_RETURN(a.vocab, f.Int("vocab_size", 1, std::nullopt));
 
   std::string act;
   // Nemotron-H names its MLP's activation mlp_hidden_act (relu2: squared
   // ReLU, two matrices) [HF configuration_nemotron_h.py].
-  PPB_HF_ASSIGN(act, f.String(gpt2       ? "activation_function"
+  PPB_ASSIGN_OR_RETURN(act, f.String(gpt2       ? "activation_function"
                               : nemotron ? "mlp_hidden_act"
                                          : "hidden_act",
                               gpt2 ? "gelu_new" : nemotron ? "relu2" : "silu"));
   a.gated_mlp = act == "silu" || act == "swish" || act == "swiglu";
   // PretrainedConfig defaults tie_word_embeddings to true; the Llama-style
   // config classes of these families default it to false.
-  PPB_HF_ASSIGN(a.tied_embeddings, f.Bool("tie_word_embeddings", gpt2));
+  PPB_ASSIGN_OR_RETURN(a.tied_embeddings, f.Bool("tie_word_embeddings", gpt2));
 
   if (gpt2) {
     // GPT-2: LayerNorm with biases, biased linears, learned positions,
     // n_inner null = 4h [HF configuration_gpt2.py].
     a.layernorm_with_bias = true;
-    PPB_HF_ASSIGN(a.ffn, f.Int("n_inner", 1, 4 * a.hidden));
-    PPB_HF_ASSIGN(a.learned_positions, f.Int("n_positions", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.ffn, f.Int("n_inner", 1, 4 * a.hidden));
+    PPB_ASSIGN_OR_RETURN(a.learned_positions, f.Int("n_positions", 1, std::nullopt));
     return a;
   }
   // Qwen2(-MoE) always has Q/K/V biases; Llama/Mistral-style use
   // attention_bias.
-  PPB_HF_ASSIGN(a.qkv_bias, f.Bool("attention_bias", type == "qwen2" ||
+  PPB_ASSIGN_OR_RETURN(a.qkv_bias, f.Bool("attention_bias", type == "qwen2" ||
                                                          type == "qwen2_moe"));
   a.qk_norm = type == "qwen3" || type == "qwen3_moe" || qwen_next;
   if (glm) {
     // GLM-4.5: biases on Q, K, V only; q_norm and k_norm with use_qk_norm
     // [HF modeling_glm4_moe.py].
-    PPB_HF_ASSIGN(a.qk_norm, f.Bool("use_qk_norm", false));
+    PPB_ASSIGN_OR_RETURN(a.qk_norm, f.Bool("use_qk_norm", false));
   }
   if (gpt_oss) {
     // GPT-OSS: attention_bias on q, k, v and o; a sink logit per head; a
@@ -225,20 +220,20 @@ Result<Architecture> ParseObject(const Fields& f) {
   a.attention_out_gate = qwen_next;  // [HF modeling_qwen3_next.py]
 
   if (gpt_oss) {
-    PPB_HF_ASSIGN(v, f.Int("num_local_experts", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(v, f.Int("num_local_experts", 1, std::nullopt));
     a.experts = static_cast<int>(v);
-    PPB_HF_ASSIGN(a.expert_ffn, f.Int("intermediate_size", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.expert_ffn, f.Int("intermediate_size", 1, std::nullopt));
     a.ffn = a.expert_ffn;
   } else if (nemotron) {
-    PPB_HF_ASSIGN(a.ffn, f.Int("intermediate_size", 1, std::nullopt));
-    PPB_HF_ASSIGN(a.mamba.heads, f.Int("mamba_num_heads", 1, std::nullopt));
-    PPB_HF_ASSIGN(a.mamba.head_dim, f.Int("mamba_head_dim", 1, std::nullopt));
-    PPB_HF_ASSIGN(a.mamba.state, f.Int("ssm_state_size", 1, std::nullopt));
-    PPB_HF_ASSIGN(a.mamba.groups, f.Int("n_groups", 1, 8));
-    PPB_HF_ASSIGN(a.mamba.conv, f.Int("conv_kernel", 1, 4));
-    PPB_HF_ASSIGN(a.mamba.chunk, f.Int("chunk_size", 1, 128));
-    PPB_HF_ASSIGN(a.mamba.conv_bias, f.Bool("use_conv_bias", true));
-    PPB_HF_ASSIGN(a.mamba.proj_bias, f.Bool("use_bias", false));
+    PPB_ASSIGN_OR_RETURN(a.ffn, f.Int("intermediate_size", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.mamba.heads, f.Int("mamba_num_heads", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.mamba.head_dim, f.Int("mamba_head_dim", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.mamba.state, f.Int("ssm_state_size", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.mamba.groups, f.Int("n_groups", 1, 8));
+    PPB_ASSIGN_OR_RETURN(a.mamba.conv, f.Int("conv_kernel", 1, 4));
+    PPB_ASSIGN_OR_RETURN(a.mamba.chunk, f.Int("chunk_size", 1, 128));
+    PPB_ASSIGN_OR_RETURN(a.mamba.conv_bias, f.Bool("use_conv_bias", true));
+    PPB_ASSIGN_OR_RETURN(a.mamba.proj_bias, f.Bool("use_bias", false));
     if (a.mamba.heads % a.mamba.groups != 0) {
       return f.Fail("n_groups", "must divide mamba_num_heads (" +
                                     std::to_string(a.mamba.heads) + "); got " +
@@ -247,66 +242,66 @@ Result<Architecture> ParseObject(const Fields& f) {
     if (f.Has("n_routed_experts")) {
       // Nemotron 3's "E" blocks: routed squared-ReLU experts, a shared
       // expert and DeepSeek-V3's score-correction bias.
-      PPB_HF_ASSIGN(v, f.Int("n_routed_experts", 1, std::nullopt));
+      PPB_ASSIGN_OR_RETURN(v, f.Int("n_routed_experts", 1, std::nullopt));
       a.experts = static_cast<int>(v);
-      PPB_HF_ASSIGN(a.expert_ffn, f.Int("moe_intermediate_size", 1, std::nullopt));
-      PPB_HF_ASSIGN(a.shared_ffn, f.Int("moe_shared_expert_intermediate_size", 0, 0));
+      PPB_ASSIGN_OR_RETURN(a.expert_ffn, f.Int("moe_intermediate_size", 1, std::nullopt));
+      PPB_ASSIGN_OR_RETURN(a.shared_ffn, f.Int("moe_shared_expert_intermediate_size", 0, 0));
       a.router_bias = true;
     }
   } else if (llama4) {
     // Llama 4: routed experts and one shared expert of intermediate_size,
     // dense layers of intermediate_size_mlp [HF modeling_llama4.py].
-    PPB_HF_ASSIGN(v, f.Int("num_local_experts", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(v, f.Int("num_local_experts", 1, std::nullopt));
     a.experts = static_cast<int>(v);
-    PPB_HF_ASSIGN(a.expert_ffn, f.Int("intermediate_size", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.expert_ffn, f.Int("intermediate_size", 1, std::nullopt));
     a.shared_ffn = a.expert_ffn;
-    PPB_HF_ASSIGN(a.ffn, f.Int("intermediate_size_mlp", 1, std::nullopt));
-    PPB_HF_ASSIGN(v, f.Int("interleave_moe_layer_step", 1, 1));
+    PPB_ASSIGN_OR_RETURN(a.ffn, f.Int("intermediate_size_mlp", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(v, f.Int("interleave_moe_layer_step", 1, 1));
     a.moe_layout.decoder_sparse_step = static_cast<int>(v);
-    PPB_HF_ASSIGN(a.attention_chunk, f.Int("attention_chunk_size", 0, 0));
+    PPB_ASSIGN_OR_RETURN(a.attention_chunk, f.Int("attention_chunk_size", 0, 0));
   } else if (glm) {
-    PPB_HF_ASSIGN(a.ffn, f.Int("intermediate_size", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.ffn, f.Int("intermediate_size", 1, std::nullopt));
     if (Status st = ReadRoutedExperts(f, a); !st.ok()) return st.error();
-    PPB_HF_ASSIGN(v, f.Int("num_nextn_predict_layers", 0, 0));
+    PPB_ASSIGN_OR_RETURN(v, f.Int("num_nextn_predict_layers", 0, 0));
     a.mtp_layers = static_cast<int>(v);
     a.router_bias = true;  // e_score_correction_bias [HF]
   }
 
   const bool needs_dense_ffn = type != "mixtral" && !gpt_oss && !llama4 && !glm;
   if (needs_dense_ffn || f.Has("intermediate_size")) {
-    PPB_HF_ASSIGN(a.ffn, f.Int("intermediate_size", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.ffn, f.Int("intermediate_size", 1, std::nullopt));
   }
   if (type == "mixtral") {
-    PPB_HF_ASSIGN(v, f.Int("num_local_experts", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(v, f.Int("num_local_experts", 1, std::nullopt));
     a.experts = static_cast<int>(v);
-    PPB_HF_ASSIGN(a.expert_ffn, f.Int("intermediate_size", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.expert_ffn, f.Int("intermediate_size", 1, std::nullopt));
     a.ffn = a.expert_ffn;
   } else if (qwen_moe) {
-    PPB_HF_ASSIGN(v, f.Int("num_experts", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(v, f.Int("num_experts", 1, std::nullopt));
     a.experts = static_cast<int>(v);
-    PPB_HF_ASSIGN(a.expert_ffn, f.Int("moe_intermediate_size", 1, std::nullopt));
-    PPB_HF_ASSIGN(a.shared_ffn, f.Int("shared_expert_intermediate_size", 0, 0));
+    PPB_ASSIGN_OR_RETURN(a.expert_ffn, f.Int("moe_intermediate_size", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.shared_ffn, f.Int("shared_expert_intermediate_size", 0, 0));
     a.shared_expert_gate = a.shared_ffn > 0;
-    PPB_HF_ASSIGN(v, f.Int("decoder_sparse_step", 1, 1));
+    PPB_ASSIGN_OR_RETURN(v, f.Int("decoder_sparse_step", 1, 1));
     a.moe_layout.decoder_sparse_step = static_cast<int>(v);
     // mlp_only_layers (a list) is read by ParseHfConfig.
   } else if (deepseek) {
     if (Status st = ReadRoutedExperts(f, a); !st.ok()) return st.error();
-    PPB_HF_ASSIGN(v, f.Int("moe_layer_freq", 1, 1));
+    PPB_ASSIGN_OR_RETURN(v, f.Int("moe_layer_freq", 1, 1));
     a.moe_layout.moe_layer_freq = static_cast<int>(v);
-    PPB_HF_ASSIGN(a.q_lora_rank, f.Int("q_lora_rank", 0, 0));
-    PPB_HF_ASSIGN(a.kv_lora_rank, f.Int("kv_lora_rank", 1, std::nullopt));
-    PPB_HF_ASSIGN(a.qk_nope_head_dim, f.Int("qk_nope_head_dim", 1, std::nullopt));
-    PPB_HF_ASSIGN(a.qk_rope_head_dim, f.Int("qk_rope_head_dim", 1, std::nullopt));
-    PPB_HF_ASSIGN(a.v_head_dim, f.Int("v_head_dim", 1, std::nullopt));
-    PPB_HF_ASSIGN(v, f.Int("num_nextn_predict_layers", 0, 0));
+    PPB_ASSIGN_OR_RETURN(a.q_lora_rank, f.Int("q_lora_rank", 0, 0));
+    PPB_ASSIGN_OR_RETURN(a.kv_lora_rank, f.Int("kv_lora_rank", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.qk_nope_head_dim, f.Int("qk_nope_head_dim", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.qk_rope_head_dim, f.Int("qk_rope_head_dim", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.v_head_dim, f.Int("v_head_dim", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(v, f.Int("num_nextn_predict_layers", 0, 0));
     a.mtp_layers = static_cast<int>(v);
     // DeepSeek-V3's noaux_tc routing adds e_score_correction_bias [HF].
     a.router_bias = type == "deepseek_v3" || type == "kimi_k2";
     a.kv_heads = a.heads;  // MLA: every head has its own K and V
   }
   if (a.experts > 0) {
-    PPB_HF_ASSIGN(v, f.Int("num_experts_per_tok", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(v, f.Int("num_experts_per_tok", 1, std::nullopt));
     if (v > a.experts) {
       return f.Fail("num_experts_per_tok",
                     "must be at most the experts (" +
@@ -357,7 +352,7 @@ Status ParseBlocks(const json& obj, const std::string& prefix,
   const Fields f(obj, prefix);
   const int L = a.layers;
   if (type == "gpt_oss") {
-    PPB_HF_ASSIGN(a.sliding_window, f.Int("sliding_window", 1, std::nullopt));
+    PPB_ASSIGN_OR_RETURN(a.sliding_window, f.Int("sliding_window", 1, std::nullopt));
     Result<std::vector<int>> kinds = NamedList(
         obj, prefix, "layer_types", L, {"sliding_attention", "full_attention"});
     if (!kinds.ok()) return kinds.error();
@@ -370,15 +365,15 @@ Status ParseBlocks(const json& obj, const std::string& prefix,
     }
   } else if (type == "qwen3_next") {
     std::int64_t interval = 4;
-    PPB_HF_ASSIGN(interval, f.Int("full_attention_interval", 1, 4));
+    PPB_ASSIGN_OR_RETURN(interval, f.Int("full_attention_interval", 1, 4));
     Result<std::vector<int>> kinds = NamedList(
         obj, prefix, "layer_types", L, {"linear_attention", "full_attention"});
     if (!kinds.ok()) return kinds.error();
-    PPB_HF_ASSIGN(a.deltanet.key_heads, f.Int("linear_num_key_heads", 1, 16));
-    PPB_HF_ASSIGN(a.deltanet.value_heads, f.Int("linear_num_value_heads", 1, 32));
-    PPB_HF_ASSIGN(a.deltanet.key_dim, f.Int("linear_key_head_dim", 1, 128));
-    PPB_HF_ASSIGN(a.deltanet.value_dim, f.Int("linear_value_head_dim", 1, 128));
-    PPB_HF_ASSIGN(a.deltanet.conv, f.Int("linear_conv_kernel_dim", 1, 4));
+    PPB_ASSIGN_OR_RETURN(a.deltanet.key_heads, f.Int("linear_num_key_heads", 1, 16));
+    PPB_ASSIGN_OR_RETURN(a.deltanet.value_heads, f.Int("linear_num_value_heads", 1, 32));
+    PPB_ASSIGN_OR_RETURN(a.deltanet.key_dim, f.Int("linear_key_head_dim", 1, 128));
+    PPB_ASSIGN_OR_RETURN(a.deltanet.value_dim, f.Int("linear_value_head_dim", 1, 128));
+    PPB_ASSIGN_OR_RETURN(a.deltanet.conv, f.Int("linear_conv_kernel_dim", 1, 4));
     a.blocks.assign(L, LayerBlock{});
     for (int i = 0; i < L; ++i) {
       const bool linear = kinds->empty() ? (i + 1) % interval != 0 : (*kinds)[i] == 0;
@@ -386,7 +381,7 @@ Status ParseBlocks(const json& obj, const std::string& prefix,
     }
   } else if (type == "nemotron_h") {
     std::string pattern;
-    PPB_HF_ASSIGN(pattern, f.String("hybrid_override_pattern", ""));
+    PPB_ASSIGN_OR_RETURN(pattern, f.String("hybrid_override_pattern", ""));
     if (static_cast<int>(pattern.size()) != L ||
         pattern.find_first_not_of("M*-E") != std::string::npos) {
       return f.Fail("hybrid_override_pattern",
@@ -412,7 +407,7 @@ Status ParseBlocks(const json& obj, const std::string& prefix,
     // Chunked attention on the RoPE layers; the NoPE layers (no_rope_layers
     // 0, every no_rope_layer_interval-th by default) see every key.
     std::int64_t interval = 4;
-    PPB_HF_ASSIGN(interval, f.Int("no_rope_layer_interval", 1, 4));
+    PPB_ASSIGN_OR_RETURN(interval, f.Int("no_rope_layer_interval", 1, 4));
     Result<std::vector<int>> rope = NamedList(obj, prefix, "no_rope_layers", L, {"0", "1"});
     if (!rope.ok()) return rope.error();
     a.blocks.assign(L, LayerBlock{});

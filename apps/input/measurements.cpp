@@ -10,16 +10,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "apps/input/status_macros.h"
 #include "apps/input/units.h"
 
 namespace ppb {
 namespace {
 
-#define CAL_TRY(expr)                                  \
-  do {                                                 \
-    if (auto cal_status_ = (expr); !cal_status_.ok())  \
-      return cal_status_.error();                      \
-  } while (0)
 
 // Reads one measurements file; errors "file:line: key: message".
 class Reader {
@@ -161,13 +157,13 @@ class Reader {
  private:
   // ---- SAPP's dry-run memory YAML ----------------------------------------
   Result<Measurements> Sapp(const YAML::Node& root) {
-    CAL_TRY(Keys(root, "", {"pipeline_config", "recompute_config",
+    PPB_RETURN_IF_ERROR(Keys(root, "", {"pipeline_config", "recompute_config",
                             "memory_usage", "time_config"}));
     Measurements out;
     out.sapp = true;
     const YAML::Node pc = root["pipeline_config"];
     if (!pc) return Fail(root, "pipeline_config", "must be given; got nothing");
-    CAL_TRY(Keys(pc, "pipeline_config", {"pipeline_num", "num_layer", "offset"}));
+    PPB_RETURN_IF_ERROR(Keys(pc, "pipeline_config", {"pipeline_num", "num_layer", "offset"}));
     Result<long long> p = Int(pc["pipeline_num"], "pipeline_config.pipeline_num", 1);
     if (!p.ok()) return p.error();
     Result<long long> nl = Int(pc["num_layer"], "pipeline_config.num_layer", 1);
@@ -203,7 +199,7 @@ class Reader {
     // SLCT = max(sel - full - BOTH, 0), COMM = max(comm - full - BOTH, 0).
     std::vector<int> full(np, 0), sel(np, 0), comm(np, 0);
     if (const YAML::Node rc = root["recompute_config"]) {
-      CAL_TRY(Keys(rc, "recompute_config",
+      PPB_RETURN_IF_ERROR(Keys(rc, "recompute_config",
                    {"recompute", "select_recompute", "select_comm_recompute"}));
       auto read = [&](const char* key, std::vector<int>& dst) -> Status {
         if (!rc[key]) return Status();
@@ -221,9 +217,9 @@ class Reader {
         }
         return Status();
       };
-      CAL_TRY(read("recompute", full));
-      CAL_TRY(read("select_recompute", sel));
-      CAL_TRY(read("select_comm_recompute", comm));
+      PPB_RETURN_IF_ERROR(read("recompute", full));
+      PPB_RETURN_IF_ERROR(read("select_recompute", sel));
+      PPB_RETURN_IF_ERROR(read("select_comm_recompute", comm));
     }
     out.problem.modes = {"none"};
     for (const SappMode& m : SappModes()) out.problem.modes.push_back(m.name);
@@ -244,7 +240,7 @@ class Reader {
     };
     const YAML::Node mu = root["memory_usage"];
     if (!mu) return Fail(root, "memory_usage", "must be given; got nothing");
-    CAL_TRY(Keys(mu, "memory_usage", {"head_memory", "tail_memory", "body_memories"}));
+    PPB_RETURN_IF_ERROR(Keys(mu, "memory_usage", {"head_memory", "tail_memory", "body_memories"}));
     const double mem = static_cast<double>(units_.memory);
     std::map<int, double> measured;
     for (const char* k : {"head_memory", "tail_memory"}) {
@@ -257,7 +253,7 @@ class Reader {
       measured[std::string(k) == "head_memory" ? 0 : np - 1] = *v;
     }
     if (const YAML::Node body = mu["body_memories"]) {
-      CAL_TRY(Keys(body, "memory_usage.body_memories", {"stage_id", "memories"}));
+      PPB_RETURN_IF_ERROR(Keys(body, "memory_usage.body_memories", {"stage_id", "memories"}));
       const YAML::Node ids = body["stage_id"], mems = body["memories"];
       if (!ids.IsSequence() || !mems.IsSequence() || ids.size() != mems.size()) {
         return Fail(body, "memory_usage.body_memories",
@@ -297,7 +293,7 @@ class Reader {
     // ComputeMemory accepts a negative constant and SAPP plans with it.
     out.problem.allow_negative_constant = true;
     if (const YAML::Node tc = root["time_config"]) {
-      CAL_TRY(Keys(tc, "time_config", {"head", "body", "tail"}));
+      PPB_RETURN_IF_ERROR(Keys(tc, "time_config", {"head", "body", "tail"}));
       // time_config holds SAPP's per-layer `time` (apps/input/sapp.h):
       // forward only since MindFormers 959a2451 (F + B = 3 x time), F + B
       // before. ppb's layer times are F + B.
@@ -325,7 +321,7 @@ class Reader {
 
   // ---- ppb's runs.yaml --------------------------------------------------
   Result<Measurements> Runs(const YAML::Node& root) {
-    CAL_TRY(Keys(root, "", {"runs", "modes", "constant", "layer_times"}));
+    PPB_RETURN_IF_ERROR(Keys(root, "", {"runs", "modes", "constant", "layer_times"}));
     Measurements out;
     out.problem.modes = {"none"};
     if (const YAML::Node modes = root["modes"]) {
@@ -348,7 +344,7 @@ class Reader {
       out.problem.fit_constant = b;
     }
     if (const YAML::Node lt = root["layer_times"]) {
-      CAL_TRY(Keys(lt, "layer_times", {"decoder", "embedding", "head"}));
+      PPB_RETURN_IF_ERROR(Keys(lt, "layer_times", {"decoder", "embedding", "head"}));
       for (const char* k : {"decoder", "embedding", "head"}) {
         if (!lt[k]) continue;
         Result<Nanos> t = ParseDuration(lt[k].Scalar());
@@ -363,13 +359,13 @@ class Reader {
       return Fail(runs ? runs : root, "runs", "must be a non-empty list of runs; got " + Given(runs));
     }
     for (size_t r = 0; r < runs.size(); ++r) {
-      CAL_TRY(Run(runs[r], "runs[" + std::to_string(r) + "]", out));
+      PPB_RETURN_IF_ERROR(Run(runs[r], "runs[" + std::to_string(r) + "]", out));
     }
     return out;
   }
 
   Status Run(const YAML::Node& run, const std::string& key, Measurements& out) {
-    CAL_TRY(Keys(run, key, {"name", "stages", "microbatches", "layers",
+    PPB_RETURN_IF_ERROR(Keys(run, key, {"name", "stages", "microbatches", "layers",
                             "num_layers", "offset", "recompute", "memory", "time"}));
     const std::string label = run["name"] ? run["name"].Scalar() : key;
     Result<long long> p = Int(run["stages"], key + ".stages", 1);
@@ -470,13 +466,13 @@ class Reader {
         if (static_cast<int>(n.size()) != np) {
           return Fail(n, k, "must list one value per stage (" + std::to_string(np) + ", ~ for none) or map stage: value; got a list of " + std::to_string(n.size()));
         }
-        for (int s = 0; s < np; ++s) CAL_TRY(one(n[s], k + "[" + std::to_string(s) + "]", s));
+        for (int s = 0; s < np; ++s) PPB_RETURN_IF_ERROR(one(n[s], k + "[" + std::to_string(s) + "]", s));
       } else if (n.IsMap()) {
         for (const auto& kv : n) {
           Result<long long> s = Int(kv.first, k, 0);
           if (!s.ok()) return s.error();
           if (*s >= np) return Fail(kv.first, k, "must name stages 0 .. " + std::to_string(np - 1) + "; got " + std::to_string(*s));
-          CAL_TRY(one(kv.second, k + "." + std::to_string(*s), static_cast<int>(*s)));
+          PPB_RETURN_IF_ERROR(one(kv.second, k + "." + std::to_string(*s), static_cast<int>(*s)));
         }
       } else {
         return Fail(n, k, "must be a list of one value per stage or a map stage: value; got " + Given(n));
@@ -484,8 +480,8 @@ class Reader {
       return Status();
     };
     std::map<int, double> mem, time;
-    CAL_TRY(values("memory", true, mem));
-    CAL_TRY(values("time", false, time));
+    PPB_RETURN_IF_ERROR(values("memory", true, mem));
+    PPB_RETURN_IF_ERROR(values("time", false, time));
     if (mem.empty() && time.empty()) {
       return Fail(run, key + ".memory", "must be given (measured peak memory per stage); got nothing");
     }

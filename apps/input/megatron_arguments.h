@@ -225,10 +225,13 @@ void WriteWindows(Args& args, ConfigWriter& o, std::vector<std::string>& notes,
 // Megatron-LM's hybrid model (pretrain_hybrid.py), read by
 // apps/input/megatron_layers.cpp.
 struct HybridPattern {
-  std::string symbols;                 // one per decoder layer, without '|'
-  std::vector<std::int64_t> segments;  // the layers of each '|' segment
-  std::string dest;                    // the argument it came from
-  std::string text;                    // as given
+  std::string symbols;  // one per decoder layer, without '|'
+  std::string dest;     // the argument it came from
+  std::string text;     // as given
+  // The '|'-separated segments (Megatron's pipeline stages when above 1).
+  std::int64_t Segments() const {
+    return 1 + static_cast<std::int64_t>(std::count(text.begin(), text.end(), '|'));
+  }
 };
 // The pattern, or nullopt when the run gives none; refuses what ppb cannot
 // model (MTP depths after '/', the G, D and + layers) at its line.

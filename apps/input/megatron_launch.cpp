@@ -528,7 +528,7 @@ void WritePipeline(Job& j, LaunchRun& run) {
   const std::optional<std::string> layout = a.Str("pipeline_model_parallel_layout");
   const std::optional<std::int64_t> group =
       a.Int("microbatch_group_size_per_virtual_pipeline_stage", 1);
-  const bool hybrid_pipes = j.hybrid && j.hybrid->segments.size() > 1;
+  const bool hybrid_pipes = j.hybrid && j.hybrid->Segments() > 1;
   if (hybrid_pipes && !a.log()) {
     // validate_args: with '|' in the pattern its segments are the stages.
     for (const char* dest :
@@ -544,7 +544,7 @@ void WritePipeline(Job& j, LaunchRun& run) {
     }
   }
   if (hybrid_pipes) {
-    const auto segments = static_cast<std::int64_t>(j.hybrid->segments.size());
+    const std::int64_t segments = j.hybrid->Segments();
     if (segments % p != 0) {
       Fail(fmt::format("{}: its {} pipeline segments must be divisible by "
                        "--pipeline-model-parallel-size {} (Megatron-LM's assert)",

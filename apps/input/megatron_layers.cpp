@@ -45,23 +45,17 @@ std::optional<HybridPattern> ReadHybridPattern(Args& a) {
   HybridPattern h;
   h.dest = dest;
   h.text = *text;
-  std::int64_t n = 0;
   for (size_t i = 0; i < text->size(); ++i) {
     const char c = (*text)[i];
-    if (c == '|') {
-      h.segments.push_back(n);
-      n = 0;
-    } else if (c == 'M' || c == '*' || c == '-' || c == 'E') {
+    if (c == 'M' || c == '*' || c == '-' || c == 'E') {
       h.symbols += c;
-      ++n;
-    } else {
+    } else if (c != '|') {
       Fail(fmt::format("{}: must hold M (Mamba), * (attention), - (MLP), E (MoE) and | "
                        "(ppb does not model Megatron's G, D and + layers); got '{}' at "
                        "position {} of \"{}\"",
                        where, std::string(1, c), i + 1, Abbreviate(*text)));
     }
   }
-  h.segments.push_back(n);
   if (h.symbols.empty()) {
     Fail(fmt::format("{}: must hold at least one layer; got \"{}\"", where, Abbreviate(*text)));
   }

@@ -16,11 +16,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-#define SAPP_TRY(expr)                                  \
-  do {                                                  \
-    if (auto sapp_status_ = (expr); !sapp_status_.ok()) \
-      return sapp_status_.error();                      \
-  } while (0)
 
 }  // namespace
 
@@ -294,25 +289,25 @@ Result<SappModel> ParseLayers(std::string_view text, std::string_view filename,
     }
     const std::string name = d["name"].get<std::string>();
     double nb = 0;
-    SAPP_TRY(number("nb_layer", true, nb));
+    PPB_RETURN_IF_ERROR(number("nb_layer", true, nb));
     if (nb < 1 || nb != std::floor(nb) || nb > config_detail::kMaxLayers) {
       return field_fail("nb_layer", "must be a positive integer up to " +
                                         std::to_string(config_detail::kMaxLayers) + "; got " +
                                         JsonGiven(d["nb_layer"]));
     }
     double time = 0, param = 0, act = 0;
-    SAPP_TRY(number("time", true, time));
-    SAPP_TRY(number("memory_parameter", true, param));
-    SAPP_TRY(number("memory_activation", false, act));
+    PPB_RETURN_IF_ERROR(number("time", true, time));
+    PPB_RETURN_IF_ERROR(number("memory_parameter", true, param));
+    PPB_RETURN_IF_ERROR(number("memory_activation", false, act));
     // Layer.compute_internal_time: forward and the backward base B.
     double fwd = fwd_only ? time : time / 3;
     const double base = fwd_only ? 2 * time : 2 * time / 3;
-    SAPP_TRY(number("forward_time", false, fwd));
+    PPB_RETURN_IF_ERROR(number("forward_time", false, fwd));
     // NONE's backward: backward_time when non-zero, else
     // (1 + backward_coef) x B.
     double coef_none = 0, bwd = 0;
-    SAPP_TRY(number("backward_coef", false, coef_none));
-    SAPP_TRY(number("backward_time", false, bwd));
+    PPB_RETURN_IF_ERROR(number("backward_coef", false, coef_none));
+    PPB_RETURN_IF_ERROR(number("backward_time", false, bwd));
     if (bwd == 0) bwd = (1 + coef_none) * base;
     Layer layer;
     layer.kind = type == "HEAD" ? LayerKind::Embedding
@@ -344,9 +339,9 @@ Result<SappModel> ParseLayers(std::string_view text, std::string_view filename,
     for (size_t k = 0; k < modes.size(); ++k) {
       const SappMode& m = modes[k];
       double kept = 0, coef = m.default_coef, abs_time = 0;
-      SAPP_TRY(number(m.memory_key, false, kept));
-      SAPP_TRY(number(m.coef_key, false, coef));
-      SAPP_TRY(number(kTimeKeys[k], false, abs_time));
+      PPB_RETURN_IF_ERROR(number(m.memory_key, false, kept));
+      PPB_RETURN_IF_ERROR(number(m.coef_key, false, coef));
+      PPB_RETURN_IF_ERROR(number(kTimeKeys[k], false, abs_time));
       // Considered only with a positive memory (find_recompute_considered).
       if (!(kept > 0)) continue;
       if (kept > act) {

@@ -156,8 +156,7 @@ std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>
     // MambaMixer fixes the convolution's width and bias, the scan's chunk
     // and no projection bias.
     text += HybridPatternFlag(config);
-    if (std::any_of(a.blocks.begin(), a.blocks.end(),
-                    [](const LayerBlock& b) { return b.mixer == Mixer::Mamba2; })) {
+    if (a.HasMixer(Mixer::Mamba2)) {
       text += fmt::format(
           "--mamba-num-heads {}\n--mamba-head-dim {}\n--mamba-state-dim {}\n"
           "--mamba-num-groups {}\n",
