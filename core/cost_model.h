@@ -63,6 +63,15 @@ ParamCount MtpLayerParams(const Architecture& a);  // own weights only
 //               embed_tokens and shared_head.head).
 // TotalParams(a, false) is the first, TotalParams(a, true) the second.
 std::int64_t TotalParams(const Architecture& a, bool with_mtp);
+// An upper bound on TotalParams(a, true) computed in floating point: every
+// matrix any of the model's layer kinds may hold, each decoder and MTP layer
+// counted with all of them. A loader refuses shapes whose bound passes
+// kMaxModelParams before any int64 count (parameters, then bytes: at most
+// 32 a parameter) is formed from them.
+double ParamsUpperBound(const Architecture& a);
+// 2^50, some 10^15 parameters: 500 times the largest published model (about
+// 2 x 10^12) and 2^13 below int64's 2^63.
+inline constexpr double kMaxModelParams = 1125899906842624.0;
 // Each MTP module as published: MtpLayerParams + its embedding V x h + its
 // head V x h (one matrix when tied), times the MTP layers. 0 without MTP.
 std::int64_t MtpModuleParams(const Architecture& a);

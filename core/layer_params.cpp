@@ -176,6 +176,36 @@ std::int64_t TotalParams(const Architecture& a, bool with_mtp) {
   return n;
 }
 
+double ParamsUpperBound(const Architecture& a) {
+  auto d = [](std::int64_t x) { return static_cast<double>(x); };
+  const double h = d(a.hidden), q = d(a.heads), kv = d(a.kv_heads);
+  const double hd = std::max({d(a.head_dim), d(QkDim(a)), d(a.v_head_dim)});
+  // Attention: Q, O and the output gate (h x a*d each), K and V, the MLA
+  // down and up projections, biases and norms.
+  const double attention = h * (3 * q * hd + 2 * kv * hd) + 3 * q * hd + 2 * kv * hd +
+                           d(a.q_lora_rank) * (h + q * hd + 1) +
+                           d(a.kv_lora_rank) * (h + 2 * q * hd + 1) +
+                           h * d(a.qk_rope_head_dim) + 2 * hd + q + h;
+  // The linear mixers: projections in and out, the convolution and the
+  // per-head vectors, each width taken at its largest.
+  const Mamba2Shape& m = a.mamba;
+  const double mamba_width = 3 * d(m.heads) * d(m.head_dim) + 4 * d(m.groups) * d(m.state) +
+                             4 * d(m.heads);
+  const DeltaNetShape& x = a.deltanet;
+  const double delta_width = 3 * d(x.key_heads) * d(x.key_dim) +
+                             3 * d(x.value_heads) * d(x.value_dim) + 4 * d(x.value_heads);
+  const double mixers =
+      (mamba_width + delta_width) * (h + d(std::max(m.conv, x.conv)) + 2) + h;
+  // MLPs: the dense, shared and routed experts with their biases, the router.
+  const double mlp = 3 * h * (d(a.ffn) + d(a.shared_ffn) + d(a.experts)) +
+                     d(a.experts) * (3 * h * d(a.expert_ffn) + 2 * d(a.expert_ffn) + h + 1) +
+                     d(a.ffn) + 6 * h;
+  const double layer = attention + mixers + mlp;
+  const double embedding = (d(a.vocab) + d(a.learned_positions)) * h;
+  return (d(a.layers) + d(a.mtp_layers)) * layer +
+         d(a.mtp_layers) * (2 * h * h + 3 * h + 2 * embedding) + 2 * embedding + 2 * h;
+}
+
 Flops DecoderLayerFlops(const Architecture& a, const Training& t, int layer) {
   const double tokens = static_cast<double>(t.seq) * t.micro_batch;
   const LayerBlock block = a.Block(layer);

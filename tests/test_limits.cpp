@@ -15,7 +15,9 @@
 
 #include "app_helpers.h"
 #include "apps/input/config.h"
+#include "apps/input/hf_config.h"
 #include "apps/input/search_problem.h"
+#include "core/cost_model.h"
 #include "search/search.h"
 
 namespace ppb {
@@ -145,6 +147,55 @@ TEST_CASE("limits: a model has at most 100000 layers from any source", "[config]
   CHECK(ParseError(arch) ==
         "run.yaml:2: model.architecture.num_layers: must keep the model at most 100000 "
         "layers in all (with the embedding, the head and 0 MTP layers); got 99999");
+}
+
+TEST_CASE("limits: a model's shapes past 2^50 parameters are refused at load", "[config][limits]") {
+  // The bound holds every model it is given, within 3 x its count.
+  for (const char* name : {"deepseek-v3", "gpt3-175b", "llama3-8b", "mixtral-8x7b",
+                           "qwen2-moe-small", "qwen3-moe-small", "qwen2.5-72b"}) {
+    Result<Architecture> a =
+        LoadHfConfig(std::string(PPB_TEST_DATA_DIR) + "/hf/" + name + ".json");
+    REQUIRE(a.ok());
+    const double total = static_cast<double>(TotalParams(*a, true));
+    INFO(name);
+    CHECK(ParamsUpperBound(*a) >= total);
+    CHECK(ParamsUpperBound(*a) <= 3 * total);
+  }
+  // hidden_size near 2^31: 4h^2 alone passes int64.
+  const std::string wide =
+      "model:\n"
+      "  architecture: {hidden_size: 2147483646, num_layers: 2, num_attention_heads: 2,\n"
+      "                 ffn_hidden_size: 256, vocab_size: 1000}\n"
+      "training: {seq_length: 128}\n"
+      "hardware: {peak_tflops: 400}\n"
+      "cluster: {devices: {memory: 80GiB}}\n"
+      "pipeline: {stages: 2, microbatches: 4}\n";
+  CHECK(ParseError(wide) ==
+        "run.yaml:2: model.architecture: must describe at most 2^50 (about 1.1e15) "
+        "parameters, so that ppb's counts stay within 64 bits; got shapes that may reach "
+        "4.61e+19");
+  // Three fields each within the HuggingFace reader's 2^20, whose product is
+  // not: 2^20 experts of width 2^20 on a hidden size of 2^20.
+  std::string hf = ReadAll(std::string(PPB_TEST_DATA_DIR) + "/hf/mixtral-8x7b.json");
+  for (auto [key, value] : {std::pair<std::string, std::string>{"\"hidden_size\": 4096",
+                                                                "\"hidden_size\": 1048576"},
+                            {"\"intermediate_size\": 14336", "\"intermediate_size\": 1048576"},
+                            {"\"num_local_experts\": 8", "\"num_local_experts\": 1048576"}}) {
+    REQUIRE(hf.find(key) != std::string::npos);
+    hf.replace(hf.find(key), key.size(), value);
+  }
+  const std::string hf_json = "ppb_test_limits_wide.json";
+  std::ofstream(hf_json) << hf;
+  const std::string message =
+      ParseError("model: {hf_config: " + hf_json + "}\n"
+                 "training: {seq_length: 4096}\n"
+                 "hardware: {peak_tflops: 400}\n"
+                 "cluster: {devices: {memory: 80GiB}}\n"
+                 "pipeline: {stages: 2, microbatches: 4}\n");
+  std::remove(hf_json.c_str());
+  CHECK(message.rfind("run.yaml:1: model.hf_config: " + hf_json +
+                          ": must describe at most 2^50 (about 1.1e15) parameters",
+                      0) == 0);
 }
 
 // The tiny search model's problem, and options whose deadline has passed.

@@ -104,6 +104,15 @@ Status Parser::ParseDerivedModel(const Entry& source, const Entry* training,
     }
     return Fail("model.architecture.num_layers", message);
   }
+  // Its parameter and byte counts within int64, before any is formed.
+  if (const double bound = ParamsUpperBound(arch); !(bound <= kMaxModelParams)) {
+    const std::string message = fmt::format(
+        "must describe at most 2^50 (about 1.1e15) parameters, so that ppb's counts stay "
+        "within 64 bits; got shapes that may reach {:.3g}",
+        bound);
+    if (from_json) return Fail(source.path, cfg_.hf_config + ": " + message);
+    return Fail(source.path, message);
+  }
   if (training == nullptr) {
     return Fail("training", "must be given with " + source.path +
                                 " (a map with seq_length, "
