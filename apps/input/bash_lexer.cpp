@@ -42,6 +42,11 @@ class Lexer {
         out.push_back(Token{Tok::Newline, "\n", line_});
         ++i_;
         ++line_;
+        Bodies(out);
+        continue;
+      }
+      if (s_.substr(i_, 2) == "<<" && s_.substr(i_, 3) != "<<<") {
+        HereDoc(out);
         continue;
       }
       if (IsMeta(c)) {
@@ -50,6 +55,12 @@ class Lexer {
       }
       const int line = line_;
       std::string word = Word();
+      // The file descriptor of a redirection (2>&1, 1>log) is no word.
+      if (i_ < s_.size() && (s_[i_] == '<' || s_[i_] == '>') && !word.empty() &&
+          std::all_of(word.begin(), word.end(),
+                      [](char d) { return std::isdigit(static_cast<unsigned char>(d)); })) {
+        continue;
+      }
       // NAME=( or NAME+=( : an array assignment.
       if (i_ < s_.size() && s_[i_] == '(' && word.size() >= 2 && word.back() == '=' &&
           IsNameStart(word[0])) {
@@ -63,6 +74,7 @@ class Lexer {
       }
       out.push_back(Token{Tok::Word, std::move(word), line});
     }
+    if (!pending_.empty()) Bodies(out);
     out.push_back(Token{Tok::End, "", line_});
     return out;
   }
@@ -81,13 +93,74 @@ class Lexer {
     }
   }
 
+  // <<WORD or <<-WORD: the token now, its body once the line ends (bash:
+  // "the lines following the command", man bash "Here Documents").
+  void HereDoc(std::vector<Token>& out) {
+    const int line = line_;
+    i_ += 2;
+    const bool strip = i_ < s_.size() && s_[i_] == '-';
+    if (strip) ++i_;
+    SkipBlanks();
+    if (i_ >= s_.size() || IsMeta(s_[i_])) {
+      Refuse(line, "here-document: must name its delimiter after <<");
+    }
+    const std::string word = Word();
+    // Quote removal on the delimiter; any quote means an unexpanded body.
+    std::string delim;
+    bool quoted = false;
+    for (size_t k = 0; k < word.size(); ++k) {
+      const char q = word[k];
+      if (q == '\\' && k + 1 < word.size()) {
+        quoted = true;
+        delim += word[++k];
+      } else if (q == '\'' || q == '"') {
+        quoted = true;
+      } else {
+        delim += q;
+      }
+    }
+    Token t{Tok::HereDoc, "", line};
+    t.quoted = quoted;
+    out.push_back(std::move(t));
+    pending_.push_back(Pending{out.size() - 1, delim, strip, line});
+  }
+
+  // The bodies of the here-documents opened on the line just ended.
+  void Bodies(std::vector<Token>& out) {
+    for (const Pending& p : pending_) {
+      Token& t = out[p.token];
+      t.body_line = line_;
+      bool closed = false;
+      while (i_ < s_.size()) {
+        const size_t end = std::min(s_.find('\n', i_), s_.size());
+        std::string_view l = s_.substr(i_, end - i_);
+        i_ = std::min(end + 1, s_.size());
+        ++line_;
+        if (p.strip) {
+          while (!l.empty() && l.front() == '\t') l.remove_prefix(1);
+        }
+        if (l == p.delim) {
+          closed = true;
+          break;
+        }
+        t.text += l;
+        t.text += '\n';
+      }
+      if (!closed) {
+        Refuse(p.line, fmt::format("here-document: must end with a line holding only '{}'; "
+                                   "got the end of the file",
+                                   p.delim));
+      }
+    }
+    pending_.clear();
+  }
+
   Token Operator() {
-    static const char* const kOps[] = {";;", "&&", "||", ">>", "<<", ">&", "<&", ";", "&",
-                                       "|",  "(",  ")",  "<",  ">"};
+    static const char* const kOps[] = {";;", "&&", "||", "&>>", "&>", ">>", "<<<", ">&", "<&",
+                                       ";",  "&",  "|",  "(",   ")",  "<",  ">"};
     for (const char* op : kOps) {
       const std::string_view o(op);
       if (s_.substr(i_, o.size()) == o) {
-        if (o == "<<") Refuse(line_, "here-document: must not be used in a launch ppb reads");
         i_ += o.size();
         return Token{Tok::Op, std::string(o), line_};
       }
@@ -207,7 +280,15 @@ class Lexer {
     }
   }
 
+  struct Pending {
+    size_t token;  // the HereDoc token in the output
+    std::string delim;
+    bool strip;  // <<-: leading tabs removed
+    int line;
+  };
+
   std::string_view s_;
+  std::vector<Pending> pending_;
   size_t i_ = 0;
   int line_ = 1;
   int depth_ = 0;

@@ -235,6 +235,75 @@ void Shell::ExpandInto(std::string_view s, int line, bool split, bool in_quotes,
   }
 }
 
+std::string Shell::HereDocument(std::string_view s, int first, std::vector<int>& lines) {
+  std::string out;
+  int line = first;
+  lines.assign(1, first);
+  auto emit = [&](std::string_view text) {
+    for (char c : text) {
+      out += c;
+      if (c == '\n') lines.push_back(line);
+    }
+    expanded_ += text.size();
+    if (out.size() > kMaxExpansion || expanded_ > kMaxScriptExpansion) {
+      Refuse(line, fmt::format("a here-document: must expand to at most {} characters",
+                               kMaxExpansion));
+    }
+  };
+  size_t j = 0;
+  while (j < s.size()) {
+    const char c = s[j];
+    if (c == '\\' && j + 1 < s.size() &&
+        (s[j + 1] == '$' || s[j + 1] == '`' || s[j + 1] == '\\' || s[j + 1] == '\n')) {
+      if (s[j + 1] == '\n') {
+        // A line continuation: kept for the script read from the body,
+        // which removes it, so that its lines stay the file's.
+        emit("\\");
+        ++line;
+        emit("\n");
+      } else {
+        emit(s.substr(j + 1, 1));
+      }
+      j += 2;
+    } else if (c == '`' || (c == '$' && j + 1 < s.size() && s[j + 1] == '(' &&
+                            (j + 2 >= s.size() || s[j + 2] != '('))) {
+      // A command substitution: kept as written.
+      const size_t close = c == '`' ? s.find('`', j + 1) : MatchingClose(s, j + 1);
+      const size_t end = close == std::string_view::npos ? s.size() : std::min(close + 1, s.size());
+      for (; j < end; ++j) {
+        if (s[j] == '\n') ++line;
+        emit(s.substr(j, 1));
+      }
+    } else if (c == '$') {
+      Fields f;
+      f.line = line;
+      const size_t next = Dollar(s, j, line, false, true, f);
+      f.Close();
+      bool unknown = false;
+      std::string value;
+      for (size_t k = 0; k < f.out.size(); ++k) {
+        if (k > 0) value += ' ';
+        value += f.out[k].text;
+        unknown = unknown || f.out[k].unknown;
+      }
+      if (unknown) {
+        for (; j < next; ++j) {
+          if (s[j] == '\n') ++line;
+          emit(s.substr(j, 1));
+        }
+      } else {
+        emit(value);
+        for (; j < next; ++j) line += s[j] == '\n' ? 1 : 0;
+      }
+    } else {
+      if (c == '\n') ++line;
+      emit(s.substr(j, 1));
+      ++j;
+    }
+  }
+  return out;
+}
+
 size_t Shell::MatchingQuote(std::string_view s, size_t k) {
   while (k < s.size() && s[k] != '"') {
     if (s[k] == '\\') {

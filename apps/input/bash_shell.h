@@ -49,6 +49,19 @@ class Shell {
   // The whole expansion of `w` as one string (assignments, case, [[ ]]);
   // with `unknown` null, a command substitution's value is refused.
   std::string Scalar(const RawWord& w, std::string_view what, bool* unknown = nullptr);
+  // An unquoted here-document's body as bash expands it (man bash "Here
+  // Documents": parameter and arithmetic expansion, \$ \` \\ escaped,
+  // quotes literal; \<newline> is kept for the script read from it to
+  // remove, so that its lines stay the file's). An expansion ppb cannot know (a
+  // command substitution, a value set from one) is kept as written, so that
+  // the body read as a script finds it unknown again. `lines` gets, for each
+  // line of the result, the line of the body it came from (`first`: the
+  // body's first).
+  std::string HereDocument(std::string_view body, int first, std::vector<int>& lines);
+  // NAME=value, set by ppb (the scheduler's variables).
+  void Define(const std::string& name, const std::string& value, int line) {
+    vars_[name].values = {LaunchWord{value, line, false}};
+  }
   // NAME=word or NAME+=word (IsAssignment true).
   void Assign(const RawWord& w);
   // NAME=( ... ) or NAME+=( ... ).

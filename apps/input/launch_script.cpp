@@ -17,6 +17,7 @@
 
 #include "apps/input/bash_lexer.h"
 #include "apps/input/bash_shell.h"
+#include "apps/input/slurm_job.h"
 #include "apps/input/text_lines.h"
 
 namespace ppb {
@@ -50,7 +51,9 @@ class Interpreter {
     return c;
   }
 
-  LaunchCommand Run() {
+  LaunchCommand Run(std::string_view text) {
+    // A script sbatch runs: its #SBATCH lines set the job's size.
+    Directives(text, {1}, {});
     List(true, {});
     if (Peek().kind != Tok::End) {
       Refuse(Peek().line, fmt::format("'{}': must not appear here", Peek().text));
@@ -313,6 +316,7 @@ class Interpreter {
 
   int Simple(bool active, bool after_assignment) {
     const int line = Peek().line;
+    std::optional<Token> here;  // the command's here-document
     std::vector<RawWord> words;
     std::vector<RawWord> assigns;
     std::vector<Token> arrays;
@@ -339,9 +343,13 @@ class Interpreter {
         arrays.push_back(t);
         ++i_;
       } else if (t.kind == Tok::Op && (t.text == "<" || t.text == ">" || t.text == ">>" ||
-                                       t.text == ">&" || t.text == "<&")) {
+                                       t.text == ">&" || t.text == "<&" || t.text == "&>" ||
+                                       t.text == "&>>" || t.text == "<<<")) {
         ++i_;
         if (Peek().kind != Tok::Word) Refuse(t.line, "a redirection: must name its target");
+        ++i_;
+      } else if (t.kind == Tok::HereDoc) {
+        here = t;
         ++i_;
       } else {
         break;
@@ -353,10 +361,10 @@ class Interpreter {
       for (const Token& a : arrays) shell_.AssignArray(a);
       return 0;
     }
-    return Run(words, line);
+    return Run(words, line, here);
   }
 
-  int Run(const std::vector<RawWord>& words, int line) {
+  int Run(const std::vector<RawWord>& words, int line, const std::optional<Token>& here) {
     const std::string& name = words.front().text;
     if (name == "export" || name == "local" || name == "readonly" || name == "declare" ||
         name == "typeset") {
@@ -375,7 +383,7 @@ class Interpreter {
     }
     if (name == "exec" && words.size() > 1) {
       // exec CMD: the shell becomes CMD, which is read as any command.
-      return Run(std::vector<RawWord>(words.begin() + 1, words.end()), line);
+      return Run(std::vector<RawWord>(words.begin() + 1, words.end()), line, here);
     }
     if (name == "source" || name == "." || name == "eval" || name == "exec" ||
         name == "read" || name == "mapfile" || name == "readarray" || name == "shopt" ||
@@ -411,6 +419,46 @@ class Interpreter {
       if (pos != items.size()) Refuse(line, fmt::format("{}: must hold one expression", name));
       return r ? 0 : 1;
     }
+    const std::string command = fields.empty() ? std::string() : Base(fields[0].text);
+    if (here && (command == "sbatch" || command == "bash" || command == "sh")) {
+      // A script fed on standard input: sbatch's job script, or a shell's.
+      std::vector<int> lines;
+      std::string body;
+      if (here->quoted) {
+        body = here->text;
+        const auto n = static_cast<int>(std::count(body.begin(), body.end(), '\n'));
+        for (int k = 0; k <= n; ++k) lines.push_back(here->body_line + k);
+      } else {
+        body = shell_.HereDocument(here->text, here->body_line, lines);
+      }
+      std::vector<LaunchWord> options;
+      if (command == "sbatch") options.assign(fields.begin() + 1, fields.end());
+      Nested(body, lines, {}, command == "sbatch", options);
+      return 0;
+    }
+    // bash -c STRING (under srun, say): STRING is the script run, on each
+    // rank the words before `bash` start.
+    for (size_t k = 0; k < fields.size(); ++k) {
+      const std::string b = Base(fields[k].text);
+      if (b != "bash" && b != "sh") continue;
+      for (size_t j = k + 1; j < fields.size(); ++j) {
+        const std::string& o = fields[j].text;
+        if (o.size() < 2 || o[0] != '-' || o[1] == '-') break;
+        if (o.find('c') == std::string::npos) continue;
+        if (j + 1 >= fields.size()) Refuse(line, fmt::format("{} -c: must be given a string", b));
+        const LaunchWord& cmd = fields[j + 1];
+        if (cmd.unknown) {
+          Refuse(cmd.line, fmt::format("{} -c: must run a string the script sets; got the "
+                                       "output of a command ppb does not run",
+                                       b));
+        }
+        const auto n = static_cast<int>(std::count(cmd.text.begin(), cmd.text.end(), '\n'));
+        std::vector<LaunchWord> prefix(fields.begin(), fields.begin() + static_cast<std::ptrdiff_t>(k));
+        Nested(cmd.text, std::vector<int>(static_cast<size_t>(n) + 1, cmd.line), prefix, false, {});
+        return 0;
+      }
+      break;
+    }
     // The launch: the first word naming a pretrain_*.py script.
     for (size_t k = 0; k < fields.size(); ++k) {
       const std::string& w = fields[k].text;
@@ -424,13 +472,105 @@ class Interpreter {
       }
       LaunchCommand c;
       c.line = line;
-      c.launcher.assign(fields.begin(), fields.begin() + static_cast<std::ptrdiff_t>(k));
+      c.launcher = prefix_;
+      c.launcher.insert(c.launcher.end(), fields.begin(),
+                        fields.begin() + static_cast<std::ptrdiff_t>(k));
+      c.scheduler = scheduler_;
       c.script = w;
       c.args.assign(fields.begin() + static_cast<std::ptrdiff_t>(k) + 1, fields.end());
       launch_ = std::move(c);
       break;
     }
     return 0;
+  }
+
+  // ---- nested scripts ----------------------------------------------------
+
+  static std::string Base(const std::string& w) {
+    const size_t slash = w.find_last_of('/');
+    return slash == std::string::npos ? w : w.substr(slash + 1);
+  }
+
+  // `text` run as a script in this shell: its line n is line lines[n-1] of
+  // the file. `prefix` starts each of its commands (srun's words before
+  // bash -c); a job script (sbatch) reads its #SBATCH lines and `options`.
+  void Nested(const std::string& text, const std::vector<int>& lines,
+              const std::vector<LaunchWord>& prefix, bool job,
+              const std::vector<LaunchWord>& options) {
+    Depth d(*this);
+    auto map = [&](int n) {
+      if (n < 1) return lines.front();
+      return lines[std::min(static_cast<size_t>(n), lines.size()) - 1];
+    };
+    std::vector<Token> toks;
+    try {
+      toks = Tokenize(text);
+    } catch (Refusal& r) {
+      r.line = map(r.line);
+      throw;
+    }
+    for (Token& t : toks) {
+      t.line = map(t.line);
+      if (t.kind == Tok::HereDoc) t.body_line = map(t.body_line);
+      for (RawWord& e : t.elements) e.line = map(e.line);
+    }
+    const std::vector<LaunchWord> saved_scheduler = scheduler_;
+    if (job) Directives(text, lines, options);
+    std::swap(t_, toks);
+    const size_t saved_i = i_;
+    i_ = 0;
+    const std::vector<LaunchWord> saved_prefix = prefix_;
+    prefix_.insert(prefix_.end(), prefix.begin(), prefix.end());
+    const bool saved_exit = exited_;
+    List(true, {});
+    if (Peek().kind != Tok::End) {
+      Refuse(Peek().line, fmt::format("'{}': must not appear here", Peek().text));
+    }
+    exited_ = saved_exit;
+    prefix_ = saved_prefix;
+    i_ = saved_i;
+    std::swap(t_, toks);
+    scheduler_ = saved_scheduler;
+  }
+
+  // The #SBATCH lines that open a job script (sbatch reads them up to the
+  // first command), then the options on sbatch's own line, which override
+  // them; with the job's size, the variables SLURM sets in the job.
+  void Directives(std::string_view text, const std::vector<int>& lines,
+                  const std::vector<LaunchWord>& options) {
+    std::vector<LaunchWord> found;
+    int n = 0;
+    ForEachLine(text, [&](std::string_view l, int) {
+      ++n;
+      const size_t first = l.find_first_not_of(" \t\r");
+      if (first == std::string_view::npos) return true;
+      l.remove_prefix(first);
+      if (l[0] != '#') return false;
+      if (l.compare(0, 7, "#SBATCH") != 0) return true;
+      l.remove_prefix(7);
+      const int at = lines[std::min(static_cast<size_t>(n), lines.size()) - 1];
+      size_t k = 0;
+      while (k < l.size()) {
+        while (k < l.size() && (l[k] == ' ' || l[k] == '\t' || l[k] == '\r')) ++k;
+        if (k >= l.size() || l[k] == '#') break;
+        const size_t end = std::min(l.find_first_of(" \t\r", k), l.size());
+        found.push_back(LaunchWord{"#SBATCH " + std::string(l.substr(k, end - k)), at, false});
+        k = end;
+      }
+      return true;
+    });
+    for (const LaunchWord& o : options) found.push_back(o);
+    if (found.empty()) return;
+    scheduler_ = found;
+    const JobSize size = ReadJobSize(JobOptions(found, "sbatch"));
+    auto define = [&](const char* name, std::optional<std::int64_t> v) {
+      if (v) shell_.Define(name, std::to_string(*v), found.front().line);
+    };
+    define("SLURM_NNODES", size.nodes);
+    define("SLURM_JOB_NUM_NODES", size.nodes);
+    define("SLURM_NTASKS_PER_NODE", size.tasks_per_node);
+    define("SLURM_NTASKS", size.tasks);
+    define("SLURM_GPUS_ON_NODE", size.gpus_per_node);
   }
 
   // ---- tests -------------------------------------------------------------
@@ -538,6 +678,8 @@ class Interpreter {
   size_t i_ = 0;
   Shell shell_;
   std::optional<LaunchCommand> launch_;
+  std::vector<LaunchWord> prefix_;     // the words that start a nested script's commands
+  std::vector<LaunchWord> scheduler_;  // the job's #SBATCH lines and sbatch options
   bool exited_ = false;
   int exit_line_ = 0;
 };
@@ -567,7 +709,7 @@ Result<LaunchCommand> ReadArgumentsFile(std::string_view path, std::string_view 
 Result<LaunchCommand> ReadLaunchScript(std::string_view path, std::string_view text) {
   try {
     Interpreter in(path, Tokenize(text));
-    return in.Run();
+    return in.Run(text);
   } catch (const Refusal& r) {
     return Error{"", fmt::format("{}:{}: {}", path, r.line, r.message)};
   }

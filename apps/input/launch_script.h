@@ -27,9 +27,21 @@
 // unset, and listed in `environment`. A command substitution $(...) or `...` is not run: its
 // value is unknown, and only an argument that ppb reads is refused for it.
 //
+// Scripts within the script, read as bash runs them:
+//   - a here-document fed to sbatch, bash or sh (sbatch <<EOF ... EOF) is a
+//     script; unquoted delimiters expand its body first (man bash "Here
+//     Documents"); other commands' here-documents are data, not read;
+//   - bash -c STRING and sh -c STRING, under srun say: STRING is a script
+//     whose commands each rank starts with the words before `bash`;
+//   - #SBATCH lines opening the file or sbatch's here-document (sbatch reads
+//     them up to the first command) and sbatch's own options: the job's
+//     size (apps/input/slurm_job.h), which sets SLURM_NNODES,
+//     SLURM_JOB_NUM_NODES, SLURM_NTASKS, SLURM_NTASKS_PER_NODE and
+//     SLURM_GPUS_ON_NODE for the job's commands as Slurm does.
+//
 // Refused, naming the line: a loop whose body would run, for loops,
-// functions, subshells and groups, source/eval, here-documents, other
-// ${...} forms, a test on an unknown value, no launch command or two.
+// functions, subshells and groups, source/eval, other ${...} forms, a test
+// on an unknown value, no launch command or two.
 #pragma once
 
 #include <string>
@@ -54,6 +66,9 @@ struct LaunchCommand {
   std::vector<LaunchWord> launcher;  // the words before the training script
   std::string script;                // "pretrain_gpt.py" as written
   std::vector<LaunchWord> args;      // the training script's arguments
+  // The job's #SBATCH lines ("#SBATCH --nodes=2", each word with its line)
+  // and sbatch's options, when sbatch runs the launch.
+  std::vector<LaunchWord> scheduler;
   std::vector<std::string> environment;  // variables read while unset, sorted
 };
 

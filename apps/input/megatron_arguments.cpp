@@ -4,6 +4,7 @@
 #include "apps/input/megatron_arguments.h"
 
 #include "apps/input/megatron_launch.h"
+#include "apps/input/slurm_job.h"
 #include "apps/input/text_lines.h"
 
 namespace ppb {
@@ -63,7 +64,65 @@ World WorldSize(Args& args, const LaunchCommand* launch, const std::string& path
         nodes = n;
       }
     }
-    if (torchrun && per_node) {
+    // srun starting the ranks itself (no torchrun): one rank a task, the
+    // tasks from srun's options over the job's (#SBATCH, sbatch's).
+    std::vector<LaunchWord> srun;
+    bool by_srun = false;
+    for (size_t k = 0; k < launch->launcher.size() && !torchrun; ++k) {
+      const std::string& t = launch->launcher[k].text;
+      if (t == "srun" || (t.size() > 5 && t.compare(t.size() - 5, 5, "/srun") == 0)) {
+        srun.assign(launch->launcher.begin() + static_cast<std::ptrdiff_t>(k) + 1,
+                    launch->launcher.end());
+        by_srun = true;
+        break;
+      }
+    }
+    if (by_srun) {
+      std::vector<JobOption> opts = JobOptions(launch->scheduler, "sbatch");
+      for (JobOption& o : JobOptions(srun, "srun")) opts.push_back(std::move(o));
+      // Each value the tasks are counted from must be a number.
+      const JobOption* last[3] = {nullptr, nullptr, nullptr};  // ntasks, nodes, per node
+      for (const JobOption& o : opts) {
+        if (o.key == "ntasks") last[0] = &o;
+        if (o.key == "nodes") last[1] = &o;
+        if (o.key == "ntasks-per-node") last[2] = &o;
+      }
+      const JobOption* used[2] = {last[0], nullptr};
+      if (last[0] == nullptr) {
+        used[0] = last[1];
+        used[1] = last[2];
+      }
+      bool ok = true;
+      for (const JobOption* o : used) {
+        if (o == nullptr || o->Count()) continue;
+        ok = false;
+        if (in.gpus) continue;
+        Fail(fmt::format("{}:{}: {}: must be a positive integer (the ranks srun starts), or "
+                         "give --gpus N (the world size); got '{}'",
+                         path, o->line, o->option, Abbreviate(o->value)));
+      }
+      const JobSize size = ReadJobSize(opts);
+      if (ok && last[0] != nullptr) {
+        from_file = World{*size.tasks, fmt::format("{}:{}: {}", path, last[0]->line,
+                                                   last[0]->option),
+                          fmt::format("{} {} = {} GPUs", last[0]->option, *size.tasks,
+                                      *size.tasks)};
+      } else if (ok && last[2] != nullptr) {
+        const std::int64_t job_nodes = size.nodes.value_or(1);
+        from_file = World{job_nodes * *size.tasks_per_node,
+                          fmt::format("{}:{}: {}", path, last[2]->line, last[2]->option),
+                          fmt::format("{} {} x {} {} = {} GPUs",
+                                      last[1] ? last[1]->option : std::string("nodes"),
+                                      job_nodes,
+                                      last[2]->option, *size.tasks_per_node,
+                                      job_nodes * *size.tasks_per_node)};
+      } else if (ok && !in.gpus) {
+        Fail(fmt::format("{}:{}: srun: must give its tasks (-n/--ntasks or --ntasks-per-node, "
+                         "on its line or by #SBATCH), or give --gpus N (the world size); got "
+                         "neither",
+                         path, launch->line));
+      }
+    } else if (torchrun && per_node) {
       from_file = World{*per_node * nodes, where + ": torchrun --nproc_per_node x --nnodes",
                         fmt::format("torchrun --nproc_per_node {} x --nnodes {} = {} GPUs",
                                     *per_node, nodes, *per_node * nodes)};

@@ -156,6 +156,24 @@ void WriteModel(Job& j) {
       notes.push_back("vocabulary 32000 (Llama2Tokenizer with Llama 2's tokenizer.model; the "
                       "file is not read)");
     }
+    if (!orig && tok && *tok == "HuggingFaceTokenizer") {
+      // DeepSeek-V3's tokenizer (the HF repos of V3, V3-Base, V3-0324 and
+      // R1): 128,000 BPE tokens and its special tokens, which the
+      // checkpoint's embedding pads to 129,280 rows (config.json
+      // vocab_size), a multiple of Megatron-LM's examples' divisor 3232.
+      const std::string model = a.Str("tokenizer_model").value_or("");
+      const std::string name = model.substr(model.find_last_of('/') + 1);
+      for (const char* known : {"DeepSeek-V3", "DeepSeek-V3-Base", "DeepSeek-V3-0324",
+                                "DeepSeek-R1"}) {
+        if (name != known) continue;
+        orig = 129280;
+        vocab_origin = where("tokenizer_model");
+        notes.push_back(fmt::format("vocabulary 129280 ({}'s config.json vocab_size, its "
+                                    "tokenizer's 128000 BPE and special tokens padded; the "
+                                    "tokenizer is not read)",
+                                    name));
+      }
+    }
     if (!orig) {
       Fail(fmt::format("{}: --vocab-size: must be given (ppb does not read tokenizer {}); got "
                        "nothing",
