@@ -114,6 +114,16 @@ TEST_CASE("launch script: bash -c STRING under srun runs STRING with srun's word
         "does not run");
 }
 
+TEST_CASE("launch script: a launcher of another script is named when no launch is found") {
+  // Megatron-LM's examples/mimo/scripts/run_mock_train.sh runs
+  // examples/mimo/train.py, a multimodal model.
+  CHECK(Refused("D=(--nproc_per_node 8)\necho hi\ntorchrun ${D[@]} examples/mimo/train.py "
+                "--x 1\npython3 tools/b.py\n") ==
+        "t.sh:3: the launch: must run a training script (torchrun ... pretrain_*.py ARGS); got "
+        "torchrun ... examples/mimo/train.py (ppb simulates Megatron-LM's pretrain_gpt.py, "
+        "pretrain_hybrid.py and pretrain_mamba.py)");
+}
+
 TEST_CASE("slurm job: the options that size a job, as sbatch and srun spell them") {
   std::vector<LaunchWord> words;
   for (const char* w : {"#SBATCH -N", "#SBATCH 4", "#SBATCH --gpus-per-node=h100:8",

@@ -58,6 +58,13 @@ class Interpreter {
     if (Peek().kind != Tok::End) {
       Refuse(Peek().line, fmt::format("'{}': must not appear here", Peek().text));
     }
+    if (!launch_ && other_) {
+      Refuse(other_->line,
+             fmt::format("the launch: must run a training script (torchrun ... pretrain_*.py "
+                         "ARGS); got {} (ppb simulates Megatron-LM's pretrain_gpt.py, "
+                         "pretrain_hybrid.py and pretrain_mamba.py)",
+                         Abbreviate(other_->text)));
+    }
     if (!launch_) {
       Refuse(t_.back().line,
              "the launch: must run a training script (torchrun ... pretrain_*.py ARGS); got "
@@ -459,6 +466,18 @@ class Interpreter {
       }
       break;
     }
+    // A launcher running another Python script (Megatron-LM's multimodal
+    // examples/mimo/train.py), named if no launch is found.
+    static const std::set<std::string> kLaunchers = {"torchrun", "python", "python3", "srun",
+                                                     "deepspeed", "accelerate"};
+    if (!other_ && kLaunchers.count(command) != 0) {
+      for (const LaunchWord& w : fields) {
+        if (w.text.size() > 3 && w.text.compare(w.text.size() - 3, 3, ".py") == 0) {
+          other_ = LaunchWord{command + " ... " + w.text, line, false};
+          break;
+        }
+      }
+    }
     // The launch: the first word naming a pretrain_*.py script.
     for (size_t k = 0; k < fields.size(); ++k) {
       const std::string& w = fields[k].text;
@@ -678,6 +697,7 @@ class Interpreter {
   size_t i_ = 0;
   Shell shell_;
   std::optional<LaunchCommand> launch_;
+  std::optional<LaunchWord> other_;    // the first launcher of another script
   std::vector<LaunchWord> prefix_;     // the words that start a nested script's commands
   std::vector<LaunchWord> scheduler_;  // the job's #SBATCH lines and sbatch options
   bool exited_ = false;
