@@ -26,6 +26,7 @@
 #include "app_helpers.h"
 #include "apps/output/emit.h"
 #include "apps/output/output.h"
+#include "apps/input/torchtitan_models.h"
 
 namespace ppb {
 namespace {
@@ -37,7 +38,8 @@ struct Py {
   std::int64_t i = 0;
   bool b = false;
   std::string s;  // a string, or a call's callee ("FullAC.Config")
-  std::vector<Py> list;
+  std::vector<Py> list;  // a list's items, a call's positional arguments
+  std::vector<std::pair<std::string, Py>> kwargs;  // a call's keyword arguments
 };
 
 class PyReader {
@@ -92,11 +94,39 @@ class PyReader {
     }
     const std::string word = t_.substr(pos_, end - pos_);
     pos_ = end;
-    if (t_.compare(pos_, 2, "()") == 0) {
+    if (pos_ < t_.size() && t_[pos_] == '(') {
       v.kind = Py::Kind::Call;
       v.s = word;
-      pos_ += 2;
-      return v;
+      ++pos_;
+      while (true) {
+        Space();
+        if (pos_ < t_.size() && t_[pos_] == ')') {
+          ++pos_;
+          return v;
+        }
+        // name=value, or a positional value (before any keyword).
+        size_t k = pos_;
+        while (k < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[k])) || t_[k] == '_')) {
+          ++k;
+        }
+        if (k > pos_ && k < t_.size() && t_[k] == '=') {
+          const std::string name = t_.substr(pos_, k - pos_);
+          pos_ = k + 1;
+          for (const auto& kw : v.kwargs) {
+            if (kw.first == name) FAIL("SyntaxError: keyword argument repeated: " << name);
+          }
+          v.kwargs.emplace_back(name, Value());
+        } else {
+          if (!v.kwargs.empty()) FAIL("SyntaxError: positional argument follows keyword argument");
+          v.list.push_back(Value());
+        }
+        Space();
+        if (pos_ < t_.size() && t_[pos_] == ',') {
+          ++pos_;
+        } else if (pos_ >= t_.size() || t_[pos_] != ')') {
+          FAIL("SyntaxError: expected ',' or ')' in: " << t_);
+        }
+      }
     }
     if (word == "None") return v;
     if (word == "True" || word == "False") {
@@ -263,12 +293,15 @@ struct MainReading {
   std::int64_t tokens_per_microbatch = 0, max_context_length = 0;
   std::string schedule;
   std::string csv;
+  Py model_spec;  // model_registry(...), or None when not set
 };
 
 MainReading RunOnMain(const std::string& text, const std::vector<Layer>& layers, bool csv_written) {
   auto sections = MainSections();
   std::string policy = "SelectiveAC";  // Trainer.Config's default
   std::set<std::string> imported;
+  std::string registry_model;  // the model whose model_registry is imported
+  Py model_spec;
   std::vector<std::string> lines;
   {
     size_t pos = 0;
@@ -286,6 +319,38 @@ MainReading RunOnMain(const std::string& text, const std::vector<Layer>& layers,
     if (line.empty()) continue;
     INFO("line " << li + 1 << ": " << line);
     const std::string from = "from torchtitan.distributed.activation_checkpoint import ";
+    // models/<model>/__init__.py's model_registry, and the quantization
+    // converters (components/quantization/__init__.py at b5bcd76c).
+    const std::string models = "from torchtitan.models.";
+    const std::string quant = "from torchtitan.components.quantization import ";
+    if (line.rfind(models, 0) == 0) {
+      const size_t imp = line.find(" import ");
+      REQUIRE(imp != std::string::npos);
+      registry_model = line.substr(models.size(), imp - models.size());
+      const std::vector<std::string> known = TorchtitanModels(/*main=*/true);
+      if (std::find(known.begin(), known.end(), registry_model) == known.end()) {
+        FAIL("ModuleNotFoundError: No module named 'torchtitan.models." << registry_model << "'");
+      }
+      REQUIRE(line.substr(imp + 8) == "model_registry");
+      imported.insert("model_registry");
+      continue;
+    }
+    if (line.rfind(quant, 0) == 0) {
+      static const std::set<std::string> kConverters = {
+          "Float8LinearConverter", "Float8GroupedExpertsConverter", "MXFP8LinearConverter",
+          "MXFP8GroupedExpertsConverter", "NVFP4LinearConverter"};
+      std::string names = line.substr(quant.size()) + ",";
+      for (size_t at = 0; at < names.size();) {
+        const size_t comma = names.find(',', at);
+        std::string name = names.substr(at, comma - at);
+        name.erase(0, name.find_first_not_of(' '));
+        name.erase(name.find_last_not_of(' ') + 1);
+        if (kConverters.count(name) == 0) FAIL("ImportError: cannot import name '" << name << "'");
+        imported.insert(name);
+        at = comma + 1;
+      }
+      continue;
+    }
     if (line.rfind("from ", 0) == 0) {
       REQUIRE(line.rfind(from, 0) == 0);
       std::string names = line.substr(from.size()) + ",";
@@ -316,6 +381,39 @@ MainReading RunOnMain(const std::string& text, const std::vector<Layer>& layers,
     const size_t dot = path.find('.');
     const std::string head = path.substr(0, dot);
     const std::string field = dot == std::string::npos ? "" : path.substr(dot + 1);
+    if (head == "model_spec") {
+      // model_registry(flavor, *, converters, moe_comm_backend, ...) of
+      // the imported model (deepseek_v3's also num_mtp_layers).
+      REQUIRE(field.empty());
+      REQUIRE(v.kind == Py::Kind::Call);
+      if (imported.count(v.s) == 0) FAIL("NameError: name '" << v.s << "' is not defined");
+      REQUIRE(v.s == "model_registry");
+      REQUIRE(v.list.size() == 1);
+      REQUIRE(v.list[0].kind == Py::Kind::Str);
+      if (FindTorchtitanFlavour(registry_model, v.list[0].s, /*main=*/true) == nullptr) {
+        FAIL("KeyError: '" << v.list[0].s << "' (" << registry_model << ")");
+      }
+      model_spec = v;
+      for (const auto& [name, arg] : v.kwargs) {
+        if (name == "converters") {
+          REQUIRE(arg.kind == Py::Kind::List);
+          for (const Py& c : arg.list) {
+            REQUIRE(c.kind == Py::Kind::Call);
+            const std::string cls = c.s.substr(0, c.s.find('.'));
+            if (imported.count(cls) == 0) FAIL("NameError: name '" << cls << "' is not defined");
+            REQUIRE(c.s.substr(cls.size()) == ".Config");
+          }
+        } else if (name == "moe_comm_backend") {
+          REQUIRE(arg.kind == Py::Kind::Str);
+          CHECK((arg.s == "standard" || arg.s == "deepep" || arg.s == "hybridep"));
+        } else if (name == "num_mtp_layers" && registry_model == "deepseek_v3") {
+          REQUIRE(arg.kind == Py::Kind::Int);
+        } else {
+          FAIL("TypeError: model_registry() got an unexpected keyword argument '" << name << "'");
+        }
+      }
+      continue;
+    }
     if (head == "activation_checkpoint") {
       if (field.empty()) {
         if (v.kind == Py::Kind::None) {
@@ -372,6 +470,7 @@ MainReading RunOnMain(const std::string& text, const std::vector<Layer>& layers,
   out.tokens_per_microbatch = tr["num_tokens_per_microbatch_per_dp_rank"].value.i;
   out.max_context_length = tr["max_context_length"].value.i;
   out.policy = policy;
+  out.model_spec = model_spec;
   out.schedule = pa["pipeline_parallel_schedule"].value.s;
   const Py& csv = pa["pipeline_parallel_schedule_csv"].value;
   out.csv = csv.kind == Py::Kind::Str ? csv.s : "";
@@ -559,7 +658,55 @@ TEST_CASE("emit torchtitan: token counts from the config's sequence length") {
     CHECK(got.policy == "None");
     CHECK_FALSE(e->recompute_expressed);
     CHECK(got.layers_per_stage == config->strategy.layers_per_stage);
+    // The model is llama3's flavour 8B, built by its model_registry.
+    CHECK(got.model_spec.s == "model_registry");
+    REQUIRE(got.model_spec.list.size() == 1);
+    CHECK(got.model_spec.list[0].s == "8B");
+    CHECK(got.model_spec.kwargs.empty());
   }
+}
+
+// The model_spec main builds the simulated model with: the flavour, the
+// precision's converters (imported), none for a model no flavour builds.
+TEST_CASE("emit torchtitan: main's model_spec names the flavour and its converters") {
+  CliOverrides cli;
+  Result<RunConfig> config = LoadConfig(std::string(PPB_CONFIGS_DIR) + "/llama3-8b.yaml", cli);
+  REQUIRE(config.ok());
+  config->training.sharding.fsdp = Fsdp::Torch;
+  config->training.sharding.strategy = DpSharding::OptimGradsParams;
+  config->training.distributed_optimizer = false;
+  for (const Recipe recipe : {Recipe::Mxfp8, Recipe::Nvfp4, Recipe::Fp8Blockwise}) {
+    config->training.low.recipe = recipe;
+    Result<PreparedRun> run = Prepare(*config);
+    REQUIRE(run.ok());
+    Result<Emission> e = Emit(Framework::Torchtitan, *config, run->program);
+    REQUIRE(e.ok());
+    INFO(e->text);
+    const MainReading got = RunOnMain(e->text, config->layers, !e->schedule_csv.empty());
+    REQUIRE(got.model_spec.kwargs.size() == 1);
+    CHECK(got.model_spec.kwargs[0].first == "converters");
+    const std::vector<Py>& c = got.model_spec.kwargs[0].second.list;
+    REQUIRE(c.size() == 1);  // a dense model: no grouped-experts converter
+    CHECK(c[0].s == (recipe == Recipe::Mxfp8   ? "MXFP8LinearConverter.Config"
+                     : recipe == Recipe::Nvfp4 ? "NVFP4LinearConverter.Config"
+                                               : "Float8LinearConverter.Config"));
+  }
+  // A model no main flavour builds keeps the function's model_spec.
+  Result<RunConfig> tiny = test::Parse(
+      "model:\n  architecture: {hidden_size: 256, num_layers: 4, num_attention_heads: 4,\n"
+      "                 ffn_hidden_size: 512, vocab_size: 1000}\n"
+      "training: {seq_length: 1024, fsdp: torch, data_parallel: 2}\n"
+      "hardware: {gpu: h100-sxm}\n"
+      "pipeline: {stages: 1, microbatches: 1}\n");
+  if (!tiny.ok()) FAIL(tiny.error().message);
+  Result<PreparedRun> run = Prepare(*tiny);
+  REQUIRE(run.ok());
+  Result<Emission> e = Emit(Framework::Torchtitan, *tiny, run->program);
+  if (!e.ok()) FAIL(e.error().message);
+  CHECK(e->text.find("config.model_spec") == std::string::npos);
+  CHECK(e->text.find("# ppb: no torchtitan main flavour builds this model: keep your "
+                     "function's") != std::string::npos);
+  CHECK(RunOnMain(e->text, tiny->layers, false).model_spec.kind == Py::Kind::None);
 }
 
 // What main refuses, the re-implementation refuses too (so the test above

@@ -194,17 +194,81 @@ namespace {
 // builds the model `a` (core/architecture.h SameLayers), or nullptr; of a
 // shape several flavours build (8B, 8B_flex, 8B_varlen), the first with
 // sdpa attention (ppb simulates the others' masks as causal attention).
-const TorchtitanFlavour* FlavourOf(const Architecture& a) {
+// With `main`, main's flavours, whose deepseek_v3 takes its MTP layers as
+// model_registry's num_mtp_layers.
+const TorchtitanFlavour* FlavourOf(const Architecture& a, bool main = false) {
   const TorchtitanFlavour* found = nullptr;
-  for (const std::string& model : TorchtitanModels()) {
-    for (const std::string& name : TorchtitanFlavours(model)) {
-      const TorchtitanFlavour* f = FindTorchtitanFlavour(model, name);
-      if (!SameLayers(FlavourArchitecture(*f), a)) continue;
+  for (const std::string& model : TorchtitanModels(main)) {
+    for (const std::string& name : TorchtitanFlavours(model, main)) {
+      const TorchtitanFlavour* f = FindTorchtitanFlavour(model, name, main);
+      Architecture built = FlavourArchitecture(*f);
+      if (main && f->model == "deepseek_v3") built.mtp_layers = a.mtp_layers;
+      if (!SameLayers(built, a)) continue;
       if (f->attention == "sdpa") return f;
       if (found == nullptr) found = f;
     }
   }
   return found;
+}
+
+// main's model_spec for the simulated model: model_registry("FLAVOR", ...)
+// of the flavour whose layers are the run's (models/<model>/__init__.py at
+// b5bcd76c), with the precision's converters (components/quantization:
+// Float8LinearConverter rowwise for ppb's fp8-blockwise, its nearest;
+// MXFP8LinearConverter; NVFP4LinearConverter; the grouped-experts
+// converters for MoE), the flex dispatcher's moe_comm_backend and
+// deepseek_v3's num_mtp_layers; the import lines it needs. Empty `call`
+// when no flavour of main builds the model.
+struct MainSpec {
+  std::string imports;
+  std::string call;
+};
+
+MainSpec MainModelSpec(const RunConfig& config) {
+  MainSpec spec;
+  const TorchtitanFlavour* f = FlavourOf(config.architecture, /*main=*/true);
+  if (f == nullptr) return spec;
+  const bool moe = config.architecture.experts > 0;
+  std::vector<std::string> converters;
+  switch (config.training.low.recipe) {
+    case Recipe::Fp8Blockwise:
+      converters.push_back(
+          "Float8LinearConverter.Config(recipe_name=\"rowwise\", filter_fqns=[\"lm_head\", "
+          "\"router.gate\"])");
+      if (moe) converters.push_back("Float8GroupedExpertsConverter.Config()");
+      break;
+    case Recipe::Mxfp8:
+      converters.push_back(
+          "MXFP8LinearConverter.Config(fqns=[\"attention\", \"feed_forward\", "
+          "\"shared_experts\"])");
+      if (moe) converters.push_back("MXFP8GroupedExpertsConverter.Config(pad_multiple=128)");
+      break;
+    case Recipe::Nvfp4:
+      converters.push_back("NVFP4LinearConverter.Config()");
+      break;
+    default:
+      break;  // none, or what main cannot express (said in the notes)
+  }
+  spec.imports = fmt::format("from torchtitan.models.{} import model_registry\n", f->model);
+  if (!converters.empty()) {
+    std::vector<std::string> names;
+    for (const std::string& c : converters) names.push_back(c.substr(0, c.find('.')));
+    spec.imports += fmt::format("from torchtitan.components.quantization import {}\n",
+                                fmt::join(names, ", "));
+  }
+  spec.call = fmt::format("model_registry(\"{}\"", f->flavor);
+  if (!converters.empty()) {
+    spec.call += fmt::format(", converters=[{}]", fmt::join(converters, ", "));
+  }
+  const MoeSettings& mo = config.training.moe;
+  if (moe && mo.dispatcher == Dispatcher::Flex && ExpertTp(config.training) == 1) {
+    spec.call += fmt::format(", moe_comm_backend=\"{}\"", FlexBackendName(mo.backend));
+  }
+  if (f->model == "deepseek_v3" && config.architecture.mtp_layers > 0) {
+    spec.call += fmt::format(", num_mtp_layers={}", config.architecture.mtp_layers);
+  }
+  spec.call += ")";
+  return spec;
 }
 
 // The data-parallel degrees as simulated, in both forms: FSDP2 (or HSDP
@@ -248,10 +312,11 @@ void WriteMoe(const RunConfig& config, Set& set, std::string& text, bool python)
       AddNote(text,
               "cannot express the flex dispatcher with expert tensor parallelism: "
               "torchtitan's DeepEP and HybridEP refuse expert TP");
-    } else if (mo.dispatcher == Dispatcher::Flex) {
+    } else if (mo.dispatcher == Dispatcher::Flex && !python) {
       set("parallelism", "expert_parallel_comm_backend",
           fmt::format("\"{}\"", FlexBackendName(mo.backend)));
     }
+    // main: model_registry's moe_comm_backend (MainModelSpec).
     // debug.moe_force_load_balance: set by the caller, after its
     // [parallelism] keys (a TOML table is written once).
     if (mo.dispatcher == Dispatcher::AllGather) {
@@ -442,9 +507,13 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
     }
     text += fmt::format("{} = {}\n", key, value);
   };
+  MainSpec spec;
   if (form.python) {
     AddNote(text, "set on the Trainer.Config your --module/--config function returns");
     if (full) text += fmt::format("from {} import FullAC\n", kAcModule);
+    if (!config.derived.empty()) spec = MainModelSpec(config);
+    text += spec.imports;
+    if (!spec.call.empty()) text += "config.model_spec = " + spec.call + "\n";
   }
   set("parallelism", "pipeline_parallel_degree", std::to_string(p));
   const bool csv = !why_csv.empty();
@@ -551,6 +620,17 @@ Result<Emission> emit_detail::EmitTorchtitan(Framework f, const RunConfig& confi
                        (recipe == Recipe::Fp8Tensorwise || recipe == Recipe::Mxfp8);
   if (config.training.low.on() && !written) {
     AddNote(text, TorchtitanPrecision(config, form.python));
+  }
+  if (form.python && !config.derived.empty() && spec.call.empty()) {
+    std::string note = "no torchtitan main flavour builds this model: keep your function's "
+                       "model_spec";
+    const MoeSettings& mo = config.training.moe;
+    if (config.architecture.experts > 0 && mo.dispatcher == Dispatcher::Flex &&
+        ExpertTp(config.training) == 1) {
+      note += fmt::format(", with moe_comm_backend=\"{}\" in its model_registry(...)",
+                          FlexBackendName(mo.backend));
+    }
+    AddNote(text, note);
   }
   return e;
 }

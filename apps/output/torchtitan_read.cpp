@@ -98,7 +98,8 @@ constexpr const char* kMainFields[] = {
     "parallelism.fsdp_reshard_after_forward", "training.enable_cpu_offload"};
 
 // The Python form without its import lines ("from M import A, B", blanked
-// so that line numbers stay), and the names imported from kAcModule.
+// so that line numbers stay) and its model_spec line, and the names
+// imported from kAcModule.
 Result<std::pair<std::string, std::vector<std::string>>> StripImports(std::string_view text) {
   std::string body;
   std::vector<std::string> ac_names;
@@ -113,6 +114,15 @@ Result<std::pair<std::string, std::vector<std::string>>> StripImports(std::strin
     if (line.rfind("import ", 0) == 0) {
       return Error{"", fmt::format("line {}: ppb reads only \"from {} import ...\"; got '{}'",
                                    line_no, kAcModule, line)};
+    }
+    // The model_spec (MainModelSpec) and its imports: the model, which the
+    // strategy read here does not hold.
+    if (line.rfind("config.model_spec = model_registry(", 0) == 0 ||
+        (line.rfind("from torchtitan.models.", 0) == 0 &&
+         line.find(" import model_registry") != std::string_view::npos) ||
+        line.rfind("from torchtitan.components.quantization import ", 0) == 0) {
+      body += '\n';
+      continue;
     }
     if (line.rfind("from ", 0) != 0) {
       body.append(line);
