@@ -62,6 +62,7 @@ char HybridSymbol(const Architecture& a, int i) {
   const LayerBlock b = a.Block(i);
   if (b.mlp == MlpKind::None) {
     if (b.mixer == Mixer::Mamba2) return 'M';
+    if (b.mixer == Mixer::GatedDeltaNet) return 'G';
     if (b.mixer == Mixer::Attention && b.span == Span::Full) return '*';
     return 0;
   }

@@ -311,9 +311,9 @@ TEST_CASE("from megatron: a hybrid model's pattern, Mamba shape and pipeline seg
                      "--pipeline-model-parallel-size 2"),
              Catch::Contains("run.sh:6: --hybrid-layer-pattern: its 3 pipeline segments must be "
                              "divisible by --pipeline-model-parallel-size 2"));
-  CHECK_THAT(refused("  --hybrid-layer-pattern \"M-*G\""),
-             Catch::Contains("run.sh:6: --hybrid-layer-pattern: must hold M (Mamba), * "
-                             "(attention), - (MLP), E (MoE) and |"));
+  CHECK_THAT(refused("  --hybrid-layer-pattern \"M-*D\""),
+             Catch::Contains("run.sh:6: --hybrid-layer-pattern: must hold M (Mamba), G (gated "
+                             "DeltaNet), * (attention), - (MLP), E (MoE) and |"));
   CHECK_THAT(refused("  --hybrid-layer-pattern \"M-*-/M-\""),
              Catch::Contains("run.sh:6: --hybrid-layer-pattern: must not hold MTP patterns "
                              "after '/'"));
@@ -656,6 +656,24 @@ TEST_CASE("from megatron: a hybrid model emitted reads back as the same run") {
   CHECK_THAT(nano, Catch::Contains("--hybrid-layer-pattern \"MEMEM*EMEMEM*E"));
   // Its MoE layers are the pattern's E layers: no --moe-layer-freq.
   CHECK(nano.find("--moe-layer-freq") == std::string::npos);
+  // Gated DeltaNet (G) blocks with MoE, as Megatron's hybrid pattern writes
+  // a Qwen3-Next-like model: the --linear-* shape flags.
+  const std::string gdn = round_trip(
+      "model:\n  name: gdn\n  architecture:\n    hidden_size: 1024\n    num_layers: 8\n"
+      "    num_attention_heads: 8\n    num_key_value_heads: 2\n    vocab_size: 32000\n"
+      "    hybrid_layer_pattern: GEGEG*GE\n"
+      "    deltanet: {key_heads: 8, value_heads: 16, key_dim: 64, value_dim: 64}\n"
+      "    moe: {num_experts: 16, top_k: 2, expert_ffn_hidden_size: 512}\n"
+      "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 32,\n"
+      "           tensor_parallel: 2, data_parallel: 4, expert_parallel: 4}\n"
+      "hardware: {gpu: h100-sxm}\n"
+      "pipeline: {stages: 2}\n"
+      "strategy: {layers_per_chunk: [5, 5]}\n",
+      16);
+  CHECK_THAT(gdn, Catch::Contains("--hybrid-layer-pattern \"GEGE|G*GE\""));
+  CHECK_THAT(gdn, Catch::Contains("--linear-num-key-heads 8\n--linear-num-value-heads 16\n"
+                                  "--linear-key-head-dim 64\n--linear-value-head-dim 64\n"
+                                  "--linear-conv-kernel-dim 4\n"));
 }
 
 TEST_CASE("from megatron: what --emit megatron writes reads back as the same run") {

@@ -358,6 +358,62 @@ TEST_CASE("config: an inline hybrid layer pattern matches Nemotron-H's config.js
   CHECK(m.chunk == 128);
 }
 
+TEST_CASE("config: G layers are Megatron's gated DeltaNet blocks, counted by hand", "[cost]") {
+  const std::string rest =
+      "training: {seq_length: 1024, tensor_parallel: 2, data_parallel: 2}\n"
+      "hardware: {gpu: h100-sxm}\n"
+      "pipeline: {stages: 1, microbatches: 1}\n";
+  Result<RunConfig> c = ParseHf(
+      "model:\n  architecture:\n    hidden_size: 256\n    num_layers: 4\n"
+      "    num_attention_heads: 4\n    ffn_hidden_size: 512\n    vocab_size: 1000\n"
+      "    hybrid_layer_pattern: G*G-\n"
+      "    deltanet: {key_heads: 2, value_heads: 4, key_dim: 32, value_dim: 32}\n" + rest);
+  if (!c.ok()) FAIL(c.error().message);
+  const Architecture& a = c->architecture;
+  CHECK(a.Block(0).mixer == Mixer::GatedDeltaNet);
+  CHECK(a.Block(0).mlp == MlpKind::None);
+  CHECK(a.deltanet.conv == 4);   // Megatron's linear_conv_kernel_dim
+  CHECK(a.deltanet.chunk == 64);  // fla's chunk
+  // q and k 2 x 32, v and z 4 x 32 wide: in_proj 256 x (64 + 64 + 128 +
+  // 128) and beta, alpha 256 x 4 each, out_proj 128 x 256; the conv over
+  // q, k, v (256 channels x 4); A_log and dt_bias (4 each), the output
+  // norm's 32; the block's RMSNorm 256.
+  const std::int64_t in_proj = 256 * 384 + 256 * 8, out_proj = 128 * 256;
+  CHECK(DecoderLayerParams(a, 0).total() == in_proj + out_proj + 256 * 4 + 8 + 32 + 256);
+  CHECK(DecoderLayerParams(a, 0).total() == DecoderLayerParams(a, 2).total());
+  // Megatron's defaults: 16 key and 32 value heads of 128.
+  Result<RunConfig> d = ParseHf(
+      "model:\n  architecture:\n    hidden_size: 256\n    num_layers: 2\n"
+      "    num_attention_heads: 4\n    ffn_hidden_size: 512\n    vocab_size: 1000\n"
+      "    hybrid_layer_pattern: G-\n" + rest);
+  if (!d.ok()) FAIL(d.error().message);
+  CHECK(d->architecture.deltanet.key_heads == 16);
+  CHECK(d->architecture.deltanet.value_heads == 32);
+  CHECK(d->architecture.deltanet.key_dim == 128);
+  CHECK(d->architecture.deltanet.value_dim == 128);
+  // TP x CP must divide both head counts, as Megatron asserts (TP alone is
+  // checked with every model's mixers).
+  Result<RunConfig> tp = ParseHf(
+      "model:\n  architecture:\n    hidden_size: 256\n    num_layers: 2\n"
+      "    num_attention_heads: 4\n    ffn_hidden_size: 512\n    vocab_size: 1000\n"
+      "    hybrid_layer_pattern: G-\n    deltanet: {key_heads: 2, value_heads: 4}\n"
+      "training: {seq_length: 1024, tensor_parallel: 2, context_parallel: 2, "
+      "data_parallel: 1}\n"
+      "hardware: {gpu: h100-sxm}\npipeline: {stages: 1, microbatches: 1}\n");
+  REQUIRE_FALSE(tp.ok());
+  CHECK_THAT(tp.error().message,
+             Catch::Contains("training.tensor_parallel: x context_parallel must divide the gated "
+                             "DeltaNet's key heads (2) and value heads (4), as Megatron asserts; "
+                             "got 2 x 2"));
+  // The architecture writes back as the same layers.
+  ConfigWriter o;
+  o.Line(0, "model:");
+  REQUIRE(WriteArchitecture(o, a, [](std::string_view) { return std::string(); }).ok());
+  Result<RunConfig> back = ParseHf(o.yaml_ + rest);
+  if (!back.ok()) FAIL(back.error().message);
+  CHECK(SameLayers(back->architecture, a));
+}
+
 TEST_CASE("config: every shipped config.json written as model.architecture reads back the same",
           "[cost]") {
   // WriteArchitecture (apps/input/architecture_writer.h), which the
@@ -387,8 +443,8 @@ TEST_CASE("config: every shipped config.json written as model.architecture reads
       CHECK(st.error().message ==
             "must be a model ppb's model.architecture keys can write; got layers other than "
             "attention with its MLP (layer_types) or Megatron's hybrid blocks "
-            "(hybrid_layer_pattern): gated DeltaNet, or a mixer beside an MLP; an attention "
-            "output gate (Qwen3-Next's)");
+            "(hybrid_layer_pattern): a Mamba or gated DeltaNet mixer beside an MLP; an "
+            "attention output gate (Qwen3-Next's)");
       continue;
     }
     REQUIRE(st.ok());
@@ -471,9 +527,16 @@ TEST_CASE("config: inline architecture errors name file:line:key",
   CHECK_THAT(error(two + "    hybrid_layer_pattern: M|*\n"),
              Catch::Contains("run.yaml:8: model.architecture.hybrid_layer_pattern: must "
                              "have one symbol per decoder layer"));
-  CHECK_THAT(error(two + "    hybrid_layer_pattern: MG\n"),
-             Catch::Contains("must hold only M (Mamba-2), * (attention), - (MLP) and E "
-                             "(MoE)"));
+  CHECK_THAT(error(two + "    hybrid_layer_pattern: MD\n"),
+             Catch::Contains("must hold only M (Mamba-2), G (gated DeltaNet), * (attention), "
+                             "- (MLP) and E (MoE)"));
+  CHECK_THAT(error(two + "    hybrid_layer_pattern: \"*-\"\n    deltanet: {key_heads: 2}\n"),
+             Catch::Contains("run.yaml:9: model.architecture.deltanet: must be given only with "
+                             "a hybrid_layer_pattern holding G (gated DeltaNet) layers"));
+  CHECK_THAT(error(two + "    hybrid_layer_pattern: G-\n"
+                         "    deltanet: {key_heads: 4, value_heads: 6}\n"),
+             Catch::Contains("run.yaml:9: model.architecture.deltanet.value_heads: must be a "
+                             "multiple of key_heads (4, Megatron's assert); got 6"));
   CHECK_THAT(error(two + "    hybrid_layer_pattern: ME\n"),
              Catch::Contains("run.yaml:8: model.architecture.hybrid_layer_pattern: has MoE "
                              "layers (E), which need model.architecture.moe; got none"));

@@ -43,8 +43,8 @@ Layers Classify(const Architecture& a) {
     for (int i = 0; i < a.layers; ++i) out.pattern += HybridSymbol(a, i);
   } else {
     out.unwritable = "layers other than attention with its MLP (layer_types) or Megatron's "
-                     "hybrid blocks (hybrid_layer_pattern): gated DeltaNet, or a mixer beside "
-                     "an MLP";
+                     "hybrid blocks (hybrid_layer_pattern): a Mamba or gated DeltaNet mixer "
+                     "beside an MLP";
   }
   return out;
 }
@@ -109,6 +109,15 @@ Status WriteArchitecture(ConfigWriter& o, const Architecture& a,
       key(6, "num_groups", a.mamba.groups, "mamba.num_groups");
       key(6, "conv_kernel", a.mamba.conv, "mamba.conv_kernel");
       key(6, "chunk_size", a.mamba.chunk, "mamba.chunk_size");
+    }
+    if (a.HasMixer(Mixer::GatedDeltaNet)) {
+      o.Line(4, "deltanet:");
+      key(6, "key_heads", a.deltanet.key_heads, "deltanet.key_heads");
+      key(6, "value_heads", a.deltanet.value_heads, "deltanet.value_heads");
+      key(6, "key_dim", a.deltanet.key_dim, "deltanet.key_dim");
+      key(6, "value_dim", a.deltanet.value_dim, "deltanet.value_dim");
+      key(6, "conv_kernel", a.deltanet.conv, "deltanet.conv_kernel");
+      key(6, "chunk_size", a.deltanet.chunk, "deltanet.chunk_size");
     }
   }
   if (a.experts > 0) {

@@ -1,13 +1,18 @@
-// model.architecture.hybrid_layer_pattern and model.architecture.mamba: a
-// hybrid model's layers written inline, one symbol a layer, by Megatron-LM's
+// model.architecture.hybrid_layer_pattern, .mamba and .deltanet: a hybrid
+// model's layers written inline, one symbol a layer, by Megatron-LM's
 // pattern (core 0.20, megatron/core/models/hybrid/hybrid_layer_allocation.py
-// Symbols): M a Mamba-2 mixer, * self-attention, - an MLP, E a mixture of
-// experts, each a block with one norm (core/architecture.h LayerBlock, as
-// HuggingFace's Nemotron-H hybrid_override_pattern). Megatron's other
-// symbols (G gated DeltaNet, D DeepSeek sparse attention, + latent
-// attention), its pipeline separators | and its MTP separator / are refused
-// here: a ppb config gives the split in the pipeline section and MTP layers
-// by mtp_layers.
+// Symbols): M a Mamba-2 mixer, G a gated DeltaNet mixer, * self-attention,
+// - an MLP, E a mixture of experts, each a block with one norm
+// (core/architecture.h LayerBlock, as HuggingFace's Nemotron-H
+// hybrid_override_pattern). Megatron's other symbols (D DeepSeek sparse
+// attention, + latent attention), its pipeline separators | and its MTP
+// separator / are refused here: a ppb config gives the split in the
+// pipeline section and MTP layers by mtp_layers.
+//
+// The gated DeltaNet shape takes Megatron-LM's defaults (TransformerConfig
+// linear_num_key_heads 16, linear_num_value_heads 32, linear_key_head_dim
+// 128, linear_value_head_dim 128, linear_conv_kernel_dim 4; the chunked
+// kernel's block 64, fla's chunk_gated_delta_rule).
 //
 // The Mamba shapes take Megatron-LM's defaults (TransformerConfig
 // mamba_state_dim 128, mamba_head_dim 64, mamba_num_groups 8,
@@ -24,11 +29,15 @@ Status Parser::ParseHybridPattern(const Entries& e, const std::string& path,
                                   Architecture& a) {
   const Entry* pattern = Find(e, "hybrid_layer_pattern");
   const Entry* mamba = Find(e, "mamba");
+  const Entry* deltanet = Find(e, "deltanet");
   if (pattern == nullptr) {
-    if (mamba == nullptr) return Status();
-    return Fail(mamba->path,
-                "must be given only with a hybrid_layer_pattern holding M (Mamba) "
-                "layers; got it without one");
+    for (const Entry* x : {mamba, deltanet}) {
+      if (x == nullptr) continue;
+      return Fail(x->path, std::string("must be given only with a hybrid_layer_pattern holding ") +
+                               (x == mamba ? "M (Mamba)" : "G (gated DeltaNet)") +
+                               " layers; got it without one");
+    }
+    return Status();
   }
   if (const Entry* types = Find(e, "layer_types")) {
     return Fail(types->path,
@@ -47,19 +56,20 @@ Status Parser::ParseHybridPattern(const Entries& e, const std::string& path,
                     " in \"" + p + "\"");
   }
   a.blocks.assign(p.size(), LayerBlock{});
-  bool has_mamba = false, has_moe = false;
+  bool has_mamba = false, has_moe = false, has_delta = false;
   for (size_t i = 0; i < p.size(); ++i) {
     LayerBlock& b = a.blocks[i];
     switch (p[i]) {
       case 'M': b = {Mixer::Mamba2, Span::Full, MlpKind::None}; has_mamba = true; break;
+      case 'G': b = {Mixer::GatedDeltaNet, Span::Full, MlpKind::None}; has_delta = true; break;
       case '*': b = {Mixer::Attention, Span::Full, MlpKind::None}; break;
       case '-': b = {Mixer::None, Span::Full, MlpKind::Dense}; break;
       case 'E': b = {Mixer::None, Span::Full, MlpKind::Moe}; has_moe = true; break;
       default:
         return Fail(pattern->path,
-                    "must hold only M (Mamba-2), * (attention), - (MLP) and E (MoE), one "
-                    "per layer (ppb does not model Megatron's G, D or + layers; a "
-                    "ppb config gives the split in pipeline, not by |); got '" +
+                    "must hold only M (Mamba-2), G (gated DeltaNet), * (attention), - (MLP) "
+                    "and E (MoE), one per layer (ppb does not model Megatron's D or + "
+                    "layers; a ppb config gives the split in pipeline, not by |); got '" +
                         std::string(1, p[i]) + "' at position " + std::to_string(i + 1) +
                         " of \"" + p + "\"");
     }
@@ -68,6 +78,7 @@ Status Parser::ParseHybridPattern(const Entries& e, const std::string& path,
     return Fail(pattern->path,
                 "has MoE layers (E), which need model.architecture.moe; got none");
   }
+  if (Status st = ParseDeltaNet(deltanet, has_delta, p, path, a); !st.ok()) return st;
   if (!has_mamba) {
     if (mamba == nullptr) return Status();
     return Fail(mamba->path,
@@ -102,6 +113,38 @@ Status Parser::ParseHybridPattern(const Entries& e, const std::string& path,
     return Fail(mp + ".num_groups",
                 "must divide the Mamba heads (" + std::to_string(s.heads) +
                     ", Megatron's assert); got " + std::to_string(s.groups));
+  }
+  return Status();
+}
+
+Status Parser::ParseDeltaNet(const Entry* deltanet, bool used, const std::string& pattern,
+                             const std::string& path, Architecture& a) {
+  if (!used) {
+    if (deltanet == nullptr) return Status();
+    return Fail(deltanet->path,
+                "must be given only with a hybrid_layer_pattern holding G (gated DeltaNet) "
+                "layers; got \"" + pattern + "\"");
+  }
+  Entries d;
+  if (deltanet != nullptr) {
+    Result<Entries> r = Map(deltanet->value, deltanet->path,
+                            {"key_heads", "value_heads", "key_dim", "value_dim", "conv_kernel",
+                             "chunk_size"});
+    if (!r.ok()) return r.error();
+    d = std::move(*r);
+  }
+  const std::string dp = path + ".deltanet";
+  DeltaNetShape& s = a.deltanet;
+  PPB_ASSIGN_OR_RETURN(s.key_heads, ArchInt(d, "key_heads", dp, 1, 16));
+  PPB_ASSIGN_OR_RETURN(s.value_heads, ArchInt(d, "value_heads", dp, 1, 32));
+  PPB_ASSIGN_OR_RETURN(s.key_dim, ArchInt(d, "key_dim", dp, 1, 128));
+  PPB_ASSIGN_OR_RETURN(s.value_dim, ArchInt(d, "value_dim", dp, 1, 128));
+  PPB_ASSIGN_OR_RETURN(s.conv, ArchInt(d, "conv_kernel", dp, 1, 4));
+  PPB_ASSIGN_OR_RETURN(s.chunk, ArchInt(d, "chunk_size", dp, 1, 64));
+  if (s.value_heads % s.key_heads != 0) {
+    return Fail(dp + ".value_heads",
+                "must be a multiple of key_heads (" + std::to_string(s.key_heads) +
+                    ", Megatron's assert); got " + std::to_string(s.value_heads));
   }
   return Status();
 }

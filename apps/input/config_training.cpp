@@ -47,7 +47,7 @@ Result<Architecture> Parser::ParseArchitecture(const Entry& section) {
            "qk_norm", "norm", "learned_positions", "moe", "mla",
            "mtp_layers", "layer_types", "sliding_window",
            "attention_chunk_size", "attention_sinks", "attention_out_bias",
-           "hybrid_layer_pattern", "mamba"});
+           "hybrid_layer_pattern", "mamba", "deltanet"});
   if (!r.ok()) return r.error();
   const Entries& e = *r;
   Architecture a;
@@ -321,6 +321,17 @@ Status Parser::ApplyStepModel(const Architecture& a, Training& t,
                     "): Megatron splits both over the tensor-parallel ranks "
                     "and does not replicate KV heads; got " +
                     std::to_string(t.tp));
+  }
+  // Megatron's gated DeltaNet divides its key and value heads over TP x CP
+  // (TransformerConfig.__post_init__: "linear_num_key_heads must be a
+  // multiple of (tensor_model_parallel_size * context_parallel_size)").
+  if (a.HasMixer(Mixer::GatedDeltaNet) &&
+      (a.deltanet.key_heads % (t.tp * t.cp) != 0 || a.deltanet.value_heads % (t.tp * t.cp) != 0)) {
+    return Fail("training.tensor_parallel",
+                "x context_parallel must divide the gated DeltaNet's key heads (" +
+                    std::to_string(a.deltanet.key_heads) + ") and value heads (" +
+                    std::to_string(a.deltanet.value_heads) + "), as Megatron asserts; got " +
+                    std::to_string(t.tp) + " x " + std::to_string(t.cp));
   }
   if (t.tp > h.gpu.nvlink_domain && !t.tp_across_nodes) {
     const bool node = h.gpu.nvlink_domain == h.gpu.gpus_per_node;

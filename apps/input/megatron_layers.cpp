@@ -47,12 +47,12 @@ std::optional<HybridPattern> ReadHybridPattern(Args& a) {
   h.text = *text;
   for (size_t i = 0; i < text->size(); ++i) {
     const char c = (*text)[i];
-    if (c == 'M' || c == '*' || c == '-' || c == 'E') {
+    if (c == 'M' || c == 'G' || c == '*' || c == '-' || c == 'E') {
       h.symbols += c;
     } else if (c != '|') {
-      Fail(fmt::format("{}: must hold M (Mamba), * (attention), - (MLP), E (MoE) and | "
-                       "(ppb does not model Megatron's G, D and + layers); got '{}' at "
-                       "position {} of \"{}\"",
+      Fail(fmt::format("{}: must hold M (Mamba), G (gated DeltaNet), * (attention), - (MLP), "
+                       "E (MoE) and | (ppb does not model Megatron's D and + layers); got '{}' "
+                       "at position {} of \"{}\"",
                        where, std::string(1, c), i + 1, Abbreviate(*text)));
     }
   }
@@ -69,27 +69,36 @@ std::optional<HybridPattern> ReadHybridPattern(Args& a) {
 
 void WriteHybridModel(Args& a, const HybridPattern& h, ConfigWriter& o) {
   o.Text(4, "hybrid_layer_pattern", h.symbols, a.Where(h.dest));
-  if (h.symbols.find('M') == std::string::npos) {
-    for (const char* dest :
-         {"mamba_state_dim", "mamba_head_dim", "mamba_num_groups", "mamba_num_heads"}) {
-      a.Str(dest);  // read: a Mamba shape without a Mamba layer changes nothing
-    }
-    return;
-  }
   struct Key {
     const char* dest;
     const char* key;
   };
-  bool opened = false;
-  for (const Key& k : {Key{"mamba_num_heads", "num_heads"}, Key{"mamba_head_dim", "head_dim"},
-                       Key{"mamba_state_dim", "state_dim"},
-                       Key{"mamba_num_groups", "num_groups"}}) {
-    const std::optional<std::int64_t> v = a.Int(k.dest, 1);
-    if (!v) continue;
-    if (!opened) o.Line(4, "mamba:");
-    opened = true;
-    o.Key(6, k.key, *v, a.Where(k.dest));
-  }
+  // The mixers' shapes (TransformerConfig's mamba_* and linear_* fields),
+  // each block written when its symbol is in the pattern and a flag given
+  // (ppb's defaults are Megatron's); read either way, as a shape without
+  // its layers changes nothing.
+  auto shape = [&](char symbol, const char* block, std::initializer_list<Key> keys) {
+    const bool used = h.symbols.find(symbol) != std::string::npos;
+    bool opened = false;
+    for (const Key& k : keys) {
+      if (!used) {
+        a.Str(k.dest);
+        continue;
+      }
+      const std::optional<std::int64_t> v = a.Int(k.dest, 1);
+      if (!v) continue;
+      if (!opened) o.Line(4, std::string(block) + ":");
+      opened = true;
+      o.Key(6, k.key, *v, a.Where(k.dest));
+    }
+  };
+  shape('M', "mamba",
+        {Key{"mamba_num_heads", "num_heads"}, Key{"mamba_head_dim", "head_dim"},
+         Key{"mamba_state_dim", "state_dim"}, Key{"mamba_num_groups", "num_groups"}});
+  shape('G', "deltanet",
+        {Key{"linear_num_key_heads", "key_heads"}, Key{"linear_num_value_heads", "value_heads"},
+         Key{"linear_key_head_dim", "key_dim"}, Key{"linear_value_head_dim", "value_dim"},
+         Key{"linear_conv_kernel_dim", "conv_kernel"}});
 }
 
 // --window-size and --window-attn-skip-freq (TransformerConfig.window_size

@@ -293,7 +293,9 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
                                        "--window-attn-skip-freq", "--softmax-type",
                                        "--hybrid-layer-pattern", "--mamba-num-heads",
                                        "--mamba-head-dim", "--mamba-state-dim",
-                                       "--mamba-num-groups"};
+                                       "--mamba-num-groups", "--linear-num-key-heads",
+                                       "--linear-num-value-heads", "--linear-key-head-dim",
+                                       "--linear-value-head-dim", "--linear-conv-kernel-dim"};
   for (const auto& [name, value] : *flags) {
     if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
       return Error{"", "ppb does not read " + name};

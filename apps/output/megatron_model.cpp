@@ -169,6 +169,18 @@ std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>
             "fixes a 4-wide biased convolution, chunks of 128 and unbiased projections)");
       }
     }
+    if (a.HasMixer(Mixer::GatedDeltaNet)) {
+      // TransformerConfig's linear_* fields; the chunked kernel's block is
+      // fla's 64.
+      text += fmt::format(
+          "--linear-num-key-heads {}\n--linear-num-value-heads {}\n--linear-key-head-dim {}\n"
+          "--linear-value-head-dim {}\n--linear-conv-kernel-dim {}\n",
+          a.deltanet.key_heads, a.deltanet.value_heads, a.deltanet.key_dim, a.deltanet.value_dim,
+          a.deltanet.conv);
+      if (a.deltanet.chunk != DeltaNetShape{}.chunk) {
+        missing.emplace_back("the gated DeltaNet's chunk (Megatron runs fla's chunks of 64)");
+      }
+    }
   } else {
     // What these flags cannot say: a mixer other than attention in a
     // layer that also has an MLP (Qwen3-Next's DeltaNet), or in a pattern
