@@ -5,6 +5,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace ppb {
@@ -101,24 +105,21 @@ Status WriteArchitecture(ConfigWriter& o, const Architecture& a,
   if (a.out_bias) key(4, "attention_out_bias", "true", "attention_out_bias");
   if (!layers.pattern.empty()) {
     o.Text(4, "hybrid_layer_pattern", layers.pattern, origin("hybrid_layer_pattern"));
-    if (a.HasMixer(Mixer::Mamba2)) {
-      o.Line(4, "mamba:");
-      key(6, "num_heads", a.mamba.heads, "mamba.num_heads");
-      key(6, "head_dim", a.mamba.head_dim, "mamba.head_dim");
-      key(6, "state_dim", a.mamba.state, "mamba.state_dim");
-      key(6, "num_groups", a.mamba.groups, "mamba.num_groups");
-      key(6, "conv_kernel", a.mamba.conv, "mamba.conv_kernel");
-      key(6, "chunk_size", a.mamba.chunk, "mamba.chunk_size");
-    }
-    if (a.HasMixer(Mixer::GatedDeltaNet)) {
-      o.Line(4, "deltanet:");
-      key(6, "key_heads", a.deltanet.key_heads, "deltanet.key_heads");
-      key(6, "value_heads", a.deltanet.value_heads, "deltanet.value_heads");
-      key(6, "key_dim", a.deltanet.key_dim, "deltanet.key_dim");
-      key(6, "value_dim", a.deltanet.value_dim, "deltanet.value_dim");
-      key(6, "conv_kernel", a.deltanet.conv, "deltanet.conv_kernel");
-      key(6, "chunk_size", a.deltanet.chunk, "deltanet.chunk_size");
-    }
+    // A mixer's shape block: its keys under model.architecture.NAME.
+    using Field = std::pair<const char*, std::int64_t>;
+    auto block = [&](Mixer m, const char* name, std::initializer_list<Field> fields) {
+      if (!a.HasMixer(m)) return;
+      o.Line(4, std::string(name) + ":");
+      for (const auto& [k, v] : fields) key(6, k, v, std::string(name) + "." + k);
+    };
+    const Mamba2Shape& m = a.mamba;
+    block(Mixer::Mamba2, "mamba",
+          {{"num_heads", m.heads}, {"head_dim", m.head_dim}, {"state_dim", m.state},
+           {"num_groups", m.groups}, {"conv_kernel", m.conv}, {"chunk_size", m.chunk}});
+    const DeltaNetShape& d = a.deltanet;
+    block(Mixer::GatedDeltaNet, "deltanet",
+          {{"key_heads", d.key_heads}, {"value_heads", d.value_heads}, {"key_dim", d.key_dim},
+           {"value_dim", d.value_dim}, {"conv_kernel", d.conv}, {"chunk_size", d.chunk}});
   }
   if (a.experts > 0) {
     o.Line(4, "moe:");

@@ -25,6 +25,14 @@
 
 namespace ppb::config_detail {
 
+// A mixer's shape map (model.architecture.mamba or .deltanet) with its
+// known keys, or no entries when it is not given.
+Result<Entries> Parser::ShapeEntries(const Entry* x,
+                                     std::initializer_list<std::string_view> keys) {
+  if (x == nullptr) return Entries();
+  return Map(x->value, x->path, keys);
+}
+
 Status Parser::ParseHybridPattern(const Entries& e, const std::string& path,
                                   Architecture& a) {
   const Entry* pattern = Find(e, "hybrid_layer_pattern");
@@ -86,13 +94,8 @@ Status Parser::ParseHybridPattern(const Entries& e, const std::string& path,
                 "layers; got \"" + p + "\"");
   }
   Entries m;
-  if (mamba != nullptr) {
-    Result<Entries> r = Map(mamba->value, mamba->path,
-                            {"num_heads", "head_dim", "state_dim", "num_groups",
-                             "conv_kernel", "chunk_size"});
-    if (!r.ok()) return r.error();
-    m = std::move(*r);
-  }
+  PPB_ASSIGN_OR_RETURN(m, ShapeEntries(mamba, {"num_heads", "head_dim", "state_dim",
+                                               "num_groups", "conv_kernel", "chunk_size"}));
   const std::string mp = path + ".mamba";
   Mamba2Shape& s = a.mamba;
   PPB_ASSIGN_OR_RETURN(s.head_dim, ArchInt(m, "head_dim", mp, 1, 64));
@@ -126,13 +129,8 @@ Status Parser::ParseDeltaNet(const Entry* deltanet, bool used, const std::string
                 "layers; got \"" + pattern + "\"");
   }
   Entries d;
-  if (deltanet != nullptr) {
-    Result<Entries> r = Map(deltanet->value, deltanet->path,
-                            {"key_heads", "value_heads", "key_dim", "value_dim", "conv_kernel",
-                             "chunk_size"});
-    if (!r.ok()) return r.error();
-    d = std::move(*r);
-  }
+  PPB_ASSIGN_OR_RETURN(d, ShapeEntries(deltanet, {"key_heads", "value_heads", "key_dim",
+                                                  "value_dim", "conv_kernel", "chunk_size"}));
   const std::string dp = path + ".deltanet";
   DeltaNetShape& s = a.deltanet;
   PPB_ASSIGN_OR_RETURN(s.key_heads, ArchInt(d, "key_heads", dp, 1, 16));

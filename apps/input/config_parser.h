@@ -81,6 +81,7 @@ class Parser : public ConfigReader {
   Status ParseLayerTypes(const Entries& e, const std::string& path,
                          Architecture& a);
   // config_hybrid.cpp: hybrid_layer_pattern and mamba.
+  Result<Entries> ShapeEntries(const Entry* x, std::initializer_list<std::string_view> keys);
   Status ParseDeltaNet(const Entry* deltanet, bool used, const std::string& pattern,
                        const std::string& path, Architecture& a);
   Status ParseHybridPattern(const Entries& e, const std::string& path,
