@@ -109,6 +109,42 @@ TEST_CASE("python config: what is not straight-line data is refused at its line"
         "r.py:4: expected c.a.b to be an object ppb built; got a plain value");
 }
 
+TEST_CASE("python config: a call statement is not run, and said so") {
+  // torchtitan main's deepseek_v3 registry: enable_fused_swiglu(config)
+  // appends kernel overrides in a for loop.
+  const std::string helper =
+      "def enable_fused_swiglu(config) -> None:\n"
+      "    for o in (\"a\", \"b\"):\n"
+      "        config.override.imports.append(o)\n";
+  const std::string text = helper +
+                           "def f():\n"                                       // 4
+                           "    c = Trainer.Config(steps=3)\n"               // 5
+                           "    enable_fused_swiglu(\n"                       // 6
+                           "        c)\n"                                     // 7
+                           "    c.steps = 4\n"                                // 8
+                           "    return c\n";                                  // 9
+  Result<PythonConfig> r = EvaluateConfigFunction("r.py", text, "f");
+  if (!r.ok()) FAIL(r.error().message);
+  CHECK(r->values.values.at("steps").i == 4);
+  REQUIRE(r->not_run.size() == 1);
+  CHECK(r->not_run[0].line == 6);
+  CHECK(r->not_run[0].expression == "enable_fused_swiglu(...)");
+  // The torchtitan reader says so among its notes.
+  std::string registry = test::ReadAll(test::TorchtitanData("main/llama3/config_registry.py"));
+  registry += "\n\n" + helper +
+              "def ppb_run() -> Trainer.Config:\n    config = llama3_8b()\n"
+              "    enable_fused_swiglu(config)\n    return config\n";
+  Result<commands::LaunchConfig> run = commands::ReadLaunchConfig(
+      "torchtitan", test::TorchtitanData("main/llama3/config_registry.py") + ":ppb_run",
+      registry, H100(64));
+  if (!run.ok()) FAIL(run.error().message);
+  const auto note = std::find_if(run->notes.begin(), run->notes.end(), [](const std::string& n) {
+    return n.find("enable_fused_swiglu(...) is not run (ppb reads config functions as data, "
+                  "not as programs): what it changes is not read") != std::string::npos;
+  });
+  CHECK(note != run->notes.end());
+}
+
 TEST_CASE("python config: a helper's arguments bind as Python binds them") {
   const std::string helper =
       "def _h(flavor: str, backend: str = \"varlen\", n: int = 2 * 3):\n"

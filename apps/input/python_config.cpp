@@ -279,6 +279,16 @@ Ref Evaluator::Statement() {
       Expression();
     }
   }
+  // A call as a statement (a helper that changes the config in place,
+  // torchtitan's enable_fused_swiglu(config)): its body may hold anything,
+  // so it is not run, and said so.
+  if (!target.empty() && IsOp("(")) {
+    std::string callee;
+    for (const std::string& part : target) callee += (callee.empty() ? "" : ".") + part;
+    not_run_.emplace_back(tok.line, callee + "(...)");
+    SkipStatement();
+    return nullptr;
+  }
   if (target.empty() || !IsOp("=")) {
     pos_ = start;
     Fail("an assignment (name = value or a.b = value), a return or an import");
@@ -402,6 +412,7 @@ Result<PythonConfig> EvaluateConfigFunction(const std::string& path, std::string
     PythonConfig out;
     out.type = v->s;
     out.return_line = e.return_line_;
+    for (const auto& [line, call] : e.not_run_) out.not_run.push_back({line, call});
     for (const auto& [k, f] : v->fields) Flatten(k, *f, out, 0);
     return out;
   } catch (const Bad& b) {

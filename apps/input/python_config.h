@@ -5,7 +5,9 @@
 // The subset read: top-level `def NAME(...) -> T:` functions (others,
 // imports, docstrings and constants of the module are taken in passing)
 // whose bodies are straight-line statements: `x = expr`, `a.b.c = expr`,
-// `return expr`, `assert ...`, imports and docstrings (skipped). The
+// `return expr`, `assert ...`, imports and docstrings (skipped), and call
+// statements (`helper(config)`), which are not run and are listed in
+// `not_run`. The
 // expressions: int, float, string (concatenated; f-strings are unknown),
 // True, False, None, lists, tuples, dicts, names, attributes, subscripts,
 // + - * / // % ** on numbers, `and`, `or`, `not`, comparisons, `x if c
@@ -51,6 +53,7 @@ struct PythonConfig {
     std::string expression;
   };
   std::map<std::string, Unknown> unknown;  // by dotted path
+  std::vector<Unknown> not_run;            // call statements, not run
   std::string type;                        // the returned object's type
   int return_line = 0;
 };

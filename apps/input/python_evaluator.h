@@ -158,6 +158,8 @@ class Evaluator {
 
  public:
   int return_line_ = 0;
+  // Call statements not run (`enable_fused_swiglu(config)`): line, callee.
+  std::vector<std::pair<int, std::string>> not_run_;
 };
 
 }  // namespace ppb::python_detail

@@ -769,7 +769,16 @@ Result<LaunchRun> ReadTorchtitanFunction(const std::string& path, std::string_vi
   try {
     Job job(path, std::move(config->values), std::move(unknown), true);
     MainInput main{folder, function};
-    return Translate(job, inputs, &main);
+    Result<LaunchRun> run = Translate(job, inputs, &main);
+    if (run.ok()) {
+      for (const PythonConfig::Unknown& c : config->not_run) {
+        run->notes.push_back(fmt::format("line {}: {} is not run (ppb reads config functions "
+                                         "as data, not as programs): what it changes is not "
+                                         "read",
+                                         c.line, c.expression));
+      }
+    }
+    return run;
   } catch (const Bad& b) {
     return Error{"", b.message};
   }
