@@ -481,9 +481,7 @@ class Interpreter {
     // The launch: the first word naming a pretrain_*.py script.
     for (size_t k = 0; k < fields.size(); ++k) {
       const std::string& w = fields[k].text;
-      const size_t slash = w.find_last_of('/');
-      const std::string base = slash == std::string::npos ? w : w.substr(slash + 1);
-      if (!GlobMatch("pretrain_*.py", base)) continue;
+      if (!GlobMatch("pretrain_*.py", Base(w))) continue;
       if (launch_) {
         Refuse(line, fmt::format("the launch: must be one command; got a second at line {} "
                                  "(the first at line {})",
@@ -558,9 +556,7 @@ class Interpreter {
   void Directives(std::string_view text, const std::vector<int>& lines,
                   const std::vector<LaunchWord>& options) {
     std::vector<LaunchWord> found;
-    int n = 0;
-    ForEachLine(text, [&](std::string_view l, int) {
-      ++n;
+    ForEachLine(text, [&](std::string_view l, int n) {
       const size_t first = l.find_first_not_of(" \t\r");
       if (first == std::string_view::npos) return true;
       l.remove_prefix(first);
