@@ -7,7 +7,7 @@
 // the jobs run in order on the calling thread.
 //
 // Shared by the search's layout-level searchers (search/search.cpp), the
-// plan's rounds (apps/commands/plan_run.cpp) and the sweep's points
+// plan's rounds (search/plan/layout_search.cpp) and the sweep's points
 // (apps/commands/sweep.cpp).
 #pragma once
 

@@ -1,7 +1,7 @@
 // Loading a plan's space (plan_state.h Load): the job parsed, its own
 // layout simulated, the space enumerated, every layout loaded as a run
 // config of its own with its memory floor and cheap bound (a large space's
-// sample first), and the first answers (contract 2 of plan_run.h).
+// sample first, its even splits tried: contract 1 of plan_run.h).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -35,7 +35,8 @@ struct Loaded {
   bool not_loaded = false;  // past the time limit
   std::string refused, example;  // the loader's or the search's key, message
   bool no_fit = false;           // its memory floor does not fit
-  std::optional<Working> working;
+  std::optional<PlanWork> working;
+  std::shared_ptr<const RunConfig> config;  // with `working`
   // What the loader gave for it, from its own document with the default
   // even split: the layouts that differ from it only in schedule and v
   // apply theirs to it (apps/input/apply_layout.h). Kept while they load.
@@ -58,7 +59,7 @@ Loaded LoadLayout(const PlanState& st, const RunConfig& probe, const PlanLayout&
                   const RunConfig* base = nullptr) {
   Loaded out;
   // Past the time limit the rest is not even loaded: open, unbounded.
-  if (st.Past()) {
+  if (st.search.Past()) {
     out.not_loaded = true;
     return out;
   }
@@ -90,22 +91,21 @@ Loaded LoadLayout(const PlanState& st, const RunConfig& probe, const PlanLayout&
     out.example = problem.error().message;
     return out;
   }
-  Working w;
+  PlanWork w;
   w.entry.layout = l;
-  w.entry.note = l.yours ? "your layout" : "";
   w.options = MakeSearchOptions(config->search);
   w.options.target = s.target;
-  w.options.setting = SettingOf(l, s.target);
+  w.options.setting = LayoutRecomputeSetting(l, s.target);
   w.options.min_capacity = false;
   w.options.open_tree_bound = true;
   w.options.top_k = 1;
   w.options.time_limit_s = 0;
   w.options.node_limit = st.opt.node_limit;
-  w.options.threads = st.threads;
-  w.options.deadline = st.deadline;
+  w.options.threads = st.search.threads;
+  w.options.deadline = st.search.deadline;
   w.options.contexts = NewContextCache();
   auto pp = std::make_shared<SearchProblem>(std::move(*problem));
-  w.entry.config = config;
+  out.config = config;
   w.entry.problem = pp;
   if (!PlanFloorFits(*pp, w.options.setting)) {
     out.no_fit = true;
@@ -114,42 +114,6 @@ Loaded LoadLayout(const PlanState& st, const RunConfig& probe, const PlanLayout&
   w.entry.bound = PlanCheapBound(*pp);
   out.working = std::move(w);
   return out;
-}
-
-// Each of `ws` in turn (most promising first): its even split with its
-// recompute choice (no recompute, then each mode the layers offer, for a
-// per-layer choice), the first that fits kept; until `end`, or a layout
-// bounded at the incumbent.
-void TryEvenSplits(PlanState& st, const std::vector<Working*>& ws, Clock::time_point end) {
-  const PlanSettings& s = st.res.settings;
-  for (Working* wp : ws) {
-    Working& w = *wp;
-    if (Clock::now() >= end || w.entry.bound >= st.incumbent) break;
-    w.tried_even = true;
-    const SearchProblem& pr = *w.entry.problem;
-    const int v = pr.choices.front().v;
-    std::vector<std::string> modes;
-    if (w.entry.layout.recompute == "search") {
-      modes.push_back("");
-      for (const std::string& m : RecomputeModeNames(pr.layers)) modes.push_back(m);
-    } else {
-      modes.push_back(w.entry.layout.recompute == "none" ? "" : w.entry.layout.recompute);
-    }
-    for (const std::string& mode : modes) {
-      const Strategy strategy = EvenWith(pr, v, mode);
-      if (s.target != DeployTarget::Any &&
-          !Deployable(s.target, pr.layers, strategy, pr.p, v,
-                      PlacementOf(pr.choices.front().schedule, v) == StagePlacement::V)) {
-        continue;
-      }
-      Result<Candidate> c = Evaluate(pr, 0, strategy, Placement{}, end);
-      if (!c.ok()) break;
-      if (c->feasible) {
-        st.Keep(w.entry, *c);
-        break;
-      }
-    }
-  }
 }
 
 // The sample a large space (PlanOptions::sample_from) loads and tries
@@ -161,7 +125,7 @@ constexpr size_t kSampleStride = 16;
 // Parses the job, enumerates the space, loads every layout with its memory
 // floor and cheap bound, and simulates the file's own strategy.
 Status Load(PlanState& st) {
-  st.t0 = Clock::now();
+  st.search.t0 = Clock::now();
   const std::string& filename = st.filename;
   YAML::Node root;
   try {
@@ -192,9 +156,13 @@ Status Load(PlanState& st) {
   res.seq = probe->training.seq;
   res.global_batch = probe->training.global_batch;
   const PlanSettings& s = res.settings;
-  st.threads = st.opt.threads > 0 ? st.opt.threads : MakeSearchOptions(probe->search).threads;
-  st.limit = s.time_limit;
-  if (st.limit > 0) st.deadline = st.t0 + std::chrono::nanoseconds(st.limit);
+  PlanSearch& plan = st.search;
+  plan.target = s.target;
+  plan.share = st.opt.share;
+  plan.progress = st.opt.progress;
+  plan.threads = st.opt.threads > 0 ? st.opt.threads : MakeSearchOptions(probe->search).threads;
+  plan.limit = s.time_limit;
+  if (plan.limit > 0) plan.deadline = plan.t0 + std::chrono::nanoseconds(plan.limit);
 
   // The file's own layout and strategy ("your config").
   Result<RunConfig> own = ParseConfigYaml(root, filename, CliOverrides{});
@@ -202,7 +170,8 @@ Status Load(PlanState& st) {
   if (!own.ok() && root["pipeline"]) res.yours_error = own.error().message;
   if (own.ok()) {
     st.yours = OwnLayout(*own);
-    if (st.yours && std::int64_t{st.yours->t} * st.yours->cp * st.yours->p * st.yours->d != s.gpus) {
+    if (st.yours &&
+        std::int64_t{st.yours->t} * st.yours->cp * st.yours->p * st.yours->d != s.gpus) {
       st.yours.reset();
     }
     if (st.yours) {
@@ -215,11 +184,11 @@ Status Load(PlanState& st) {
     if (Result<SearchProblem> own_problem = BuildSearchProblem(*st.own_config); own_problem.ok()) {
       st.own_problem = std::make_shared<SearchProblem>(std::move(*own_problem));
       Result<Candidate> c =
-          Evaluate(*st.own_problem, 0, st.own_config->strategy, Placement{}, st.deadline);
+          Evaluate(*st.own_problem, 0, st.own_config->strategy, Placement{}, plan.deadline);
       if (c.ok()) {
         res.yours = *c;
         res.yours_layout = DescribeLayout(*st.yours);
-        st.Offer(*c);
+        plan.Offer(*c);
       }
     }
   }
@@ -231,12 +200,12 @@ Status Load(PlanState& st) {
                                          kMaxPlanSpace, size)})};
   }
   PlanSpace space = EnumeratePlan(*probe, s, st.yours ? &*st.yours : nullptr,
-                                  [&st] { return st.Past(); });
+                                  [&plan] { return plan.Past(); });
   res.total = space.total;
   res.refused = space.refused;
   // Combinations the time limit left unlooked-at bound nothing.
   res.not_loaded += space.not_enumerated;
-  st.n_layouts = static_cast<int>(space.layouts.size());
+  plan.n_layouts = static_cast<int>(space.layouts.size());
   // Every layout loaded on the plan's threads, each from the job's text and
   // its layout or from the loaded config of a layout that differs only in
   // schedule and v (below); what they give is taken in enumeration order.
@@ -254,26 +223,27 @@ Status Load(PlanState& st) {
                              ? (n + kSampleStride - 1) / kSampleStride
                              : 0;
   if (sampled > 0) {
-    ForEachOnThreads(sampled, st.threads, [&](size_t i) {
+    ForEachOnThreads(sampled, plan.threads, [&](size_t i) {
       const size_t k = i * kSampleStride;
       loaded[k] = LoadLayout(st, *probe, space.layouts[k]);
     });
-    std::vector<Working*> ws;
+    std::vector<PlanWork*> ws;
     for (size_t i = 0; i < sampled; ++i) {
       Loaded& x = loaded[i * kSampleStride];
       if (x.working) ws.push_back(&*x.working);
     }
-    std::stable_sort(ws.begin(), ws.end(), [](const Working* a, const Working* b) {
+    std::stable_sort(ws.begin(), ws.end(), [](const PlanWork* a, const PlanWork* b) {
       return a->entry.bound < b->entry.bound;
     });
     // A twentieth of the time from when the sample has loaded (not counted
     // in the load time).
     const Clock::time_point tries_t0 = Clock::now();
-    TryEvenSplits(st, ws,
-                  st.limit > 0 ? std::min(st.deadline,
-                                          Clock::now() + std::chrono::nanoseconds(st.limit / 20))
-                               : Clock::time_point::max());
-    st.Report();
+    TryEvenSplits(plan, ws,
+                  plan.limit > 0
+                      ? std::min(plan.deadline,
+                                 Clock::now() + std::chrono::nanoseconds(plan.limit / 20))
+                      : Clock::time_point::max());
+    plan.Report();
     tries_s = Since(tries_t0);
   }
   // The rest: first the first layout (in enumeration order) of each group
@@ -293,7 +263,7 @@ Status Load(PlanState& st) {
     if (in_sample(k)) continue;
     (leader[k] == k ? leaders : others).push_back(k);
   }
-  ForEachOnThreads(leaders.size(), st.threads, [&](size_t i) {
+  ForEachOnThreads(leaders.size(), plan.threads, [&](size_t i) {
     const size_t k = leaders[i];
     loaded[k] = LoadLayout(st, *probe, space.layouts[k]);
   });
@@ -304,7 +274,7 @@ Status Load(PlanState& st) {
                    [&](size_t a, size_t b) { return leader[a] < leader[b]; });
   std::vector<std::atomic<int>> left(n);
   for (size_t k : others) left[leader[k]].fetch_add(1);
-  ForEachOnThreads(others.size(), st.threads, [&](size_t i) {
+  ForEachOnThreads(others.size(), plan.threads, [&](size_t i) {
     const size_t k = others[i];
     loaded[k] = LoadLayout(st, *probe, space.layouts[k], loaded[leader[k]].base.get());
     if (left[leader[k]].fetch_sub(1) == 1) loaded[leader[k]].base.reset();
@@ -318,33 +288,22 @@ Status Load(PlanState& st) {
     } else if (!x.refused.empty()) {
       res.refused[x.refused]++;
       res.refused_example.try_emplace(x.refused, x.example);
-      ++st.done;
+      ++plan.done;
     } else if (x.no_fit) {
       ++res.pruned_by_memory;
-      ++st.done;
+      ++plan.done;
     } else {
-      st.work.push_back(std::move(*x.working));
+      x.working->id = st.configs.size();
+      st.configs.push_back(std::move(x.config));
+      plan.work.push_back(std::move(*x.working));
     }
   }
+  plan.pruned_at_load = res.pruned_by_memory;
   // Most promising first (by the cheap bound); ties in enumeration order.
-  std::stable_sort(st.work.begin(), st.work.end(), [](const Working& a, const Working& b) {
+  std::stable_sort(plan.work.begin(), plan.work.end(), [](const PlanWork& a, const PlanWork& b) {
     return a.entry.bound < b.entry.bound;
   });
   return Status();
-}
-
-// First answers: each layout's even split (TryEvenSplits), in order of
-// bound, within the first tenth of the time; those the sample of a large
-// space tried while loading are not tried again.
-void FirstAnswers(PlanState& st) {
-  const auto first_end = st.limit > 0 ? st.t0 + std::chrono::nanoseconds(st.limit / 10)
-                                      : Clock::time_point::max();
-  std::vector<Working*> ws;
-  for (Working& w : st.work) {
-    if (!w.tried_even) ws.push_back(&w);
-  }
-  TryEvenSplits(st, ws, first_end);
-  st.Report();
 }
 
 }  // namespace ppb::plan_detail

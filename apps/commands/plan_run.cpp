@@ -17,8 +17,6 @@
 #include "core/lower.h"
 #include "schedules/schedule.h"
 #include "search/deployable.h"
-#include "search/first_tries.h"
-#include "search/parallel_for.h"
 
 namespace ppb {
 
@@ -49,245 +47,24 @@ int Rank(const std::string& outcome) {
   return 0;
 }
 
-// Layouts settled at once (Explore's rounds): each round's layouts are
-// bounded and searched against the incumbent of the round's start, on up
-// to this many threads, and what they learn is taken in their order after
-// the round; so the answer, under a node limit, is the same on any number
-// of threads (policy, not physics: more layouts per round keep more cores
-// busy and search more of them against an older incumbent).
-constexpr size_t kPlanRound = 8;
-
-// What one layout's turn in a round found, taken in order after the round.
-struct Turn {
-  bool learn = false;  // its bound is known (PlanState::Learn)
-  std::optional<Result<SearchResult>> search;
-};
-
-// A turn's time: the time left over the rounds that the `waiting` layouts
-// take on `par` threads.
-double TurnShareS(const PlanState& st, size_t waiting, size_t par) {
-  const double rounds = std::ceil(static_cast<double>(waiting) / static_cast<double>(par));
-  return std::max(1e-3, st.LeftS() / std::max(1.0, rounds));
-}
-
-SearchOptions SearchOf(const Working& w, Nanos cut, double share_s, int threads) {
-  SearchOptions o = w.options;
-  o.threads = threads;
-  if (share_s > 0) o.time_limit_s = share_s;
-  o.cutoff = cut < kNoBound ? cut : -1;
-  return o;
-}
-
-// One layout's turn, on a worker: its bound (the root bound, and the
-// open-tree bound below `cut`; a uniform recompute choice's raised to what
-// bounds its per-layer search, `known`), then its search with `cut` as
-// cutoff when the bound is below it. Writes only `w` and `t`.
-void BoundAndSearch(const PlanState& st, Working& w, Nanos cut,
-                    const std::map<std::string, Nanos>& known, double share_s, int threads,
-                    Turn& t) {
-  SearchOptions bo = w.options;
-  bo.threads = threads;
-  if (st.limit > 0) {
-    const auto half = std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(share_s / 2));
-    bo.deadline = std::min(st.deadline, Clock::now() + half);
-  }
-  Result<Nanos> b = LowerBound(*w.entry.problem, bo, cut < kNoBound ? cut : -1);
-  if (!b.ok()) {
-    w.outcome = "refused: the schedule: " + b.error().key;
-    w.entry.closed = true;
-    return;
-  }
-  // A uniform choice's strategies are some of the per-layer search's:
-  // what bounds that (searched before it) bounds it too.
-  Nanos bound = *b;
-  if (bound < kNoBound && bo.setting) {
-    if (auto it = known.find(FreeKey(w.entry.layout)); it != known.end()) {
-      bound = std::max(bound, it->second);
-    }
-  }
-  t.learn = true;
-  if (bound >= kNoBound) {
-    w.outcome = "memory";  // no split the target can run fits
-    w.entry.closed = true;
-    w.entry.bound = kNoBound;
-    return;
-  }
-  w.entry.bound = std::max(w.entry.bound, bound);
-  if (w.entry.bound >= cut) {
-    w.outcome = "bound";
-    w.entry.closed = true;
-    return;
-  }
-  if (st.Past()) return;
-  SearchOptions o = SearchOf(w, cut, st.limit > 0 ? share_s : 0, threads);
-  t.search = Search(*w.entry.problem, o);
-}
-
-// A search's outcome, taken in order: its strategies offered, the layout
-// closed when its search closed its tree.
-void TakeSearch(PlanState& st, Working& w, const Result<SearchResult>& r) {
-  w.outcome = "searched";
-  if (!r.ok()) {
-    w.outcome = "refused: the search: " + r.error().key;
-    w.entry.closed = true;
-    return;
-  }
-  w.entry.searched = true;
-  for (const Candidate& c : r->top) st.Keep(w.entry, c);
-  if (r->found) st.Keep(w.entry, r->best);
-  w.entry.closed = r->proved_optimal || r->proved_infeasible;
-  if (!w.entry.closed) w.entry.bound = std::max(w.entry.bound, r->lower_bound);
-  // Only a search stopped by its time share may do better with more.
-  w.retry = r->stop_reason == "time limit";
-  st.Learn(w);
-  if (!w.entry.closed && st.res.stop_reason.empty()) st.res.stop_reason = r->stop_reason;
-}
-
-// The threads of a round of `n` layouts: the plan's threads over its
-// layouts (`par`), what is left over inside each search (`inner`). (A
-// struct, not a pair: clang before 16 cannot capture structured bindings
-// in the round's lambda.)
-struct RoundSplit {
-  size_t par = 1;
-  int inner = 1;
-};
-RoundSplit RoundThreads(const PlanState& st, size_t n) {
-  const size_t par = std::max<size_t>(1, std::min<size_t>(n, static_cast<size_t>(st.threads)));
-  return {par, std::max(1, st.threads / static_cast<int>(par))};
-}
-
-// The layouts in order of the cheap bound, in rounds of kPlanRound: the
-// root bound (and the open-tree bound below the incumbent) just before each
-// search; then the layouts left open searched again while time is left.
-void Explore(PlanState& st) {
-  FirstAnswers(st);
-  std::vector<Working>& work = st.work;
-  size_t i = 0;
-  while (i < work.size()) {
-    st.Exchange();
-    if (st.Past()) break;
-    // The round: the next layouts (claimed, under MPI) bounded below the
-    // incumbent; past the first that is not, every later one is pruned
-    // (their cheap bounds are at least its).
-    std::vector<size_t> round;
-    size_t waiting = 0;
-    for (size_t k = i; k < work.size() && work[k].entry.bound < st.incumbent; ++k) ++waiting;
-    while (i < work.size() && round.size() < kPlanRound) {
-      Working& w = work[i];
-      if (w.entry.bound >= st.incumbent) {
-        for (size_t k = i; k < work.size(); ++k) {
-          if (work[k].outcome.empty()) work[k].outcome = "bound";
-          work[k].entry.closed = true;
-        }
-        st.done += static_cast<int>(work.size() - i);
-        i = work.size();
-        break;
-      }
-      ++i;
-      if (st.opt.share != nullptr && !st.opt.share->claim(static_cast<std::int64_t>(i - 1))) {
-        continue;
-      }
-      w.claimed = true;
-      ++st.done;
-      round.push_back(i - 1);
-    }
-    if (round.empty()) continue;
-    const Nanos cut = st.incumbent;
-    const std::map<std::string, Nanos> known = st.free_known;
-    const RoundSplit rt = RoundThreads(st, round.size());
-    const size_t par = rt.par;
-    const int inner = rt.inner;
-    const double share = st.limit > 0 ? TurnShareS(st, std::max(waiting, round.size()), par) : 0;
-    std::vector<Turn> turns(round.size());
-    ForEachOnThreads(round.size(), static_cast<int>(par), [&](size_t n) {
-      BoundAndSearch(st, work[round[n]], cut, known, share, inner, turns[n]);
-    });
-    for (size_t n = 0; n < round.size(); ++n) {
-      const Turn& t = turns[n];
-      Working& w = work[round[n]];
-      if (t.learn) st.Learn(w);
-      if (t.search) {
-        TakeSearch(st, w, *t.search);
-        st.Report();
-      }
-    }
-  }
-  // Time left: the layouts this process searched whose search stopped at
-  // its share, searched again (most promising first) with the better
-  // incumbent as cutoff and the time left shared among them.
-  while (st.limit > 0 && !st.Past()) {
-    st.Exchange();
-    std::vector<size_t> again;
-    for (size_t k = 0; k < work.size(); ++k) {
-      const Working& w = work[k];
-      if (!w.entry.closed && w.claimed && w.entry.searched && w.retry &&
-          w.entry.bound < st.incumbent) {
-        again.push_back(k);
-      }
-    }
-    if (again.empty()) break;
-    std::stable_sort(again.begin(), again.end(), [&](size_t a, size_t b) {
-      return work[a].entry.bound < work[b].entry.bound;
-    });
-    // Each once a pass: `n` goes past every layout a round took or skipped.
-    for (size_t n = 0; n < again.size() && !st.Past();) {
-      std::vector<size_t> round;
-      for (; n < again.size() && round.size() < kPlanRound; ++n) {
-        if (work[again[n]].entry.bound < st.incumbent) round.push_back(again[n]);
-      }
-      if (round.empty()) continue;
-      const Nanos cut = st.incumbent;
-      const RoundSplit rt = RoundThreads(st, round.size());
-      const size_t par = rt.par;
-      const int inner = rt.inner;
-      const double share = TurnShareS(st, again.size() - n + round.size(), par);
-      std::vector<std::optional<Result<SearchResult>>> found(round.size());
-      ForEachOnThreads(round.size(), static_cast<int>(par), [&](size_t r) {
-        const Working& w = work[round[r]];
-        found[r] = Search(*w.entry.problem, SearchOf(w, cut, share, inner));
-      });
-      for (size_t r = 0; r < round.size(); ++r) {
-        TakeSearch(st, work[round[r]], *found[r]);
-        st.Report();
-      }
-    }
-  }
-}
-
 // The proof or the gap, the counts and the top list.
 PlanResult Finish(PlanState& st) {
   PlanResult& res = st.res;
-  // Layouts never loaded bound nothing: 0.
-  const Nanos lb = res.not_loaded > 0 ? 0 : st.OpenBound();
-  bool all_closed = res.not_loaded == 0;
-  for (const Working& w : st.work) {
-    all_closed = all_closed && (w.entry.closed || w.entry.bound >= st.incumbent);
-    if (w.outcome == "searched") ++res.searched;
-    if (w.outcome == "memory") ++res.pruned_by_memory;
-    // A layout never reached whose bound the incumbent passed is pruned
-    // by bound too.
-    if (w.outcome == "bound" || (w.outcome.empty() && w.entry.bound >= st.incumbent)) {
-      ++res.pruned_by_bound;
-    } else if (w.outcome.empty()) {
-      ++res.open;  // never reached: the time limit came first
-    }
-    if (w.outcome.rfind("refused: ", 0) == 0) res.refused[w.outcome.substr(9)]++;
-  }
-  res.found = st.incumbent < kNoBound;
-  res.proved_optimal = res.found && all_closed;
-  res.lower_bound = lb < kNoBound ? lb : 0;
-  if (res.found) {
-    res.gap = static_cast<double>(st.incumbent - std::min(st.incumbent, res.lower_bound)) /
-              static_cast<double>(st.incumbent);
-  }
-  // Open at the end: a search stopped at its node limit, or time ran out.
-  if (all_closed) {
-    res.stop_reason = res.found ? "proved optimal" : "nothing fits";
-  } else if (res.stop_reason != "node limit" || st.Past()) {
-    res.stop_reason = "time limit";
-  }
-  for (const Working& w : st.work) {
+  const PlanSearch& plan = st.search;
+  const PlanProof proof = Prove(plan, res.not_loaded);
+  res.searched += proof.searched;
+  res.pruned_by_memory += proof.pruned_by_memory;
+  res.pruned_by_bound += proof.pruned_by_bound;
+  res.open += proof.open;
+  for (const auto& [why, n] : proof.refused) res.refused[why] += n;
+  res.found = proof.found;
+  res.proved_optimal = proof.proved_optimal;
+  res.lower_bound = proof.lower_bound;
+  res.gap = proof.gap;
+  res.stop_reason = proof.stop_reason;
+  res.first_answer_s = plan.first_answer_s;
+  res.incumbents = plan.incumbents;
+  for (const PlanWork& w : plan.work) {
     if (!w.entry.best) continue;
     const auto key = std::pair{w.entry.layout.t, w.entry.layout.p};
     auto it = res.best_by_tp.try_emplace(key, w.entry.best->makespan).first;
@@ -295,8 +72,13 @@ PlanResult Finish(PlanState& st) {
   }
   // The best layouts, one entry each (the file's own strategy as its own).
   std::vector<PlanEntry> entries;
-  for (Working& w : st.work) {
-    if (w.entry.best) entries.push_back(std::move(w.entry));
+  for (PlanWork& w : st.search.work) {
+    if (!w.entry.best) continue;
+    PlanEntry e;
+    static_cast<PlanOutcome&>(e) = std::move(w.entry);
+    e.note = e.layout.yours ? "your layout" : "";
+    e.config = st.configs[w.id];
+    entries.push_back(std::move(e));
   }
   if (res.yours && res.yours->feasible) {
     PlanEntry e;
@@ -340,7 +122,7 @@ PlanResult Finish(PlanState& st) {
   }
   for (PlanEntry& e : sorted) Describe(e);
   res.top = std::move(sorted);
-  res.solve_time_s = Since(st.t0);
+  res.solve_time_s = Since(plan.t0);
   return std::move(res);
 }
 
@@ -349,8 +131,9 @@ using Json = nlohmann::json;
 // What this process learned of each layout, for the lead's merge.
 std::string EncodePart(const PlanState& st) {
   Json layouts = Json::array();
-  for (size_t i = 0; i < st.work.size(); ++i) {
-    const Working& w = st.work[i];
+  const std::vector<PlanWork>& work = st.search.work;
+  for (size_t i = 0; i < work.size(); ++i) {
+    const PlanWork& w = work[i];
     if (w.outcome.empty() && !w.entry.best && !w.entry.closed) continue;
     Json x = {{"i", i},           {"claimed", w.claimed},         {"closed", w.entry.closed},
               {"searched", w.entry.searched}, {"outcome", w.outcome}, {"bound", w.entry.bound}};
@@ -361,8 +144,8 @@ std::string EncodePart(const PlanState& st) {
     layouts.push_back(std::move(x));
   }
   Json j = {{"layouts", layouts},
-            {"stop_reason", st.res.stop_reason},
-            {"layouts_total", st.work.size()}};
+            {"stop_reason", st.search.stop_reason},
+            {"layouts_total", work.size()}};
   return j.dump();
 }
 
@@ -376,13 +159,14 @@ Status ApplyPart(PlanState& st, const std::string& text) {
   } catch (const Json::exception& e) {
     return Error{"plan", std::string("an MPI part is not JSON: ") + e.what()};
   }
-  if (j.value("layouts_total", size_t{0}) != st.work.size()) {
+  std::vector<PlanWork>& work = st.search.work;
+  if (j.value("layouts_total", size_t{0}) != work.size()) {
     return Error{"plan", "an MPI part has another set of layouts"};
   }
   for (const Json& x : j["layouts"]) {
     const size_t i = x["i"].get<size_t>();
-    if (i >= st.work.size()) return Error{"plan", "an MPI part names no layout"};
-    Working& w = st.work[i];
+    if (i >= work.size()) return Error{"plan", "an MPI part names no layout"};
+    PlanWork& w = work[i];
     const std::string outcome = x["outcome"].get<std::string>();
     if (Rank(outcome) > Rank(w.outcome)) w.outcome = outcome;
     w.entry.closed = w.entry.closed || x["closed"].get<bool>();
@@ -395,11 +179,11 @@ Status ApplyPart(PlanState& st, const std::string& text) {
       strategy.recompute = x["recompute"].get<std::vector<std::uint8_t>>();
       Result<Candidate> c = Evaluate(*w.entry.problem, 0, strategy);
       if (!c.ok()) return c.error();
-      st.Keep(w.entry, *c);
+      st.search.Keep(w.entry, *c);
     }
   }
   const std::string reason = j.value("stop_reason", "");
-  if (st.res.stop_reason.empty()) st.res.stop_reason = reason;
+  if (st.search.stop_reason.empty()) st.search.stop_reason = reason;
   return Status();
 }
 
@@ -416,7 +200,8 @@ Result<PlanResult> RunPlan(std::string_view text, std::string_view filename,
   st.filename = std::string(filename);
   st.opt = opt;
   PPB_PLAN_TRY(Load(st));
-  Explore(st);
+  FirstAnswers(st.search);
+  Explore(st.search);
   if (opt.part != nullptr) *opt.part = EncodePart(st);
   return Finish(st);
 }

@@ -168,21 +168,6 @@ std::string ShapeRefusal(const RunConfig& probe, const PlanSettings& s, int t, i
 
 }  // namespace
 
-bool TargetRunsSchedule(DeployTarget target, const std::string& schedule) {
-  return target != DeployTarget::Megatron || schedule == "1f1b" || schedule == "interleaved";
-}
-
-std::string DescribeLayout(const PlanLayout& l) {
-  return fmt::format("t{} cp{} ep{} p{} d{} mbs{} m{} {} v{} {}{}{}{}{}", l.t, l.cp, l.ep, l.p,
-                     l.d, l.mbs, l.m, l.schedule, l.v, l.recompute, l.sp ? " sp" : "",
-                     !l.sharding.empty() ? " " + l.sharding
-                     : l.dist_opt        ? std::string(" dist-opt")
-                                         : std::string(),
-                     l.precision.empty() ? "" : " " + l.precision,
-                     (l.offload.empty() ? "" : " offload " + l.offload) +
-                         (l.moe.empty() ? "" : " moe " + l.moe));
-}
-
 double PlanSpaceSize(const RunConfig& probe, const PlanSettings& s) {
   const Lists x = Resolve(probe, s);
   double sv = 0;

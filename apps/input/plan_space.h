@@ -64,36 +64,9 @@
 #include <vector>
 
 #include "apps/input/config.h"
+#include "search/plan/plan_layout.h"
 
 namespace ppb {
-
-struct PlanLayout {
-  int t = 1, cp = 1, ep = 1, p = 1, d = 1;
-  int mbs = 1;
-  int m = 1;  // micro-batches: GBS / (d mbs)
-  bool sp = false, dist_opt = false;
-  std::string schedule = "1f1b";
-  int v = 1;
-  std::string recompute = "search";  // "search", "none" or a mode
-  // The linears' recipe (core/precision.h RecipeName); "" keeps the file's.
-  std::string precision;
-  // training.data_parallel_sharding (core/sharding.h); "": dist_opt says.
-  std::string sharding;
-  // training.offload: "" keeps the file's, "none" drops it, else a flow map.
-  std::string offload;
-  // training.moe: "" keeps the file's, "none" drops it, else a flow map.
-  std::string moe;
-  bool yours = false;                // the job config's own layout
-};
-
-// Whether framework `target` runs schedule `schedule` itself: Megatron-LM
-// runs 1F1B and interleaved 1F1B only (schedules.py
-// get_forward_backward_func); the others any (their rules are
-// search/deployable.h's).
-bool TargetRunsSchedule(DeployTarget target, const std::string& schedule);
-
-// "t8 cp1 ep1 p8 d24 mbs1 1f1b v1 search": one layout for people.
-std::string DescribeLayout(const PlanLayout& l);
 
 struct PlanSpace {
   std::vector<PlanLayout> layouts;  // every combination that passed

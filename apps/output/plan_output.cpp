@@ -108,13 +108,6 @@ std::string DescribePlanRecompute(const PlanEntry& e) {
   return out;
 }
 
-bool PlanTiePreference(const PlanLayout& a, const PlanLayout& b) {
-  const long long ma = 1LL * a.t * a.cp * a.ep * a.p, mb = 1LL * b.t * b.cp * b.ep * b.p;
-  if (ma != mb) return ma < mb;
-  if (a.v != b.v) return a.v < b.v;
-  return a.mbs < b.mbs;
-}
-
 std::string PlanDepthMark(const PlanEntry& e) {
   if (e.layout.yours) return "";
   if (!e.searched) {

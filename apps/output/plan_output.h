@@ -28,17 +28,14 @@
 #include "apps/input/plan_space.h"
 #include "core/breakdown.h"
 #include "core/step_metrics.h"
+#include "search/plan/layout_search.h"
 #include "search/search.h"
 
 namespace ppb {
 
-// One layout's outcome.
-struct PlanEntry {
-  PlanLayout layout;
-  Nanos bound = 0;      // its lower bound (before and after its search)
-  bool closed = false;  // its optimum is known, or none below the incumbent
-  bool searched = false;
-  std::optional<Candidate> best;  // its best strategy found (feasible)
+// One layout's outcome (search/plan/layout_search.h), with what the report
+// adds.
+struct PlanEntry : PlanOutcome {
   std::string note;               // "your config", "your layout"
   // Layouts whose best simulates to the same step (to the nanosecond): one
   // tie group, this entry its simplest member (PlanTiePreference), the
@@ -49,15 +46,9 @@ struct PlanEntry {
   // and the step's figures (a derived model).
   std::optional<StepParts> parts;
   std::optional<StepMetrics> metrics;
-  // The layout's run config and problem (for the report and --emit).
+  // The layout's run config (for the report and --emit).
   std::shared_ptr<const RunConfig> config;
-  std::shared_ptr<const SearchProblem> problem;
 };
-
-// The order of preference inside a tie group, simplest first: fewer model-
-// parallel ranks (t x cp x ep x p), then fewer virtual stages, then the
-// smaller micro-batch, then the order found.
-bool PlanTiePreference(const PlanLayout& a, const PlanLayout& b);
 
 // "(search stopped at its node limit)", "(first tries only: pruned at its
 // bound 3416.1 ms)", or "" for an entry searched to the end.

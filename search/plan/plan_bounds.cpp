@@ -1,12 +1,11 @@
-// The plan's bounds on one layout without a simulation (plan_run.h):
-// the memory floor and the cheap bound.
+#include "search/plan/plan_bounds.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <vector>
 
-#include "apps/commands/plan_run.h"
 #include "schedules/schedule.h"
 #include "search/deployable.h"
 
@@ -33,8 +32,9 @@ bool PlanFloorFits(const SearchProblem& problem, const std::optional<RecomputeSe
       for (const RecomputeOption& o : l.recompute) stash = std::min(stash, o.retained_activation);
     } else {
       for (std::uint8_t x : modes) {
-        stash = std::min(stash, x == 0 ? l.activation
-                                       : l.recompute[static_cast<size_t>(x - 1)].retained_activation);
+        const Bytes kept =
+            x == 0 ? l.activation : l.recompute[static_cast<size_t>(x - 1)].retained_activation;
+        stash = std::min(stash, kept);
       }
     }
     need += l.static_memory + stash;
@@ -47,7 +47,7 @@ bool PlanFloorFits(const SearchProblem& problem, const std::optional<RecomputeSe
 namespace {
 
 // The pipeline part of PlanCheapBound under one schedule choice, in ns on
-// speed-1 devices (see plan_run.h).
+// speed-1 devices (see plan_bounds.h).
 long double FillDrainBound(const SearchProblem& pr, const ScheduleChoice& choice) {
   const int p = pr.p;
   const long double m = pr.m;
