@@ -28,6 +28,17 @@ namespace ppb {
 struct JobGroups;  // core/rank_layout.h
 struct Training;   // core/architecture.h
 
+// search.memory_headroom / plan.memory_headroom: memory every device keeps
+// free beyond what its process holds, as bytes or as a share of the GPU's
+// memory. An answer that needs it is "at risk". Default: 5 % of the GPU's
+// memory with the step model, none without it (docs/model.md "Memory a
+// process really uses" says why 5 %).
+struct MemoryHeadroom {
+  bool given = false;
+  Bytes bytes = -1;    // >= 0: these bytes
+  double share = 0.05; // else this share of the GPU's memory
+};
+
 struct ProcessMemory {
   // The caching allocator's reserved-but-unallocated share of reserved
   // memory at the peak. GMLake (Guo et al., ASPLOS 2024, A100-80GB, eight

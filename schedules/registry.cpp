@@ -93,4 +93,24 @@ const ScheduleInfo* FindScheduleByAnyName(std::string_view name) {
   return nullptr;
 }
 
+Status CheckSchedule(const std::string& schedule, int p, int v, int m,
+                     const ScheduleParams& params) {
+  const ScheduleInfo* info = FindSchedule(schedule);
+  if (info == nullptr) {
+    return Error{"pipeline.schedule",
+                 "must name a registered schedule; got " + schedule};
+  }
+  PipelineSpec spec = PipelineSpec::Uniform(p, v, m, 1, 1);
+  if (info->placement == StagePlacement::V && v == 2) {
+    spec.placement = StagePlacement::V;
+    spec.stage_device = StagePlacementDevices(StagePlacement::V, p, v);
+  }
+  // Generating is O(p v m) (10^5 micro-batches: a third of a second); a
+  // schedule whose refusals depend on the shape alone says so in O(p v).
+  if (info->check != nullptr) return info->check(spec, params);
+  Result<Program> program = info->generate(spec, params);
+  if (!program.ok()) return program.error();
+  return Status();
+}
+
 }  // namespace ppb

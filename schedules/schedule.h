@@ -69,6 +69,14 @@ std::span<const ScheduleInfo> ScheduleRegistry();
 // nullptr when no schedule has that name.
 const ScheduleInfo* FindSchedule(std::string_view name);
 
+// Whether schedule `schedule` (a registry name) accepts p ranks, v chunks per
+// rank, m micro-batches and `params` (its constraints depend on nothing
+// else; the V schedules' placement at v = 2). Errors are the generator's:
+// keys "pipeline.schedule" (no such schedule), "pipeline.virtual_stages",
+// "pipeline.microbatches", "pipeline.microbatch_group".
+Status CheckSchedule(const std::string& schedule, int p, int v, int m,
+                     const ScheduleParams& params);
+
 // The chunks per rank a schedule always runs: 1 where it runs one stage per
 // rank (ScheduleInfo::one_stage_per_rank), 2 for the V placement; 0 where
 // the config's v applies (interleaved, looped-bfs, interleaved-zero-bubble,

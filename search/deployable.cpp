@@ -381,4 +381,8 @@ bool Deployable(DeployTarget target, const std::vector<Layer>& layers, const Str
          ExpressingSetting(target, layers, strategy).has_value();
 }
 
+bool TargetRunsSchedule(DeployTarget target, const std::string& schedule) {
+  return target != DeployTarget::Megatron || schedule == "1f1b" || schedule == "interleaved";
+}
+
 }  // namespace ppb

@@ -79,6 +79,12 @@ struct RecomputeSetting {
 std::vector<RecomputeSetting> RecomputeSettings(DeployTarget target, const std::vector<Layer>& layers);
 
 // The framework's flags for s, for reports ("--recompute-granularity selective").
+// Whether framework `target` runs schedule `schedule` itself: Megatron-LM
+// runs 1F1B and interleaved 1F1B only (core 0.20 schedules.py
+// get_forward_backward_func); the others any schedule (their other rules
+// are ChoiceRefusal's). Shared by the plan's space and the emitters.
+bool TargetRunsSchedule(DeployTarget target, const std::string& schedule);
+
 std::string DescribeSetting(const RecomputeSetting& s);
 
 // The option indexes (0 = none) layer l may take in a stage holding layers

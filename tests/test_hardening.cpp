@@ -13,7 +13,7 @@
 #include "app_helpers.h"
 #include "apps/commands/plan_run.h"
 #include "apps/input/config.h"
-#include "apps/input/plan_space.h"
+#include "apps/input/layout_document.h"
 #include "apps/input/step_runs.h"
 #include "apps/output/plan_output.h"
 #include "apps/output/step_calibration.h"
@@ -108,7 +108,7 @@ TEST_CASE("hardening: a listed v the schedule does not run is counted as refused
                                    "  virtual_stages: [1, 2]\n  time_limit: 0s\n");
   Result<RunConfig> probe = ParseConfigYaml(ProbeDocument(text), "job.yaml", {});
   REQUIRE(probe.ok());
-  const PlanSpace space = EnumeratePlan(*probe, *probe->plan, nullptr);
+  const PlanSpace space = EnumeratePlan(PlanJobOf(*probe), *probe->plan, nullptr);
   CHECK(space.total == 2);
   CHECK(space.refused.at("interleaved needs virtual_stages >= 2") == 1);
   REQUIRE(space.layouts.size() == 1);

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "apps/input/config.h"
-#include "apps/input/plan_space.h"
+#include "apps/input/layout_document.h"
 #include "apps/output/emit.h"
 #include "core/cost_model.h"
 #include "core/layer_kernels.h"

@@ -1,4 +1,4 @@
-// ppb-sim plan (apps/commands/plan_run.h, apps/input/plan_space.h): the
+// ppb-sim plan (apps/commands/plan_run.h, search/plan/plan_space.h, apps/input/layout_document.h): the
 // plan's answer against brute force over every layout of small spaces (every
 // split and recompute simulated), its bounds below every layout's optimum,
 // the candidates counted, the refusal rules, "your config" among the
@@ -14,7 +14,7 @@
 #include "app_helpers.h"
 #include "apps/commands/plan_run.h"
 #include "apps/input/apply_layout.h"
-#include "apps/input/plan_space.h"
+#include "apps/input/layout_document.h"
 #include "apps/input/search_problem.h"
 #include "apps/output/emit.h"
 #include "apps/output/output.h"
@@ -66,7 +66,7 @@ const std::string kSpace = R"(plan:
 PlanSpace SpaceOf(const std::string& text) {
   Result<RunConfig> probe = ParseConfigYaml(ProbeDocument(text), "job.yaml", {});
   REQUIRE(probe.ok());
-  return EnumeratePlan(*probe, *probe->plan, nullptr);
+  return EnumeratePlan(PlanJobOf(*probe), *probe->plan, nullptr);
 }
 
 struct Layout {
@@ -81,7 +81,7 @@ struct Layout {
 std::vector<Layout> BruteForce(const std::string& text) {
   Result<RunConfig> probe = ParseConfigYaml(ProbeDocument(text), "job.yaml", {});
   REQUIRE(probe.ok());
-  const PlanSpace space = EnumeratePlan(*probe, *probe->plan, nullptr);
+  const PlanSpace space = EnumeratePlan(PlanJobOf(*probe), *probe->plan, nullptr);
   std::vector<Layout> out;
   for (const PlanLayout& l : space.layouts) {
     Result<RunConfig> cfg = ParseConfigYaml(LayoutDocument(text, l), "job.yaml", {});
@@ -276,7 +276,7 @@ TEST_CASE("plan: a space that loads a sample first keeps its proved answer and i
 int CheckScheduleVAgainstLoader(const std::string& text) {
   Result<RunConfig> probe = ParseConfigYaml(ProbeDocument(text), "job.yaml", CliOverrides{});
   REQUIRE(probe.ok());
-  const PlanSpace space = EnumeratePlan(*probe, *probe->plan, nullptr, [] { return false; });
+  const PlanSpace space = EnumeratePlan(PlanJobOf(*probe), *probe->plan, nullptr, [] { return false; });
   auto key = [](PlanLayout l) {
     l.schedule.clear();
     l.v = 0;

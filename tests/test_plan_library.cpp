@@ -17,6 +17,7 @@
 #include "search/plan/layout_search.h"
 #include "search/plan/plan_bounds.h"
 #include "search/plan/plan_layout.h"
+#include "search/plan/plan_space.h"
 
 namespace ppb {
 namespace {
@@ -190,6 +191,74 @@ TEST_CASE("plan room: the answer and every layout's outcome are the same on 1 an
     CHECK(pa.lower_bound == pb.lower_bound);
     CHECK(pa.stop_reason == pb.stop_reason);
   }
+}
+
+// A dense job as a value: 8 decoder layers, 8 heads over 2 KV groups,
+// global batch 8, on 16 GPUs.
+PlanJob SmallJob() {
+  PlanJob job;
+  for (int i = 0; i < 8; ++i) {
+    Layer l = MakeLayer("decoder." + std::to_string(i), LayerKind::Decoder, 1000, 100);
+    job.layers.push_back(l);
+  }
+  job.architecture.heads = 8;
+  job.architecture.kv_heads = 2;
+  job.training.seq = 4096;
+  job.training.global_batch = 8;
+  job.hardware.step_model = true;
+  return job;
+}
+
+TEST_CASE("plan room: a job's space enumerated from values, each refusal counted by hand",
+          "[plan]") {
+  const PlanJob job = SmallJob();
+  PlanSettings s;
+  s.gpus = 16;
+  s.tensor_parallel = {1, 2, 4};
+  s.context_parallel = {1};  // (absent: every power of two up to 8)
+  s.pipeline_parallel = {1, 2, 4};
+  s.micro_batch_size = {1, 2};
+  s.schedules = {"1f1b"};
+  s.sequence_parallel = {false};
+  s.distributed_optimizer = {true};
+  s.recompute = {"none"};
+  // t = 4 does not divide the 2 KV heads: 3 p x 2 mbs. d = 16 / (t p) and
+  // m = 8 / (d mbs): (t, p, mbs) = (1, 1, 1), (1, 1, 2), (1, 2, 2), (2, 1, 2)
+  // leave d x mbs above 8. The 8 others are layouts.
+  PlanSpace space = EnumeratePlan(job, s, nullptr);
+  CHECK(space.total == 18);
+  CHECK(space.refused.at("t does not divide the KV heads") == 6);
+  CHECK(space.refused.at("the global batch is not a multiple of d x micro_batch_size") == 4);
+  REQUIRE(space.layouts.size() == 8);
+  CHECK(PlanSpaceSize(job, s) == 18.0);
+  for (const PlanLayout& l : space.layouts) {
+    CHECK(l.t * l.p * l.d == 16);
+    CHECK(l.m * l.d * l.mbs == 8);
+    CHECK(l.t <= 2);
+  }
+  CHECK(DescribeLayout(space.layouts.front()) == "t1 cp1 ep1 p2 d8 mbs1 m1 1f1b v1 none dist-opt");
+  // PyTorch's 1F1B needs m >= p (its schedules.py). The layouts are
+  // (t, p, mbs, m) = (1, 2, 1, 1), (1, 4, 1, 2), (1, 4, 2, 1), (2, 1, 1, 1),
+  // (2, 2, 1, 2), (2, 2, 2, 1), (2, 4, 1, 4), (2, 4, 2, 2): five have fewer
+  // micro-batches than stages and are refused by the schedule's rule.
+  PlanJob torch = job;
+  torch.schedule_params.flavor = Flavor::PyTorch;
+  space = EnumeratePlan(torch, s, nullptr);
+  CHECK(space.refused.at("the schedule's rules (1f1b)") == 5);
+  REQUIRE(space.layouts.size() == 3);
+  CHECK(space.layouts[0].p == 1);
+  CHECK(space.layouts[1].p == 2);
+  CHECK(space.layouts[1].m == 2);
+  CHECK(space.layouts[2].p == 4);
+  CHECK(space.layouts[2].m == 4);
+  for (const PlanLayout& l : space.layouts) CHECK(l.t == 2);
+  // The job's own layout, outside the lists, is added and marked.
+  PlanLayout own = space.layouts[1];
+  own.recompute = "full";
+  space = EnumeratePlan(torch, s, &own);
+  REQUIRE(space.layouts.size() == 4);
+  CHECK(space.layouts.back().yours);
+  CHECK(space.total == 19);
 }
 
 TEST_CASE("plan room: layouts described as keys and ordered by simplicity", "[plan]") {

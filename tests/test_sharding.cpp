@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "apps/input/config.h"
-#include "apps/input/plan_space.h"
+#include "apps/input/layout_document.h"
 #include "apps/output/emit.h"
 #include "core/collective.h"
 #include "core/dp_costs.h"
@@ -374,7 +374,7 @@ TEST_CASE("plan: data-parallel sharding and offload as dimensions", "[sharding][
   const std::string text = Job("") + plan;
   Result<RunConfig> probe = ParseConfigYaml(ProbeDocument(text), "job.yaml", {});
   REQUIRE(probe.ok());
-  const PlanSpace space = EnumeratePlan(*probe, *probe->plan, nullptr);
+  const PlanSpace space = EnumeratePlan(PlanJobOf(*probe), *probe->plan, nullptr);
   REQUIRE(space.layouts.size() == 4);
   std::vector<std::string> seen;
   for (const PlanLayout& l : space.layouts) {
@@ -396,7 +396,7 @@ TEST_CASE("plan: data-parallel sharding and offload as dimensions", "[sharding][
   const std::string torch = Job("  fsdp: torch\n") + plan;
   Result<RunConfig> tprobe = ParseConfigYaml(ProbeDocument(torch), "job.yaml", {});
   REQUIRE(tprobe.ok());
-  const PlanSpace tspace = EnumeratePlan(*tprobe, *tprobe->plan, nullptr);
+  const PlanSpace tspace = EnumeratePlan(PlanJobOf(*tprobe), *tprobe->plan, nullptr);
   REQUIRE(tspace.layouts.size() == 4);
   Result<RunConfig> bad = ParseConfigYaml(LayoutDocument(torch, tspace.layouts[0]), "job.yaml", {});
   REQUIRE(!bad.ok());

@@ -193,13 +193,14 @@ Status Load(PlanState& st) {
     }
   }
   // A space no plan could look at is refused before it is enumerated.
-  if (const double size = PlanSpaceSize(*probe, s); size > kMaxPlanSpace) {
+  const PlanJob job = PlanJobOf(*probe);
+  if (const double size = PlanSpaceSize(job, s); size > kMaxPlanSpace) {
     return Error{"plan", FormatError(*probe, Error{"plan", fmt::format(
                                          "must make at most {:g} combinations (the product "
                                          "of its lists' sizes); got about {:.3g}",
                                          kMaxPlanSpace, size)})};
   }
-  PlanSpace space = EnumeratePlan(*probe, s, st.yours ? &*st.yours : nullptr,
+  PlanSpace space = EnumeratePlan(job, s, st.yours ? &*st.yours : nullptr,
                                   [&plan] { return plan.Past(); });
   res.total = space.total;
   res.refused = space.refused;

@@ -1,4 +1,4 @@
-// ppb-sim plan over a job config: the space of apps/input/plan_space.h,
+// ppb-sim plan over a job config: the space of search/plan/plan_space.h,
 // each layout loaded as a run config of its own (LayoutDocument, the usual
 // loader, BuildSearchProblem), then the branch-and-bound over the layouts
 // of search/plan/layout_search.h (contracts 2 to 4), whose searches are

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "apps/commands/plan_run.h"
-#include "apps/input/plan_space.h"
+#include "apps/input/layout_document.h"
 #include "search/plan/layout_search.h"
 
 namespace ppb::plan_detail {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "apps/commands/plan_run.h"
-#include "apps/input/plan_space.h"
+#include "apps/input/layout_document.h"
 #include "apps/input/search_problem.h"
 
 namespace ppb {

@@ -5,7 +5,7 @@
 // (issue 46's job and layout values, for the pipeline's part of a layout).
 //
 // Contract: `loaded` is what ParseConfigYaml gave for LayoutDocument(text,
-// L) (apps/input/plan_space.h) with no overrides; L' is L with schedule
+// L) (apps/input/layout_document.h) with no overrides; L' is L with schedule
 // `schedule` and v `v`. ApplyScheduleV returns exactly what the loader
 // gives for LayoutDocument(text, L') (the same shape, schedule, its
 // parameters, communication, strategy; everything else is the same

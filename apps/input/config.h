@@ -29,6 +29,7 @@
 #include "core/topology.h"
 #include "schedules/schedule.h"
 #include "search/deployable.h"
+#include "search/plan/plan_space.h"
 
 namespace YAML {
 class Node;
@@ -66,17 +67,6 @@ struct CliOverrides {
 // its limits. Lists are validated names / positive values without repeats;
 // which combinations make sense is decided by BuildSearchProblem
 // (apps/input/search_problem.h).
-// search.memory_headroom / plan.memory_headroom: memory every device keeps
-// free beyond what its process holds (core/process_memory.h), as bytes or
-// as a share of the GPU's memory. An answer that needs it is "at risk".
-// Default: 5 % of the GPU's memory with the step model, none without it
-// (docs/model.md "Memory a process really uses" says why 5 %).
-struct MemoryHeadroom {
-  bool given = false;
-  Bytes bytes = -1;    // >= 0: these bytes
-  double share = 0.05; // else this share of the GPU's memory
-};
-
 struct SearchSettings {
   std::vector<std::string> schedules;  // registry names (no "custom");
                                        // empty: pipeline.schedule
@@ -94,41 +84,6 @@ struct SearchSettings {
   // search.target: only strategies this framework's configuration can
   // express (search/deployable.h); any: every per-layer choice.
   DeployTarget target = DeployTarget::Any;
-  MemoryHeadroom memory_headroom;
-};
-
-// The optional `plan:` block (`ppb-sim plan`, apps/commands/plan.cpp): the
-// space of whole-job layouts on `gpus` GPUs. An empty list means every
-// value the model and the cluster allow (apps/input/plan_space.h says
-// which); values are distinct and validated one by one here, their
-// combinations in the plan space.
-struct PlanSettings {
-  int gpus = 0;  // t x cp x p x d
-  std::vector<int> tensor_parallel, context_parallel, expert_parallel, pipeline_parallel,
-      micro_batch_size, virtual_stages;
-  std::vector<std::string> schedules;  // registry names
-  std::vector<bool> sequence_parallel, distributed_optimizer;
-  // "search" (per layer, as ppb-sim search), "none", or a recompute mode
-  // the layers offer ("selective", "full": on every layer that offers it).
-  std::vector<std::string> recompute;
-  // plan.precision: bf16 | fp8-delayed | fp8-tensorwise | fp8-blockwise |
-  // mxfp8 | nvfp4 (empty: the file's own).
-  std::vector<std::string> precision;
-  // plan.data_parallel_sharding: no_shard | optim | optim_grads |
-  // optim_grads_params (core/sharding.h), in place of
-  // distributed_optimizer (empty: that list, or the file's own strategy
-  // when it sets one past optim or an FSDP).
-  std::vector<std::string> data_parallel_sharding;
-  // plan.offload: "none" or a training.offload map, as flow YAML text
-  // (empty: the file's own).
-  std::vector<std::string> offload;
-  // plan.moe: "none" or a training.moe map (dispatcher, backend,
-  // overlap_ep_comm, expert_tensor_parallel, ...), as flow YAML text
-  // (empty: the file's own).
-  std::vector<std::string> moe;
-  DeployTarget target = DeployTarget::Any;
-  Nanos time_limit = 60'000'000'000;  // 0: none
-  int top = 10;
   MemoryHeadroom memory_headroom;
 };
 
@@ -257,13 +212,6 @@ struct PreparedRun {
   Program program;
 };
 Result<PreparedRun> Prepare(const RunConfig& config);
-
-// Whether schedule `schedule` (a registry name) accepts p ranks, v chunks per
-// rank, m micro-batches and `params` (its constraints depend on nothing
-// else). Errors are the generator's: keys "pipeline.virtual_stages",
-// "pipeline.microbatches", "pipeline.microbatch_group".
-Status CheckSchedule(const std::string& schedule, int p, int v, int m,
-                     const ScheduleParams& params);
 
 // The step's figures (core/step_metrics.h) of a derived model run with
 // `recompute` over m micro-batches in `iteration`; nullopt without derived

@@ -2,7 +2,7 @@
 // list is a list of distinct values (or one scalar, a list of one); each
 // value is checked on its own here (a positive integer, a schedule name, a
 // recompute mode the layers offer); which combinations a job can run is the
-// plan space's (apps/input/plan_space.h). Errors as every config error:
+// plan space's (search/plan/plan_space.h). Errors as every config error:
 // "file:line: plan.<key>: must be ...; got ...".
 #include "apps/input/config_parser.h"
 #include "search/first_tries.h"

@@ -24,6 +24,7 @@
 #include "apps/output/output.h"
 #include "core/strategy.h"
 #include "schedules/schedule.h"
+#include "search/deployable.h"
 
 namespace ppb {
 
@@ -541,7 +542,7 @@ Result<Emission> emit_detail::EmitMegatron(const RunConfig& config) {
     AddNote(text,
             "with v = 1 Megatron-LM runs 1F1B (simulated: torch's "
             "interleaved order with one chunk per rank)");
-  } else if (config.schedule != "1f1b" && config.schedule != "interleaved") {
+  } else if (!TargetRunsSchedule(DeployTarget::Megatron, config.schedule)) {
     AddNote(text, fmt::format("Megatron-LM runs its own 1F1B / interleaved "
                               "order with this split, not the simulated {}",
                               config.schedule));

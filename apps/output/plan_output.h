@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "apps/input/config.h"
-#include "apps/input/plan_space.h"
+#include "apps/input/layout_document.h"
 #include "core/breakdown.h"
 #include "core/step_metrics.h"
 #include "search/plan/layout_search.h"

@@ -4,10 +4,6 @@
 
 namespace ppb {
 
-bool TargetRunsSchedule(DeployTarget target, const std::string& schedule) {
-  return target != DeployTarget::Megatron || schedule == "1f1b" || schedule == "interleaved";
-}
-
 std::string DescribeLayout(const PlanLayout& l) {
   using std::to_string;
   std::string o = "t" + to_string(l.t) + " cp" + to_string(l.cp) + " ep" + to_string(l.ep) +

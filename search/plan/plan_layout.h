@@ -1,9 +1,9 @@
 // One whole-job layout of `ppb-sim plan` as a value: the parallel sizes
 // (TP x CP x EP x PP x DP), the micro-batch, the schedule and its virtual
 // stages, the recompute choice and the training options a plan may vary.
-// The job it applies to is the caller's (apps/input/plan_space.h writes it
-// into the job's document and enumerates the space); this room reads only
-// the layout's own fields.
+// The job it applies to is the caller's (search/plan/plan_space.h
+// enumerates the layouts of a job; apps/input/layout_document.h writes one
+// into the job's document); this file reads only the layout's own fields.
 //
 // Contract: a value type; DescribeLayout is one line for people and a key
 // (two layouts describe alike exactly when every field but `yours` is
@@ -35,12 +35,6 @@ struct PlanLayout {
   std::string moe;
   bool yours = false;                // the job config's own layout
 };
-
-// Whether framework `target` runs schedule `schedule` itself: Megatron-LM
-// runs 1F1B and interleaved 1F1B only (schedules.py
-// get_forward_backward_func); the others any (their rules are
-// search/deployable.h's).
-bool TargetRunsSchedule(DeployTarget target, const std::string& schedule);
 
 // "t8 cp1 ep1 p8 d24 mbs1 1f1b v1 search": one layout for people.
 std::string DescribeLayout(const PlanLayout& l);

@@ -1,5 +1,6 @@
 // libFuzzer harness: `ppb-sim plan` on a whole job file (its plan: block,
-// apps/input/config_plan.cpp and plan_space.cpp; apps/commands/plan_run.cpp),
+// apps/input/config_plan.cpp, search/plan/plan_space.cpp;
+// apps/commands/plan_run.cpp),
 // read as if it lay in configs/. Any input either plans or is refused with a
 // message; a plan keeps its time limit (50 ms, 20 nodes a layout, one
 // thread) and counts every combination once: refused, pruned, searched,

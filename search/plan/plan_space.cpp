@@ -1,6 +1,4 @@
-#include "apps/input/plan_space.h"
-
-#include <fmt/format.h>
+#include "search/plan/plan_space.h"
 
 #include <algorithm>
 #include <functional>
@@ -9,6 +7,8 @@
 
 #include "schedules/schedule.h"
 #include "search/deployable.h"
+#include "core/precision.h"
+#include "core/sharding.h"
 #include "search/search.h"
 
 namespace ppb {
@@ -80,25 +80,20 @@ struct Lists {
   std::vector<std::pair<bool, std::string>> dp;
 };
 
-// Whether the file sets sharding the distributed-optimizer list cannot say.
-bool OwnSharding(const Training& t) {
-  return t.sharding.fsdp_on() || t.sharding.strategy >= DpSharding::OptimGrads;
-}
-
-Lists Resolve(const RunConfig& probe, const PlanSettings& s) {
+Lists Resolve(const PlanJob& job, const PlanSettings& s) {
   Lists x;
   // The default t and cp: powers of two inside an NVLink domain, at most 8
   // (an NVL72 rack's 72 would list TP 64; list larger ones to try them).
-  const int domain = probe.hardware.gpu.nvlink_domain > 0 ? probe.hardware.gpu.nvlink_domain : 8;
+  const int domain = job.hardware.gpu.nvlink_domain > 0 ? job.hardware.gpu.nvlink_domain : 8;
   const int node = std::min(domain, 8);
-  const int decoders = std::max(1, DecoderCount(probe.layers));
+  const int decoders = std::max(1, DecoderCount(job.layers));
   x.t = !s.tensor_parallel.empty() ? s.tensor_parallel : PowersOfTwo(node);
   x.cp = !s.context_parallel.empty() ? s.context_parallel : PowersOfTwo(node);
   if (!s.expert_parallel.empty()) {
     x.ep = s.expert_parallel;
-  } else if (probe.architecture.experts > 0) {
-    for (int e : PowersOfTwo(probe.architecture.experts)) {
-      if (probe.architecture.experts % e == 0) x.ep.push_back(e);
+  } else if (job.architecture.experts > 0) {
+    for (int e : PowersOfTwo(job.architecture.experts)) {
+      if (job.architecture.experts % e == 0) x.ep.push_back(e);
     }
   } else {
     x.ep = {1};
@@ -119,7 +114,7 @@ Lists Resolve(const RunConfig& probe, const PlanSettings& s) {
   x.sp = !s.sequence_parallel.empty() ? s.sequence_parallel : std::vector<bool>{true};
   x.offload = !s.offload.empty() ? s.offload : std::vector<std::string>{""};
   x.moe = !s.moe.empty() ? s.moe : std::vector<std::string>{""};
-  const Training& t = probe.training;
+  const Training& t = job.training;
   if (!s.data_parallel_sharding.empty()) {
     for (const std::string& name : s.data_parallel_sharding) {
       DpSharding d{};
@@ -138,9 +133,9 @@ Lists Resolve(const RunConfig& probe, const PlanSettings& s) {
 }
 
 // Why the layout breaks a rule on (t, cp, ep, p) alone; empty when none.
-std::string ShapeRefusal(const RunConfig& probe, const PlanSettings& s, int t, int cp, int ep,
+std::string ShapeRefusal(const PlanJob& job, const PlanSettings& s, int t, int cp, int ep,
                          int p) {
-  const Architecture& a = probe.architecture;
+  const Architecture& a = job.architecture;
   // Step by step: t, cp and p of 2^21 each multiply past int64.
   const std::int64_t tc = std::int64_t{t} * cp;  // < 2^62
   if (tc > s.gpus || tc * p > s.gpus || s.gpus % (tc * p) != 0) {
@@ -149,13 +144,13 @@ std::string ShapeRefusal(const RunConfig& probe, const PlanSettings& s, int t, i
   const std::int64_t tcp = tc * p;
   if (a.heads > 0 && a.heads % t != 0) return "t does not divide the attention heads";
   if (a.heads > 0 && !a.mla() && a.kv_heads % t != 0) return "t does not divide the KV heads";
-  const int domain = probe.hardware.gpu.nvlink_domain;
-  if (probe.hardware.step_model && domain > 0 && t > domain && !probe.training.tp_across_nodes) {
-    return domain == probe.hardware.gpu.gpus_per_node
+  const int domain = job.hardware.gpu.nvlink_domain;
+  if (job.hardware.step_model && domain > 0 && t > domain && !job.training.tp_across_nodes) {
+    return domain == job.hardware.gpu.gpus_per_node
                ? "t exceeds a node (training.tp_across_nodes is off)"
                : "t exceeds an NVLink domain (training.tp_across_nodes is off)";
   }
-  const std::int64_t seq = probe.training.seq;
+  const std::int64_t seq = job.training.seq;
   if (cp > 1 && (seq % (2 * cp) != 0)) {
     return "cp does not split the sequence into 2 x cp equal chunks";
   }
@@ -168,8 +163,12 @@ std::string ShapeRefusal(const RunConfig& probe, const PlanSettings& s, int t, i
 
 }  // namespace
 
-double PlanSpaceSize(const RunConfig& probe, const PlanSettings& s) {
-  const Lists x = Resolve(probe, s);
+bool OwnSharding(const Training& t) {
+  return t.sharding.fsdp_on() || t.sharding.strategy >= DpSharding::OptimGrads;
+}
+
+double PlanSpaceSize(const PlanJob& job, const PlanSettings& s) {
+  const Lists x = Resolve(job, s);
   double sv = 0;
   for (const std::string& sch : x.schedules) sv += static_cast<double>(VsOf(sch, x.v).size());
   double n = sv;
@@ -181,10 +180,10 @@ double PlanSpaceSize(const RunConfig& probe, const PlanSettings& s) {
   return n;
 }
 
-PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const PlanLayout* yours,
+PlanSpace EnumeratePlan(const PlanJob& job, const PlanSettings& s, const PlanLayout* yours,
                         const std::function<bool()>& past) {
   PlanSpace out;
-  const Lists x = Resolve(probe, s);
+  const Lists x = Resolve(job, s);
   // The clock is looked at every 1,024 steps of the enumeration: past it,
   // the combinations not yet looked at are counted as not enumerated.
   std::int64_t steps = 0;
@@ -194,14 +193,14 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
     if (past && (++steps & 1023) == 0 && past()) stopped = true;
     return stopped;
   };
-  const int n_layers = static_cast<int>(probe.layers.size());
-  const std::int64_t gbs = probe.training.global_batch;
+  const int n_layers = static_cast<int>(job.layers.size());
+  const std::int64_t gbs = job.training.global_batch;
   auto refuse = [&](const std::string& reason, std::int64_t count) {
     out.refused[reason] += count;
     out.total += count;
   };
   bool yours_seen = false;
-  const std::string own_precision = RecipeName(probe.training.low.recipe);
+  const std::string own_precision = RecipeName(job.training.low.recipe);
   auto precision_of = [&](const PlanLayout& l) {
     return l.precision.empty() ? own_precision : l.precision;
   };
@@ -216,9 +215,9 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
   for (const std::string& name : x.precision) {
     const std::optional<Recipe> r = FindRecipe(name);
     if (!r) continue;  // "": the file's own
-    if (!probe.hardware.step_model && *r != Recipe::None) {
+    if (!job.hardware.step_model && *r != Recipe::None) {
       precision_refusal[name] = name + " needs hardware.gpu (the step model)";
-    } else if (std::string why = RecipeRuns(*r, probe.hardware.gpu); !why.empty()) {
+    } else if (std::string why = RecipeRuns(*r, job.hardware.gpu); !why.empty()) {
       precision_refusal[name] = why;
     }
   }
@@ -257,7 +256,7 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
           if (stop()) break;
           const std::int64_t per_mbs = Mul(per_mbs_sp, static_cast<std::int64_t>(sps.size()));
           const std::int64_t combos = Mul(per_mbs, static_cast<std::int64_t>(x.mbs.size()));
-          if (std::string why = ShapeRefusal(probe, s, t, cp, ep, p); !why.empty()) {
+          if (std::string why = ShapeRefusal(job, s, t, cp, ep, p); !why.empty()) {
             refuse(why, combos);
             continue;
           }
@@ -279,14 +278,14 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
                   if (!why.empty()) {
                     // a listed v this schedule does not run
                   } else if (static_cast<std::int64_t>(p) * v > n_layers &&
-                             !probe.allow_empty_chunks) {
+                             !job.allow_empty_chunks) {
                     why = "p x v exceeds the layers";
                   } else if (!TargetRunsSchedule(s.target, sch)) {
                     why = "megatron runs 1f1b and interleaved only";
                   } else if (p == 1 && v > 1) {
                     why = "interleaving needs p >= 2";
                   } else {
-                    ScheduleParams params = probe.schedule_params;
+                    ScheduleParams params = job.schedule_params;
                     params.group = 0;
                     const ScheduleInfo* info = FindSchedule(sch);
                     if (info != nullptr && info->check != nullptr &&
@@ -295,7 +294,7 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
                     } else {
                       ScheduleChoice choice{sch, v, params};
                       const std::string r = ChoiceRefusal(
-                          s.target, probe.layers, v,
+                          s.target, job.layers, v,
                           info != nullptr && info->placement == StagePlacement::V, p, m,
                           EffectiveGroup(choice, p, m));
                       if (!r.empty()) why = std::string(TargetName(s.target)) + ": " + r;
@@ -350,159 +349,6 @@ PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s, const Pla
     ++out.total;
   }
   return out;
-}
-
-namespace {
-
-void Remove(YAML::Node node, const char* key) {
-  if (node.IsMap() && node[key]) node.remove(key);
-}
-
-YAML::Node Section(YAML::Node root, const char* key) {
-  if (!root[key] || !root[key].IsMap()) root[key] = YAML::Node(YAML::NodeType::Map);
-  return root[key];
-}
-
-}  // namespace
-
-namespace {
-
-YAML::Node WithLayout(std::string_view text, const PlanLayout& l, int n_layers, bool keep_plan) {
-  // Loaded afresh (a clone would lose the marks that place errors).
-  YAML::Node doc = YAML::Load(std::string(text));
-  if (!keep_plan) Remove(doc, "plan");
-  YAML::Node tr = Section(doc, "training");
-  tr["tensor_parallel"] = l.t;
-  tr["context_parallel"] = l.cp;
-  tr["expert_parallel"] = l.ep;
-  tr["data_parallel"] = l.d;
-  tr["micro_batch_size"] = l.mbs;
-  tr["sequence_parallel"] = l.sp;
-  if (!l.sharding.empty()) {
-    // The strategy in Megatron's words; the file's distributed_optimizer
-    // key goes (the strategy says it).
-    tr["data_parallel_sharding"] = l.sharding;
-    Remove(tr, "distributed_optimizer");
-  } else if (!keep_plan) {
-    // (The probe keeps the file's own.)
-    tr["distributed_optimizer"] = l.dist_opt;
-  }
-  // The probe's one data-parallel rank has no shard group (a layout whose
-  // d the file's data_parallel_shard does not divide is refused by the
-  // loader).
-  if (keep_plan) Remove(tr, "data_parallel_shard");
-  // Nor can it run the combined 1F1B (EP 1) or fold expert TP: the layouts
-  // take the file's own.
-  if (keep_plan && tr["moe"] && tr["moe"].IsMap()) {
-    YAML::Node mo = tr["moe"];
-    Remove(mo, "overlap_ep_comm");
-    Remove(mo, "expert_tensor_parallel");
-  }
-  if (l.offload == "none") {
-    Remove(tr, "offload");
-  } else if (!l.offload.empty()) {
-    tr["offload"] = YAML::Load(l.offload);
-  }
-  if (l.moe == "none") {
-    Remove(tr, "moe");
-  } else if (!l.moe.empty()) {
-    tr["moe"] = YAML::Load(l.moe);
-  }
-  // Only the distributed optimizer gathers parameters: the file's
-  // overlap_param_gather (and fp8_param_gather) applies to the layouts that
-  // have one.
-  if (!l.dist_opt && tr["overlap_param_gather"]) tr["overlap_param_gather"] = false;
-  if (const std::optional<Recipe> recipe = FindRecipe(l.precision)) {
-    // The layout's recipe replaces the file's, in Megatron's words.
-    const std::string old_format =
-        tr["fp8"] && tr["fp8"].IsMap() && tr["fp8"]["format"] ? tr["fp8"]["format"].Scalar() : "";
-    Remove(tr, "fp8");
-    Remove(tr, "fp4");
-    if (*recipe == Recipe::None) {
-      Remove(tr, "fp8_param_gather");
-      Remove(tr, "first_last_layers_bf16");
-    } else {
-      YAML::Node block(YAML::NodeType::Map);
-      if (!IsFp4(*recipe) && !old_format.empty()) block["format"] = old_format;
-      block["recipe"] = MegatronRecipe(*recipe);
-      tr[IsFp4(*recipe) ? "fp4" : "fp8"] = block;
-      if (*recipe == Recipe::Fp8Delayed) Remove(tr, "first_last_layers_bf16");
-    }
-  }
-  if (!l.dist_opt && tr["fp8_param_gather"]) tr["fp8_param_gather"] = false;
-  YAML::Node pl = Section(doc, "pipeline");
-  pl["stages"] = l.p;
-  pl["virtual_stages"] = l.v;
-  pl["schedule"] = l.schedule;
-  Remove(pl, "microbatches");
-  Remove(pl, "microbatch_group");
-  Remove(pl, "schedule_csv");
-  if (doc["search"] && doc["search"].IsMap()) {
-    YAML::Node se = doc["search"];
-    for (const char* k : {"schedules", "virtual_stages", "microbatch_groups"}) Remove(se, k);
-  }
-  if (doc["strategy"] && doc["strategy"].IsMap()) {
-    YAML::Node st = doc["strategy"];
-    for (const char* k : {"layers_per_chunk", "layout", "offset"}) Remove(st, k);
-    // Per-stage recompute counts belong to the file's split; true/false
-    // and per-layer choices carry over (the search's seed) for a per-layer
-    // search, and nothing for a uniform choice (its own first try).
-    YAML::Node rc = st["recompute"];
-    if (rc && rc.IsMap()) {
-      bool keep = l.recompute == "search";
-      for (const auto& kv : rc) {
-        const std::string key = kv.first.as<std::string>();
-        if (key != "layers" && !kv.second.IsScalar()) keep = false;
-        if (key != "layers" && kv.second.IsScalar()) {
-          const std::string v = kv.second.Scalar();
-          if (v != "true" && v != "false") keep = false;
-        }
-      }
-      if (!keep) st.remove("recompute");
-    }
-  }
-  if (n_layers > 0) {
-    // Counts per global stage as even as the layers allow, every stage
-    // holding one: a split the loader takes where its default even split
-    // (head and MTP layers pinned to the last stage) would leave a chunk
-    // empty; the search chooses the split anyway.
-    const int stages = l.p * l.v;
-    YAML::Node counts(YAML::NodeType::Sequence);
-    for (int st = 0; st < stages; ++st) {
-      counts.push_back(n_layers / stages + (st < n_layers % stages ? 1 : 0));
-    }
-    YAML::Node strategy = Section(doc, "strategy");
-    strategy["layers_per_chunk"] = counts;
-  }
-  return doc;
-}
-
-}  // namespace
-
-YAML::Node LayoutDocument(std::string_view text, const PlanLayout& l, int n_layers) {
-  return WithLayout(text, l, n_layers, false);
-}
-
-// The plan block stays where the file has it, with its marks: an error in
-// it names its line.
-YAML::Node ProbeDocument(std::string_view text) {
-  return WithLayout(text, PlanLayout{}, 0, true);
-}
-
-std::optional<PlanLayout> OwnLayout(const RunConfig& own) {
-  const Training& t = own.training;
-  if (t.global_batch <= 0 || own.schedule == "custom") return std::nullopt;
-  PlanLayout l;
-  l.t = t.tp, l.cp = t.cp, l.ep = t.ep, l.p = own.shape.p, l.d = t.dp;
-  l.mbs = static_cast<int>(t.micro_batch);
-  l.m = own.shape.m;
-  l.sp = t.sp && t.tp > 1;
-  l.dist_opt = t.distributed_optimizer;
-  if (OwnSharding(t)) l.sharding = DpShardingName(t.sharding.strategy);
-  l.schedule = own.schedule;
-  l.v = own.shape.v;
-  l.recompute = "search";
-  return l;
 }
 
 }  // namespace ppb

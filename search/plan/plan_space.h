@@ -2,8 +2,9 @@
 // PP x DP, micro-batch size, SP, distributed optimizer, schedule and v,
 // recompute choice) the plan block's lists and the model allow, each
 // checked against the rules below before any cost is spent, the refusals
-// counted by reason; and the run config of one layout (the job's YAML
-// document with the layout written into it, then the usual loader).
+// counted by reason. The job is a value (PlanJob: the model's layers and
+// shape, training, hardware), read once by the caller; how a layout is
+// then applied to it is the caller's (apps/input/layout_document.h).
 //
 // Rules (Megatron-LM core 0.20, arguments.py validate_args and
 // parallel_state.py, unless named otherwise):
@@ -53,20 +54,68 @@
 // order given).
 #pragma once
 
-#include <yaml-cpp/yaml.h>
-
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "apps/input/config.h"
+#include "core/architecture.h"
+#include "core/model.h"
+#include "core/process_memory.h"
+#include "schedules/schedule.h"
+#include "search/deployable.h"
 #include "search/plan/plan_layout.h"
 
 namespace ppb {
+
+// The `plan:` block of a job (read by apps/input/config_plan.cpp): the
+// space of whole-job layouts on `gpus` GPUs. An empty list means every
+// value the model and the cluster allow (the rules above say which);
+// values are distinct and validated one by one by the reader, their
+// combinations here.
+struct PlanSettings {
+  int gpus = 0;  // t x cp x p x d
+  std::vector<int> tensor_parallel, context_parallel, expert_parallel, pipeline_parallel,
+      micro_batch_size, virtual_stages;
+  std::vector<std::string> schedules;  // registry names
+  std::vector<bool> sequence_parallel, distributed_optimizer;
+  // "search" (per layer, as ppb-sim search), "none", or a recompute mode
+  // the layers offer ("selective", "full": on every layer that offers it).
+  std::vector<std::string> recompute;
+  // plan.precision: bf16 | fp8-delayed | fp8-tensorwise | fp8-blockwise |
+  // mxfp8 | nvfp4 (empty: the file's own).
+  std::vector<std::string> precision;
+  // plan.data_parallel_sharding: no_shard | optim | optim_grads |
+  // optim_grads_params (core/sharding.h), in place of
+  // distributed_optimizer (empty: that list, or the file's own strategy
+  // when it sets one past optim or an FSDP).
+  std::vector<std::string> data_parallel_sharding;
+  // plan.offload: "none" or a training.offload map, as flow YAML text
+  // (empty: the file's own).
+  std::vector<std::string> offload;
+  // plan.moe: "none" or a training.moe map (dispatcher, backend,
+  // overlap_ep_comm, expert_tensor_parallel, ...), as flow YAML text
+  // (empty: the file's own).
+  std::vector<std::string> moe;
+  DeployTarget target = DeployTarget::Any;
+  Nanos time_limit = 60'000'000'000;  // 0: none
+  int top = 10;
+  MemoryHeadroom memory_headroom;
+};
+
+// The job whose layouts a plan enumerates, as the rules read it: the
+// model's layers (any pipeline), its shape, training (sequence, global
+// batch, sharding, the file's recipe) and hardware (the GPU, its NVLink
+// domain, whether the step model is on).
+struct PlanJob {
+  std::vector<Layer> layers;
+  Architecture architecture;
+  Training training;
+  Hardware hardware;
+  bool allow_empty_chunks = false;
+  ScheduleParams schedule_params;  // the file's (its group is not used)
+};
 
 struct PlanSpace {
   std::vector<PlanLayout> layouts;  // every combination that passed
@@ -77,37 +126,20 @@ struct PlanSpace {
   std::int64_t not_enumerated = 0;
 };
 
-// The layouts of `probe` (the job config loaded with any pipeline, whose
-// plan block is `s`: layers, architecture, training and hardware) under
-// `s`; `yours` (the config's own layout, when it has s.gpus GPUs) is added
-// when the lists leave it out, and marked.
+// The layouts of `job` under `s`; `yours` (the config's own layout, when
+// it has s.gpus GPUs) is added when the lists leave it out, and marked.
 // `past` (optional) is asked every 1,024 steps whether the time limit has
 // passed; then the enumeration stops and counts the rest as not enumerated.
-PlanSpace EnumeratePlan(const RunConfig& probe, const PlanSettings& s,
+PlanSpace EnumeratePlan(const PlanJob& job, const PlanSettings& s,
                         const PlanLayout* yours, const std::function<bool()>& past = {});
+
+// Whether the job sets a data-parallel sharding the distributed-optimizer
+// list cannot say (past optim, or an FSDP): its layouts keep it when the
+// plan lists no sharding.
+bool OwnSharding(const Training& t);
 
 // An upper bound on the combinations the lists make (the product of their
 // sizes), for refusing a space no plan could enumerate.
-double PlanSpaceSize(const RunConfig& probe, const PlanSettings& s);
-
-// The job's document (YAML `text`) with `layout` written into it (training.*,
-// pipeline.stages / virtual_stages / schedule; pipeline.microbatches and
-// microbatch_group, the plan and the search lists removed;
-// overlap_param_gather off without the distributed optimizer; a split of
-// strategy.* removed, its recompute kept only where it names no per-stage
-// counts), ready for ParseConfigYaml. With n_layers > 0 (the model's
-// layers, at least p x v), strategy.layers_per_chunk is set to the most
-// even counts per global stage (for a layout whose default even split the
-// loader refuses). REQUIRES: `text` is valid YAML.
-YAML::Node LayoutDocument(std::string_view text, const PlanLayout& layout, int n_layers = 0);
-
-// The document the plan reads the job from: `text` as one layout with
-// t = cp = ep = p = d = mbs = 1 (1f1b), so that the model, training and
-// hardware load whatever the file's own layout.
-YAML::Node ProbeDocument(std::string_view text);
-
-// The file's own layout (training.*, pipeline.*; 1 where absent) with m from
-// its global batch; nullopt without training.global_batch_size.
-std::optional<PlanLayout> OwnLayout(const RunConfig& own);
+double PlanSpaceSize(const PlanJob& job, const PlanSettings& s);
 
 }  // namespace ppb
