@@ -137,8 +137,6 @@ RoundSplit RoundThreads(const PlanSearch& st, size_t n) {
 
 }  // namespace
 
-double PlanSearch::SinceStart() const { return Since(t0); }
-
 double PlanSearch::LeftS() const {
   return limit > 0 ? std::chrono::duration<double>(deadline - Clock::now()).count() : 0.0;
 }

@@ -104,7 +104,6 @@ struct PlanSearch {
   std::string stop_reason;  // the first open search's stop reason
   std::map<std::string, Nanos> free_known;  // FreeRecomputeKey -> bound
 
-  double SinceStart() const;
   double LeftS() const;
   bool Past() const;
   // The least of the incumbent and every open layout's bound.
