@@ -63,7 +63,9 @@ char HybridSymbol(const Architecture& a, int i) {
   if (b.mlp == MlpKind::None) {
     if (b.mixer == Mixer::Mamba2) return 'M';
     if (b.mixer == Mixer::GatedDeltaNet) return 'G';
-    if (b.mixer == Mixer::Attention && b.span == Span::Full) return '*';
+    // Megatron's hybrid attention is standard (*) or MLA (+) model-wide
+    // (hybrid_layer_allocation.py refuses both in one model).
+    if (b.mixer == Mixer::Attention && b.span == Span::Full) return a.mla() ? '+' : '*';
     return 0;
   }
   if (b.mixer != Mixer::None) return 0;

@@ -156,9 +156,10 @@ bool SameLayers(const Architecture& a, const Architecture& b);
 
 // Layer i as a symbol of Megatron-LM's hybrid pattern (core 0.20,
 // hybrid_layer_allocation.py Symbols; HuggingFace Nemotron-H's
-// hybrid_override_pattern): 'M' a Mamba-2 mixer alone, '*' full attention
-// alone, '-' a dense MLP alone, 'E' experts alone; 0 for any other block (a
-// transformer layer with both, a windowed or a DeltaNet one).
+// hybrid_override_pattern): 'M' a Mamba-2 mixer alone, 'G' a gated DeltaNet
+// alone, '*' full attention alone ('+' when the model's attention is MLA),
+// '-' a dense MLP alone, 'E' experts alone; 0 for any other block (a
+// transformer layer with both, a windowed one).
 char HybridSymbol(const Architecture& a, int i);
 
 // Per-head widths of the attention core: Q and K (MLA: nope + rope), V.

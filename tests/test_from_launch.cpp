@@ -20,6 +20,7 @@
 #include "apps/input/step_runs.h"
 #include "apps/output/emit.h"
 #include "apps/output/output.h"
+#include "core/cost_model.h"
 #include "core/engine.h"
 #include "tests/launch_helpers.h"
 
@@ -313,7 +314,50 @@ TEST_CASE("from megatron: a hybrid model's pattern, Mamba shape and pipeline seg
                              "divisible by --pipeline-model-parallel-size 2"));
   CHECK_THAT(refused("  --hybrid-layer-pattern \"M-*D\""),
              Catch::Contains("run.sh:6: --hybrid-layer-pattern: must hold M (Mamba), G (gated "
-                             "DeltaNet), * (attention), - (MLP), E (MoE) and |"));
+                             "DeltaNet), * (attention), + (MLA), - (MLP), E (MoE) and | (ppb "
+                             "does not model Megatron's D, DeepSeek's sparse attention); got "
+                             "'D' at position 4"));
+  // + layers are MLA (validate_args sets --multi-latent-attention from
+  // them), never beside * layers; the MLA shape is the --*-lora-rank and
+  // head-dim flags' (Megatron's defaults where absent).
+  Result<commands::LaunchConfig> mla = FromText(Script(
+      "  --hybrid-layer-pattern \"M+M-\" --q-lora-rank 64 --kv-lora-rank 32 \\\n"
+      "  --qk-head-dim 32 --qk-pos-emb-head-dim 16 --v-head-dim 32 --global-batch-size 8"));
+  if (!mla.ok()) FAIL(mla.error().message);
+  Result<RunConfig> mc = ParseConfig(mla->yaml, "run.sh", CliOverrides());
+  if (!mc.ok()) FAIL(mc.error().message);
+  CHECK(mc->architecture.mla());
+  CHECK(mc->architecture.q_lora_rank == 64);
+  CHECK(mc->architecture.kv_lora_rank == 32);
+  CHECK(mc->architecture.qk_rope_head_dim == 16);
+  CHECK(mc->architecture.Block(1).mixer == Mixer::Attention);
+  CHECK_FALSE(mc->architecture.HasMlp(1));
+  CHECK(HybridSymbol(mc->architecture, 1) == '+');
+  CHECK_THAT(refused("  --hybrid-layer-pattern \"M*M+\""),
+             Catch::Contains("run.sh:6: --hybrid-layer-pattern: must not hold both * "
+                             "(attention) and + (MLA) layers (Megatron-LM: \"Not supported to "
+                             "have both Attention and MLA/DSA in one model\"); got \"M*M+\""));
+  CHECK_THAT(refused("  --hybrid-layer-pattern \"M*M-\" --multi-latent-attention"),
+             Catch::Contains("run.sh:6: --multi-latent-attention: must be given with + (MLA) "
+                             "layers in --hybrid-layer-pattern"));
+  // --attention-output-gate: linear_qkv also gives a gate of heads x
+  // kv_channels (32 wide a head here); not with MLA.
+  Result<commands::LaunchConfig> gate = FromText(Script(
+      "  --hybrid-layer-pattern \"G*G-\" --attention-output-gate --global-batch-size 8"));
+  if (!gate.ok()) FAIL(gate.error().message);
+  CHECK_THAT(gate->yaml, Catch::Contains("    attention_output_gate: true"));
+  Result<RunConfig> gc = ParseConfig(gate->yaml, "run.sh", CliOverrides());
+  if (!gc.ok()) FAIL(gc.error().message);
+  CHECK(gc->architecture.attention_out_gate);
+  Architecture ungated = gc->architecture;
+  ungated.attention_out_gate = false;
+  CHECK(DecoderLayerParams(gc->architecture, 1).total() -
+            DecoderLayerParams(ungated, 1).total() ==
+        256 * 8 * 32);
+  CHECK_THAT(refused("  --hybrid-layer-pattern \"M+M-\" --attention-output-gate"),
+             Catch::Contains("run.sh:6: --attention-output-gate: must not be given with "
+                             "multi-latent attention (Megatron-LM: \"Output gate is not "
+                             "supported for MLA yet\"); got both"));
   CHECK_THAT(refused("  --hybrid-layer-pattern \"M-*-/M-\""),
              Catch::Contains("run.sh:6: --hybrid-layer-pattern: must not hold MTP patterns "
                              "after '/'"));
@@ -324,6 +368,62 @@ TEST_CASE("from megatron: a hybrid model's pattern, Mamba shape and pipeline seg
   CHECK_THAT(refused("  --hybrid-layer-pattern M- --hybrid-override-pattern M-"),
              Catch::Contains("--hybrid-override-pattern: must not be given with "
                              "--hybrid-layer-pattern"));
+}
+
+TEST_CASE("from megatron: the GPT model's gated DeltaNet layers by --linear-attention-freq") {
+  // Megatron's functional test gpt3_mcore_te_tp2_pp1_gdn's model flags (core
+  // 0.20): a DeltaNet beside each layer's MLP but every third layer's, whose
+  // attention is gated.
+  const std::string gdn =
+      "  --experimental-attention-variant gated_delta_net --linear-attention-freq 3 \\\n"
+      "  --linear-conv-kernel-dim 4 --linear-key-head-dim 64 --linear-value-head-dim 64 \\\n"
+      "  --linear-num-key-heads 4 --linear-num-value-heads 8 --attention-output-gate \\\n"
+      "  --tensor-model-parallel-size 2 --global-batch-size 8";
+  Result<commands::LaunchConfig> run = FromText(Script(gdn));
+  if (!run.ok()) FAIL(run.error().message);
+  CHECK_THAT(run->yaml,
+             Catch::Contains("    layer_types: [linear_attention, linear_attention, "
+                             "full_attention, linear_attention]\n"));
+  Result<RunConfig> c = ParseConfig(run->yaml, "run.sh", CliOverrides());
+  if (!c.ok()) FAIL(c.error().message);
+  const Architecture& a = c->architecture;
+  CHECK(a.Block(0).mixer == Mixer::GatedDeltaNet);
+  CHECK(a.HasMlp(0));
+  CHECK(a.Block(2).mixer == Mixer::Attention);
+  CHECK(a.deltanet.key_heads == 4);
+  CHECK(a.deltanet.value_heads == 8);
+  CHECK(a.deltanet.key_dim == 64);
+  CHECK(a.deltanet.value_dim == 64);
+  CHECK(a.attention_out_gate);
+  // The same layers as a list (arguments.py la_freq_type), and as the
+  // hand-written config.
+  std::string listed = gdn;
+  listed.replace(listed.find("--linear-attention-freq 3"), 25,
+                 "--linear-attention-freq \"([1]*2+[0]*1+[1]*1)\"");
+  Result<commands::LaunchConfig> run2 = FromText(Script(listed));
+  if (!run2.ok()) FAIL(run2.error().message);
+  Result<RunConfig> c2 = ParseConfig(run2->yaml, "run.sh", CliOverrides());
+  REQUIRE(c2.ok());
+  CHECK(SameLayers(c2->architecture, a));
+  CHECK(SimJson(*c2) == SimJson(*c));
+
+  auto refused = [&](const std::string& args) {
+    Result<commands::LaunchConfig> r = FromText(Script(args));
+    REQUIRE_FALSE(r.ok());
+    return r.error().message;
+  };
+  CHECK_THAT(refused("  --experimental-attention-variant gdn"),
+             Catch::Contains("run.sh:6: --linear-attention-freq: must be given with "
+                             "--experimental-attention-variant gdn (Megatron-LM's assert: "
+                             "\"linear_attention_freq must be set for linear gdn\"); got "
+                             "nothing"));
+  CHECK_THAT(refused("  --experimental-attention-variant dsa"),
+             Catch::Contains("run.sh:6: --experimental-attention-variant: must be gdn (or "
+                             "gated_delta_net), the variant ppb models; got 'dsa'"));
+  CHECK_THAT(refused("  --experimental-attention-variant gdn --linear-attention-freq "
+                     "\"[1,1,0]\""),
+             Catch::Contains("run.sh:6: --linear-attention-freq: must list one entry a layer "
+                             "(4, Megatron-LM's assert); got 3"));
 }
 
 TEST_CASE("from megatron: a launch of a model ppb does not simulate is refused by its script") {
@@ -656,24 +756,60 @@ TEST_CASE("from megatron: a hybrid model emitted reads back as the same run") {
   CHECK_THAT(nano, Catch::Contains("--hybrid-layer-pattern \"MEMEM*EMEMEM*E"));
   // Its MoE layers are the pattern's E layers: no --moe-layer-freq.
   CHECK(nano.find("--moe-layer-freq") == std::string::npos);
+  // Models of 8 layers with MoE on 16 or 8 GPUs: `arch` the layer keys.
+  auto job = [](const std::string& name, const std::string& arch, const std::string& pipeline) {
+    return "model:\n  name: " + name + "\n  architecture:\n    hidden_size: 1024\n" +
+           "    num_layers: 8\n    num_attention_heads: 8\n    vocab_size: 32000\n" + arch +
+           "    moe: {num_experts: 16, top_k: 2, expert_ffn_hidden_size: 512}\n"
+           "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 32,\n"
+           "           tensor_parallel: 2, data_parallel: 4, expert_parallel: 4}\n"
+           "hardware: {gpu: h100-sxm}\n" + pipeline;
+  };
   // Gated DeltaNet (G) blocks with MoE, as Megatron's hybrid pattern writes
   // a Qwen3-Next-like model: the --linear-* shape flags.
-  const std::string gdn = round_trip(
-      "model:\n  name: gdn\n  architecture:\n    hidden_size: 1024\n    num_layers: 8\n"
-      "    num_attention_heads: 8\n    num_key_value_heads: 2\n    vocab_size: 32000\n"
-      "    hybrid_layer_pattern: GEGEG*GE\n"
-      "    deltanet: {key_heads: 8, value_heads: 16, key_dim: 64, value_dim: 64}\n"
-      "    moe: {num_experts: 16, top_k: 2, expert_ffn_hidden_size: 512}\n"
-      "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 32,\n"
-      "           tensor_parallel: 2, data_parallel: 4, expert_parallel: 4}\n"
-      "hardware: {gpu: h100-sxm}\n"
-      "pipeline: {stages: 2}\n"
-      "strategy: {layers_per_chunk: [5, 5]}\n",
-      16);
+  const std::string delta =
+      "    num_key_value_heads: 2\n"
+      "    deltanet: {key_heads: 8, value_heads: 16, key_dim: 64, value_dim: 64}\n";
+  const std::string gdn =
+      round_trip(job("gdn", delta + "    hybrid_layer_pattern: GEGEG*GE\n",
+                     "pipeline: {stages: 2}\nstrategy: {layers_per_chunk: [5, 5]}\n"),
+                 16);
   CHECK_THAT(gdn, Catch::Contains("--hybrid-layer-pattern \"GEGE|G*GE\""));
   CHECK_THAT(gdn, Catch::Contains("--linear-num-key-heads 8\n--linear-num-value-heads 16\n"
                                   "--linear-key-head-dim 64\n--linear-value-head-dim 64\n"
                                   "--linear-conv-kernel-dim 4\n"));
+  // The same with a gated attention output (Qwen3-Next's, Megatron's
+  // --attention-output-gate).
+  const std::string gated = round_trip(
+      job("gdn", delta + "    hybrid_layer_pattern: GEGEG*GE\n    attention_output_gate: true\n",
+          "pipeline: {stages: 1}\n"),
+      8);
+  CHECK_THAT(gated, Catch::Contains("--attention-output-gate\n"));
+  // MLA (+) blocks with MoE: the pattern writes them as +, with the MLA
+  // flags.
+  const std::string latent = round_trip(
+      job("mla",
+          "    hybrid_layer_pattern: M+MEM+ME\n"
+          "    mla: {q_lora_rank: 256, kv_lora_rank: 128, qk_nope_head_dim: 64,\n"
+          "          qk_rope_head_dim: 32, v_head_dim: 64}\n",
+          "pipeline: {stages: 2}\nstrategy: {layers_per_chunk: [5, 5]}\n"),
+      16);
+  CHECK_THAT(latent, Catch::Contains("--hybrid-layer-pattern \"M+ME|M+ME\""));
+  CHECK_THAT(latent, Catch::Contains("--multi-latent-attention\n--q-lora-rank 256\n"));
+  // A gated DeltaNet beside each layer's MLP (Qwen3-Next's layers, the
+  // GPT model's experimental attention variant): full attention every 4th.
+  const std::string next = round_trip(
+      job("next",
+          delta + "    head_dim: 256\n    attention_output_gate: true\n"
+                  "    layer_types: [linear_attention, linear_attention, linear_attention, "
+                  "full_attention,\n                  linear_attention, linear_attention, "
+                  "linear_attention, full_attention]\n",
+          "pipeline: {stages: 1}\n"),
+      8);
+  CHECK_THAT(next, Catch::Contains("--experimental-attention-variant gdn\n"
+                                   "--linear-attention-freq 4\n--linear-num-key-heads 8\n"));
+  CHECK(next.find("--hybrid-layer-pattern") == std::string::npos);
+  CHECK_THAT(latent, Catch::Contains("--multi-latent-attention\n--q-lora-rank 256\n"));
 }
 
 TEST_CASE("from megatron: what --emit megatron writes reads back as the same run") {

@@ -414,6 +414,76 @@ TEST_CASE("config: G layers are Megatron's gated DeltaNet blocks, counted by han
   CHECK(SameLayers(back->architecture, a));
 }
 
+TEST_CASE("config: + layers are Megatron's MLA blocks and the output gate widens QKV", "[cost]") {
+  const std::string rest =
+      "training: {seq_length: 1024, tensor_parallel: 2, data_parallel: 2}\n"
+      "hardware: {gpu: h100-sxm}\n"
+      "pipeline: {stages: 1, microbatches: 1}\n";
+  const std::string mla =
+      "    mla: {q_lora_rank: 64, kv_lora_rank: 32, qk_nope_head_dim: 16,\n"
+      "          qk_rope_head_dim: 8, v_head_dim: 16}\n";
+  auto load = [&](const std::string& arch) {
+    return ParseHf("model:\n  architecture:\n    hidden_size: 256\n"
+                   "    num_attention_heads: 4\n    ffn_hidden_size: 512\n"
+                   "    vocab_size: 1000\n" + arch + rest);
+  };
+  // A + block and a - block hold what one MLA transformer layer holds: the
+  // attention with its norm, the MLP with its own (Megatron's hybrid
+  // blocks each open with a norm).
+  Result<RunConfig> hybrid = load("    num_layers: 2\n    hybrid_layer_pattern: +-\n" + mla);
+  if (!hybrid.ok()) FAIL(hybrid.error().message);
+  Result<RunConfig> plain = load("    num_layers: 1\n" + mla);
+  if (!plain.ok()) FAIL(plain.error().message);
+  const Architecture& h = hybrid->architecture;
+  CHECK(h.Block(0).mixer == Mixer::Attention);
+  CHECK_FALSE(h.HasMlp(0));
+  CHECK(HybridSymbol(h, 0) == '+');
+  CHECK(HybridSymbol(h, 1) == '-');
+  // q_down 256 x 64 and its norm 64, q_up 64 x 4 x 24, kv_down 256 x (32 +
+  // 8) and its norm 32, kv_up 32 x 4 x (16 + 16), proj 4 x 16 x 256; the
+  // block's norm 256.
+  const std::int64_t attention =
+      256 * 64 + 64 + 64 * 4 * 24 + 256 * 40 + 32 + 32 * 4 * 32 + 4 * 16 * 256 + 256;
+  CHECK(DecoderLayerParams(h, 0).total() == attention);
+  CHECK(DecoderLayerParams(h, 0).total() + DecoderLayerParams(h, 1).total() ==
+        DecoderLayerParams(plain->architecture, 0).total());
+  // The gate: linear_qkv also gives heads x head_dim (4 x 64) per token.
+  Result<RunConfig> gated = load("    num_layers: 1\n    attention_output_gate: true\n");
+  if (!gated.ok()) FAIL(gated.error().message);
+  Result<RunConfig> ungated = load("    num_layers: 1\n");
+  if (!ungated.ok()) FAIL(ungated.error().message);
+  CHECK(DecoderLayerParams(gated->architecture, 0).total() -
+            DecoderLayerParams(ungated->architecture, 0).total() ==
+        256 * 4 * 64);
+  // Both write back as the same layers.
+  for (const Architecture* a : {&h, static_cast<const Architecture*>(&gated->architecture)}) {
+    ConfigWriter o;
+    o.Line(0, "model:");
+    REQUIRE(WriteArchitecture(o, *a, [](std::string_view) { return std::string(); }).ok());
+    INFO(o.yaml_);
+    Result<RunConfig> back = ParseHf(o.yaml_ + rest);
+    if (!back.ok()) FAIL(back.error().message);
+    CHECK(SameLayers(back->architecture, *a));
+  }
+  auto error = [&](const std::string& arch) {
+    Result<RunConfig> c = load(arch);
+    REQUIRE_FALSE(c.ok());
+    return c.error().message;
+  };
+  CHECK_THAT(error("    num_layers: 2\n    hybrid_layer_pattern: \"*+\"\n" + mla),
+             Catch::Contains("run.yaml:8: model.architecture.hybrid_layer_pattern: must not hold "
+                             "both * (attention) and + (MLA) layers"));
+  CHECK_THAT(error("    num_layers: 2\n    hybrid_layer_pattern: +-\n"),
+             Catch::Contains("run.yaml:8: model.architecture.hybrid_layer_pattern: has MLA "
+                             "layers (+), which need model.architecture.mla"));
+  CHECK_THAT(error("    num_layers: 2\n    hybrid_layer_pattern: \"*-\"\n" + mla),
+             Catch::Contains("run.yaml:8: model.architecture.hybrid_layer_pattern: must write "
+                             "the attention layers of a model with model.architecture.mla as +"));
+  CHECK_THAT(error("    num_layers: 1\n    attention_output_gate: true\n" + mla),
+             Catch::Contains("run.yaml:8: model.architecture.attention_output_gate: must not be "
+                             "true with model.architecture.mla"));
+}
+
 TEST_CASE("config: every shipped config.json written as model.architecture reads back the same",
           "[cost]") {
   // WriteArchitecture (apps/input/architecture_writer.h), which the
@@ -438,15 +508,6 @@ TEST_CASE("config: every shipped config.json written as model.architecture reads
     ConfigWriter o;
     o.Line(0, "model:");
     Status st = WriteArchitecture(o, *a, [](std::string_view) { return std::string(); });
-    if (a->HasMixer(Mixer::GatedDeltaNet)) {
-      REQUIRE_FALSE(st.ok());
-      CHECK(st.error().message ==
-            "must be a model ppb's model.architecture keys can write; got layers other than "
-            "attention with its MLP (layer_types) or Megatron's hybrid blocks "
-            "(hybrid_layer_pattern): a Mamba or gated DeltaNet mixer beside an MLP; an "
-            "attention output gate (Qwen3-Next's)");
-      continue;
-    }
     REQUIRE(st.ok());
     INFO(o.yaml_);
     Result<RunConfig> back = ParseHf(o.yaml_ + rest);
@@ -454,7 +515,7 @@ TEST_CASE("config: every shipped config.json written as model.architecture reads
     CHECK(SameLayers(back->architecture, *a));
     ++written;
   }
-  CHECK(written >= 15);
+  CHECK(written == 17);  // every shipped one
 }
 
 TEST_CASE("config: inline architecture errors name file:line:key",
@@ -503,10 +564,22 @@ TEST_CASE("config: inline architecture errors name file:line:key",
                              "have one entry per decoder layer (num_layers: "
                              "2); got 1"));
   CHECK_THAT(
-      error(two + "    layer_types: [full_attention, linear_attention]\n"),
+      error(two + "    layer_types: [full_attention, mamba]\n"),
       Catch::Contains("run.yaml:8: model.architecture.layer_types[1]: must be "
                       "one of full_attention, sliding_attention, "
-                      "chunked_attention; got linear_attention"));
+                      "chunked_attention, linear_attention; got mamba"));
+  CHECK_THAT(
+      error(two + "    layer_types: [full_attention, full_attention]\n"
+                  "    deltanet: {key_heads: 2}\n"),
+      Catch::Contains("run.yaml:9: model.architecture.deltanet: must be given only with a "
+                      "hybrid_layer_pattern holding G (gated DeltaNet) layers or a "
+                      "layer_types entry linear_attention; got no linear_attention in "
+                      "layer_types"));
+  CHECK_THAT(
+      error(two + "    layer_types: [linear_attention, full_attention]\n"
+                  "    deltanet: {key_heads: 4, value_heads: 6}\n"),
+      Catch::Contains("run.yaml:9: model.architecture.deltanet.value_heads: must be a "
+                      "multiple of key_heads (4, Megatron's assert); got 6"));
   CHECK_THAT(
       error(two + "    layer_types: [sliding_attention, full_attention]\n"),
       Catch::Contains("run.yaml:2: model.architecture.sliding_window: must be "
@@ -529,7 +602,8 @@ TEST_CASE("config: inline architecture errors name file:line:key",
                              "have one symbol per decoder layer"));
   CHECK_THAT(error(two + "    hybrid_layer_pattern: MD\n"),
              Catch::Contains("must hold only M (Mamba-2), G (gated DeltaNet), * (attention), "
-                             "- (MLP) and E (MoE)"));
+                             "+ (MLA), - (MLP) and E (MoE), one per layer (ppb does not model "
+                             "Megatron's D, DeepSeek's sparse attention"));
   CHECK_THAT(error(two + "    hybrid_layer_pattern: \"*-\"\n    deltanet: {key_heads: 2}\n"),
              Catch::Contains("run.yaml:9: model.architecture.deltanet: must be given only with "
                              "a hybrid_layer_pattern holding G (gated DeltaNet) layers"));

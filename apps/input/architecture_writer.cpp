@@ -16,9 +16,10 @@ namespace {
 
 const char* Bool(bool b) { return b ? "true" : "false"; }
 
-// layer_types when every layer is an attention layer with its MLP (GPT-OSS,
-// Llama 4); the hybrid pattern when every layer is one of Megatron's hybrid
-// blocks (Nemotron-H); else what cannot be written.
+// layer_types when every layer is an attention layer or a gated DeltaNet
+// with its MLP (GPT-OSS, Llama 4, Qwen3-Next); the hybrid pattern when
+// every layer is one of Megatron's hybrid blocks (Nemotron-H); else what
+// cannot be written.
 struct Layers {
   std::vector<std::string> types;  // layer_types, or empty
   std::string pattern;             // hybrid_layer_pattern, or empty
@@ -28,27 +29,31 @@ struct Layers {
 Layers Classify(const Architecture& a) {
   Layers out;
   if (a.blocks.empty()) return out;
-  bool transformer = true, hybrid = true, windowed = false;
+  // A layer with its MLP: attention of any span, or a gated DeltaNet
+  // (linear_attention) over the full sequence.
+  bool transformer = true, hybrid = true, plain = true;
   for (int i = 0; i < a.layers; ++i) {
     const LayerBlock b = a.Block(i);
-    transformer = transformer && b.mixer == Mixer::Attention && b.mlp == MlpKind::Auto;
-    windowed = windowed || b.span != Span::Full;
+    const bool attention = b.mixer == Mixer::Attention;
+    const bool delta = b.mixer == Mixer::GatedDeltaNet && b.span == Span::Full;
+    transformer = transformer && (attention || delta) && b.mlp == MlpKind::Auto;
+    plain = plain && attention && b.span == Span::Full;
     hybrid = hybrid && HybridSymbol(a, i) != 0;
   }
   if (transformer) {
-    if (!windowed) return out;  // every layer as the default
+    if (plain) return out;  // every layer as the default
     for (int i = 0; i < a.layers; ++i) {
-      const Span s = a.Block(i).span;
-      out.types.emplace_back(s == Span::Sliding   ? "sliding_attention"
-                             : s == Span::Chunked ? "chunked_attention"
-                                                  : "full_attention");
+      const LayerBlock b = a.Block(i);
+      out.types.emplace_back(b.mixer == Mixer::GatedDeltaNet ? "linear_attention"
+                             : b.span == Span::Sliding       ? "sliding_attention"
+                             : b.span == Span::Chunked       ? "chunked_attention"
+                                                             : "full_attention");
     }
   } else if (hybrid) {
     for (int i = 0; i < a.layers; ++i) out.pattern += HybridSymbol(a, i);
   } else {
-    out.unwritable = "layers other than attention with its MLP (layer_types) or Megatron's "
-                     "hybrid blocks (hybrid_layer_pattern): a Mamba or gated DeltaNet mixer "
-                     "beside an MLP";
+    out.unwritable = "layers other than a mixer with its MLP (layer_types) or Megatron's "
+                     "hybrid blocks (hybrid_layer_pattern): a Mamba mixer beside an MLP";
   }
   return out;
 }
@@ -62,7 +67,6 @@ Status WriteArchitecture(ConfigWriter& o, const Architecture& a,
   auto also = [&](const char* what) {
     unwritable += (unwritable.empty() ? "" : "; ") + std::string(what);
   };
-  if (a.attention_out_gate) also("an attention output gate (Qwen3-Next's)");
   if (a.HasMixer(Mixer::Mamba2) && (!a.mamba.conv_bias || a.mamba.proj_bias)) {
     also("Mamba biases other than a biased convolution and unbiased projections");
   }
@@ -103,6 +107,7 @@ Status WriteArchitecture(ConfigWriter& o, const Architecture& a,
   }
   if (a.attention_sinks) key(4, "attention_sinks", "true", "attention_sinks");
   if (a.out_bias) key(4, "attention_out_bias", "true", "attention_out_bias");
+  if (a.attention_out_gate) key(4, "attention_output_gate", "true", "attention_output_gate");
   if (!layers.pattern.empty()) {
     o.Text(4, "hybrid_layer_pattern", layers.pattern, origin("hybrid_layer_pattern"));
     // A mixer's shape block: its keys under model.architecture.NAME.
@@ -116,10 +121,19 @@ Status WriteArchitecture(ConfigWriter& o, const Architecture& a,
     block(Mixer::Mamba2, "mamba",
           {{"num_heads", m.heads}, {"head_dim", m.head_dim}, {"state_dim", m.state},
            {"num_groups", m.groups}, {"conv_kernel", m.conv}, {"chunk_size", m.chunk}});
+  }
+  if (a.HasMixer(Mixer::GatedDeltaNet)) {
+    // In the pattern's G layers or layer_types' linear_attention ones.
     const DeltaNetShape& d = a.deltanet;
-    block(Mixer::GatedDeltaNet, "deltanet",
-          {{"key_heads", d.key_heads}, {"value_heads", d.value_heads}, {"key_dim", d.key_dim},
-           {"value_dim", d.value_dim}, {"conv_kernel", d.conv}, {"chunk_size", d.chunk}});
+    o.Line(4, "deltanet:");
+    for (const auto& [k, v] : {std::pair<const char*, std::int64_t>{"key_heads", d.key_heads},
+                               {"value_heads", d.value_heads},
+                               {"key_dim", d.key_dim},
+                               {"value_dim", d.value_dim},
+                               {"conv_kernel", d.conv},
+                               {"chunk_size", d.chunk}}) {
+      key(6, k, v, std::string("deltanet.") + k);
+    }
   }
   if (a.experts > 0) {
     o.Line(4, "moe:");

@@ -2,12 +2,15 @@
 // model's layers written inline, one symbol a layer, by Megatron-LM's
 // pattern (core 0.20, megatron/core/models/hybrid/hybrid_layer_allocation.py
 // Symbols): M a Mamba-2 mixer, G a gated DeltaNet mixer, * self-attention,
-// - an MLP, E a mixture of experts, each a block with one norm
+// + latent attention (MLA, the model's mla shapes; never beside *), - an
+// MLP, E a mixture of experts, each a block with one norm
 // (core/architecture.h LayerBlock, as HuggingFace's Nemotron-H
-// hybrid_override_pattern). Megatron's other symbols (D DeepSeek sparse
-// attention, + latent attention), its pipeline separators | and its MTP
-// separator / are refused here: a ppb config gives the split in the
-// pipeline section and MTP layers by mtp_layers.
+// hybrid_override_pattern). Megatron's D (DeepSeek sparse attention), its
+// pipeline separators | and its MTP separator / are refused here: a ppb
+// config gives the split in the pipeline section and MTP layers by
+// mtp_layers. The gated DeltaNet beside an MLP in one layer (Qwen3-Next,
+// Megatron's GPT experimental attention variant) is layer_types'
+// linear_attention (config_training.cpp), its shape .deltanet as here.
 //
 // The gated DeltaNet shape takes Megatron-LM's defaults (TransformerConfig
 // linear_num_key_heads 16, linear_num_value_heads 32, linear_key_head_dim
@@ -39,12 +42,12 @@ Status Parser::ParseHybridPattern(const Entries& e, const std::string& path,
   const Entry* mamba = Find(e, "mamba");
   const Entry* deltanet = Find(e, "deltanet");
   if (pattern == nullptr) {
-    for (const Entry* x : {mamba, deltanet}) {
-      if (x == nullptr) continue;
-      return Fail(x->path, std::string("must be given only with a hybrid_layer_pattern holding ") +
-                               (x == mamba ? "M (Mamba)" : "G (gated DeltaNet)") +
-                               " layers; got it without one");
+    if (mamba != nullptr) {
+      return Fail(mamba->path, "must be given only with a hybrid_layer_pattern holding M "
+                               "(Mamba) layers; got it without one");
     }
+    // The gated DeltaNet also comes as layer_types' linear_attention (a
+    // DeltaNet beside its MLP): ParseLayerTypes reads it then.
     return Status();
   }
   if (const Entry* types = Find(e, "layer_types")) {
@@ -54,7 +57,7 @@ Status Parser::ParseHybridPattern(const Entries& e, const std::string& path,
   }
   Result<std::string> text =
       String(pattern->value, pattern->path,
-             "a string of M, *, - and E, one per decoder layer");
+             "a string of M, G, *, +, - and E, one per decoder layer");
   if (!text.ok()) return text.error();
   const std::string& p = *text;
   if (static_cast<std::int64_t>(p.size()) != a.layers) {
@@ -70,23 +73,50 @@ Status Parser::ParseHybridPattern(const Entries& e, const std::string& path,
     switch (p[i]) {
       case 'M': b = {Mixer::Mamba2, Span::Full, MlpKind::None}; has_mamba = true; break;
       case 'G': b = {Mixer::GatedDeltaNet, Span::Full, MlpKind::None}; has_delta = true; break;
-      case '*': b = {Mixer::Attention, Span::Full, MlpKind::None}; break;
+      case '*':
+      case '+': b = {Mixer::Attention, Span::Full, MlpKind::None}; break;
       case '-': b = {Mixer::None, Span::Full, MlpKind::Dense}; break;
       case 'E': b = {Mixer::None, Span::Full, MlpKind::Moe}; has_moe = true; break;
       default:
         return Fail(pattern->path,
-                    "must hold only M (Mamba-2), G (gated DeltaNet), * (attention), - (MLP) "
-                    "and E (MoE), one per layer (ppb does not model Megatron's D or + "
-                    "layers; a ppb config gives the split in pipeline, not by |); got '" +
+                    "must hold only M (Mamba-2), G (gated DeltaNet), * (attention), + (MLA), "
+                    "- (MLP) and E (MoE), one per layer (ppb does not model Megatron's D, "
+                    "DeepSeek's sparse attention; a ppb config gives the split in pipeline, "
+                    "not by |); got '" +
                         std::string(1, p[i]) + "' at position " + std::to_string(i + 1) +
                         " of \"" + p + "\"");
     }
+  }
+  // Megatron's hybrid models build * as standard attention and + as MLA
+  // (core 0.20, hybrid_layer_specs.py attention_layer and mla_layer), and
+  // refuse both in one model (hybrid_layer_allocation.py: "Not supported
+  // to have both Attention and MLA/DSA in one model"); ppb's MLA shapes are
+  // the model's (model.architecture.mla).
+  const bool has_std = p.find('*') != std::string::npos;
+  const bool has_mla = p.find('+') != std::string::npos;
+  if (has_std && has_mla) {
+    return Fail(pattern->path,
+                "must not hold both * (attention) and + (MLA) layers (Megatron-LM: \"Not "
+                "supported to have both Attention and MLA/DSA in one model\"); got \"" + p +
+                    "\"");
+  }
+  if (has_mla && !a.mla()) {
+    return Fail(pattern->path,
+                "has MLA layers (+), which need model.architecture.mla (their shapes); got "
+                "none");
+  }
+  if (has_std && a.mla()) {
+    return Fail(pattern->path,
+                "must write the attention layers of a model with model.architecture.mla as "
+                "+ (Megatron's hybrid * layers are standard attention); got \"" + p + "\"");
   }
   if (has_moe && a.experts == 0) {
     return Fail(pattern->path,
                 "has MoE layers (E), which need model.architecture.moe; got none");
   }
-  if (Status st = ParseDeltaNet(deltanet, has_delta, p, path, a); !st.ok()) return st;
+  if (Status st = ParseDeltaNet(deltanet, has_delta, "\"" + p + "\"", path, a); !st.ok()) {
+    return st;
+  }
   if (!has_mamba) {
     if (mamba == nullptr) return Status();
     return Fail(mamba->path,
@@ -120,13 +150,13 @@ Status Parser::ParseHybridPattern(const Entries& e, const std::string& path,
   return Status();
 }
 
-Status Parser::ParseDeltaNet(const Entry* deltanet, bool used, const std::string& pattern,
+Status Parser::ParseDeltaNet(const Entry* deltanet, bool used, const std::string& layers,
                              const std::string& path, Architecture& a) {
   if (!used) {
     if (deltanet == nullptr) return Status();
     return Fail(deltanet->path,
                 "must be given only with a hybrid_layer_pattern holding G (gated DeltaNet) "
-                "layers; got \"" + pattern + "\"");
+                "layers or a layer_types entry linear_attention; got " + layers);
   }
   Entries d;
   PPB_ASSIGN_OR_RETURN(d, ShapeEntries(deltanet, {"key_heads", "value_heads", "key_dim",

@@ -82,7 +82,9 @@ class Parser : public ConfigReader {
                          Architecture& a);
   // config_hybrid.cpp: hybrid_layer_pattern and mamba.
   Result<Entries> ShapeEntries(const Entry* x, std::initializer_list<std::string_view> keys);
-  Status ParseDeltaNet(const Entry* deltanet, bool used, const std::string& pattern,
+  // `layers` describes the model's layers for the error when `deltanet`
+  // is given and no layer is a DeltaNet.
+  Status ParseDeltaNet(const Entry* deltanet, bool used, const std::string& layers,
                        const std::string& path, Architecture& a);
   Status ParseHybridPattern(const Entries& e, const std::string& path,
                             Architecture& a);

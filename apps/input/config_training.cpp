@@ -47,7 +47,7 @@ Result<Architecture> Parser::ParseArchitecture(const Entry& section) {
            "qk_norm", "norm", "learned_positions", "moe", "mla",
            "mtp_layers", "layer_types", "sliding_window",
            "attention_chunk_size", "attention_sinks", "attention_out_bias",
-           "hybrid_layer_pattern", "mamba", "deltanet"});
+           "attention_output_gate", "hybrid_layer_pattern", "mamba", "deltanet"});
   if (!r.ok()) return r.error();
   const Entries& e = *r;
   Architecture a;
@@ -151,6 +151,17 @@ Result<Architecture> Parser::ParseArchitecture(const Entry& section) {
   }
   PPB_ASSIGN_OR_RETURN(a.attention_sinks, ArchBool(e, "attention_sinks", false));
   PPB_ASSIGN_OR_RETURN(a.out_bias, ArchBool(e, "attention_out_bias", false));
+  // A sigmoid gate on the attention output, one value a query channel, from
+  // the QKV projection (Megatron-LM core 0.20 TransformerConfig
+  // attention_output_gate: linear_qkv grows by heads x kv_channels; Qwen3-
+  // Next's q_proj). Megatron refuses it with MLA (transformer_config.py
+  // MLATransformerConfig: "Output gate is not supported for MLA yet").
+  PPB_ASSIGN_OR_RETURN(a.attention_out_gate, ArchBool(e, "attention_output_gate", false));
+  if (a.attention_out_gate && mla != nullptr) {
+    return Fail(path + ".attention_output_gate",
+                "must not be true with model.architecture.mla (Megatron-LM: \"Output gate is "
+                "not supported for MLA yet\"); got true");
+  }
   if (Status s = ParseHybridPattern(e, path, a); !s.ok()) return s.error();
   if (Status s = ParseLayerTypes(e, path, a); !s.ok()) return s.error();
   if (a.heads % a.kv_heads != 0) {
@@ -162,20 +173,23 @@ Result<Architecture> Parser::ParseArchitecture(const Entry& section) {
   return a;
 }
 
-// model.architecture.layer_types (one attention span per decoder layer, by
-// HuggingFace's names: GPT-OSS's config.json "layer_types"; ppb's
-// "chunked_attention" for Llama 4's chunked layers) with the window of
-// each span used: sliding_window for a sliding_attention layer,
-// attention_chunk_size for a chunked_attention one. A window given with no
-// layer of its span is refused (it would change nothing).
+// model.architecture.layer_types (one mixer per decoder layer, by
+// HuggingFace's names: GPT-OSS's config.json "layer_types"; Qwen3-Next's
+// "linear_attention", a gated DeltaNet beside the layer's MLP, its shape
+// model.architecture.deltanet; ppb's "chunked_attention" for Llama 4's
+// chunked layers) with the window of each span used: sliding_window for a
+// sliding_attention layer, attention_chunk_size for a chunked_attention
+// one. A window given with no layer of its span is refused (it would
+// change nothing).
 Status Parser::ParseLayerTypes(const Entries& e, const std::string& path,
                                Architecture& a) {
   const Entry* types = Find(e, "layer_types");
+  bool linear = false;
   if (types != nullptr) {
     Result<std::vector<Entry>> items =
         List(types->value, types->path,
-             "a list of full_attention, sliding_attention or "
-             "chunked_attention, one per decoder layer");
+             "a list of full_attention, sliding_attention, chunked_attention or "
+             "linear_attention, one per decoder layer");
     if (!items.ok()) return items.error();
     if (static_cast<std::int64_t>(items->size()) != a.layers) {
       return Fail(types->path,
@@ -188,12 +202,22 @@ Status Parser::ParseLayerTypes(const Entries& e, const std::string& path,
       const Entry& item = (*items)[i];
       Result<size_t> k = Choice(item.value, item.path,
                                 {"full_attention", "sliding_attention",
-                                 "chunked_attention"});
+                                 "chunked_attention", "linear_attention"});
       if (!k.ok()) return k.error();
       a.blocks[i].span = *k == 1   ? Span::Sliding
                          : *k == 2 ? Span::Chunked
                                    : Span::Full;
+      if (*k == 3) {
+        a.blocks[i].mixer = Mixer::GatedDeltaNet;
+        linear = true;
+      }
     }
+  }
+  if (Find(e, "hybrid_layer_pattern") == nullptr) {
+    PPB_RETURN_IF_ERROR(ParseDeltaNet(Find(e, "deltanet"), linear,
+                                      types != nullptr ? "no linear_attention in layer_types"
+                                                       : "neither",
+                                      path, a));
   }
   struct Window {
     const char* key;

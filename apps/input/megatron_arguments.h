@@ -215,11 +215,14 @@ bool ReadLogArgs(const std::string& path, std::string_view text, Args& args);
 // --moe-layer-freq as a list pattern ("([0]*3+[1]*58)", "[0, 1, 1]";
 // arguments.py moe_freq_type): 1 for an MoE layer; `where` places errors.
 std::vector<int> MoeLayerPattern(std::string_view text, const std::string& where);
-// --window-size and --window-attn-skip-freq as model.architecture's
-// layer_types and sliding_window, and --softmax-type's sinks, for a model
-// of `layers` decoder layers (apps/input/megatron_layers.cpp).
+// --window-size and --window-attn-skip-freq, and --experimental-attention-
+// variant gdn with --linear-attention-freq and the --linear-* shape, as
+// model.architecture's layer_types, sliding_window and deltanet, and
+// --softmax-type's sinks, for a model of `layers` decoder layers
+// (apps/input/megatron_layers.cpp); a hybrid model's DeltaNet layers are
+// its pattern's.
 void WriteWindows(Args& args, ConfigWriter& o, std::vector<std::string>& notes,
-                  std::int64_t layers);
+                  std::int64_t layers, bool hybrid);
 
 // --hybrid-layer-pattern (or the deprecated --hybrid-override-pattern):
 // Megatron-LM's hybrid model (pretrain_hybrid.py), read by
@@ -234,7 +237,7 @@ struct HybridPattern {
   }
 };
 // The pattern, or nullopt when the run gives none; refuses what ppb cannot
-// model (MTP depths after '/', the G, D and + layers) at its line.
+// model (MTP depths after '/', D layers) at its line.
 std::optional<HybridPattern> ReadHybridPattern(Args& args);
 // model.architecture's hybrid_layer_pattern and mamba (the --mamba-* shape
 // arguments given) at indent 4.

@@ -123,7 +123,28 @@ void WriteModel(Job& j) {
     notes.push_back(fmt::format("ffn_hidden_size {} (Megatron's default for --hidden-size {}{})",
                                 ffn, h, swiglu ? " with --swiglu" : ""));
   }
-  const bool mla = a.Flag("multi_latent_attention");
+  // validate_args sets multi_latent_attention when a hybrid pattern holds +
+  // (MLA) layers; its * layers are standard attention (hybrid_layer_specs.py
+  // attention_layer) whatever the flag says.
+  const bool mla_flag = a.Flag("multi_latent_attention");
+  const bool mla = j.hybrid ? j.hybrid->symbols.find('+') != std::string::npos : mla_flag;
+  if (j.hybrid && mla_flag && !mla) {
+    Fail(fmt::format("{}: must be given with + (MLA) layers in --{}, whose * layers are "
+                     "standard attention (Megatron's hybrid attention_layer); got a pattern "
+                     "with none",
+                     where("multi_latent_attention"),
+                     j.hybrid->dest == "hybrid_layer_pattern" ? "hybrid-layer-pattern"
+                                                              : "hybrid-override-pattern"));
+  }
+  // TransformerConfig.attention_output_gate (core 0.20): a sigmoid gate on
+  // the attention output, its values from linear_qkv; MLATransformerConfig
+  // raises "Output gate is not supported for MLA yet".
+  const bool out_gate = a.Flag("attention_output_gate");
+  if (out_gate && mla) {
+    Fail(fmt::format("{}: must not be given with multi-latent attention (Megatron-LM: \"Output "
+                     "gate is not supported for MLA yet\"); got both",
+                     where("attention_output_gate")));
+  }
   const bool gqa = a.Flag("group_query_attention");
   std::optional<std::int64_t> groups = a.Int("num_query_groups", 1);
   const std::optional<std::int64_t> kv_channels = a.Int("kv_channels", 1);
@@ -239,7 +260,8 @@ void WriteModel(Job& j) {
   }
   if (rms_biases) o.Key(4, "attention_out_bias", "true", bias_origin);
   if (a.Flag("qk_layernorm")) o.Key(4, "qk_norm", "true", where("qk_layernorm"));
-  WriteWindows(a, o, j.notes, layers);
+  if (out_gate) o.Key(4, "attention_output_gate", "true", where("attention_output_gate"));
+  WriteWindows(a, o, j.notes, layers, j.hybrid.has_value());
   if (j.hybrid) WriteHybridModel(a, *j.hybrid, o);
   if (norm == "LayerNorm" && no_bias) {
     notes.push_back("--disable-bias-linear: ppb puts biases on every linear with LayerNorm");

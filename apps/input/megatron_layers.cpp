@@ -1,11 +1,13 @@
 // What Megatron-LM's arguments say of each decoder layer, written as
 // model.architecture's per-layer keys (apps/input/megatron_arguments.h):
-// sliding windows and sinks (WriteWindows), and the hybrid models
+// sliding windows, sinks and the GPT model's gated DeltaNet layers
+// (WriteWindows), and the hybrid models
 // (HybridPattern): --hybrid-layer-pattern by core 0.20's rules
 // (megatron/training/arguments.py validate_args and
 // megatron/core/models/hybrid/hybrid_layer_allocation.py): one symbol a
-// decoder layer (M Mamba, * attention, - MLP, E MoE; G, D and + are layers
-// ppb does not model), '|' between pipeline segments (segment k is global
+// decoder layer (M Mamba, G gated DeltaNet, * attention, + MLA attention,
+// - MLP, E MoE; D, DeepSeek's sparse attention, ppb does not model), '|'
+// between pipeline segments (segment k is global
 // stage k: vp_stage x p + pp_rank), '/' before each MTP depth's pattern.
 // num_layers is the pattern's length; the Mamba shape comes from
 // TransformerConfig's mamba_* fields (--mamba-state-dim, --mamba-head-dim,
@@ -47,14 +49,22 @@ std::optional<HybridPattern> ReadHybridPattern(Args& a) {
   h.text = *text;
   for (size_t i = 0; i < text->size(); ++i) {
     const char c = (*text)[i];
-    if (c == 'M' || c == 'G' || c == '*' || c == '-' || c == 'E') {
+    if (c == 'M' || c == 'G' || c == '*' || c == '+' || c == '-' || c == 'E') {
       h.symbols += c;
     } else if (c != '|') {
-      Fail(fmt::format("{}: must hold M (Mamba), G (gated DeltaNet), * (attention), - (MLP), "
-                       "E (MoE) and | (ppb does not model Megatron's D and + layers); got '{}' "
-                       "at position {} of \"{}\"",
+      Fail(fmt::format("{}: must hold M (Mamba), G (gated DeltaNet), * (attention), + (MLA), "
+                       "- (MLP), E (MoE) and | (ppb does not model Megatron's D, DeepSeek's "
+                       "sparse attention); got '{}' at position {} of \"{}\"",
                        where, std::string(1, c), i + 1, Abbreviate(*text)));
     }
+  }
+  // hybrid_layer_allocation.py validate_segment_layers: "Not supported to
+  // have both Attention and MLA/DSA in one model".
+  if (h.symbols.find('*') != std::string::npos && h.symbols.find('+') != std::string::npos) {
+    Fail(fmt::format("{}: must not hold both * (attention) and + (MLA) layers (Megatron-LM: "
+                     "\"Not supported to have both Attention and MLA/DSA in one model\"); got "
+                     "\"{}\"",
+                     where, Abbreviate(*text)));
   }
   if (h.symbols.empty()) {
     Fail(fmt::format("{}: must hold at least one layer; got \"{}\"", where, Abbreviate(*text)));
@@ -67,12 +77,23 @@ std::optional<HybridPattern> ReadHybridPattern(Args& a) {
   return h;
 }
 
+namespace {
+
+struct Key {
+  const char* dest;
+  const char* key;
+};
+
+// TransformerConfig's linear_* fields: the gated DeltaNet's shape.
+constexpr Key kDeltaNetKeys[] = {
+    {"linear_num_key_heads", "key_heads"},     {"linear_num_value_heads", "value_heads"},
+    {"linear_key_head_dim", "key_dim"},        {"linear_value_head_dim", "value_dim"},
+    {"linear_conv_kernel_dim", "conv_kernel"}};
+
+}  // namespace
+
 void WriteHybridModel(Args& a, const HybridPattern& h, ConfigWriter& o) {
   o.Text(4, "hybrid_layer_pattern", h.symbols, a.Where(h.dest));
-  struct Key {
-    const char* dest;
-    const char* key;
-  };
   // The mixers' shapes (TransformerConfig's mamba_* and linear_* fields),
   // each block written when its symbol is in the pattern and a flag given
   // (ppb's defaults are Megatron's); read either way, as a shape without
@@ -96,11 +117,61 @@ void WriteHybridModel(Args& a, const HybridPattern& h, ConfigWriter& o) {
         {Key{"mamba_num_heads", "num_heads"}, Key{"mamba_head_dim", "head_dim"},
          Key{"mamba_state_dim", "state_dim"}, Key{"mamba_num_groups", "num_groups"}});
   shape('G', "deltanet",
-        {Key{"linear_num_key_heads", "key_heads"}, Key{"linear_num_value_heads", "value_heads"},
-         Key{"linear_key_head_dim", "key_dim"}, Key{"linear_value_head_dim", "value_dim"},
-         Key{"linear_conv_kernel_dim", "conv_kernel"}});
+        {kDeltaNetKeys[0], kDeltaNetKeys[1], kDeltaNetKeys[2], kDeltaNetKeys[3],
+         kDeltaNetKeys[4]});
 }
 
+namespace {
+
+// --experimental-attention-variant (TransformerConfig, core 0.20:
+// gdn, its deprecated spelling gated_delta_net, gdn2, dsa): 1 for each
+// decoder layer that is a gated DeltaNet beside its MLP, by
+// --linear-attention-freq (experimental_attention_variant_module_specs.py
+// get_linear_attention_pattern: N gives full attention at every Nth layer,
+// (i + 1) % N == 0; a list, arguments.py la_freq_type's Python expression,
+// 1 linear and 0 full); all 0 without the variant. A hybrid model's G
+// layers are its pattern's: the variant may only say gdn there.
+std::vector<int> LinearAttentionLayers(Args& a, std::int64_t layers, bool hybrid) {
+  std::vector<int> linear(static_cast<size_t>(layers), 0);
+  const std::optional<std::string> variant = a.Str("experimental_attention_variant");
+  const bool gdn = variant && (*variant == "gdn" || *variant == "gated_delta_net");
+  if (variant && !gdn) {
+    Fail(fmt::format("{}: must be gdn (or gated_delta_net), the variant ppb models; got '{}' "
+                     "(ppb does not model gdn2's channel-wise gates or dsa, DeepSeek's sparse "
+                     "attention)",
+                     a.Where("experimental_attention_variant"), Abbreviate(*variant)));
+  }
+  if (!gdn || hybrid) {
+    if (!hybrid) a.Str("linear_attention_freq");  // listed as ignored when given
+    return linear;
+  }
+  const std::string where = a.Where("linear_attention_freq");
+  const std::optional<std::string> freq = a.Str("linear_attention_freq", /*flatten=*/false);
+  if (!freq) {
+    Fail(fmt::format("{}: --linear-attention-freq: must be given with "
+                     "--experimental-attention-variant {} (Megatron-LM's assert: "
+                     "\"linear_attention_freq must be set for linear gdn\"); got nothing",
+                     a.Line("experimental_attention_variant"), *variant));
+  }
+  if (freq->find('[') != std::string::npos) {
+    linear = MoeLayerPattern(*freq, where);
+    if (static_cast<std::int64_t>(linear.size()) != layers) {
+      Fail(fmt::format("{}: must list one entry a layer ({}, Megatron-LM's assert); got {}",
+                       where, layers, linear.size()));
+    }
+  } else if (std::optional<std::int64_t> n = a.Int("linear_attention_freq", 1)) {
+    for (std::int64_t i = 0; i < layers; ++i) {
+      linear[static_cast<size_t>(i)] = (i + 1) % *n == 0 ? 0 : 1;
+    }
+  }
+  return linear;
+}
+
+}  // namespace
+
+// --experimental-attention-variant gdn with --linear-attention-freq
+// (LinearAttentionLayers: layer_types' linear_attention and the deltanet
+// block of the --linear-* arguments), and
 // --window-size and --window-attn-skip-freq (TransformerConfig.window_size
 // and window_attn_skip_freq; core/transformer/utils.py
 // is_layer_window_attention: 1-based layer n slides iff n % N != 0, or
@@ -109,8 +180,12 @@ void WriteHybridModel(Args& a, const HybridPattern& h, ConfigWriter& o) {
 // lets a query see itself and the L keys before it, so L + 1 keys. And
 // --softmax-type (learnable: a sink logit per head, GPT-OSS's).
 void WriteWindows(Args& a, ConfigWriter& o, std::vector<std::string>& notes,
-                  std::int64_t layers) {
+                  std::int64_t layers, bool hybrid) {
   auto where = [&](const std::string& dest) { return a.Where(dest); };
+  const std::vector<int> linear = LinearAttentionLayers(a, layers, hybrid);
+  const bool any_linear = std::find(linear.begin(), linear.end(), 1) != linear.end();
+  std::vector<int> slides(static_cast<size_t>(layers), 0);
+  std::int64_t window = 0;
   if (std::optional<std::string> w = a.Str("window_size", /*flatten=*/false)) {
     // "127,0" on a command line; "(127, 0)" in a log's arguments block.
     std::string text;
@@ -132,7 +207,7 @@ void WriteWindows(Args& a, ConfigWriter& o, std::vector<std::string>& notes,
                       "got '{}'",
                       where("window_size"), Abbreviate(*w)));
     }
-    std::vector<int> slides(static_cast<size_t>(layers), 1);
+    slides.assign(static_cast<size_t>(layers), 1);
     if (std::optional<std::string> skip = a.Str("window_attn_skip_freq", /*flatten=*/false)) {
       if (skip->find('[') != std::string::npos) {
         slides = MoeLayerPattern(*skip, where("window_attn_skip_freq"));
@@ -146,13 +221,38 @@ void WriteWindows(Args& a, ConfigWriter& o, std::vector<std::string>& notes,
         }
       }
     }
-    if (left >= 0 && std::find(slides.begin(), slides.end(), 1) != slides.end()) {
-      std::vector<std::string> types;
-      for (int x : slides) types.emplace_back(x == 1 ? "sliding_attention" : "full_attention");
-      o.Key(4, "layer_types", fmt::format("[{}]", fmt::join(types, ", ")),
-            a.Peek("window_attn_skip_freq") != nullptr ? where("window_attn_skip_freq")
+    if (left < 0) slides.assign(static_cast<size_t>(layers), 0);
+    window = left + 1;
+  }
+  // A gated DeltaNet layer has no window (the windows are the attention
+  // layers': is_layer_window_attention).
+  bool sliding = false;
+  for (size_t i = 0; i < slides.size(); ++i) {
+    if (linear[i] == 1) slides[i] = 0;
+    sliding = sliding || slides[i] == 1;
+  }
+  if (sliding || any_linear) {
+    std::vector<std::string> types;
+    for (size_t i = 0; i < slides.size(); ++i) {
+      types.emplace_back(linear[i] == 1  ? "linear_attention"
+                         : slides[i] == 1 ? "sliding_attention"
+                                          : "full_attention");
+    }
+    o.Key(4, "layer_types", fmt::format("[{}]", fmt::join(types, ", ")),
+          any_linear                                  ? where("linear_attention_freq")
+          : a.Peek("window_attn_skip_freq") != nullptr ? where("window_attn_skip_freq")
                                                        : where("window_size"));
-      o.Key(4, "sliding_window", left + 1, where("window_size"));
+  }
+  if (sliding) o.Key(4, "sliding_window", window, where("window_size"));
+  if (any_linear) {
+    // The shape arguments given (ppb's defaults are TransformerConfig's).
+    bool opened = false;
+    for (const Key& k : kDeltaNetKeys) {
+      const std::optional<std::int64_t> v = a.Int(k.dest, 1);
+      if (!v) continue;
+      if (!opened) o.Line(4, "deltanet:");
+      opened = true;
+      o.Key(6, k.key, *v, a.Where(k.dest));
     }
   }
   const std::string softmax =

@@ -119,9 +119,9 @@ std::string MtpRecompute(const Layer& layer, const std::string& granularity,
 // config.strategy when there are several.
 std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>& missing);
 // Whether `a` is a Megatron-LM hybrid model (pretrain_hybrid.py): every
-// decoder layer one block of M (a Mamba-2 mixer alone), * (full softmax
-// attention alone, not latent), - (a dense MLP alone) or E (experts
-// alone), and no MTP layers.
+// decoder layer one block of M (a Mamba-2 mixer alone), G (a gated DeltaNet
+// alone), * (full softmax attention alone; + when it is latent), - (a dense
+// MLP alone) or E (experts alone), and no MTP layers.
 bool MegatronHybrid(const Architecture& a);
 
 Result<Emission> EmitMegatron(const RunConfig& config);

@@ -86,7 +86,7 @@ Result<std::map<std::string, std::string>> ReadFlags(std::string_view text) {
         // The model's shape (megatron_model.cpp).
         "--group-query-attention", "--swiglu", "--untie-embeddings-and-output-weights",
         "--disable-bias-linear", "--add-qkv-bias", "--qk-layernorm",
-        "--multi-latent-attention", "--moe-shared-expert-gate",
+        "--attention-output-gate", "--multi-latent-attention", "--moe-shared-expert-gate",
         "--moe-router-enable-expert-bias"};
     if (std::find_if(std::begin(kSwitches), std::end(kSwitches), [&](const char* sw) {
           return tokens[i] == sw;
@@ -279,6 +279,7 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
                                        "--untie-embeddings-and-output-weights",
                                        "--normalization", "--disable-bias-linear",
                                        "--add-qkv-bias", "--qk-layernorm",
+                                       "--attention-output-gate",
                                        "--position-embedding-type",
                                        "--max-position-embeddings", "--vocab-size",
                                        "--padded-vocab-size", "--num-experts",
@@ -295,7 +296,9 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
                                        "--mamba-head-dim", "--mamba-state-dim",
                                        "--mamba-num-groups", "--linear-num-key-heads",
                                        "--linear-num-value-heads", "--linear-key-head-dim",
-                                       "--linear-value-head-dim", "--linear-conv-kernel-dim"};
+                                       "--linear-value-head-dim", "--linear-conv-kernel-dim",
+                                       "--experimental-attention-variant",
+                                       "--linear-attention-freq"};
   for (const auto& [name, value] : *flags) {
     if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
       return Error{"", "ppb does not read " + name};

@@ -35,6 +35,19 @@ std::string MoePattern(const Architecture& a) {
   return RunLengthPattern(moe);
 }
 
+// TransformerConfig's linear_* fields for the gated DeltaNet of `a`; the
+// chunked kernel's block is fla's 64.
+std::string DeltaNetFlags(const Architecture& a, std::vector<std::string>& missing) {
+  if (a.deltanet.chunk != DeltaNetShape{}.chunk) {
+    missing.emplace_back("the gated DeltaNet's chunk (Megatron runs fla's chunks of 64)");
+  }
+  return fmt::format(
+      "--linear-num-key-heads {}\n--linear-num-value-heads {}\n--linear-key-head-dim {}\n"
+      "--linear-value-head-dim {}\n--linear-conv-kernel-dim {}\n",
+      a.deltanet.key_heads, a.deltanet.value_heads, a.deltanet.key_dim, a.deltanet.value_dim,
+      a.deltanet.conv);
+}
+
 // Megatron's window flags for the sliding layers of `a` (TransformerConfig
 // window_size (w - 1, 0): a query sees itself and w - 1 keys before it;
 // window_attn_skip_freq: an integer N when the full layers are every N-th
@@ -77,7 +90,7 @@ std::string HybridPatternFlag(const RunConfig& config) {
 }  // namespace
 
 bool MegatronHybrid(const Architecture& a) {
-  if (a.blocks.empty() || a.mtp_layers > 0 || a.mla()) return false;
+  if (a.blocks.empty() || a.mtp_layers > 0) return false;
   for (int i = 0; i < a.layers; ++i) {
     if (HybridSymbol(a, i) == 0) return false;
   }
@@ -118,6 +131,7 @@ std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>
                                 : "--normalization RMSNorm\n--disable-bias-linear\n";
   if (a.qkv_bias && !rms_biases) text += "--add-qkv-bias\n";
   if (a.qk_norm) text += "--qk-layernorm\n";
+  if (a.attention_out_gate) text += "--attention-output-gate\n";
   text += WindowFlags(a);
   if (a.attention_sinks) text += "--softmax-type learnable\n";
   if (a.learned_positions > 0) {
@@ -169,28 +183,39 @@ std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>
             "fixes a 4-wide biased convolution, chunks of 128 and unbiased projections)");
       }
     }
-    if (a.HasMixer(Mixer::GatedDeltaNet)) {
-      // TransformerConfig's linear_* fields; the chunked kernel's block is
-      // fla's 64.
-      text += fmt::format(
-          "--linear-num-key-heads {}\n--linear-num-value-heads {}\n--linear-key-head-dim {}\n"
-          "--linear-value-head-dim {}\n--linear-conv-kernel-dim {}\n",
-          a.deltanet.key_heads, a.deltanet.value_heads, a.deltanet.key_dim, a.deltanet.value_dim,
-          a.deltanet.conv);
-      if (a.deltanet.chunk != DeltaNetShape{}.chunk) {
-        missing.emplace_back("the gated DeltaNet's chunk (Megatron runs fla's chunks of 64)");
-      }
-    }
+    if (a.HasMixer(Mixer::GatedDeltaNet)) text += DeltaNetFlags(a, missing);
   } else {
-    // What these flags cannot say: a mixer other than attention in a
-    // layer that also has an MLP (Qwen3-Next's DeltaNet), or in a pattern
-    // Megatron's hybrid symbols cannot write.
+    // A gated DeltaNet beside its MLP (Qwen3-Next's layers) is the GPT
+    // model's experimental attention variant (TransformerConfig
+    // experimental_attention_variant 'gdn', linear_attention_freq: N when
+    // the full attention layers are every Nth, (i + 1) % N == 0; else the
+    // per-layer list, 1 linear). What these flags cannot say: a Mamba
+    // mixer beside an MLP, or a pattern Megatron's hybrid symbols cannot
+    // write.
+    std::vector<int> linear;
+    bool other = false;
     for (int i = 0; i < a.layers; ++i) {
       const LayerBlock b = a.Block(i);
-      if (b.mixer != Mixer::Attention) {
-        missing.emplace_back("the Mamba and linear-attention mixers");
-        break;
+      const bool delta = b.mixer == Mixer::GatedDeltaNet && b.mlp == MlpKind::Auto;
+      linear.push_back(delta ? 1 : 0);
+      other = other || (b.mixer != Mixer::Attention && !delta);
+    }
+    if (other) {
+      missing.emplace_back("the Mamba and linear-attention mixers");
+    } else if (std::find(linear.begin(), linear.end(), 1) != linear.end()) {
+      std::string freq = "\"" + RunLengthPattern(linear) + "\"";
+      for (int n = 1; n <= a.layers; ++n) {
+        bool every = true;
+        for (int i = 0; i < a.layers && every; ++i) {
+          every = linear[i] == ((i + 1) % n != 0 ? 1 : 0);
+        }
+        if (every) {
+          freq = std::to_string(n);
+          break;
+        }
       }
+      text += "--experimental-attention-variant gdn\n--linear-attention-freq " + freq + "\n";
+      text += DeltaNetFlags(a, missing);
     }
   }
   for (int i = 0; i < a.layers; ++i) {
@@ -199,7 +224,6 @@ std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>
       break;
     }
   }
-  if (a.attention_out_gate) missing.emplace_back("the attention output gate of Qwen3-Next");
   if ((a.out_bias || a.expert_bias) && !rms_biases) {
     missing.emplace_back(
         "biases on the attention output or the experts alone (Megatron's "
