@@ -295,6 +295,16 @@ TEST_CASE("torchtitan main: the token counts and Trainer.Config's checks") {
         "models/llama3/r.py:4: training.num_tokens_per_microbatch_per_dp_rank: must be a "
         "multiple of training.max_context_length (2048): ppb simulates whole sequences, the "
         "packed dataloader's; got 3000");
+  // torchtitan main's vision-language and diffusion models are named as
+  // such before their config is read.
+  Result<commands::LaunchConfig> vlm = commands::ReadLaunchConfig(
+      "torchtitan", "models/qwen3_5/config_registry.py:qwen35_27b", head + "    )\n", H100(8));
+  REQUIRE_FALSE(vlm.ok());
+  CHECK(vlm.error().message ==
+        "models/qwen3_5/config_registry.py: the model: must be a decoder-only language model "
+        "(ppb simulates those, not encoders beside them); got torchtitan's qwen3_5, a "
+        "vision-language model (Qwen3.5: a vision encoder and patch merger beside its hybrid "
+        "decoder, trained on image-text data)");
   Result<commands::LaunchConfig> typo =
       read("        parallelism=ParallelismConfig(tensor_parallel=2),\n", 4);
   REQUIRE_FALSE(typo.ok());

@@ -756,6 +756,25 @@ Result<LaunchRun> ReadTorchtitanLaunch(const std::string& path, std::string_view
 
 Result<LaunchRun> ReadTorchtitanFunction(const std::string& path, std::string_view text,
                                          const std::string& function, const LaunchInputs& inputs) {
+  // torchtitan main's models that are not decoder-only language models,
+  // named before their config is read (each README at b5bcd76c): qwen3_5
+  // and kimi_k2_7 run a vision encoder on multimodal data (all but
+  // kimi_k2_7's moonlight_16b_a3b, "the text-only DeepSeekV3 sibling",
+  // which its own checks read), flux is a diffusion model.
+  const std::string folder = std::filesystem::path(path).parent_path().filename().string();
+  static const std::pair<const char*, const char*> kNotLanguage[] = {
+      {"qwen3_5", "a vision-language model (Qwen3.5: a vision encoder and patch merger beside "
+                  "its hybrid decoder, trained on image-text data)"},
+      {"kimi_k2_7", "a vision-language model (Kimi K2.5 and Kimi-VL: a vision encoder beside "
+                    "the DeepSeek-V3-shaped decoder, trained on image-text data)"},
+      {"flux", "a diffusion model (FLUX: an image generator with T5 and CLIP encoders)"}};
+  for (const auto& [name, what] : kNotLanguage) {
+    if (folder != name || function.rfind("moonlight", 0) == 0) continue;
+    return Error{"", fmt::format("{}: the model: must be a decoder-only language model (ppb "
+                                 "simulates those, not encoders beside them); got torchtitan's "
+                                 "{}, {}",
+                                 path, name, what)};
+  }
   Result<PythonConfig> config = EvaluateConfigFunction(path, text, function);
   if (!config.ok()) return config.error();
   if (config->type != "Trainer.Config") {
@@ -763,7 +782,6 @@ Result<LaunchRun> ReadTorchtitanFunction(const std::string& path, std::string_vi
                                  config->return_line, function, config->type)};
   }
   // The model: the registry's folder (torchtitan/models/<model>/).
-  const std::string folder = std::filesystem::path(path).parent_path().filename().string();
   std::map<std::string, Unevaluated> unknown;
   for (const auto& [key, u] : config->unknown) unknown[key] = Unevaluated{u.line, u.expression};
   try {
