@@ -17,6 +17,7 @@
 #include "apps/input/config.h"
 #include "apps/input/launch_script.h"
 #include "apps/input/megatron_launch.h"
+#include "apps/input/path_commands.h"
 #include "apps/input/step_runs.h"
 #include "apps/output/emit.h"
 #include "apps/output/output.h"
@@ -157,6 +158,112 @@ TEST_CASE("launch script: assignments, arrays, tests, case and arithmetic as bas
   CHECK(c->environment == std::vector<std::string>{"GPUS_PER_NODE", "NODES"});
 }
 
+TEST_CASE("launch script: a sourced file's assignments, arrays and exports hold in the script") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "ppb-test-source";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "conf");
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+  };
+  write("conf/env.sh",
+        "# the job's sizes\n"            // 1
+        "TP=2\n"                         // 2
+        "export PP=${PP:-2}\n"           // 3
+        "LAYERS=$((2 * 4))\n"            // 4
+        "MODEL=(--hidden-size 64)\n");   // 5
+  write("conf/bad.sh", "A=1\n\n( cd x )\n");
+  write("conf/launch.sh", "torchrun pretrain_gpt.py --num-layers 2\n");
+  write("conf/self.sh", "source conf/self.sh\n");
+  write("conf/exit.sh", "A=1\nexit 1\n");
+  const std::string script = (dir / "run.sh").string();
+  auto read = [&](const std::string& first) {
+    return ReadLaunchScript(script, "#!/bin/bash\n" + first +
+                                        "\ntorchrun pretrain_gpt.py --tp $TP --pp $PP "
+                                        "--num-layers $LAYERS ${MODEL[@]}\n");
+  };
+  Result<LaunchCommand> c = read("source conf/env.sh");
+  if (!c.ok()) FAIL(c.error().message);
+  CHECK(Texts(c->args) == std::vector<std::string>{"--tp", "2", "--pp", "2", "--num-layers",
+                                                   "8", "--hidden-size", "64"});
+  CHECK(c->line == 3);
+  // The array's words came in by the source command's line.
+  CHECK(c->args[6].line == 2);
+  // PP was read while unset, in the sourced file.
+  CHECK(c->environment == std::vector<std::string>{"PP"});
+  // `.` is `source`; an absolute path is itself.
+  Result<LaunchCommand> dot = read(". " + (dir / "conf/env.sh").string());
+  if (!dot.ok()) FAIL(dot.error().message);
+  CHECK(Texts(dot->args) == Texts(c->args));
+
+  auto refused = [&](const std::string& first) {
+    Result<LaunchCommand> r = read(first);
+    REQUIRE_FALSE(r.ok());
+    return r.error().message;
+  };
+  CHECK(refused("source conf/missing.sh") ==
+        script + ":2: source: must name a readable file (a relative path from the working "
+                 "directory or the script's folder); got conf/missing.sh (conf/missing.sh from "
+                 "the working directory, then " +
+            (dir / "conf/missing.sh").string() + ": no such file)");
+  // The idioms that name a script's folder: dirname, readlink -f and
+  // BASH_SOURCE are read as bash gives them; pwd is ppb's working directory.
+  for (const char* idiom : {"source \"$(dirname \"$(readlink -f \"$0\")\")/conf/env.sh\"",
+                            "SCRIPT_PATH=\"${BASH_SOURCE[0]}\"; source "
+                            "$(dirname $SCRIPT_PATH)/conf/env.sh",
+                            ". `dirname $0`/conf/$(basename env.sh)"}) {
+    INFO(idiom);
+    Result<LaunchCommand> r = read(idiom);
+    if (!r.ok()) FAIL(r.error().message);
+    CHECK(Texts(r->args) == Texts(c->args));
+  }
+  CHECK_THAT(refused(". `pwd`/conf/env.sh"),
+             Catch::Contains("(" + (fs::current_path() / "conf/env.sh").string() +
+                             ": no such file)"));
+  CHECK_THAT(refused(". /dev/null"), Catch::Contains("(/dev/null: not a regular file)"));
+  CHECK(refused("source conf/bad.sh") ==
+        script + ":2: source conf/bad.sh: " + (dir / "conf/bad.sh").string() +
+            ":3: a subshell ( ... ): must not be used in a launch ppb reads");
+  CHECK(refused("source conf/launch.sh") ==
+        script + ":2: source conf/launch.sh: " + (dir / "conf/launch.sh").string() +
+            ":1: the launch: must be in the script ppb reads, not in a file it sources");
+  CHECK(refused("source conf/env.sh extra") ==
+        script + ":2: source: must be given one file (ppb passes a sourced file no arguments); "
+                 "got 2 words");
+  CHECK(refused("source $(hostname)/conf/env.sh") ==
+        script + ":2: source: must name a file the script sets; got the output of a command "
+                 "ppb does not run");
+  // exit in a sourced file ends the script, at the source command.
+  CHECK_THAT(refused("source conf/exit.sh"),
+             Catch::EndsWith("got no such command before the script exits at line 2"));
+  // A file that sources itself stops at the nesting limit.
+  CHECK(refused("source conf/self.sh") ==
+        script + ":2: source conf/self.sh: " + (dir / "conf/self.sh").string() +
+            ":1: source: must be nested at most 8 deep; got a file sourced at depth 9 (does a "
+            "file source itself?)");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("launch script: the path commands read as coreutils gives them") {
+  using V = std::vector<std::string>;
+  CHECK(PathCommand(V{"dirname", "a/b/"}) == "a");
+  CHECK(PathCommand(V{"dirname", "a//b"}) == "a");
+  CHECK(PathCommand(V{"dirname", "run.sh"}) == ".");
+  CHECK(PathCommand(V{"dirname", "/run.sh"}) == "/");
+  CHECK(PathCommand(V{"dirname", "//"}) == "/");
+  CHECK(PathCommand(V{"basename", "x/train.sh", ".sh"}) == "train");
+  CHECK(PathCommand(V{"basename", ".sh", ".sh"}) == ".sh");
+  CHECK(PathCommand(V{"basename", "x/y/"}) == "y");
+  CHECK(PathCommand(V{"realpath", "/a/./b/../c"}) == "/a/c");
+  CHECK(PathCommand(V{"readlink", "-f", "/a/b/.."}) == "/a");
+  CHECK(PathCommand(V{"pwd"}) == std::filesystem::current_path().string());
+  // Anything else is a command ppb does not run.
+  CHECK_FALSE(PathCommand(V{"dirname", "a", "b"}));
+  CHECK_FALSE(PathCommand(V{"readlink", "x"}));
+  CHECK_FALSE(PathCommand(V{"hostname"}));
+  CHECK_FALSE(PathCommand(V{}));
+}
+
 TEST_CASE("launch script: a line continuation is removed inside double quotes as bash does") {
   // Megatron-LM's examples/mamba/train.sh and t5/train_t5_220m_distributed.sh
   // write options="\<newline> --flag value \<newline> ..." and pass ${options}
@@ -208,7 +315,10 @@ TEST_CASE("launch script: what ppb cannot evaluate is refused at its line") {
   CHECK(refused("f() {\n  echo\n}\n" + launch) ==
         "t.sh:1: a function definition: must not be used in a launch ppb reads");
   CHECK(refused("\nsource env.sh\n" + launch) ==
-        "t.sh:2: source: must not be run in a launch ppb reads (ppb runs nothing)");
+        "t.sh:2: source: must name a readable file (a relative path from the working "
+        "directory or the script's folder); got env.sh (env.sh: no such file)");
+  CHECK(refused("\neval \"$X\"\n" + launch) ==
+        "t.sh:2: eval: must not be run in a launch ppb reads (ppb runs nothing)");
   CHECK(refused("N=1\nwhile [[ $N -gt 0 ]]; do\n  N=0\ndone\n" + launch) ==
         "t.sh:2: a loop: must not run its body in a launch ppb reads; got a condition that "
         "holds on the first pass");

@@ -8,10 +8,12 @@
 #include <cctype>
 #include <charconv>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 
+#include "apps/input/path_commands.h"
 #include "core/result.h"
 
 namespace ppb::bash_detail {
@@ -224,7 +226,8 @@ void Shell::ExpandInto(std::string_view s, int line, bool split, bool in_quotes,
       j += 2;
     } else if (c == '`') {
       const size_t close = s.find('`', j + 1);
-      f.Add("", false, true);
+      const size_t end = close == std::string_view::npos ? s.size() : close;
+      Substitute(s.substr(j + 1, end - j - 1), line, split && !in_quotes, f);
       j = close == std::string_view::npos ? s.size() : close + 1;
     } else if (c == '$') {
       j = Dollar(s, j, line, split && !in_quotes, in_quotes, f);
@@ -232,6 +235,44 @@ void Shell::ExpandInto(std::string_view s, int line, bool split, bool in_quotes,
       f.Add(std::string_view(&s[j], 1), false, false);
       ++j;
     }
+  }
+}
+
+// A command substitution's value: a path command's output
+// (apps/input/path_commands.h) when its words are known, else unknown. Its
+// text is read as one simple command; anything else (a pipe, a list, a
+// second line) is unknown, as a command ppb does not run.
+void Shell::Substitute(std::string_view inner, int line, bool split, Fields& f) {
+  std::vector<std::string> words;
+  bool known = true;
+  try {
+    const std::vector<Token> toks = Tokenize(inner);
+    bool ended = false;  // a newline ends the command: nothing may follow
+    for (const Token& t : toks) {
+      if (t.kind == Tok::End) break;
+      if (t.kind == Tok::Newline) {
+        ended = true;
+        continue;
+      }
+      if (t.kind != Tok::Word || ended) {
+        known = false;
+        break;
+      }
+      std::vector<LaunchWord> fields;
+      Expand(RawWord{t.text, line}, true, fields);
+      for (const LaunchWord& w : fields) {
+        known = known && !w.unknown;
+        words.push_back(w.text);
+      }
+    }
+  } catch (const Refusal&) {
+    known = false;  // what ppb cannot read there is a command it does not run
+  }
+  const std::optional<std::string> out = known ? PathCommand(words) : std::nullopt;
+  if (out) {
+    f.Add(*out, split, false);
+  } else {
+    f.Add("", false, true);
   }
 }
 
@@ -368,8 +409,10 @@ size_t Shell::Dollar(std::string_view s, size_t j, int line, bool split, bool in
     return close + 1;
   }
   if (n == '(') {
-    f.Add("", false, true);
-    return MatchingClose(s, j + 1) + 1;
+    const size_t close = MatchingClose(s, j + 1);
+    Substitute(s.substr(j + 2, std::min(close, s.size()) - std::min(j + 2, s.size())), line,
+               split, f);
+    return close + 1;
   }
   if (n == '{') {
     const size_t close = MatchingClose(s, j + 1);

@@ -88,6 +88,7 @@ class Shell {
   static size_t MatchingQuote(std::string_view s, size_t k);
   static size_t MatchingClose(std::string_view s, size_t k);
   size_t Dollar(std::string_view s, size_t j, int line, bool split, bool in_quotes, Fields& f);
+  void Substitute(std::string_view inner, int line, bool split, Fields& f);
   void Brace(std::string_view e, int line, bool split, bool in_quotes, Fields& f);
   std::int64_t Arith(const std::string& s, size_t& pos, int line);
   std::int64_t ArithTerm(const std::string& s, size_t& pos, int line);

@@ -17,7 +17,9 @@
 
 #include "apps/input/bash_lexer.h"
 #include "apps/input/bash_shell.h"
+#include "apps/input/bash_test.h"
 #include "apps/input/slurm_job.h"
+#include "apps/input/sourced_file.h"
 #include "apps/input/text_lines.h"
 
 namespace ppb {
@@ -28,7 +30,11 @@ using namespace bash_detail;  // NOLINT: the subset's tokens and shell
 class Interpreter {
  public:
   Interpreter(std::string_view path, std::vector<Token> toks)
-      : t_(std::move(toks)), shell_(std::string(path)) {}
+      : t_(std::move(toks)), shell_(std::string(path)), path_(path) {
+    // ${BASH_SOURCE[0]}: the file being read (the script, or what it
+    // sources).
+    shell_.Define("BASH_SOURCE", path_, 0);
+  }
 
   // An arguments file: words and newlines only.
   LaunchCommand Arguments() {
@@ -314,7 +320,7 @@ class Interpreter {
       if (!it.op) it.value = shell_.Scalar(RawWord{it.text, line}, "a test");
     }
     size_t pos = 0;
-    const bool r = TestOr(items, pos, true);
+    const bool r = EvalTest(items, pos, true, shell_);
     if (pos != items.size()) Refuse(line, "[[: must hold one expression; got more");
     return r ? 0 : 1;
   }
@@ -392,6 +398,25 @@ class Interpreter {
       // exec CMD: the shell becomes CMD, which is read as any command.
       return Run(std::vector<RawWord>(words.begin() + 1, words.end()), line, here);
     }
+    if ((name == "source" || name == ".") && words.size() > 1) {
+      std::vector<LaunchWord> file;
+      for (size_t k = 1; k < words.size(); ++k) shell_.Expand(words[k], true, file);
+      if (file.size() != 1) {
+        Refuse(line, fmt::format("{}: must be given one file (ppb passes a sourced file no "
+                                 "arguments); got {} words",
+                                 name, file.size()));
+      }
+      if (file[0].unknown) {
+        Refuse(line, fmt::format("{}: must name a file the script sets; got the output of a "
+                                 "command ppb does not run",
+                                 name));
+      }
+      Source(name, file[0].text, line);
+      return 0;
+    }
+    if (sourcing_ > 0 && name == "return") {
+      Refuse(line, "return: must not end a sourced file early in a launch ppb reads");
+    }
     if (name == "source" || name == "." || name == "eval" || name == "exec" ||
         name == "read" || name == "mapfile" || name == "readarray" || name == "shopt" ||
         name == "alias" || name == "let") {
@@ -400,7 +425,7 @@ class Interpreter {
     }
     if (name == "exit") {
       exited_ = true;
-      exit_line_ = line;
+      exit_line_ = sourcing_ > 0 ? source_line_ : line;  // the script's own line
       return 0;
     }
     if (name == "true" || name == ":") return 0;
@@ -422,7 +447,7 @@ class Interpreter {
       }
       if (items.empty()) return 1;
       size_t pos = 0;
-      const bool r = TestOr(items, pos, false);
+      const bool r = EvalTest(items, pos, false, shell_);
       if (pos != items.size()) Refuse(line, fmt::format("{}: must hold one expression", name));
       return r ? 0 : 1;
     }
@@ -470,7 +495,7 @@ class Interpreter {
     // examples/mimo/train.py), named if no launch is found.
     static const std::set<std::string> kLaunchers = {"torchrun", "python", "python3", "srun",
                                                      "deepspeed", "accelerate"};
-    if (!other_ && kLaunchers.count(command) != 0) {
+    if (!other_ && sourcing_ == 0 && kLaunchers.count(command) != 0) {
       for (const LaunchWord& w : fields) {
         if (w.text.size() > 3 && w.text.compare(w.text.size() - 3, 3, ".py") == 0) {
           other_ = LaunchWord{command + " ... " + w.text, line, false};
@@ -482,6 +507,9 @@ class Interpreter {
     for (size_t k = 0; k < fields.size(); ++k) {
       const std::string& w = fields[k].text;
       if (!GlobMatch("pretrain_*.py", Base(w))) continue;
+      if (sourcing_ > 0) {
+        Refuse(line, "the launch: must be in the script ppb reads, not in a file it sources");
+      }
       if (launch_) {
         Refuse(line, fmt::format("the launch: must be one command; got a second at line {} "
                                  "(the first at line {})",
@@ -502,6 +530,50 @@ class Interpreter {
   }
 
   // ---- nested scripts ----------------------------------------------------
+
+  // `source FILE` at `line`: FILE's commands run in this shell (its
+  // assignments and exports stay); a refusal inside it is placed at the
+  // source command and names FILE's line. The words an array keeps are
+  // placed at the source command, the script's line they came in by.
+  void Source(const std::string& name, const std::string& file, int line) {
+    constexpr int kMaxSources = 8;
+    if (sourcing_ >= kMaxSources) {
+      Refuse(line, fmt::format("{}: must be nested at most {} deep; got a file sourced at "
+                               "depth {} (does a file source itself?)",
+                               name, kMaxSources, sourcing_ + 1));
+    }
+    Result<SourcedFile> f = ReadSourcedFile(path_, file);
+    if (!f.ok()) Refuse(line, name + ": " + f.error().message);
+    Depth d(*this);
+    std::vector<Token> toks;
+    const size_t saved_i = i_;
+    if (sourcing_ == 0) source_line_ = line;
+    ++sourcing_;
+    sourced_.push_back(f->path);
+    shell_.Define("BASH_SOURCE", f->path, line);
+    try {
+      toks = Tokenize(f->text);
+      for (Token& t : toks) {
+        for (RawWord& e : t.elements) e.line = line;
+      }
+      std::swap(t_, toks);
+      i_ = 0;
+      List(true, {});
+      if (Peek().kind != Tok::End) {
+        Refuse(Peek().line, fmt::format("'{}': must not appear here", Peek().text));
+      }
+    } catch (const Refusal& r) {
+      // Placed once: at the innermost file's line, then at the script's.
+      if (source_where_.empty()) source_where_ = f->path + ":" + std::to_string(r.line);
+      if (--sourcing_ > 0) throw;
+      throw Refusal{line, fmt::format("{} {}: {}: {}", name, file, source_where_, r.message)};
+    }
+    std::swap(t_, toks);
+    i_ = saved_i;
+    --sourcing_;
+    sourced_.pop_back();
+    shell_.Define("BASH_SOURCE", sourced_.empty() ? path_ : sourced_.back(), line);
+  }
 
   static std::string Base(const std::string& w) {
     const size_t slash = w.find_last_of('/');
@@ -588,107 +660,6 @@ class Interpreter {
     define("SLURM_GPUS_ON_NODE", size.gpus_per_node);
   }
 
-  // ---- tests -------------------------------------------------------------
-
-  struct TestItem {
-    std::string text;  // as written
-    bool op = false;   // an operator token ([[ && || ( ) < >)
-    int line = 0;
-    std::string value;  // expanded
-  };
-
-  static bool IsOr(const TestItem& it, bool dbl) {
-    return dbl ? (it.op && it.text == "||") : (!it.op && it.value == "-o");
-  }
-  static bool IsAnd(const TestItem& it, bool dbl) {
-    return dbl ? (it.op && it.text == "&&") : (!it.op && it.value == "-a");
-  }
-
-  bool TestOr(const std::vector<TestItem>& v, size_t& pos, bool dbl) {
-    Depth d(*this);
-    bool r = TestAnd(v, pos, dbl);
-    while (pos < v.size() && IsOr(v[pos], dbl)) {
-      ++pos;
-      const bool rhs = TestAnd(v, pos, dbl);
-      r = r || rhs;
-    }
-    return r;
-  }
-
-  bool TestAnd(const std::vector<TestItem>& v, size_t& pos, bool dbl) {
-    bool r = TestNot(v, pos, dbl);
-    while (pos < v.size() && IsAnd(v[pos], dbl)) {
-      ++pos;
-      const bool rhs = TestNot(v, pos, dbl);
-      r = r && rhs;
-    }
-    return r;
-  }
-
-  bool TestNot(const std::vector<TestItem>& v, size_t& pos, bool dbl) {
-    Depth d(*this);
-    if (pos < v.size() && !v[pos].op && v[pos].text == "!") {
-      ++pos;
-      return !TestNot(v, pos, dbl);
-    }
-    return TestPrimary(v, pos, dbl);
-  }
-
-  bool TestPrimary(const std::vector<TestItem>& v, size_t& pos, bool dbl) {
-    const int line = v.empty() ? 0 : v.front().line;
-    if (pos >= v.size()) Refuse(line, "a test: must not end after an operator");
-    const TestItem& a = v[pos];
-    if (a.op && a.text == "(") {
-      ++pos;
-      const bool r = TestOr(v, pos, dbl);
-      if (pos >= v.size() || !(v[pos].op && v[pos].text == ")")) {
-        Refuse(line, "a test: must close '('");
-      }
-      ++pos;
-      return r;
-    }
-    if (a.op) Refuse(line, fmt::format("a test: must not hold '{}' here", a.text));
-    static const std::set<std::string> kUnary = {"-z", "-n", "-f", "-d", "-e",
-                                                 "-r", "-s", "-x", "-w", "-L"};
-    // word binop word
-    if (pos + 2 < v.size()) {
-      const TestItem& op = v[pos + 1];
-      const std::string& o = op.op ? op.text : op.value;
-      static const std::set<std::string> kBinary = {"==", "=",   "!=",  "-eq", "-ne", "-lt",
-                                                    "-le", "-gt", "-ge", "<",   ">",   "=~"};
-      if (kBinary.count(o) != 0) {
-        const std::string& l = a.value;
-        const std::string& r = v[pos + 2].value;
-        pos += 3;
-        if (o == "=~") Refuse(line, "a test: =~ must not be used in a launch ppb reads");
-        if (o == "==" || o == "=") return dbl ? GlobMatch(r, l) : l == r;
-        if (o == "!=") return dbl ? !GlobMatch(r, l) : l != r;
-        if (o == "<") return l < r;
-        if (o == ">") return l > r;
-        // [[ ]] reads -eq's operands as arithmetic, where an empty one is 0
-        // (an unset BATCH in `[[ $BATCH -eq 0 ]]`); [ ] refuses it.
-        const std::int64_t x = dbl && l.empty() ? 0 : Shell::Integer(l, line);
-        const std::int64_t y = dbl && r.empty() ? 0 : Shell::Integer(r, line);
-        if (o == "-eq") return x == y;
-        if (o == "-ne") return x != y;
-        if (o == "-lt") return x < y;
-        if (o == "-le") return x <= y;
-        if (o == "-gt") return x > y;
-        return x >= y;
-      }
-    }
-    if (kUnary.count(a.value) != 0 && pos + 1 < v.size() && !v[pos + 1].op) {
-      const std::string& w = v[pos + 1].value;
-      const std::string& o = a.value;
-      pos += 2;
-      if (o == "-z") return w.empty();
-      if (o == "-n") return !w.empty();
-      return true;  // a file test: the launch's files are taken to exist
-    }
-    ++pos;
-    return !a.value.empty();
-  }
-
   std::vector<Token> t_;
   size_t i_ = 0;
   Shell shell_;
@@ -698,6 +669,11 @@ class Interpreter {
   std::vector<LaunchWord> scheduler_;  // the job's #SBATCH lines and sbatch options
   bool exited_ = false;
   int exit_line_ = 0;
+  std::string path_;  // the script's, which a relative sourced path is from
+  int sourcing_ = 0;  // source commands being run
+  std::string source_where_;  // "FILE:LINE" of a refusal in a sourced file
+  std::vector<std::string> sourced_;  // the files being sourced, innermost last
+  int source_line_ = 0;  // the script's line of the outermost source being run
 };
 
 }  // namespace

@@ -24,8 +24,12 @@
 // Every other command (mkdir, echo, cd, set, exit in a branch not taken, ...)
 // is not run and is taken to succeed. The script runs with no environment:
 // a variable it has not set (the scheduler's SLURM_NNODES, $PWD) is read as
-// unset, and listed in `environment`. A command substitution $(...) or `...` is not run: its
-// value is unknown, and only an argument that ppb reads is refused for it.
+// unset, and listed in `environment`. A command substitution $(...) or
+// `...` is not run: its value is unknown, and only an argument that ppb
+// reads is refused for it; but for the commands that only name paths
+// (dirname, basename, readlink -f, realpath, pwd: apps/input/
+// path_commands.h), whose output ppb gives. ${BASH_SOURCE[0]} is the file
+// being read.
 //
 // Scripts within the script, read as bash runs them:
 //   - a here-document fed to sbatch, bash or sh (sbatch <<EOF ... EOF) is a
@@ -37,11 +41,14 @@
 //     them up to the first command) and sbatch's own options: the job's
 //     size (apps/input/slurm_job.h), which sets SLURM_NNODES,
 //     SLURM_JOB_NUM_NODES, SLURM_NTASKS, SLURM_NTASKS_PER_NODE and
-//     SLURM_GPUS_ON_NODE for the job's commands as Slurm does.
+//     SLURM_GPUS_ON_NODE for the job's commands as Slurm does;
+//   - source FILE and . FILE (apps/input/sourced_file.h finds FILE): its
+//     commands run in the script's shell; it must not hold the launch, and
+//     its refusals are placed at the source line, naming FILE's line.
 //
 // Refused, naming the line: a loop whose body would run, for loops,
-// functions, subshells and groups, source/eval, other ${...} forms, a test
-// on an unknown value, no launch command or two.
+// functions, subshells and groups, eval, return in a sourced file, other
+// ${...} forms, a test on an unknown value, no launch command or two.
 #pragma once
 
 #include <string>
