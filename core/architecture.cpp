@@ -42,7 +42,8 @@ bool SameLayers(const Architecture& a, const Architecture& b) {
   const bool same_moe =
       !moe || (a.experts == b.experts && a.top_k == b.top_k && a.expert_ffn == b.expert_ffn &&
                a.shared_ffn == b.shared_ffn && a.shared_expert_gate == b.shared_expert_gate &&
-               a.router_bias == b.router_bias && a.expert_bias == b.expert_bias);
+               a.router_bias == b.router_bias && a.expert_bias == b.expert_bias &&
+               a.moe_latent == b.moe_latent);
   return a.hidden == b.hidden && a.heads == b.heads && a.kv_heads == b.kv_heads &&
          a.head_dim == b.head_dim && (!dense || a.ffn == b.ffn) && a.vocab == b.vocab &&
          a.tied_embeddings == b.tied_embeddings && a.gated_mlp == b.gated_mlp &&

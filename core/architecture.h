@@ -105,6 +105,12 @@ struct Architecture {
   std::int64_t shared_ffn = 0;     // total width of the shared expert(s)
   bool shared_expert_gate = false;  // Qwen-MoE: a sigmoid gate (h x 1)
   bool router_bias = false;         // DeepSeek-V3 e_score_correction_bias
+  // Latent MoE (Megatron-LM core 0.20 moe_latent_size, Nemotron 3 Super):
+  // the routed experts work at this width, between a down projection
+  // (h x latent) before the dispatch and an up projection after the
+  // combine, each whole on every TP rank (TELinear "duplicated"); the router
+  // and the shared expert read the hidden states. 0: the hidden width.
+  std::int64_t moe_latent = 0;
   MoeLayout moe_layout;
 
   // Multi-head latent attention (DeepSeek-V2/V3); used when kv_lora_rank > 0.
@@ -172,6 +178,11 @@ inline std::int64_t VDim(const Architecture& a) {
 // K heads of the attention core: MLA expands the latent to every head.
 inline std::int64_t KvHeads(const Architecture& a) {
   return a.mla() ? a.heads : a.kv_heads;
+}
+// The width of the tokens a routed expert takes and gives back (and the
+// dispatcher moves): the latent width of a latent MoE, else the hidden.
+inline std::int64_t ExpertWidth(const Architecture& a) {
+  return a.moe_latent > 0 ? a.moe_latent : a.hidden;
 }
 
 // The optimizer, which sets the bytes of optimizer state per parameter

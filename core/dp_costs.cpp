@@ -158,14 +158,14 @@ double OffloadedActivationBytes(const Architecture& a, const Training& t, bool m
       case OffloadModule::AttnProj:
         sum += e * tokens * heads * v / t.tp;
         break;
-      case OffloadModule::ExpertFc1:
-        if (moe) sum += e * local * k * h;
+      case OffloadModule::ExpertFc1:  // the routed copies, at the experts' width
+        if (moe) sum += e * local * k * static_cast<double>(ExpertWidth(a));
         break;
       case OffloadModule::MoeAct:
         if (moe) sum += e * local * k * gate * ffn;
         break;
       case OffloadModule::FusedGroupMlp:
-        if (moe) sum += e * local * k * (h + gate * ffn + ffn);
+        if (moe) sum += e * local * k * (static_cast<double>(ExpertWidth(a)) + gate * ffn + ffn);
         break;
     }
   }

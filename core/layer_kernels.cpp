@@ -181,8 +181,11 @@ void MixerKernels(const Architecture& a, const Training& t, Mixer m,
 // expert, width f/etp), the shared expert (TP-parallel, with its own TP
 // pair), the dispatcher's collectives and the permute / unpermute
 // kernels. The busiest rank's share (core/moe.h BusiestShare) scales the
-// expert GEMMs and the all-to-alls. Returns the tokens x inner width of
-// the expert activations on this rank.
+// expert GEMMs and the all-to-alls. A latent MoE (Architecture::moe_latent)
+// projects the rank's tokens down before the dispatch and up after the
+// combine, whole on every TP rank; its experts and collectives work at the
+// latent width. Returns the tokens x inner width of the expert activations
+// on this rank.
 I64 MoeKernels(const Architecture& a, const Training& t, int layer, Recipe recipe,
                LayerKernels& k) {
   const I64 T = Tokens(t);
@@ -197,14 +200,19 @@ I64 MoeKernels(const Architecture& a, const Training& t, int layer, Recipe recip
   const int moe_index = t.moe.loads.given() ? a.MoeLayersBefore(layer) : 0;
   const double share = BusiestShare(t.moe, t.routing_skew, t.ep, moe_index);
   k.gemms.push_back({"router", rank_tokens, a.experts, h});
+  const I64 d = ExpertWidth(a);  // what the experts and the dispatcher see
+  if (a.moe_latent > 0) {
+    k.gemms.push_back({"moe latent down", rank_tokens, a.moe_latent, h});
+    k.gemms.push_back({"moe latent up", rank_tokens, h, a.moe_latent});
+  }
   const I64 local = Div(a.experts, ep);
   // Balanced: the etp x ep ranks' tokens meet E / ep experts here.
   const I64 per_expert =
       std::max<I64>(1, rank_tokens * a.top_k * ep * etp / std::max(1, a.experts));
-  Gemm fc1{"expert fc1", per_expert, gate * Div(a.expert_ffn, etp), h};
+  Gemm fc1{"expert fc1", per_expert, gate * Div(a.expert_ffn, etp), d};
   fc1.count = static_cast<int>(local);
   fc1.skew = share;
-  Gemm fc2{"expert fc2", per_expert, h, Div(a.expert_ffn, etp)};
+  Gemm fc2{"expert fc2", per_expert, d, Div(a.expert_ffn, etp)};
   fc2.count = static_cast<int>(local);
   fc2.skew = share;
   k.gemms.push_back(fc1);
@@ -217,13 +225,13 @@ I64 MoeKernels(const Architecture& a, const Training& t, int layer, Recipe recip
     width += T * Div(a.shared_ffn, tp);
     TpPair("shared expert", t, e * T * h, k.comms, recipe);
   }
-  const Bytes routed = e * rank_tokens * a.top_k * h;
+  const Bytes routed = e * rank_tokens * a.top_k * d;
   const MoeSettings& m = t.moe;
   if (m.dispatcher == Dispatcher::AllGather) {
     // The hidden states of the etp x ep group gathered before the experts
     // and reduce-scattered after (forward; the backward mirrors them).
     if (etp * ep > 1) {
-      const Bytes all = e * rank_tokens * h * etp * ep;
+      const Bytes all = e * rank_tokens * d * etp * ep;
       k.comms.push_back({"moe all-gather (etp x ep)", Collective::AllGather,
                          CommGroup::EtpEp, all, 1, 1, 1.0});
       k.comms.push_back({"moe reduce-scatter (etp x ep)", Collective::ReduceScatter,

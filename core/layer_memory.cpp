@@ -96,6 +96,9 @@ ActivationTerms DecoderTerms(const Architecture& a, const Training& t,
   const I64 fc1_out = a.gated_mlp ? 2 * e : e;
   const I64 ffn = moe ? a.top_k * a.expert_ffn + a.shared_ffn : a.ffn;
   x.split += fc1_out * sb * ffn + Linear(sb * ffn);
+  // A latent MoE's up projection keeps its input, the combined tokens at
+  // the latent width (the down projection's is the MLP input above).
+  if (moe && a.moe_latent > 0) x.replicated += Linear(sb * a.moe_latent);
   return x;
 }
 

@@ -92,7 +92,18 @@ I64 AttentionOther(const Architecture& a) {
 
 // Biases of one expert (GPT-OSS gate_up_proj_bias and down_proj_bias).
 I64 ExpertBiases(const Architecture& a) {
-  return a.expert_bias ? (a.gated_mlp ? 2 : 1) * a.expert_ffn + a.hidden : 0;
+  return a.expert_bias ? (a.gated_mlp ? 2 : 1) * a.expert_ffn + ExpertWidth(a) : 0;
+}
+
+// Matrices of one routed expert: at the latent width in a latent MoE.
+I64 RoutedExpertWeights(const Architecture& a) {
+  return (a.gated_mlp ? 3 : 2) * ExpertWidth(a) * a.expert_ffn;
+}
+
+// A latent MoE's down and up projections (Megatron-LM moe_layer.py
+// fc1_latent_proj, fc2_latent_proj: h x latent each).
+I64 LatentProjWeights(const Architecture& a) {
+  return a.moe_latent > 0 ? 2 * a.hidden * a.moe_latent : 0;
 }
 
 // Matrices of one MLP of width f: gate, up, down (SwiGLU) or fc1, fc2.
@@ -136,8 +147,8 @@ ParamCount DecoderLayerParams(const Architecture& a, int layer) {
   p.dense += a.hidden * a.experts + (a.router_bias ? a.experts : 0);
   p.dense += a.shared_ffn > 0 ? MlpWeights(a, a.shared_ffn) : 0;
   p.dense += a.shared_expert_gate ? a.hidden : 0;
-  p.expert = static_cast<I64>(a.experts) *
-             (MlpWeights(a, a.expert_ffn) + ExpertBiases(a));
+  p.dense += LatentProjWeights(a);
+  p.expert = static_cast<I64>(a.experts) * (RoutedExpertWeights(a) + ExpertBiases(a));
   return p;
 }
 
@@ -197,9 +208,11 @@ double ParamsUpperBound(const Architecture& a) {
   const double mixers =
       (mamba_width + delta_width) * (h + d(std::max(m.conv, x.conv)) + 2) + h;
   // MLPs: the dense, shared and routed experts with their biases, the router.
+  const double width = std::max(h, d(a.moe_latent));
   const double mlp = 3 * h * (d(a.ffn) + d(a.shared_ffn) + d(a.experts)) +
-                     d(a.experts) * (3 * h * d(a.expert_ffn) + 2 * d(a.expert_ffn) + h + 1) +
-                     d(a.ffn) + 6 * h;
+                     d(a.experts) *
+                         (3 * width * d(a.expert_ffn) + 2 * d(a.expert_ffn) + width + 1) +
+                     2 * h * d(a.moe_latent) + d(a.ffn) + 6 * h;
   const double layer = attention + mixers + mlp;
   const double embedding = (d(a.vocab) + d(a.learned_positions)) * h;
   return (d(a.layers) + d(a.mtp_layers)) * layer +
@@ -215,7 +228,7 @@ Flops DecoderLayerFlops(const Architecture& a, const Training& t, int layer) {
     // No MLP (Nemotron-H's "M" and "*" blocks).
   } else if (a.IsMoeLayer(layer)) {
     // A token meets the router, its top-k experts and the shared expert(s).
-    weights += a.hidden * a.experts + a.top_k * MlpWeights(a, a.expert_ffn);
+    weights += a.hidden * a.experts + a.top_k * RoutedExpertWeights(a) + LatentProjWeights(a);
     if (a.shared_ffn > 0) weights += MlpWeights(a, a.shared_ffn);
     if (a.shared_expert_gate) weights += a.hidden;
   } else {

@@ -919,6 +919,19 @@ TEST_CASE("from megatron: a hybrid model emitted reads back as the same run") {
   CHECK_THAT(next, Catch::Contains("--experimental-attention-variant gdn\n"
                                    "--linear-attention-freq 4\n--linear-num-key-heads 8\n"));
   CHECK(next.find("--hybrid-layer-pattern") == std::string::npos);
+  // A latent MoE (Nemotron 3 Super's moe_latent_size) with its pattern.
+  const std::string super = round_trip(
+      "model:\n  name: super\n  architecture:\n    hidden_size: 1024\n    num_layers: 4\n"
+      "    num_attention_heads: 8\n    num_key_value_heads: 2\n    vocab_size: 32000\n"
+      "    gated_mlp: false\n    hybrid_layer_pattern: ME*E\n"
+      "    moe: {num_experts: 16, top_k: 4, expert_ffn_hidden_size: 512, latent_size: 256,\n"
+      "          shared_ffn_hidden_size: 512}\n"
+      "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 32,\n"
+      "           tensor_parallel: 2, data_parallel: 4, expert_parallel: 4}\n"
+      "hardware: {gpu: h100-sxm}\n"
+      "pipeline: {stages: 1}\n",
+      8);
+  CHECK_THAT(super, Catch::Contains("--moe-latent-size 256\n"));
   CHECK_THAT(latent, Catch::Contains("--multi-latent-attention\n--q-lora-rank 256\n"));
 }
 

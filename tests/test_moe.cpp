@@ -144,6 +144,50 @@ TEST_CASE("moe: one layer's dispatch and combine under each dispatcher", "[moe]"
   }
 }
 
+TEST_CASE("moe: a latent MoE's experts and all-to-alls at the latent width", "[moe]") {
+  // Nemotron 3 Super's shape (Megatron-LM moe_latent_size 1024 at h 4096,
+  // 512 experts of 2688, top 22) on Mixtral's other dimensions.
+  Architecture a = test::Mixtral_8x7B();
+  a.experts = 512;
+  a.top_k = 22;
+  a.expert_ffn = 2688;
+  a.gated_mlp = false;  // squared ReLU: fc1 and fc2
+  Architecture latent = a;
+  latent.moe_latent = 1024;
+  // Parameters: the experts' 2 x 1024 x 2688 each, and the two 4096 x 1024
+  // projections beside them.
+  const ParamCount full = DecoderLayerParams(a, 0), lat = DecoderLayerParams(latent, 0);
+  CHECK(full.expert == 512LL * 2 * 4096 * 2688);
+  CHECK(lat.expert == 512LL * 2 * 1024 * 2688);
+  CHECK(lat.dense - full.dense == 2LL * 4096 * 1024);
+  // FLOPs: a token meets 22 latent experts and both projections.
+  Training t = MoeTraining(1, 8, 8);
+  const double tokens = 4096;
+  CHECK(DecoderLayerFlops(a, t, 0).matmul - DecoderLayerFlops(latent, t, 0).matmul ==
+        Approx(2.0 * tokens * (22.0 * 2 * 2688 * (4096 - 1024) - 2.0 * 4096 * 1024)));
+  // Kernels: the projections on the rank's 4096 tokens, the experts' K and
+  // N at 1024, the all-to-all of 22 copies of 1024 bf16 a token.
+  const LayerKernels k = DecoderKernels(latent, t, 0);
+  auto gemm = [&](const std::string& name) {
+    for (const Gemm& g : k.gemms) {
+      if (g.name == name) return g;
+    }
+    FAIL("no GEMM " << name);
+    return Gemm{};
+  };
+  CHECK(gemm("moe latent down").m == 4096);
+  CHECK(gemm("moe latent down").n == 1024);
+  CHECK(gemm("moe latent down").k == 4096);
+  CHECK(gemm("moe latent up").n == 4096);
+  CHECK(gemm("moe latent up").k == 1024);
+  CHECK(gemm("expert fc1").k == 1024);
+  CHECK(gemm("expert fc2").n == 1024);
+  CHECK(gemm("router").k == 4096);  // the router reads the hidden states
+  CHECK(Find(k, "moe dispatch all-to-all").bytes == 2LL * 4096 * 22 * 1024);
+  CHECK(Find(DecoderKernels(a, t, 0), "moe dispatch all-to-all").bytes ==
+        2LL * 4096 * 22 * 4096);
+}
+
 TEST_CASE("moe: the busiest rank from measured loads and capacity", "[moe]") {
   const std::vector<double> loads = {10, 0, 0, 2, 4, 4, 4, 4};
   // EP 4: ranks hold 10, 2, 8, 8 (mean 7); EP 2: 12, 16 (mean 14).

@@ -146,6 +146,7 @@ Status WriteArchitecture(ConfigWriter& o, const Architecture& a,
     if (a.shared_expert_gate) key(6, "shared_expert_gate", "true", "moe.shared_expert_gate");
     if (a.router_bias) key(6, "router_bias", "true", "moe.router_bias");
     if (a.expert_bias) key(6, "expert_bias", "true", "moe.expert_bias");
+    if (a.moe_latent > 0) key(6, "latent_size", a.moe_latent, "moe.latent_size");
     const MoeLayout& l = a.moe_layout;
     if (l.first_k_dense > 0) key(6, "first_k_dense", l.first_k_dense, "moe.first_k_dense");
     if (l.moe_layer_freq != 1) key(6, "layer_freq", l.moe_layer_freq, "moe.layer_freq");

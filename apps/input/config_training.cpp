@@ -82,7 +82,7 @@ Result<Architecture> Parser::ParseArchitecture(const Entry& section) {
             {"num_experts", "top_k", "expert_ffn_hidden_size",
              "shared_ffn_hidden_size", "shared_expert_gate", "router_bias",
              "first_k_dense", "layer_freq", "sparse_step", "dense_layers",
-             "expert_bias"});
+             "expert_bias", "latent_size"});
     if (!m.ok()) return m.error();
     const std::string& mp = moe->path;
     // A hybrid model's pattern says which layers are MoE (its E layers): the
@@ -109,6 +109,8 @@ Result<Architecture> Parser::ParseArchitecture(const Entry& section) {
     PPB_ASSIGN_OR_RETURN(a.shared_expert_gate, ArchBool(*m, "shared_expert_gate", false));
     PPB_ASSIGN_OR_RETURN(a.router_bias, ArchBool(*m, "router_bias", false));
     PPB_ASSIGN_OR_RETURN(a.expert_bias, ArchBool(*m, "expert_bias", false));
+    // Megatron-LM's moe_latent_size (Nemotron 3 Super: 1024 at h 4096).
+    PPB_ASSIGN_OR_RETURN(a.moe_latent, ArchInt(*m, "latent_size", mp, 1, 0));
     PPB_ASSIGN_OR_RETURN(a.moe_layout.first_k_dense,
              ArchInt(*m, "first_k_dense", mp, 0, 0));
     PPB_ASSIGN_OR_RETURN(a.moe_layout.moe_layer_freq, ArchInt(*m, "layer_freq", mp, 1, 1));

@@ -295,6 +295,10 @@ void WriteModel(Job& j) {
     if (a.Flag("moe_router_enable_expert_bias")) {
       o.Key(6, "router_bias", "true", where("moe_router_enable_expert_bias"));
     }
+    // TransformerConfig.moe_latent_size: the routed experts' width.
+    if (auto latent = a.Int("moe_latent_size", 1)) {
+      o.Key(6, "latent_size", *latent, where("moe_latent_size"));
+    }
     if (auto freq = a.Str("moe_layer_freq", /*flatten=*/false); freq && j.hybrid) {
       // A hybrid model's MoE layers are its pattern's E layers.
       notes.push_back("--moe-layer-freq not read: a hybrid model's MoE layers are the E "

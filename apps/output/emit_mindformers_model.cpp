@@ -51,7 +51,8 @@ std::optional<std::vector<std::pair<std::string, std::string>>> MindFormersModel
     why = std::string(
               "the model's shape is not written: no MindFormers family ppb writes "
               "(llama, qwen3, qwen3_moe) has it (") +
-          (a.mla() ? "multi-latent attention"
+          (a.mla()              ? "multi-latent attention"
+           : a.moe_latent > 0   ? "a latent MoE"
            : a.experts > 0 && (a.shared_ffn > 0 || a.moe_layout.first_k_dense > 0 || a.router_bias)
                ? "shared experts, dense first layers or a router bias"
            : !a.blocks.empty() ? "hybrid or windowed layers"

@@ -287,6 +287,7 @@ Result<EmittedPlan> ParseMegatronArgs(std::string_view text, const std::vector<L
                                        "--moe-shared-expert-intermediate-size",
                                        "--moe-shared-expert-gate",
                                        "--moe-router-enable-expert-bias", "--moe-layer-freq",
+                                       "--moe-latent-size",
                                        "--multi-latent-attention", "--q-lora-rank",
                                        "--kv-lora-rank", "--qk-head-dim",
                                        "--qk-pos-emb-head-dim", "--v-head-dim",

@@ -157,6 +157,7 @@ std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>
     }
     if (a.shared_expert_gate) text += "--moe-shared-expert-gate\n";
     if (a.router_bias) text += "--moe-router-enable-expert-bias\n";
+    if (a.moe_latent > 0) text += fmt::format("--moe-latent-size {}\n", a.moe_latent);
     bool all = true;
     for (int i = 0; i < a.layers; ++i) all = all && a.IsMoeLayer(i);
     // A hybrid model's MoE layers are its pattern's E layers.
