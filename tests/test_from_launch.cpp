@@ -663,6 +663,11 @@ TEST_CASE("from megatron: every argument ppb does not model is listed") {
   REQUIRE(r.ok());
   REQUIRE_FALSE(r->notes.empty());
   CHECK(r->notes.back() == "ignored (ppb does not model them): --lr --step-batch-size-schedule");
+  // --linear-attention-freq says nothing without the gated DeltaNet variant.
+  Result<commands::LaunchConfig> freq = FromText(Script("  --linear-attention-freq 3"));
+  REQUIRE(freq.ok());
+  REQUIRE_FALSE(freq->notes.empty());
+  CHECK(freq->notes.back() == "ignored (ppb does not model them): --linear-attention-freq");
 }
 
 TEST_CASE("from megatron: sliding windows, sinks and the GLU flags by Megatron's rules") {

@@ -141,10 +141,9 @@ std::vector<int> LinearAttentionLayers(Args& a, std::int64_t layers, bool hybrid
                      "attention)",
                      a.Where("experimental_attention_variant"), Abbreviate(*variant)));
   }
-  if (!gdn || hybrid) {
-    if (!hybrid) a.Str("linear_attention_freq");  // listed as ignored when given
-    return linear;
-  }
+  // Without the variant, or in a hybrid model (whose G layers are its
+  // pattern's), --linear-attention-freq is left unread: listed as ignored.
+  if (!gdn || hybrid) return linear;
   const std::string where = a.Where("linear_attention_freq");
   const std::optional<std::string> freq = a.Str("linear_attention_freq", /*flatten=*/false);
   if (!freq) {
