@@ -110,31 +110,24 @@ Status WriteArchitecture(ConfigWriter& o, const Architecture& a,
   if (a.attention_out_gate) key(4, "attention_output_gate", "true", "attention_output_gate");
   if (!layers.pattern.empty()) {
     o.Text(4, "hybrid_layer_pattern", layers.pattern, origin("hybrid_layer_pattern"));
-    // A mixer's shape block: its keys under model.architecture.NAME.
-    using Field = std::pair<const char*, std::int64_t>;
-    auto block = [&](Mixer m, const char* name, std::initializer_list<Field> fields) {
-      if (!a.HasMixer(m)) return;
-      o.Line(4, std::string(name) + ":");
-      for (const auto& [k, v] : fields) key(6, k, v, std::string(name) + "." + k);
-    };
-    const Mamba2Shape& m = a.mamba;
-    block(Mixer::Mamba2, "mamba",
-          {{"num_heads", m.heads}, {"head_dim", m.head_dim}, {"state_dim", m.state},
-           {"num_groups", m.groups}, {"conv_kernel", m.conv}, {"chunk_size", m.chunk}});
   }
-  if (a.HasMixer(Mixer::GatedDeltaNet)) {
-    // In the pattern's G layers or layer_types' linear_attention ones.
-    const DeltaNetShape& d = a.deltanet;
-    o.Line(4, "deltanet:");
-    for (const auto& [k, v] : {std::pair<const char*, std::int64_t>{"key_heads", d.key_heads},
-                               {"value_heads", d.value_heads},
-                               {"key_dim", d.key_dim},
-                               {"value_dim", d.value_dim},
-                               {"conv_kernel", d.conv},
-                               {"chunk_size", d.chunk}}) {
-      key(6, k, v, std::string("deltanet.") + k);
-    }
-  }
+  // A mixer's shape block, its keys under model.architecture.NAME, when a
+  // layer has the mixer (the pattern's M and G layers, layer_types'
+  // linear_attention ones).
+  using Field = std::pair<const char*, std::int64_t>;
+  auto block = [&](Mixer m, const char* name, std::initializer_list<Field> fields) {
+    if (!a.HasMixer(m)) return;
+    o.Line(4, std::string(name) + ":");
+    for (const auto& [k, v] : fields) key(6, k, v, std::string(name) + "." + k);
+  };
+  const Mamba2Shape& m = a.mamba;
+  block(Mixer::Mamba2, "mamba",
+        {{"num_heads", m.heads}, {"head_dim", m.head_dim}, {"state_dim", m.state},
+         {"num_groups", m.groups}, {"conv_kernel", m.conv}, {"chunk_size", m.chunk}});
+  const DeltaNetShape& d = a.deltanet;
+  block(Mixer::GatedDeltaNet, "deltanet",
+        {{"key_heads", d.key_heads}, {"value_heads", d.value_heads}, {"key_dim", d.key_dim},
+         {"value_dim", d.value_dim}, {"conv_kernel", d.conv}, {"chunk_size", d.chunk}});
   if (a.experts > 0) {
     o.Line(4, "moe:");
     key(6, "num_experts", a.experts, "moe.num_experts");

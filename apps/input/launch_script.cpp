@@ -414,7 +414,7 @@ class Interpreter {
       Source(name, file[0].text, line);
       return 0;
     }
-    if (sourcing_ > 0 && name == "return") {
+    if (!sourced_.empty() && name == "return") {
       Refuse(line, "return: must not end a sourced file early in a launch ppb reads");
     }
     if (name == "source" || name == "." || name == "eval" || name == "exec" ||
@@ -425,7 +425,7 @@ class Interpreter {
     }
     if (name == "exit") {
       exited_ = true;
-      exit_line_ = sourcing_ > 0 ? source_line_ : line;  // the script's own line
+      exit_line_ = sourced_.empty() ? line : source_line_;  // the script's own line
       return 0;
     }
     if (name == "true" || name == ":") return 0;
@@ -495,7 +495,7 @@ class Interpreter {
     // examples/mimo/train.py), named if no launch is found.
     static const std::set<std::string> kLaunchers = {"torchrun", "python", "python3", "srun",
                                                      "deepspeed", "accelerate"};
-    if (!other_ && sourcing_ == 0 && kLaunchers.count(command) != 0) {
+    if (!other_ && sourced_.empty() && kLaunchers.count(command) != 0) {
       for (const LaunchWord& w : fields) {
         if (w.text.size() > 3 && w.text.compare(w.text.size() - 3, 3, ".py") == 0) {
           other_ = LaunchWord{command + " ... " + w.text, line, false};
@@ -507,7 +507,7 @@ class Interpreter {
     for (size_t k = 0; k < fields.size(); ++k) {
       const std::string& w = fields[k].text;
       if (!GlobMatch("pretrain_*.py", Base(w))) continue;
-      if (sourcing_ > 0) {
+      if (!sourced_.empty()) {
         Refuse(line, "the launch: must be in the script ppb reads, not in a file it sources");
       }
       if (launch_) {
@@ -536,19 +536,18 @@ class Interpreter {
   // source command and names FILE's line. The words an array keeps are
   // placed at the source command, the script's line they came in by.
   void Source(const std::string& name, const std::string& file, int line) {
-    constexpr int kMaxSources = 8;
-    if (sourcing_ >= kMaxSources) {
+    constexpr size_t kMaxSources = 8;
+    if (sourced_.size() >= kMaxSources) {
       Refuse(line, fmt::format("{}: must be nested at most {} deep; got a file sourced at "
                                "depth {} (does a file source itself?)",
-                               name, kMaxSources, sourcing_ + 1));
+                               name, kMaxSources, sourced_.size() + 1));
     }
     Result<SourcedFile> f = ReadSourcedFile(path_, file);
     if (!f.ok()) Refuse(line, name + ": " + f.error().message);
     Depth d(*this);
     std::vector<Token> toks;
     const size_t saved_i = i_;
-    if (sourcing_ == 0) source_line_ = line;
-    ++sourcing_;
+    if (sourced_.empty()) source_line_ = line;
     sourced_.push_back(f->path);
     shell_.Define("BASH_SOURCE", f->path, line);
     try {
@@ -565,12 +564,12 @@ class Interpreter {
     } catch (const Refusal& r) {
       // Placed once: at the innermost file's line, then at the script's.
       if (source_where_.empty()) source_where_ = f->path + ":" + std::to_string(r.line);
-      if (--sourcing_ > 0) throw;
+      sourced_.pop_back();
+      if (!sourced_.empty()) throw;
       throw Refusal{line, fmt::format("{} {}: {}: {}", name, file, source_where_, r.message)};
     }
     std::swap(t_, toks);
     i_ = saved_i;
-    --sourcing_;
     sourced_.pop_back();
     shell_.Define("BASH_SOURCE", sourced_.empty() ? path_ : sourced_.back(), line);
   }
@@ -670,7 +669,6 @@ class Interpreter {
   bool exited_ = false;
   int exit_line_ = 0;
   std::string path_;  // the script's, which a relative sourced path is from
-  int sourcing_ = 0;  // source commands being run
   std::string source_where_;  // "FILE:LINE" of a refusal in a sourced file
   std::vector<std::string> sourced_;  // the files being sourced, innermost last
   int source_line_ = 0;  // the script's line of the outermost source being run

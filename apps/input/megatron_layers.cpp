@@ -84,44 +84,74 @@ struct Key {
   const char* key;
 };
 
-// TransformerConfig's linear_* fields: the gated DeltaNet's shape.
+// TransformerConfig's mamba_* and linear_* fields: the Mamba and gated
+// DeltaNet shapes.
+constexpr Key kMambaKeys[] = {{"mamba_num_heads", "num_heads"},
+                              {"mamba_head_dim", "head_dim"},
+                              {"mamba_state_dim", "state_dim"},
+                              {"mamba_num_groups", "num_groups"}};
 constexpr Key kDeltaNetKeys[] = {
     {"linear_num_key_heads", "key_heads"},     {"linear_num_value_heads", "value_heads"},
     {"linear_key_head_dim", "key_dim"},        {"linear_value_head_dim", "value_dim"},
     {"linear_conv_kernel_dim", "conv_kernel"}};
 
+// A mixer's shape block at indent 4, `block`: the arguments of `keys`
+// given (ppb's defaults are Megatron's), opened at the first. With `used`
+// false (no layer has the mixer) they are only read: a shape without its
+// layers changes nothing.
+template <size_t N>
+void WriteShape(Args& a, ConfigWriter& o, const char* block, const Key (&keys)[N], bool used) {
+  bool opened = false;
+  for (const Key& k : keys) {
+    if (!used) {
+      a.Str(k.dest);
+      continue;
+    }
+    const std::optional<std::int64_t> v = a.Int(k.dest, 1);
+    if (!v) continue;
+    if (!opened) o.Line(4, std::string(block) + ":");
+    opened = true;
+    o.Key(6, k.key, *v, a.Where(k.dest));
+  }
+}
+
 }  // namespace
 
 void WriteHybridModel(Args& a, const HybridPattern& h, ConfigWriter& o) {
   o.Text(4, "hybrid_layer_pattern", h.symbols, a.Where(h.dest));
-  // The mixers' shapes (TransformerConfig's mamba_* and linear_* fields),
-  // each block written when its symbol is in the pattern and a flag given
-  // (ppb's defaults are Megatron's); read either way, as a shape without
-  // its layers changes nothing.
-  auto shape = [&](char symbol, const char* block, std::initializer_list<Key> keys) {
-    const bool used = h.symbols.find(symbol) != std::string::npos;
-    bool opened = false;
-    for (const Key& k : keys) {
-      if (!used) {
-        a.Str(k.dest);
-        continue;
-      }
-      const std::optional<std::int64_t> v = a.Int(k.dest, 1);
-      if (!v) continue;
-      if (!opened) o.Line(4, std::string(block) + ":");
-      opened = true;
-      o.Key(6, k.key, *v, a.Where(k.dest));
-    }
-  };
-  shape('M', "mamba",
-        {Key{"mamba_num_heads", "num_heads"}, Key{"mamba_head_dim", "head_dim"},
-         Key{"mamba_state_dim", "state_dim"}, Key{"mamba_num_groups", "num_groups"}});
-  shape('G', "deltanet",
-        {kDeltaNetKeys[0], kDeltaNetKeys[1], kDeltaNetKeys[2], kDeltaNetKeys[3],
-         kDeltaNetKeys[4]});
+  // The mixers' shapes, each read whether or not its symbol is in the
+  // pattern.
+  WriteShape(a, o, "mamba", kMambaKeys, h.symbols.find('M') != std::string::npos);
+  WriteShape(a, o, "deltanet", kDeltaNetKeys, h.symbols.find('G') != std::string::npos);
 }
 
 namespace {
+
+// An argument of Megatron's that gives each of `layers` decoder layers a 1
+// or a 0 (window_attn_skip_freq, linear_attention_freq): an integer N gives
+// 0 at every Nth layer, (i + 1) % N == 0, and 1 elsewhere; a list
+// expression (arguments.py moe_freq_type, la_freq_type) its entries, one a
+// layer (`rule`, such as ", Megatron-LM's assert", follows the count in
+// the refusal). nullopt when the argument is not given.
+std::optional<std::vector<int>> EveryNthOrList(Args& a, const std::string& dest,
+                                               std::int64_t layers, std::string_view rule) {
+  const std::optional<std::string> text = a.Str(dest, /*flatten=*/false);
+  if (!text) return std::nullopt;
+  if (text->find('[') != std::string::npos) {
+    std::vector<int> bits = MoeLayerPattern(*text, a.Where(dest));
+    if (static_cast<std::int64_t>(bits.size()) != layers) {
+      Fail(fmt::format("{}: must list one entry a layer ({}{}); got {}", a.Where(dest), layers,
+                       rule, bits.size()));
+    }
+    return bits;
+  }
+  const std::int64_t n = a.Int(dest, 1).value_or(1);
+  std::vector<int> bits(static_cast<size_t>(layers));
+  for (std::int64_t i = 0; i < layers; ++i) {
+    bits[static_cast<size_t>(i)] = (i + 1) % n != 0 ? 1 : 0;
+  }
+  return bits;
+}
 
 // --experimental-attention-variant (TransformerConfig, core 0.20:
 // gdn, its deprecated spelling gated_delta_net, gdn2, dsa): 1 for each
@@ -144,26 +174,15 @@ std::vector<int> LinearAttentionLayers(Args& a, std::int64_t layers, bool hybrid
   // Without the variant, or in a hybrid model (whose G layers are its
   // pattern's), --linear-attention-freq is left unread: listed as ignored.
   if (!gdn || hybrid) return linear;
-  const std::string where = a.Where("linear_attention_freq");
-  const std::optional<std::string> freq = a.Str("linear_attention_freq", /*flatten=*/false);
+  std::optional<std::vector<int>> freq =
+      EveryNthOrList(a, "linear_attention_freq", layers, ", Megatron-LM's assert");
   if (!freq) {
     Fail(fmt::format("{}: --linear-attention-freq: must be given with "
                      "--experimental-attention-variant {} (Megatron-LM's assert: "
                      "\"linear_attention_freq must be set for linear gdn\"); got nothing",
                      a.Line("experimental_attention_variant"), *variant));
   }
-  if (freq->find('[') != std::string::npos) {
-    linear = MoeLayerPattern(*freq, where);
-    if (static_cast<std::int64_t>(linear.size()) != layers) {
-      Fail(fmt::format("{}: must list one entry a layer ({}, Megatron-LM's assert); got {}",
-                       where, layers, linear.size()));
-    }
-  } else if (std::optional<std::int64_t> n = a.Int("linear_attention_freq", 1)) {
-    for (std::int64_t i = 0; i < layers; ++i) {
-      linear[static_cast<size_t>(i)] = (i + 1) % *n == 0 ? 0 : 1;
-    }
-  }
-  return linear;
+  return *freq;
 }
 
 }  // namespace
@@ -206,20 +225,9 @@ void WriteWindows(Args& a, ConfigWriter& o, std::vector<std::string>& notes,
                       "got '{}'",
                       where("window_size"), Abbreviate(*w)));
     }
-    slides.assign(static_cast<size_t>(layers), 1);
-    if (std::optional<std::string> skip = a.Str("window_attn_skip_freq", /*flatten=*/false)) {
-      if (skip->find('[') != std::string::npos) {
-        slides = MoeLayerPattern(*skip, where("window_attn_skip_freq"));
-        if (static_cast<std::int64_t>(slides.size()) != layers) {
-          Fail(fmt::format("{}: must list one entry a layer ({}); got {}",
-                           where("window_attn_skip_freq"), layers, slides.size()));
-        }
-      } else if (std::optional<std::int64_t> n = a.Int("window_attn_skip_freq", 1)) {
-        for (std::int64_t i = 0; i < layers; ++i) {
-          slides[static_cast<size_t>(i)] = (i + 1) % *n != 0 ? 1 : 0;
-        }
-      }
-    }
+    // Every layer slides without a skip frequency.
+    slides = EveryNthOrList(a, "window_attn_skip_freq", layers, "")
+                 .value_or(std::vector<int>(static_cast<size_t>(layers), 1));
     if (left < 0) slides.assign(static_cast<size_t>(layers), 0);
     window = left + 1;
   }
@@ -243,17 +251,9 @@ void WriteWindows(Args& a, ConfigWriter& o, std::vector<std::string>& notes,
                                                        : where("window_size"));
   }
   if (sliding) o.Key(4, "sliding_window", window, where("window_size"));
-  if (any_linear) {
-    // The shape arguments given (ppb's defaults are TransformerConfig's).
-    bool opened = false;
-    for (const Key& k : kDeltaNetKeys) {
-      const std::optional<std::int64_t> v = a.Int(k.dest, 1);
-      if (!v) continue;
-      if (!opened) o.Line(4, "deltanet:");
-      opened = true;
-      o.Key(6, k.key, *v, a.Where(k.dest));
-    }
-  }
+  // The DeltaNet's shape; without its layers (and not hybrid) the --linear-*
+  // arguments stay unread, listed as ignored.
+  if (any_linear) WriteShape(a, o, "deltanet", kDeltaNetKeys, true);
   const std::string softmax =
       a.Choice("softmax_type", {"vanilla", "off-by-one", "learnable"}).value_or("vanilla");
   if (softmax == "learnable") o.Key(4, "attention_sinks", "true", where("softmax_type"));

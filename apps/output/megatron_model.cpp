@@ -28,6 +28,20 @@ std::string RunLengthPattern(const std::vector<int>& bits) {
   return "(" + out + ")";
 }
 
+// A per-layer 0/1 pattern with some 0 as Megatron's int-or-list arguments
+// read it (window_attn_skip_freq, linear_attention_freq): the integer N
+// when the 0s are exactly every Nth layer, (i + 1) % N == 0; else the
+// pattern run-length written, quoted.
+std::string EveryNthOrList(const std::vector<int>& bits) {
+  const int layers = static_cast<int>(bits.size());
+  for (int n = 2; n <= layers; ++n) {
+    bool every = true;
+    for (int i = 0; i < layers && every; ++i) every = bits[i] == ((i + 1) % n != 0 ? 1 : 0);
+    if (every) return std::to_string(n);
+  }
+  return "\"" + RunLengthPattern(bits) + "\"";
+}
+
 // Megatron's --moe-layer-freq pattern, 1 for an MoE layer.
 std::string MoePattern(const Architecture& a) {
   std::vector<int> moe;
@@ -62,12 +76,7 @@ std::string WindowFlags(const Architecture& a) {
   }
   std::string text = fmt::format("--window-size {},0\n", a.sliding_window - 1);
   if (std::find(slides.begin(), slides.end(), 0) == slides.end()) return text;
-  for (int n = 2; n <= a.layers; ++n) {
-    bool every = true;
-    for (int i = 0; i < a.layers && every; ++i) every = slides[i] == ((i + 1) % n != 0 ? 1 : 0);
-    if (every) return text + fmt::format("--window-attn-skip-freq {}\n", n);
-  }
-  return text + "--window-attn-skip-freq \"" + RunLengthPattern(slides) + "\"\n";
+  return text + "--window-attn-skip-freq " + EveryNthOrList(slides) + "\n";
 }
 
 // --hybrid-layer-pattern: one symbol a decoder layer, '|' between the
@@ -204,18 +213,8 @@ std::string MegatronModelFlags(const RunConfig& config, std::vector<std::string>
     if (other) {
       missing.emplace_back("the Mamba and linear-attention mixers");
     } else if (std::find(linear.begin(), linear.end(), 1) != linear.end()) {
-      std::string freq = "\"" + RunLengthPattern(linear) + "\"";
-      for (int n = 1; n <= a.layers; ++n) {
-        bool every = true;
-        for (int i = 0; i < a.layers && every; ++i) {
-          every = linear[i] == ((i + 1) % n != 0 ? 1 : 0);
-        }
-        if (every) {
-          freq = std::to_string(n);
-          break;
-        }
-      }
-      text += "--experimental-attention-variant gdn\n--linear-attention-freq " + freq + "\n";
+      text += "--experimental-attention-variant gdn\n--linear-attention-freq " +
+              EveryNthOrList(linear) + "\n";
       text += DeltaNetFlags(a, missing);
     }
   }
